@@ -1,0 +1,17 @@
+"""Pure analysis functions: model / tensors in, tensors or tables out."""
+
+from .circuits import (COMPOSITION_MODES, composition_baseline, composition_scores, copy_score,
+                       direct_path, direct_path_copy_score, eigenvalues, full_ov_circuits,
+                       ov_copy_scores)
+from .evaluation import (COMPOSITION_PATHS, ablation_losses, composition_path_losses,
+                         head_ablation_hooks, per_position_loss, set_losses)
+from .patterns import (DETECTORS, attention_patterns, detection_patterns, head_pattern_scores,
+                       pattern_scores)
+
+__all__ = [
+    "COMPOSITION_MODES", "COMPOSITION_PATHS", "DETECTORS", "ablation_losses",
+    "attention_patterns", "composition_baseline", "composition_path_losses",
+    "composition_scores", "copy_score", "detection_patterns", "direct_path",
+    "direct_path_copy_score", "eigenvalues", "full_ov_circuits", "head_ablation_hooks",
+    "head_pattern_scores", "ov_copy_scores", "pattern_scores", "per_position_loss", "set_losses",
+]

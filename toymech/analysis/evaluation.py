@@ -1,0 +1,91 @@
+"""Behavioural evaluation: loss per named set, per position, under head ablations, and with
+layer-0 outputs removed from layer-1 queries and/or keys (which composition a model needs)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import torch
+from jaxtyping import Float
+from transformer_lens import HookedTransformer
+
+from ..tasks.base import Batch, check, masked_cross_entropy
+
+
+@torch.no_grad()
+def set_losses(model: HookedTransformer, sets: dict[str, Batch], fwd_hooks=()) -> dict[str, float]:
+    """Mean cross-entropy (nats) on the scored targets of each named set."""
+    out = {}
+    with model.hooks(fwd_hooks=list(fwd_hooks)):
+        for name, batch in sets.items():
+            batch = batch.to(model.cfg.device)
+            out[name] = float(masked_cross_entropy(model(batch.tokens), batch))
+    return out
+
+
+@torch.no_grad()
+def per_position_loss(model: HookedTransformer, batch: Batch) -> Float[torch.Tensor, "seq_minus_1"]:
+    """Mean loss of the target at each position 1..seq-1 (NaN where nothing is scored)."""
+    batch = batch.to(model.cfg.device)
+    nll = masked_cross_entropy(model(batch.tokens), batch, reduction="none")
+    return nll.nanmean(0).cpu()
+
+
+def head_ablation_hooks(heads: Iterable[tuple[int, int]], n_layers: int, n_heads: int):
+    """Forward hooks that zero the output (z) of each (layer, head)."""
+    hooks = []
+    for layer, head in heads:
+        check(0 <= layer < n_layers and 0 <= head < n_heads, "head", (layer, head),
+              f"(layer, head) with layer < {n_layers} and head < {n_heads}")
+
+        def zero(z, hook, head=head):
+            z[:, :, head] = 0.0
+            return z
+
+        hooks.append((f"blocks.{layer}.attn.hook_z", zero))
+    return hooks
+
+
+def ablation_losses(model: HookedTransformer, sets: dict[str, Batch]
+                    ) -> dict[str, dict[str, float]]:
+    """Loss of every set with no ablation ('none') and with each single head zero-ablated."""
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    out = {"none": set_losses(model, sets)}
+    for layer in range(L):
+        for head in range(H):
+            out[f"L{layer}H{head}"] = set_losses(
+                model, sets, head_ablation_hooks([(layer, head)], L, H))
+    return out
+
+
+COMPOSITION_PATHS = ("direct only", "K-composition", "Q-composition", "K and Q")
+
+
+@torch.no_grad()
+def composition_path_losses(model: HookedTransformer, batch: Batch) -> dict[str, float]:
+    """Loss when layer 1's queries and/or keys see only the direct path (layer 0's attention
+    output removed from their inputs); values always see everything.
+
+    'direct only': neither Q nor K sees layer 0; 'K-composition': only keys see it;
+    'Q-composition': only queries; 'K and Q': both (the unmodified model).
+    """
+    check(model.cfg.n_layers == 2 and model.cfg.attn_only, "model", model.cfg.n_layers,
+          "a 2-layer attention-only model")
+    batch = batch.to(model.cfg.device)
+    _, cache = model.run_with_cache(batch.tokens, names_filter="blocks.0.hook_attn_out")
+    layer0 = cache["blocks.0.hook_attn_out"][:, :, None, :]  # [batch, pos, 1, d_model]
+
+    def remove_layer0(x, hook):
+        return x - layer0
+
+    keep = {"direct only": ("q", "k"), "K-composition": ("q",), "Q-composition": ("k",),
+            "K and Q": ()}
+    out = {}
+    model.set_use_split_qkv_input(True)
+    try:
+        for name, strip in keep.items():
+            hooks = [(f"blocks.1.hook_{s}_input", remove_layer0) for s in strip]
+            out[name] = set_losses(model, {"x": batch}, hooks)["x"]
+    finally:
+        model.set_use_split_qkv_input(False)
+    return out

@@ -1,0 +1,395 @@
+"""Execute notebooks with papermill and render them as self-contained, offline HTML reports.
+
+    build_reports(["notebooks/01_induction_repeated_blocks.ipynb"], out_dir="reports", preset="smoke")
+
+writes, under ``out_dir``:
+
+* ``executed/<name>.ipynb``: the executed notebook (papermill writes it even when a cell fails);
+* ``<name>.html``: the report, rendered with the ``toymech_report`` nbconvert template shipped in
+  ``toymech/templates`` (JupyterLab's look with the CDN script tags removed; the bundles come
+  inline from the outputs, see ``toymech.display``);
+* ``index.html`` (and ``index.json``, its data): every report with preset, device, seed, wall time,
+  status, size, date and the versions of torch / transformer-lens / toymech. Entries of earlier
+  runs whose reports still exist are kept, so re-rendering one notebook keeps the others listed.
+
+A failed notebook still gets a report, with the failing cell and its error at the top; its entry
+has ``status == "failed"`` and the caller decides the exit code.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import html
+import json
+import re
+import sqlite3
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+__all__ = ["ReportEntry", "build_reports", "write_index", "external_loads", "TEMPLATE_NAME"]
+
+TEMPLATE_NAME = "toymech_report"
+_TEMPLATES_DIR = Path(__file__).parent / "templates"
+_DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+_PRESET_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@dataclass
+class ReportEntry:
+    """One executed and rendered notebook (paths relative to the index's directory)."""
+
+    notebook: str
+    html: str
+    executed: str
+    status: str  # "ok" or "failed"
+    preset: str
+    device: str
+    seed: int
+    wall_s: float
+    date: str
+    versions: dict
+    size_bytes: int = 0
+    error: str | None = None  # "ValueError: ..." for a failed run
+    parameters: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _versions() -> dict:
+    # importlib.metadata, not imports: the CLI process should not pay for importing torch.
+    versions = {}
+    for dist in ("torch", "transformer-lens", "toymech"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = "not installed"
+    return versions
+
+
+def _check_arguments(notebooks, preset, device, seed, extra_parameters) -> list[Path]:
+    if isinstance(preset, bool) or not isinstance(preset, str) or not _PRESET_PATTERN.match(preset):
+        raise ValueError(f"preset={preset!r} is not allowed; expected a name like 'smoke' or 'default'")
+    if not isinstance(device, str) or not _DEVICE_PATTERN.match(device):
+        raise ValueError(f"device={device!r} is not allowed; expected auto, cpu, mps, cuda or cuda:N")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed={seed!r} is not allowed; expected an int >= 0")
+    for name in extra_parameters:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"extra parameter name {name!r} is not a Python identifier")
+        if name in ("preset", "device", "seed"):
+            raise ValueError(f"extra parameter {name!r} is set by its own argument; pass {name}=... instead")
+    if isinstance(notebooks, (str, Path)):
+        notebooks = [notebooks]
+    paths = [Path(nb) for nb in notebooks]
+    if not paths:
+        raise ValueError("notebooks is empty; expected at least one .ipynb path")
+    stems: dict[str, Path] = {}
+    for path in paths:
+        if path.suffix != ".ipynb":
+            raise ValueError(f"notebook {str(path)!r} is not allowed; expected a .ipynb file")
+        if not path.is_file():
+            raise ValueError(f"notebook {str(path)!r} does not exist")
+        if path.stem in stems:
+            raise ValueError(f"notebooks {str(stems[path.stem])!r} and {str(path)!r} would write the same report name")
+        stems[path.stem] = path
+    return paths
+
+
+def _check_parameters_cell(path: Path, names: Sequence[str]) -> None:
+    """Every parameter must be assigned in the notebook's cell tagged ``parameters``.
+
+    Papermill only warns about unknown parameters, and without a tagged cell it injects at the
+    top where the notebook's own assignment silently overwrites the value.
+    """
+    import papermill
+
+    defined = papermill.inspect_notebook(str(path))
+    missing = [name for name in names if name not in defined]
+    if missing:
+        where = ", ".join(defined) if defined else "no cell tagged 'parameters'"
+        raise ValueError(
+            f"notebook {str(path)!r} does not define parameter(s) {', '.join(missing)} in its cell "
+            f"tagged 'parameters' (it defines: {where})"
+        )
+
+
+def _failure_from_exception(exc: BaseException) -> dict:
+    # PapermillExecutionError carries the failing cell; other errors (dead kernel, timeout) do not.
+    return {
+        "execution_count": getattr(exc, "exec_count", None),
+        "source": getattr(exc, "source", None),
+        "ename": getattr(exc, "ename", type(exc).__name__),
+        "evalue": getattr(exc, "evalue", str(exc)),
+        "traceback": list(getattr(exc, "traceback", None) or []),
+    }
+
+
+def _prepare_for_html(nb) -> Any:
+    """A copy of the executed notebook fit for static HTML."""
+    from papermill.execute import ERROR_MARKER_TAG
+
+    nb = copy.deepcopy(nb)
+    # The report's own banner replaces papermill's red "An Exception was encountered" first cell;
+    # its anchor cell next to the failing cell stays, the banner links to it.
+    nb.cells = [
+        cell
+        for cell in nb.cells
+        if not (ERROR_MARKER_TAG in cell.metadata.get("tags", []) and "An Exception was encountered" in cell.source)
+    ]
+    # Widgets (tqdm progress bars) need a widget manager from a CDN; show their text instead.
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        outputs = []
+        for output in cell.get("outputs", []):
+            data = output.get("data")
+            if data is not None and _WIDGET_VIEW in data:
+                del data[_WIDGET_VIEW]
+                if not data:
+                    continue
+            outputs.append(output)
+        if "outputs" in cell:
+            cell.outputs = outputs
+    return nb
+
+
+def _render_html(nb, run: dict) -> str:
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name=TEMPLATE_NAME, extra_template_basedirs=[str(_TEMPLATES_DIR)])
+    body, _ = exporter.from_notebook_node(_prepare_for_html(nb), resources={"toymech": run})
+    return body
+
+
+def _trust(nb) -> None:
+    # The executed notebook is our own output: sign it so JupyterLab runs its circuitsvis scripts
+    # (executed notebooks are untrusted otherwise and the views stay blank).
+    from nbformat.sign import NotebookNotary
+
+    try:
+        NotebookNotary().sign(nb)
+    except (OSError, sqlite3.Error):
+        pass  # a read-only Jupyter data dir only costs the trust mark, not the report
+
+
+def build_reports(
+    notebooks: Sequence[str | Path] | str | Path,
+    out_dir: str | Path = "reports",
+    preset: str = "default",
+    device: str = "auto",
+    seed: int = 0,
+    extra_parameters: dict | None = None,
+    *,
+    kernel_name: str = "python3",
+    progress_bar: bool = False,
+    trust: bool = True,
+    on_start: Callable[[int, Path], None] | None = None,
+    on_done: Callable[[int, ReportEntry], None] | None = None,
+) -> list[ReportEntry]:
+    """Execute each notebook with papermill and render it to ``out_dir/<name>.html``.
+
+    ``preset``, ``device``, ``seed`` and ``extra_parameters`` are injected into each notebook's
+    cell tagged ``parameters``; all notebooks and arguments are checked before any runs
+    (``ValueError`` naming the problem). ``kernel_name="python3"`` runs the notebooks in this
+    Python environment. ``on_start(i, path)`` / ``on_done(i, entry)`` report progress.
+    Returns one entry per notebook, in order; a failed notebook has ``entry.status == "failed"``.
+    """
+    import nbformat
+    import papermill
+
+    extra_parameters = dict(extra_parameters or {})
+    paths = _check_arguments(notebooks, preset, device, seed, extra_parameters)
+    parameters = {"preset": preset, "device": device, "seed": seed, **extra_parameters}
+    for path in paths:
+        _check_parameters_cell(path, list(parameters))
+
+    out = Path(out_dir)
+    (out / "executed").mkdir(parents=True, exist_ok=True)
+    versions = _versions()
+    entries = []
+    for index, path in enumerate(paths):
+        if on_start:
+            on_start(index, path)
+        executed = out / "executed" / path.name
+        report = out / f"{path.stem}.html"
+        date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        failure = None
+        start = time.perf_counter()
+        try:
+            papermill.execute_notebook(
+                str(path),
+                str(executed),
+                parameters=parameters,
+                kernel_name=kernel_name,
+                cwd=str(path.parent.resolve()),
+                progress_bar=progress_bar,
+                log_output=False,
+            )
+        # Broad on purpose: whatever stopped the notebook (a cell's exception, a dead kernel, a
+        # timeout) must end up in its report and the index, not abort the other notebooks.
+        except Exception as exc:  # noqa: BLE001
+            failure = _failure_from_exception(exc)
+        wall_s = time.perf_counter() - start
+
+        # Papermill writes the output notebook even on failure; if the kernel never started
+        # there may be none, and the report then shows the input notebook under the error.
+        nb = nbformat.read(executed if executed.is_file() else path, as_version=4)
+        if trust and executed.is_file():
+            _trust(nb)
+        run = {
+            "notebook": path.name,
+            "status": "failed" if failure else "ok",
+            "preset": preset,
+            "device": device,
+            "seed": seed,
+            "wall_s": wall_s,
+            "date": date,
+            "versions": versions,
+            "failure": failure,
+        }
+        report.write_text(_render_html(nb, run), encoding="utf-8")
+        entry = ReportEntry(
+            notebook=str(path),
+            html=report.name,
+            executed=f"executed/{executed.name}",
+            status=run["status"],
+            preset=preset,
+            device=device,
+            seed=seed,
+            wall_s=round(wall_s, 2),
+            date=date,
+            versions=versions,
+            size_bytes=report.stat().st_size,
+            error=f"{failure['ename']}: {failure['evalue']}" if failure else None,
+            parameters=extra_parameters,
+        )
+        entries.append(entry)
+        if on_done:
+            on_done(index, entry)
+
+    write_index(out, entries)
+    return entries
+
+
+def _load_previous(out: Path) -> list[ReportEntry]:
+    try:
+        rows = json.loads((out / "index.json").read_text(encoding="utf-8"))
+        return [ReportEntry(**row) for row in rows]
+    except (OSError, ValueError, TypeError):
+        return []  # no index yet, or one written by an incompatible version: start afresh
+
+
+def write_index(out_dir: str | Path, entries: Sequence[ReportEntry]) -> Path:
+    """Write ``index.html`` + ``index.json``: ``entries`` plus earlier ones whose HTML still exists."""
+    out = Path(out_dir)
+    fresh = {entry.html for entry in entries}
+    kept = [e for e in _load_previous(out) if e.html not in fresh and (out / e.html).is_file()]
+    rows = sorted(kept + list(entries), key=lambda e: e.html)
+    (out / "index.json").write_text(json.dumps([asdict(e) for e in rows], indent=1), encoding="utf-8")
+
+    def cell(value: Any) -> str:
+        return f"<td>{html.escape(str(value))}</td>"
+
+    body = []
+    for e in rows:
+        status = f'<td class="{e.status}">{e.status}</td>'
+        extra = ", ".join(f"{k}={v!r}" for k, v in e.parameters.items())
+        body.append(
+            "<tr>"
+            f'<td><a href="{html.escape(e.html)}">{html.escape(Path(e.notebook).stem)}</a></td>'
+            + status
+            + cell(e.preset)
+            + cell(e.device)
+            + cell(e.seed)
+            + cell(f"{e.wall_s:.1f} s")
+            + cell(f"{e.size_bytes / 1e6:.1f} MB")
+            + cell(e.date)
+            + cell(e.versions.get("torch"))
+            + cell(e.versions.get("transformer-lens"))
+            + cell(e.versions.get("toymech"))
+            + cell(extra)
+            + cell(e.error or "")
+            + f'<td><a href="{html.escape(e.executed)}">ipynb</a></td>'
+            "</tr>"
+        )
+    n_failed = sum(not e.ok for e in rows)
+    summary = f"{len(rows)} report(s), {n_failed} failed" if n_failed else f"{len(rows)} report(s), all ok"
+    page = _INDEX_PAGE.format(summary=html.escape(summary), rows="\n".join(body))
+    path = out / "index.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+_INDEX_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>toymech reports</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; }}
+table {{ border-collapse: collapse; }}
+th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; font-size: 14px; }}
+th {{ background: #f4f4f4; }}
+td.ok {{ color: #1a7f37; font-weight: bold; }}
+td.failed {{ color: #c62828; font-weight: bold; }}
+</style>
+</head>
+<body>
+<h1>toymech reports</h1>
+<p id="summary">{summary}</p>
+<table id="reports">
+<thead><tr><th>report</th><th>status</th><th>preset</th><th>device</th><th>seed</th><th>wall time</th>
+<th>size</th><th>date</th><th>torch</th><th>transformer-lens</th><th>toymech</th><th>parameters</th>
+<th>error</th><th>notebook</th></tr></thead>
+<tbody>
+{rows}
+</tbody>
+</table>
+</body>
+</html>
+"""
+
+
+# Loads the browser would make by itself: tag attributes (links <a href> are navigation, not
+# loads), CSS url()/@import, and ES module imports. Vendored bundles are cut out first because
+# they contain URL string literals that are never fetched; the browser test covers them.
+_LOAD_PATTERNS = [
+    re.compile(r"<(?!a\b)[a-zA-Z][^>]*?\s(?:src|href|data)\s*=\s*[\"']?([^\"'\s>]*)", re.I),
+    re.compile(r"url\(\s*[\"']?([^\"')]*)", re.I),
+    re.compile(r"@import\s+[\"']([^\"']*)", re.I),
+    re.compile(r"\bimport\s*\(\s*[\"'`]([^\"'`]*)"),
+    re.compile(r"\bimport\s+(?:[\w{}\s,*]+\s+from\s+)?[\"']([^\"']+)[\"']"),
+]
+
+
+def _bundle_sources() -> list[str]:
+    from plotly.offline import get_plotlyjs
+
+    from toymech.display import _circuitsvis_bundle_script
+
+    bundle = _circuitsvis_bundle_script()
+    return [get_plotlyjs(), bundle[bundle.index(">") + 1 : bundle.rindex("</script>")]]
+
+
+def external_loads(page: str) -> list[str]:
+    """URLs that ``page`` (an HTML document) would load from outside itself.
+
+    ``data:`` URIs and ``#fragment`` references are self-contained; anything else (http(s),
+    protocol-relative, relative file paths, empty ``src=""``) is returned.
+    """
+    for source in _bundle_sources():
+        page = page.replace(source, "")
+    found = []
+    for pattern in _LOAD_PATTERNS:
+        for match in pattern.finditer(page):
+            url = match.group(1).strip()
+            if url.startswith(("data:", "#")) or url == "about:blank":
+                continue
+            found.append(url)
+    return found

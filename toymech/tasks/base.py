@@ -1,0 +1,182 @@
+"""The Task protocol, the Batch it returns, and a registry of tasks by name.
+
+A task is a frozen dataclass whose fields are its parameters (validated in ``__post_init__``),
+with a vocabulary of readable token strings, a sequence length, and a vectorised
+``sample(batch_size, generator)`` that draws randomness ONLY from the given ``torch.Generator``
+(TransformerLens reseeds the global generators whenever a model is built, so global state is
+never safe for data).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+import torch
+
+
+def check(condition: bool, name: str, value: Any, allowed: str) -> None:
+    """Raise ``ValueError`` naming the parameter, the value given and what is allowed."""
+    if not condition:
+        raise ValueError(f"{name}={value!r} is not allowed: {allowed}")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A batch of sequences and the targets that are scored.
+
+    tokens: [batch, seq] int64.
+    scored: [batch, seq] bool; ``scored[b, t]`` means token t is a scored target, predicted from
+        ``tokens[b, :t]`` (so column 0 is always False). The next-token loss at position t-1 counts
+        only where ``scored[b, t]``.
+    extras: task-specific tensors (labels, target distributions, ...), same batch dimension.
+    """
+
+    tokens: torch.Tensor
+    scored: torch.Tensor
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.tokens.ndim != 2:
+            raise ValueError(f"tokens must be [batch, seq], got shape {tuple(self.tokens.shape)}")
+        if self.scored.shape != self.tokens.shape:
+            raise ValueError(
+                f"scored must have the shape of tokens {tuple(self.tokens.shape)}, "
+                f"got {tuple(self.scored.shape)}"
+            )
+        if self.scored[:, 0].any():
+            raise ValueError("scored[:, 0] must be False: the first token has no prefix")
+
+    @property
+    def target_mask(self) -> torch.Tensor:
+        """[batch, seq-1] bool aligned with ``logits[:, :-1]`` predicting ``tokens[:, 1:]``."""
+        return self.scored[:, 1:]
+
+    def to(self, device: torch.device | str) -> "Batch":
+        return Batch(
+            self.tokens.to(device),
+            self.scored.to(device),
+            {k: v.to(device) for k, v in self.extras.items()},
+        )
+
+    def __len__(self) -> int:
+        return self.tokens.shape[0]
+
+
+class Task:
+    """Base class of every task. Subclasses are frozen dataclasses and set ``name``."""
+
+    name: ClassVar[str] = "task"
+
+    # --- to be provided by subclasses -------------------------------------------------------
+    @property
+    def vocab(self) -> list[str]:  # readable string of each token id
+        raise NotImplementedError
+
+    @property
+    def seq_len(self) -> int:
+        raise NotImplementedError
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
+        raise NotImplementedError
+
+    def eval_sets(self, n: int, generator: torch.Generator) -> dict[str, Batch]:
+        """Named evaluation sets; ``test`` is the training distribution."""
+        return {"test": self.sample(n, generator)}
+
+    def loss(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """The training objective (default: cross-entropy on the scored targets)."""
+        return masked_cross_entropy(logits, batch)
+
+    def metrics(self, logits: torch.Tensor, batch: Batch) -> dict[str, float]:
+        """Evaluation numbers for one batch (default: loss and accuracy on scored targets)."""
+        return {"loss": float(self.loss(logits, batch)),
+                "acc": float(masked_accuracy(logits, batch))}
+
+    # --- shared helpers ---------------------------------------------------------------------
+    @property
+    def d_vocab(self) -> int:
+        return len(self.vocab)
+
+    def decode(self, tokens: torch.Tensor | list[int], sep: str = "") -> str:
+        """Token ids -> a readable string."""
+        ids = tokens.tolist() if isinstance(tokens, torch.Tensor) else list(tokens)
+        return sep.join(self.vocab[i] for i in ids)
+
+    def str_tokens(self, tokens: torch.Tensor | list[int]) -> list[str]:
+        ids = tokens.tolist() if isinstance(tokens, torch.Tensor) else list(tokens)
+        return [self.vocab[i] for i in ids]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **dataclasses.asdict(self)}  # type: ignore[call-overload]
+
+    @staticmethod
+    def check_batch_size(batch_size: int) -> None:
+        check(isinstance(batch_size, int) and batch_size >= 1, "batch_size", batch_size,
+              "a positive integer")
+
+
+_REGISTRY: dict[str, Callable[..., Task]] = {}
+
+
+def register(name: str) -> Callable[[type], type]:
+    """Class decorator: make a task constructible as ``toymech.tasks.get(name, **params)``."""
+
+    def deco(cls: type) -> type:
+        if name in _REGISTRY:
+            raise ValueError(f"task {name!r} is registered twice")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get(name: str, **params: Any) -> Task:
+    """Build a registered task; unknown names and parameters raise ``ValueError``."""
+    if name not in _REGISTRY:
+        raise ValueError(f"task={name!r} is unknown: known tasks are {', '.join(names())}")
+    cls = _REGISTRY[name]
+    if dataclasses.is_dataclass(cls):
+        known = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ValueError(
+                f"task {name!r} has no parameter {unknown[0]!r}: its parameters are "
+                f"{', '.join(sorted(known)) or '(none)'}"
+            )
+    return cls(**params)
+
+
+def from_dict(d: dict[str, Any]) -> Task:
+    """Inverse of ``Task.to_dict``."""
+    d = dict(d)
+    name = d.pop("name", None)
+    if name is None:
+        raise ValueError("a task dict needs a 'name' entry")
+    return get(name, **d)
+
+
+def masked_cross_entropy(logits: torch.Tensor, batch: Batch, reduction: str = "mean") -> torch.Tensor:
+    """Next-token cross-entropy (nats) over the scored targets only.
+
+    logits: [batch, seq, d_vocab]. ``reduction="none"`` gives [batch, seq-1] with unscored
+    targets set to NaN (so per-position means can ignore them).
+    """
+    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    nll = -logp.gather(-1, batch.tokens[:, 1:, None])[..., 0]
+    mask = batch.target_mask
+    if reduction == "none":
+        return nll.masked_fill(~mask, float("nan"))
+    return (nll * mask).sum() / mask.sum().clamp(min=1)
+
+
+def masked_accuracy(logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """Fraction of scored targets whose argmax prediction is right."""
+    hit = (logits[:, :-1].argmax(-1) == batch.tokens[:, 1:]) & batch.target_mask
+    return hit.sum() / batch.target_mask.sum().clamp(min=1)
