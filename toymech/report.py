@@ -363,8 +363,8 @@ _LOAD_PATTERNS = [
     re.compile(r"<(?!a\b)[a-zA-Z][^>]*?\s(?:src|href|data)\s*=\s*[\"']?([^\"'\s>]*)", re.I),
     re.compile(r"url\(\s*[\"']?([^\"')]*)", re.I),
     re.compile(r"@import\s+[\"']([^\"']*)", re.I),
-    re.compile(r"\bimport\s*\(\s*[\"'`]([^\"'`]*)"),
-    re.compile(r"\bimport\s+(?:[\w{}\s,*]+\s+from\s+)?[\"']([^\"']+)[\"']"),
+    re.compile(r"(?<![@\w.])import\s*\(\s*[\"'`]([^\"'`]*)"),
+    re.compile(r"(?<![@\w.])import\s+(?:[\w{}\s,*]+\s+from\s+)?[\"']([^\"']+)[\"']"),
 ]
 
 

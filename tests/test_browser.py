@@ -1,0 +1,153 @@
+"""Open rendered reports in headless Chromium (system browser + chromedriver, via Selenium).
+
+Asserts, per report: no console errors, no request leaves file://, every plotly figure drew an
+SVG/canvas, every circuitsvis view rendered content. Saves a screenshot of each report's first
+screen to artifacts/screenshots/. Skipped where /usr/bin/chromium or chromedriver is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+FIXTURES = Path(__file__).parent / "fixtures"
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
+
+if not CHROMIUM.exists() or CHROMEDRIVER is None:
+    pytest.skip("needs /usr/bin/chromium and chromedriver (Debian: chromium chromium-driver)", allow_module_level=True)
+
+webdriver = pytest.importorskip("selenium.webdriver")
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    from toymech.report import build_reports
+
+    out = tmp_path_factory.mktemp("reports")
+    entries = build_reports(
+        [FIXTURES / "report_ok.ipynb", FIXTURES / "report_fail.ipynb"], out_dir=out, preset="smoke", trust=False
+    )
+    return out, entries
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory, monkeypatch_module):
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    home = tmp_path_factory.mktemp("chromium-home")
+    # Chromium writes under ~/.config and ~/.cache: keep that inside the test's temp dir.
+    for var, sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache")):
+        monkeypatch_module.setenv(var, str(home / sub))
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",  # the CI runs as root
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-sync",
+        "--window-size=1280,900",
+        f"--user-data-dir={home / 'profile'}",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def _outside_requests(driver) -> list[str]:
+    """Requests from the page that leave file:// (or data:), and any network request at all.
+
+    The browser's own chrome:// pages (the start-up new-tab page) also show in the log; they are
+    not the report's, but an http(s)/ws(s) request is a failure whoever made it.
+    """
+    outside = []
+    for record in driver.get_log("performance"):
+        message = json.loads(record["message"])["message"]
+        if message["method"] != "Network.requestWillBeSent":
+            continue
+        url = message["params"]["request"]["url"]
+        from_page = message["params"].get("documentURL", "").startswith("file://")
+        network = url.split(":", 1)[0].lower() in ("http", "https", "ws", "wss", "ftp")
+        if network or (from_page and not url.startswith(("file://", "data:"))):
+            outside.append(url)
+    return outside
+
+
+# Plotly draws an <svg class="main-svg"> (or a WebGL canvas); circuitsvis replaces our placeholder
+# text with its React component.
+_PAGE_STATE = """
+var figs = Array.from(document.querySelectorAll('.plotly-graph-div'));
+var views = Array.from(document.querySelectorAll('.toymech-circuitsvis'));
+return {
+  figures: figs.map(function (g) { return g.querySelectorAll('svg.main-svg, canvas').length; }),
+  views: views.map(function (v) {
+    return {drawn: v.querySelectorAll('canvas, svg').length, text: v.textContent.slice(0, 200)};
+  }),
+};
+"""
+
+
+def _open(driver, path: Path, expect_figures: bool) -> dict:
+    driver.get_log("performance")  # drop records of earlier pages
+    driver.get_log("browser")
+    driver.get(path.resolve().as_uri())
+    deadline = time.monotonic() + 30
+    state = driver.execute_script(_PAGE_STATE)
+    while time.monotonic() < deadline:
+        drawn = all(state["figures"]) and all(v["drawn"] > 0 for v in state["views"])
+        if drawn and (state["figures"] or not expect_figures):
+            break
+        time.sleep(0.5)
+        state = driver.execute_script(_PAGE_STATE)
+    time.sleep(0.5)  # let late console messages arrive
+    state["console"] = driver.get_log("browser")
+    state["outside"] = _outside_requests(driver)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(SCREENSHOTS / f"{path.stem}.png"))
+    return state
+
+
+def test_reports_render_offline_in_chromium(reports, browser):
+    out, entries = reports
+    for entry in entries:
+        page = out / entry.html
+        state = _open(browser, page, expect_figures=entry.ok)
+        errors = [m for m in state["console"] if m["level"] == "SEVERE"]
+        assert errors == [], f"{entry.html}: console errors {errors}"
+        assert state["outside"] == [], f"{entry.html}: requests outside file:// {state['outside']}"
+        assert all(n > 0 for n in state["figures"]), f"{entry.html}: undrawn plotly figures {state['figures']}"
+        for view in state["views"]:
+            assert view["drawn"] > 0 and "circuitsvis" not in view["text"], f"{entry.html}: view {view}"
+        if entry.html == "report_ok.html":
+            assert len(state["figures"]) == 2 and len(state["views"]) == 1, state
+        assert (SCREENSHOTS / f"{page.stem}.png").stat().st_size > 0
+
+
+def test_index_opens_offline(reports, browser):
+    out, _ = reports
+    state = _open(browser, out / "index.html", expect_figures=False)
+    assert [m for m in state["console"] if m["level"] == "SEVERE"] == []
+    assert state["outside"] == []
+    rows = browser.find_elements("css selector", "#reports tbody tr")
+    assert len(rows) == 2

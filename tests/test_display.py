@@ -1,0 +1,125 @@
+"""toymech.display: the offline plotly renderer and the circuitsvis attention view."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+import torch
+
+from toymech import display
+from toymech.display import attention_view, reset_bundles, setup_notebook
+from toymech.report import external_loads
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+
+
+@pytest.fixture(autouse=True)
+def fresh_state():
+    """Each test starts as a fresh kernel would, and leaves plotly's renderer as it found it."""
+    previous = pio.renderers.default
+    reset_bundles()
+    with warnings.catch_warnings():
+        yield
+    pio.renderers.default = previous
+    reset_bundles()
+
+
+def _props(view_html: str) -> dict:
+    match = re.search(r"props = (\{.*?\}), tries", view_html, re.S)
+    assert match, view_html[-500:]
+    return json.loads(match.group(1))
+
+
+def test_setup_notebook_is_idempotent_and_activates_renderer():
+    setup_notebook()
+    renderer = pio.renderers[display.RENDERER_NAME]
+    setup_notebook()
+    assert pio.renderers.default == display.RENDERER_NAME
+    assert pio.renderers[display.RENDERER_NAME] is renderer
+
+
+def test_plotly_js_sent_once_and_both_mimetypes_present():
+    setup_notebook()
+    first = go.Figure(go.Scatter(y=[1, 3, 2]))._repr_mimebundle_()
+    second = go.Figure(go.Bar(y=[1, 2]))._repr_mimebundle_()
+    for bundle in (first, second):
+        assert set(bundle) >= {PLOTLY_MIME, "text/html"}
+        assert bundle[PLOTLY_MIME]["data"]
+    # plotly.js defines window.Plotly; the bundle is ~4.8 MB, a figure alone a few KB.
+    assert len(first["text/html"]) > 1_000_000
+    assert len(second["text/html"]) < 50_000
+    for bundle in (first, second):
+        assert external_loads(bundle["text/html"]) == []  # e.g. no MathJax / plotly CDN <script src>
+    reset_bundles()
+    third = go.Figure(go.Scatter(y=[0]))._repr_mimebundle_()
+    assert len(third["text/html"]) > 1_000_000
+
+
+def test_setup_notebook_silences_transformer_lens_deprecations():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # as in a notebook, where DeprecationWarnings show
+        setup_notebook()  # its filters go in front of "always"
+        warnings.warn("HookedTransformer is deprecated and will be removed in 4.0.", DeprecationWarning)
+        warnings.warn("something else is deprecated", DeprecationWarning)
+    messages = [str(w.message) for w in caught]
+    assert messages == ["something else is deprecated"]
+
+
+def test_attention_view_bundle_once_values_rounded():
+    attention = torch.softmax(torch.randn(2, 4, 4, generator=torch.Generator().manual_seed(0)), dim=-1)
+    view = attention_view(["a", "b", "c", "d"], attention, head_names=["L0H0", "L0H1"], decimals=2)
+    first = view._repr_mimebundle_()
+    second = attention_view(["a", "b", "c", "d"], attention.numpy())._repr_html_()
+    assert first["text/plain"] == "AttentionView(2 heads x 4 tokens)"
+    bundle_marker = 'data-toymech-bundle="circuitsvis"'
+    assert first["text/html"].count(bundle_marker) == 1 and bundle_marker not in second
+    assert "var CircuitsVis" in first["text/html"] and "var CircuitsVis" not in second
+    # Never the CDN route, never a module import.
+    for page in (first["text/html"], second):
+        assert "unpkg.com" not in page and 'type="module"' not in page
+        assert "sourceMappingURL" not in page
+    props = _props(first["text/html"])
+    assert props["tokens"] == ["a", "b", "c", "d"]
+    assert props["attentionHeadNames"] == ["L0H0", "L0H1"]
+    values = np.array(props["attention"])
+    assert values.shape == (2, 4, 4)
+    np.testing.assert_allclose(values, attention.numpy(), atol=0.005 + 1e-9)
+    props_text = re.search(r'"attention":(\[.*?\]\]\])', first["text/html"]).group(1)
+    assert re.findall(r"\d\.\d{3,}", props_text) == []
+    assert _props(second)["attentionHeadNames"] == ["H0", "H1"]
+
+
+def test_attention_view_ids_unique_and_tokens_escaped():
+    view = attention_view(["</script>", "<b>&"], np.full((1, 2, 2), 0.5))
+    a, b = view.to_html(), view.to_html()
+    ids = re.findall(r'<div id="(toymech-cv-[0-9a-f]+)"', a + b)
+    assert len(ids) == 2 and ids[0] != ids[1]
+    script = a[a.index("<script>") :]
+    assert "</script>" not in script[: -len("</script>")]
+    assert _props(a)["tokens"] == ["</script>", "<b>&"]
+
+
+@pytest.mark.parametrize(
+    "tokens, attention, kwargs, message",
+    [
+        (["a", "b"], np.zeros((2, 2)), {}, r"attention has shape \[2, 2\], expected \[n_heads, 2, 2\].*attention\[None\]"),
+        (["a", "b"], np.zeros((1, 3, 3)), {}, r"attention has shape \[1, 3, 3\], expected \[n_heads, 2, 2\]"),
+        (["a", "b"], np.zeros((1, 2, 3)), {}, r"shape \[1, 2, 3\]"),
+        (["a", "b"], np.zeros((0, 2, 2)), {}, r"shape \[0, 2, 2\]"),
+        ("ab", np.zeros((1, 2, 2)), {}, r"tokens must be a list of str"),
+        ([1, 2], np.zeros((1, 2, 2)), {}, r"tokens must be a list of str"),
+        (["a", "b"], np.zeros((2, 2, 2)), {"head_names": ["x"]}, r"head_names has 1 names, expected 2"),
+        (["a", "b"], np.zeros((1, 2, 2)), {"decimals": -1}, r"decimals=-1 is not allowed; expected an int from 0 to 8"),
+        (["a", "b"], np.zeros((1, 2, 2)), {"decimals": 2.5}, r"decimals=2.5"),
+        (["a", "b"], np.full((1, 2, 2), np.nan), {}, r"NaN or infinite"),
+    ],
+)
+def test_attention_view_rejects_bad_input(tokens, attention, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        attention_view(tokens, attention, **kwargs)

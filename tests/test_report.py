@@ -1,0 +1,165 @@
+"""toymech.report: papermill execution + offline HTML rendering + the index page."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from plotly.offline import get_plotlyjs
+
+from toymech.report import ReportEntry, build_reports, external_loads, write_index
+
+FIXTURES = Path(__file__).parent / "fixtures"
+OK, FAIL = FIXTURES / "report_ok.ipynb", FIXTURES / "report_fail.ipynb"
+MAX_REPORT_BYTES = 15_000_000
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reports")
+    entries = build_reports([OK, FAIL], out_dir=out, preset="default", device="cpu", seed=3, trust=False)
+    return out, {Path(e.notebook).stem: e for e in entries}
+
+
+def _page(out: Path, entry: ReportEntry) -> str:
+    return (out / entry.html).read_text(encoding="utf-8")
+
+
+def test_statuses_files_and_sizes(built):
+    out, entries = built
+    assert entries["report_ok"].status == "ok" and entries["report_ok"].error is None
+    assert entries["report_fail"].status == "failed"
+    assert entries["report_fail"].error == "RuntimeError: fixture failure on purpose (value=41)"
+    for entry in entries.values():
+        assert (out / entry.html).is_file() and (out / entry.executed).is_file()
+        assert 0 < entry.size_bytes == (out / entry.html).stat().st_size < MAX_REPORT_BYTES
+        assert entry.wall_s > 0 and (entry.preset, entry.device, entry.seed) == ("default", "cpu", 3)
+
+
+def test_parameters_injected_into_executed_notebook(built):
+    out, entries = built
+    nb = nbformat.read(out / entries["report_ok"].executed, as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1
+    assert 'preset = "default"' in injected[0].source and "seed = 3" in injected[0].source
+    printed = [o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert "done: preset=default device=cpu seed=3\n" in printed
+
+
+def test_ok_report_is_self_contained_with_bundles_once(built):
+    out, entries = built
+    page = _page(out, entries["report_ok"])
+    assert external_loads(page) == []
+    assert not re.search(r"<script[^>]*\ssrc\s*=", page)
+    # The bundle's opening bytes identify plotly.js; it must be there exactly once.
+    assert page.count(get_plotlyjs()[:300]) == 1
+    assert page.count('data-toymech-bundle="circuitsvis"') == 1
+    assert len(re.findall(r'"use strict";var CircuitsVis=', page)) == 1
+    assert page.count('class="plotly-graph-div"') == 2
+    assert page.count('class="toymech-circuitsvis"') == 1
+    for absent in ("require.min.js", "require.js", "MathJax.js", "mermaid", "unpkg.com", "jupyter-widgets"):
+        assert absent not in page.replace(get_plotlyjs(), ""), absent
+
+
+def test_failed_report_shows_failing_cell_and_error_first(built):
+    out, entries = built
+    page = _page(out, entries["report_fail"])
+    banner = page.index('class="toymech-failure"')
+    first_cell = page.index('class="jp-Cell ')
+    assert banner < first_cell
+    section = html.unescape(page[banner:first_cell])
+    assert "failed at cell In [4]" in section
+    assert 'raise RuntimeError(f"fixture failure on purpose (value={value})")' in section
+    assert "RuntimeError: fixture failure on purpose (value=41)" in section
+    assert 'href="#papermill-error-cell"' in section and 'id="papermill-error-cell"' in page
+    assert "An Exception was encountered" not in page  # papermill's own banner is replaced by ours
+    assert external_loads(page) == []
+    ok_page = _page(out, entries["report_ok"])
+    assert 'class="toymech-failure"' not in ok_page
+
+
+def test_index_lists_every_report(built):
+    out, _ = built
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert external_loads(index) == []
+    rows = re.findall(r"<tr>(.*?)</tr>", index.split("<tbody>")[1], re.S)
+    assert len(rows) == 2
+    by_name = {re.search(r'href="([^"]+\.html)"', r).group(1): re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows}
+    ok, failed = by_name["report_ok.html"], by_name["report_fail.html"]
+    assert ok[1] == "ok" and failed[1] == "failed"
+    assert ok[2:5] == ["default", "cpu", "3"]
+    assert re.fullmatch(r"\d+\.\d s", ok[5]) and re.fullmatch(r"\d+\.\d MB", ok[6])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", ok[7])
+    import torch
+    import transformer_lens  # noqa: F401
+    from importlib.metadata import version
+
+    import toymech
+
+    assert ok[8:11] == [torch.__version__, version("transformer-lens"), toymech.__version__]
+    assert "RuntimeError: fixture failure on purpose" in failed[12]
+    assert "1 failed" in index
+    data = json.loads((out / "index.json").read_text())
+    assert {row["status"] for row in data} == {"ok", "failed"}
+
+
+def _entry(name: str, status: str = "ok") -> ReportEntry:
+    return ReportEntry(
+        notebook=f"notebooks/{name}.ipynb", html=f"{name}.html", executed=f"executed/{name}.ipynb",
+        status=status, preset="smoke", device="cpu", seed=0, wall_s=1.0, date="2026-01-01 00:00:00 UTC",
+        versions={"torch": "t", "transformer-lens": "tl", "toymech": "tm"},
+    )
+
+
+def test_write_index_keeps_earlier_reports_that_still_exist(tmp_path):
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.html").write_text("x")
+    write_index(tmp_path, [_entry("a"), _entry("b"), _entry("c")])
+    (tmp_path / "c.html").unlink()
+    write_index(tmp_path, [_entry("a", status="failed")])
+    rows = json.loads((tmp_path / "index.json").read_text())
+    assert [(r["html"], r["status"]) for r in rows] == [("a.html", "failed"), ("b.html", "ok")]
+
+
+@pytest.mark.parametrize(
+    "snippet, expected",
+    [
+        ('<script src="https://cdn.example/require.js"></script>', ["https://cdn.example/require.js"]),
+        ('<link rel="stylesheet" href="//fonts.example/x.css">', ["//fonts.example/x.css"]),
+        ('<script src=""></script>', [""]),
+        ("<img src='local.png'>", ["local.png"]),
+        ('<style>body { background: url("http://x.example/a.png") }</style>', ["http://x.example/a.png"]),
+        ('<style>@import "https://x.example/a.css";</style>', ["https://x.example/a.css"]),
+        ('<script type="module">import { render } from "https://unpkg.com/cv/esm.js";</script>', ["https://unpkg.com/cv/esm.js"]),
+        ('<script>import("https://x.example/m.js")</script>', ["https://x.example/m.js"]),
+        ('<a href="https://arxiv.org/abs/1">paper</a> <a href="#top">top</a>', []),
+        ('<img src="data:image/png;base64,AAAA">', []),
+    ],
+)
+def test_external_loads_detects_loads_not_links(snippet, expected):
+    assert external_loads(f"<html><body>{snippet}</body></html>") == expected
+
+
+def test_bad_arguments_rejected_before_running(tmp_path):
+    bare = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("preset = 'smoke'")])
+    nbformat.write(bare, tmp_path / "bare.ipynb")
+    cases = [
+        (dict(notebooks=[tmp_path / "missing.ipynb"]), r"missing.ipynb' does not exist"),
+        (dict(notebooks=[FIXTURES / "report_ok.py"]), r"expected a .ipynb file"),
+        (dict(notebooks=[]), r"notebooks is empty"),
+        (dict(notebooks=[OK], device="gpu"), r"device='gpu' is not allowed; expected auto, cpu, mps, cuda or cuda:N"),
+        (dict(notebooks=[OK], preset="a b"), r"preset='a b' is not allowed"),
+        (dict(notebooks=[OK], seed=-1), r"seed=-1 is not allowed"),
+        (dict(notebooks=[OK], extra_parameters={"preset": "x"}), r"extra parameter 'preset' is set by its own argument"),
+        (dict(notebooks=[OK], extra_parameters={"steps": 3}), r"does not define parameter\(s\) steps .*defines: preset, device, seed"),
+        (dict(notebooks=[tmp_path / "bare.ipynb"]), r"does not define parameter\(s\) preset, device, seed .*no cell tagged 'parameters'"),
+        (dict(notebooks=[OK, OK]), r"would write the same report name"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=message):
+            build_reports(out_dir=tmp_path / "out", **kwargs)
+    assert not (tmp_path / "out").exists()
