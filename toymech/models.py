@@ -24,8 +24,8 @@ import dataclasses
 import io
 import math
 import warnings
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import torch
 from torch import nn
@@ -60,6 +60,8 @@ class ModelConfig:
     smear_init: float = 0.73
     use_bias: bool = False
     init_range: float | None = None
+    variant: str = ""
+    variant_options: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -87,6 +89,8 @@ class ModelConfig:
               "an even number with positions='sinusoidal_qk'")
         check(self.init_range is None or self.init_range > 0, "init_range", self.init_range,
               "None or a positive number")
+        check(self.variant == "" or self.variant in VARIANTS, "variant", self.variant,
+              f"'' or a registered variant: {', '.join(sorted(VARIANTS)) or '(none registered)'}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -108,6 +112,21 @@ class ModelConfig:
             d["d_mlp"] = None
         d.update(changes)
         return ModelConfig(**d)
+
+
+# Structural variants a study needs beyond the fields above (e.g. fixed W_Q = I, extra
+# layers): name -> fn(model, cfg) that edits the freshly built model in place. Registered by the
+# study modules; applied by ``build_model`` so a model rebuilt from its saved config matches.
+VARIANTS: dict[str, Callable[[HookedTransformer, "ModelConfig"], None]] = {}
+
+
+def register_variant(name: str) -> Callable:
+    def deco(fn: Callable[[HookedTransformer, "ModelConfig"], None]) -> Callable:
+        if name in VARIANTS:
+            raise ValueError(f"model variant {name!r} is registered twice")
+        VARIANTS[name] = fn
+        return fn
+    return deco
 
 
 def to_hooked_config(cfg: ModelConfig, device: str | torch.device = "cpu") -> HookedTransformerConfig:
@@ -198,6 +217,9 @@ def build_model(cfg: ModelConfig, device: str | torch.device = "cpu") -> HookedT
             assert not unexpected, unexpected
             block.attn = new
         model.setup()  # register the new hook points
+    if cfg.variant:
+        VARIANTS[cfg.variant](model, cfg)
+        model.setup()
     if not cfg.use_bias:
         for name, param in model.named_parameters():
             if name.split(".")[-1].startswith("b_"):

@@ -65,7 +65,14 @@ def register(name: str, description: str) -> Callable:
 
 
 def names() -> list[str]:
+    _load_studies()
     return sorted(_REGISTRY)
+
+
+def _load_studies() -> None:
+    # Study modules register their presets on import; imported lazily to avoid a cycle.
+    from . import studies
+    studies.load_all()
 
 
 def check_size(size: str) -> None:
@@ -73,6 +80,7 @@ def check_size(size: str) -> None:
 
 
 def get(name: str, size: str = "default", seed: int = 0) -> Experiment:
+    _load_studies()
     check(name in _REGISTRY, "preset name", name, f"one of {', '.join(names())}")
     check_size(size)
     check(isinstance(seed, int) and seed >= 0, "seed", seed, "an integer >= 0")
