@@ -1,0 +1,369 @@
+"""The ``toymech`` command: ``train``, ``list``, ``report`` and ``lab``.
+
+Exit codes scripts can rely on: 0 success; 1 a run failed (a notebook or a training run);
+2 bad input (unknown preset, missing file, bad option), reported as ONE line on stderr
+(``TOYMECH_DEBUG=1`` shows the traceback instead); 130 interrupted. Heavy imports (torch, transformer-lens, papermill) happen inside the
+subcommands so that ``toymech --help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Sequence
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+SIZES = ("smoke", "default", "paper")  # == toymech.presets.SIZES, repeated to keep --help fast
+_REPO_NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse prints the whole usage block before its error; scripts and people want one line.
+    def error(self, message: str):
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _notebook_dir(given: str | None) -> Path:
+    """``--dir``, else ./notebooks, else the notebooks/ folder of a source checkout."""
+    if given is not None:
+        path = Path(given)
+        if not path.is_dir():
+            raise UsageError(f"notebook folder {given!r} does not exist")
+        return path
+    for path in (Path("notebooks"), _REPO_NOTEBOOKS):
+        if path.is_dir():
+            return path
+    raise UsageError("no notebooks/ folder here or in the toymech checkout; pass --dir")
+
+
+def _set_cache(cache: str | None) -> None:
+    # Exported, not passed: notebooks executed by papermill run in kernels that inherit it.
+    if cache is not None:
+        os.environ["TOYMECH_CACHE"] = str(Path(cache).expanduser().resolve())
+
+
+def _parse_param(text: str) -> tuple[str, object]:
+    name, sep, raw = text.partition("=")
+    if not sep or not name.isidentifier():
+        raise UsageError(f"--param {text!r} is not NAME=VALUE")
+    try:
+        value = json.loads(raw)  # numbers, true/false, null, lists; anything else is a string
+    except json.JSONDecodeError:
+        value = raw
+    return name, value
+
+
+# --------------------------------------------------------------------------------------------
+# report
+# --------------------------------------------------------------------------------------------
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from toymech.devices import resolve_device
+    from toymech.report import build_reports
+
+    resolve_device(args.device)  # fails fast (exit 2) when e.g. cuda is asked for but absent
+    _set_cache(args.cache)
+    if args.notebooks:
+        notebooks = [Path(p) for p in args.notebooks]
+    else:
+        folder = _notebook_dir(args.dir)
+        notebooks = sorted(folder.glob("*.ipynb"))
+        if not notebooks:
+            raise UsageError(f"no notebooks in {str(folder)!r}")
+    extra = dict(_parse_param(p) for p in args.param)
+    total = len(notebooks)
+
+    def start(i: int, path: Path) -> None:
+        print(f"[{i + 1}/{total}] {path} (preset {args.preset}, device {args.device}, seed {args.seed}) ...",
+              file=sys.stderr, flush=True)
+
+    def done(i: int, entry) -> None:
+        where = Path(args.out) / entry.html
+        tail = f": {entry.error}" if entry.error else ""
+        print(f"[{i + 1}/{total}] {entry.status} in {entry.wall_s:.1f} s -> {where} "
+              f"({entry.size_bytes / 1e6:.1f} MB){tail}", file=sys.stderr, flush=True)
+
+    entries = build_reports(
+        notebooks, out_dir=args.out, preset=args.preset, device=args.device, seed=args.seed,
+        extra_parameters=extra, progress_bar=sys.stderr.isatty(), on_start=start, on_done=done,
+    )
+    failed = [e for e in entries if not e.ok]
+    print(f"{len(entries) - len(failed)} ok, {len(failed)} failed; index: {Path(args.out) / 'index.html'}")
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# lab
+# --------------------------------------------------------------------------------------------
+
+
+def _cmd_lab(args: argparse.Namespace) -> int:
+    folder = _notebook_dir(args.dir).resolve()
+    # `python -m jupyterlab` from this interpreter: the default kernel is then this environment.
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}"]
+    if args.port is not None:
+        command.append(f"--ServerApp.port={args.port}")
+    if args.no_browser:
+        command.append("--no-browser")
+    command += args.jupyter_args
+    if args.dry_run:
+        print(shlex.join(command))
+        return EXIT_OK
+    _set_cache(args.cache)
+    # exec: JupyterLab owns the terminal (Ctrl-C handling, its own exit code).
+    os.execv(sys.executable, command)
+    return EXIT_FAILED  # not reached
+
+
+# --------------------------------------------------------------------------------------------
+# list
+# --------------------------------------------------------------------------------------------
+
+
+def _task_rows() -> list[dict]:
+    import dataclasses
+
+    from toymech import tasks
+
+    rows = []
+    for name in tasks.names():
+        task = tasks.get(name)
+        params = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.init}
+        rows.append({"name": name, "parameters": params, "vocab": task.d_vocab, "seq_len": task.seq_len})
+    return rows
+
+
+def _preset_rows() -> list[dict]:
+    from toymech import presets
+
+    return [{"name": n, "description": presets.DESCRIPTIONS.get(n, ""), "sizes": list(presets.SIZES)}
+            for n in presets.names()]
+
+
+def _model_rows(cache: str | None) -> list[dict]:
+    from toymech.zoo import Zoo
+
+    rows = []
+    for meta in Zoo(cache).entries():
+        history = meta.get("history") or [{}]
+        final = _final_metrics(history[-1])
+        rows.append({"name": meta.get("name") or "", "task": meta.get("task", {}).get("name", ""),
+                     "path": meta["path"], "device": meta.get("device"), "seconds": meta.get("seconds"),
+                     "created": meta.get("created"), "final": final})
+    return rows
+
+
+def _final_metrics(row: dict) -> dict:
+    """The numbers worth a line: step, train loss, and the held-out metrics (eval_*)."""
+    keys = ["step", "train_loss"] + [k for k in row if k.startswith("eval_")]
+    return {k: row[k] for k in keys if k in row}
+
+
+def _fmt_metrics(final: dict) -> str:
+    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in final.items())
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from toymech.zoo import default_cache_dir
+
+    what = [args.what] if args.what != "all" else ["tasks", "presets", "models"]
+    data = {}
+    if "tasks" in what:
+        data["tasks"] = _task_rows()
+    if "presets" in what:
+        data["presets"] = _preset_rows()
+    if "models" in what:
+        data["models"] = _model_rows(args.cache)
+    if args.json:
+        print(json.dumps(data, indent=1, default=str))
+        return EXIT_OK
+    if "tasks" in data:
+        print("tasks:")
+        for row in data["tasks"]:
+            params = ", ".join(f"{k}={v!r}" for k, v in row["parameters"].items())
+            print(f"  {row['name']:<24} {params}")
+    if "presets" in data:
+        print(f"presets (sizes: {', '.join(SIZES)}):")
+        for row in data["presets"]:
+            print(f"  {row['name']:<32} {row['description']}")
+    if "models" in data:
+        where = Path(args.cache).expanduser() if args.cache else default_cache_dir()
+        print(f"cached models in {where}:" + ("" if data["models"] else " none"))
+        for row in data["models"]:
+            label = row["name"] or row["task"]
+            print(f"  {label:<32} {_fmt_metrics(row['final'])}  [{row['device']}, "
+                  f"{row['seconds'] or 0:.0f} s, {row['created']}] {Path(row['path']).name}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# train
+# --------------------------------------------------------------------------------------------
+
+
+def _load_experiment(args: argparse.Namespace):
+    from toymech import presets
+    from toymech.zoo import Experiment
+
+    if (args.preset is None) == (args.config is None):
+        raise UsageError("give a preset name or --config FILE (one of them); 'toymech list presets' shows the names")
+    if args.config is not None:
+        try:
+            spec = json.loads(Path(args.config).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise UsageError(f"cannot read --config {args.config!r}: {exc.strerror}") from None
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--config {args.config!r} is not valid JSON: {exc}") from None
+        if not isinstance(spec, dict):
+            raise UsageError(f"--config {args.config!r} must hold a JSON object with task, model and train")
+        experiment = Experiment.from_dict(spec)
+    else:
+        experiment = presets.get(args.preset, size=args.size, seed=args.seed)
+    if args.steps is not None:
+        train = experiment.train
+        experiment.train = train.replace(steps=args.steps, eval_every=min(train.eval_every, args.steps))
+    return experiment
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from toymech.zoo import Zoo
+
+    experiment = _load_experiment(args)
+    if args.dump_config:
+        text = json.dumps(experiment.to_dict(), indent=1)
+        if args.dump_config == "-":
+            print(text)
+        else:
+            Path(args.dump_config).write_text(text + "\n", encoding="utf-8")
+            print(f"wrote {args.dump_config}", file=sys.stderr)
+        return EXIT_OK
+    from toymech.devices import resolve_device
+
+    resolve_device(args.device)
+    zoo = Zoo(args.cache)
+    log = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
+    entry = zoo.get_or_train(experiment, device=args.device, retrain=args.retrain,
+                             progress=not args.quiet, log=log)
+    label = experiment.name or experiment.task.name
+    how = "loaded from the zoo" if entry.loaded else "trained"
+    print(f"{label}: {how}; {_fmt_metrics(_final_metrics(entry.final))}; {entry.path}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# parser
+# --------------------------------------------------------------------------------------------
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; expected an integer >= 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _nonnegative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 is not allowed; expected an integer >= 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="toymech", description="Train toy transformers, look inside them, render reports.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    cache_help = "model zoo folder (default: $TOYMECH_CACHE or ~/.cache/toymech)"
+
+    p = sub.add_parser("train", help="train a preset (or a JSON config) into the model zoo",
+                       description="Train a model (or load it if the zoo has it) and print its final metrics.")
+    p.add_argument("preset", nargs="?", help="preset name, e.g. induction-2l ('toymech list presets')")
+    p.add_argument("--config", help="JSON file with task, model and train (see --dump-config)")
+    p.add_argument("--size", choices=SIZES, default="default", help="preset size (default: default)")
+    p.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the model and the data (default: 0)")
+    p.add_argument("--steps", type=_positive_int, help="override the number of training steps")
+    p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps")
+    p.add_argument("--cache", help=cache_help)
+    p.add_argument("--retrain", action="store_true", help="train even if the zoo has this model")
+    p.add_argument("--dump-config", metavar="FILE", help="write the experiment as JSON (- for stdout) and exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or log lines")
+    p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("list", help="tasks, presets and cached models with their metrics",
+                       description="List tasks, presets and the models cached in the zoo.")
+    p.add_argument("what", nargs="?", default="all", choices=("all", "tasks", "presets", "models"))
+    p.add_argument("--cache", help=cache_help)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("report", help="execute notebooks with papermill and render offline HTML reports",
+                       description="Execute notebooks (default: every notebooks/*.ipynb) and write "
+                       "self-contained HTML reports plus index.html. Exit code 1 if a notebook failed.")
+    p.add_argument("notebooks", nargs="*", help="notebook files (default: all in --dir)")
+    p.add_argument("--dir", help="notebook folder (default: ./notebooks)")
+    p.add_argument("--preset", choices=SIZES, default="default", help="preset size passed to every notebook")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    p.add_argument("--seed", type=_nonnegative_int, default=0, help="seed passed to every notebook (default: 0)")
+    p.add_argument("--out", default="reports", help="output folder (default: reports)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra notebook parameter (repeatable); VALUE is JSON or a string")
+    p.add_argument("--cache", help=cache_help)
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("lab", help="start JupyterLab on the notebooks",
+                       description="Start JupyterLab (this Python environment as the kernel) on notebooks/.")
+    p.add_argument("--dir", help="notebook folder (default: ./notebooks)")
+    p.add_argument("--port", type=_positive_int, help="server port")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.add_argument("--cache", help=cache_help)
+    p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="further arguments for jupyter lab (after --)")
+    p.set_defaults(func=_cmd_lab)
+    return parser
+
+
+def _version() -> str:
+    from toymech import __version__
+
+    return __version__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return EXIT_USAGE
+        if getattr(args, "jupyter_args", None) and args.jupyter_args[0] == "--":
+            args.jupyter_args = args.jupyter_args[1:]
+        return args.func(args)
+    except UsageError as exc:
+        print(f"toymech: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as exc:
+        # toymech raises ValueError for bad input (unknown preset, impossible parameter, ...).
+        if os.environ.get("TOYMECH_DEBUG"):
+            raise  # the traceback, for when the ValueError is a bug rather than bad input
+        message = " ".join(str(exc).split())
+        print(f"toymech: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("toymech: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
