@@ -61,6 +61,9 @@ def test_ok_report_is_self_contained_with_bundles_once(built):
     assert len(re.findall(r'"use strict";var CircuitsVis=', page)) == 1
     assert page.count('class="plotly-graph-div"') == 2
     assert page.count('class="toymech-circuitsvis"') == 1
+    # The tqdm widget shows as its final text, with no widget manager (which needs a CDN).
+    assert "steps:\u2007100%|\u2588\u2588\u2588" in page
+    assert "application/vnd.jupyter.widget" not in page
     for absent in ("require.min.js", "require.js", "MathJax.js", "mermaid", "unpkg.com", "jupyter-widgets"):
         assert absent not in page.replace(get_plotlyjs(), ""), absent
 

@@ -136,7 +136,11 @@ def _task_rows() -> list[dict]:
 
     rows = []
     for name in tasks.names():
-        task = tasks.get(name)
+        try:
+            task = tasks.get(name)  # its defaults, which are what `list` shows
+        except (TypeError, ValueError) as exc:  # a task without defaults for every parameter
+            rows.append({"name": name, "parameters": {}, "note": f"needs parameters ({exc})"})
+            continue
         params = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.init}
         rows.append({"name": name, "parameters": params, "vocab": task.d_vocab, "seq_len": task.seq_len})
     return rows
@@ -172,6 +176,11 @@ def _fmt_metrics(final: dict) -> str:
     return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in final.items())
 
 
+def _short(value: object, width: int = 30) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     from toymech.zoo import default_cache_dir
 
@@ -189,7 +198,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if "tasks" in data:
         print("tasks:")
         for row in data["tasks"]:
-            params = ", ".join(f"{k}={v!r}" for k, v in row["parameters"].items())
+            params = ", ".join(f"{k}={_short(v)}" for k, v in row["parameters"].items()) or row.get("note", "")
             print(f"  {row['name']:<24} {params}")
     if "presets" in data:
         print(f"presets (sizes: {', '.join(SIZES)}):")

@@ -143,20 +143,43 @@ def _prepare_for_html(nb) -> Any:
         for cell in nb.cells
         if not (ERROR_MARKER_TAG in cell.metadata.get("tags", []) and "An Exception was encountered" in cell.source)
     ]
-    # Widgets (tqdm progress bars) need a widget manager from a CDN; show their text instead.
-    nb.metadata.pop("widgets", None)
+    # Widgets (tqdm progress bars) need a widget manager from a CDN; show their final state as
+    # text instead. The output's own text/plain was captured at display time (a 0% bar), the
+    # final values live in the notebook's saved widget state.
+    widgets = nb.metadata.pop("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    states = widgets.get("state", {})
     for cell in nb.cells:
         outputs = []
         for output in cell.get("outputs", []):
             data = output.get("data")
             if data is not None and _WIDGET_VIEW in data:
-                del data[_WIDGET_VIEW]
+                text = _widget_text(data.pop(_WIDGET_VIEW).get("model_id", ""), states)
+                if text:
+                    data["text/plain"] = text
                 if not data:
                     continue
             outputs.append(output)
         if "outputs" in cell:
             cell.outputs = outputs
     return nb
+
+
+def _widget_text(model_id: str, states: dict, depth: int = 0) -> str:
+    """Plain text of a saved widget: boxes join their children, a progress bar is drawn."""
+    model = states.get(model_id)
+    if model is None or depth > 10:
+        return ""
+    name, state = model.get("model_name", ""), model.get("state", {})
+    if name in ("HBoxModel", "VBoxModel", "BoxModel"):
+        children = [_widget_text(c.removeprefix("IPY_MODEL_"), states, depth + 1) for c in state.get("children", [])]
+        return ("" if name == "HBoxModel" else "\n").join(c for c in children if c)
+    if name in ("HTMLModel", "LabelModel", "TextModel"):
+        return html.unescape(re.sub(r"<[^>]*>", "", str(state.get("value", ""))))
+    if name in ("FloatProgressModel", "IntProgressModel"):
+        low, high, value = state.get("min", 0), state.get("max", 100), state.get("value", 0)
+        filled = round(10 * (value - low) / (high - low)) if high > low else 10
+        return "|" + "█" * filled + " " * (10 - filled) + "|"
+    return ""
 
 
 def _render_html(nb, run: dict) -> str:
