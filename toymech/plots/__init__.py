@@ -120,3 +120,23 @@ def grouped_bars(table: Mapping[str, Mapping[str, float]], title: str, y_title: 
     fig.update_layout(title=title, yaxis_title=y_title, barmode="group", height=420,
                       yaxis_type="log" if log_y else "linear")
     return fig
+
+
+def pattern_score_heatmaps(scores: Mapping[str, Mapping[str, torch.Tensor]],
+                           title: str = "Attention-pattern scores per head") -> go.Figure:
+    """Grid of heatmaps: one row per model, one column per score kind (model -> kind -> [L, H])."""
+    models = list(scores)
+    kinds = list(next(iter(scores.values())))
+    fig = make_subplots(rows=len(models), cols=len(kinds), horizontal_spacing=0.06,
+                        vertical_spacing=0.12 if len(models) > 1 else 0.0,
+                        subplot_titles=[f"{m}: {k}" for m in models for k in kinds])
+    for i, model in enumerate(models, start=1):
+        for j, kind in enumerate(kinds, start=1):
+            z = _np(scores[model][kind])
+            fig.add_trace(go.Heatmap(z=z, x=[f"H{h}" for h in range(z.shape[1])],
+                                     y=[f"L{l}" for l in range(z.shape[0])], zmin=0, zmax=1,
+                                     colorscale="Blues", texttemplate="%{z:.2f}",
+                                     showscale=(i == 1 and j == len(kinds))), row=i, col=j)
+            fig.update_yaxes(autorange="reversed", row=i, col=j)
+    fig.update_layout(title=title, height=140 + 170 * len(models))
+    return fig

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# toymech's two commands (and a third for exploring):
+#   ./run.sh report [--preset smoke|default|paper] [--device auto|cpu|cuda] [--seed N]
+#        set up the environment if needed, execute every notebook with papermill, write
+#        HTML reports + executed notebooks to reports/
+#   ./run.sh test [pytest args]      set up the environment if needed, run the test suite
+#   ./run.sh lab                     open the notebooks in JupyterLab
+# Environment: .venv (default, needs Python 3.10-3.12 as $PYTHON or python3), or the conda
+# environment from environment.yml in .conda-env when TOYMECH_CONDA=1.
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(pwd)
+
+env_dir() { if [ "${TOYMECH_CONDA:-0}" = 1 ]; then echo "$ROOT/.conda-env"; else echo "$ROOT/.venv"; fi; }
+
+ensure_env() {
+  local dir stamp want
+  dir=$(env_dir)
+  stamp="$dir/.toymech-installed"
+  want=$(cat pyproject.toml environment.yml | sha256sum | cut -c1-16)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
+  if [ "${TOYMECH_CONDA:-0}" = 1 ]; then
+    command -v conda >/dev/null || { echo "run.sh: TOYMECH_CONDA=1 but conda is not on PATH" >&2; exit 2; }
+    conda env update --prefix "$dir" --file environment.yml --prune
+    "$dir/bin/python" -m pip install --no-deps -e ".[test]"
+  else
+    local py="${PYTHON:-python3}"
+    "$py" - <<'PY' || { echo "run.sh: toymech needs Python 3.10-3.12 (set PYTHON=/path/to/python3.11)" >&2; exit 2; }
+import sys; sys.exit(0 if (3, 10) <= sys.version_info[:2] <= (3, 12) else 1)
+PY
+    [ -x "$dir/bin/python" ] || "$py" -m venv "$dir"
+    "$dir/bin/python" -m pip install -q --upgrade pip
+    # torch is pinned (torch==2.13.0) in pyproject.toml: pip takes the CPU or CUDA build
+    # that matches the machine.
+    "$dir/bin/python" -m pip install -q -e ".[test]"
+  fi
+  echo "$want" > "$stamp"
+}
+
+cmd="${1:-}"
+[ $# -gt 0 ] && shift
+case "$cmd" in
+  report)
+    ensure_env
+    PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m toymech report "$@" ;;
+  test)
+    ensure_env
+    PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m pytest "$@" ;;
+  lab)
+    ensure_env
+    PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m toymech lab "$@" ;;
+  *)
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    [ -z "$cmd" ] || [ "$cmd" = help ] || [ "$cmd" = --help ] || exit 2 ;;
+esac

@@ -1,0 +1,254 @@
+"""Study 1: induction heads on repeated letter blocks (reference.md §A).
+
+The notebook calls these functions; they return plain dicts / pandas tables built from measured
+numbers. The source's own figures (``POST``) sit beside ours, never in place of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+from transformer_lens import HookedTransformer
+
+from .. import analysis, presets
+from ..devices import make_generator, resolve_device
+from ..tasks import Batch
+from ..tasks.repeated_blocks import RepeatedBlocks
+from ..zoo import Zoo, ZooEntry
+
+MAIN = ("induction-1l", "induction-1l-smeared", "induction-2l")
+LEARNED = ("induction-1l-learned", "induction-1l-smeared-learned", "induction-2l-learned")
+
+# The post's figures (test CE etc., nats) and its code's comments.
+POST: dict[str, dict[str, float]] = {
+    "induction-1l": {"test": 2.6},
+    "induction-1l-smeared": {"test": 1.24, "doubled": 2.31, "option1": 0.99, "option2": 0.73},
+    "induction-2l": {"test": 1.40, "doubled": 2.31, "option1": 0.73, "option2": 6.42},
+}
+POST_PATHS = {"direct only": 3.12, "K-composition": 2.52, "Q-composition": 2.62, "K and Q": 1.39}
+POST_SETS = ("test", "doubled", "option1", "option2")
+MECHANISM_SETS = ("predictable", "shifted", "period5", "period7")
+
+
+@dataclass
+class Model:
+    """A trained model of the study with everything the notebook shows about it."""
+
+    name: str
+    entry: ZooEntry
+    losses: dict[str, float] = field(default_factory=dict)
+    direct_copy: float = float("nan")
+    head_copy: torch.Tensor | None = None
+    pattern_scores: dict[str, torch.Tensor] = field(default_factory=dict)
+    ablations: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def model(self) -> HookedTransformer:
+        return self.entry.model
+
+
+def validate(preset: str, seed: int, device: str) -> torch.device:
+    """Check the notebook's parameters (clear ValueErrors) and return the device to use."""
+    presets.check_size(preset)
+    if not (isinstance(seed, int) and seed >= 0):
+        raise ValueError(f"seed={seed!r} is not allowed: an integer >= 0")
+    return resolve_device(device)
+
+
+def eval_sets(task: RepeatedBlocks, preset: str, seed: int, device: torch.device
+              ) -> dict[str, Batch]:
+    n = 256 if preset == "smoke" else 2048
+    return task.eval_sets(n, make_generator(10_000 + seed, device))
+
+
+def load_models(names, preset: str, seed: int, device: torch.device,
+                cache_dir: str | Path | None = None, progress: bool = True) -> dict[str, Model]:
+    zoo = Zoo(cache_dir)
+    out = {}
+    for name in names:
+        entry = zoo.get_or_train(presets.get(name, preset, seed), device=device,
+                                 progress=progress)
+        out[name] = Model(name, entry)
+    return out
+
+
+def measure(m: Model, sets: dict[str, Batch], pattern_tokens: torch.Tensor) -> Model:
+    """Fill in losses per set, copy scores, attention-pattern scores and single-head ablations."""
+    model = m.model
+    m.losses = analysis.set_losses(model, sets)
+    m.direct_copy = analysis.direct_path_copy_score(model)
+    m.head_copy = analysis.ov_copy_scores(model)
+    m.pattern_scores = analysis.head_pattern_scores(model, pattern_tokens)
+    m.ablations = analysis.ablation_losses(
+        model, {k: sets[k] for k in ("test", "predictable", "period5", "period7") if k in sets})
+    return m
+
+
+def loss_table(models: dict[str, Model], floor: float) -> pd.DataFrame:
+    """Our losses on the post's four sets, the post's figures beside them, and the floor."""
+    rows = []
+    for name, m in models.items():
+        row: dict[str, Any] = {"model": name}
+        for s in POST_SETS:
+            row[s] = m.losses.get(s)
+            row[f"{s} (post)"] = POST.get(name, {}).get(s)
+        rows.append(row)
+    df = pd.DataFrame(rows).set_index("model")
+    df["test floor"] = floor
+    return df.round(3)
+
+
+def copy_table(models: dict[str, Model]) -> pd.DataFrame:
+    """Copy metric of the direct path and of every head's full OV circuit."""
+    rows = []
+    for name, m in models.items():
+        row: dict[str, Any] = {"model": name, "direct path": m.direct_copy}
+        L, H = m.head_copy.shape
+        for layer in range(L):
+            for head in range(H):
+                row[f"L{layer}H{head}"] = float(m.head_copy[layer, head])
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("model").round(3)
+
+
+def mechanism_verdict(losses: dict[str, float], chance: float) -> str:
+    """Which mechanism the losses on the mechanism sets point to.
+
+    A set counts as solved when its loss is below half the chance loss ln(n_letters). An
+    induction mechanism (content-based: attend after an earlier copy of the current letter)
+    solves a shifted start and other block lengths; a fixed offset back (relative position)
+    solves the shifted start only; absolute position solves neither.
+    """
+    solved = {k: losses.get(k, math.inf) < chance / 2 for k in MECHANISM_SETS}
+    if not solved["predictable"]:
+        return "not solved in distribution yet"
+    other = solved["period5"] and solved["period7"]
+    if solved["shifted"] and other:
+        return "content-based (induction): solves other block lengths and a shifted start"
+    if solved["shifted"]:
+        return "relative position (a fixed offset back): shifted start ok, other block lengths fail"
+    if other:
+        return "mixed: other block lengths ok, shifted start fails"
+    return "absolute position: fails with a shifted start and with other block lengths"
+
+
+def mechanism_table(models: dict[str, Model], chance: float) -> pd.DataFrame:
+    rows = []
+    for name, m in models.items():
+        row: dict[str, Any] = {"model": name}
+        row.update({k: m.losses.get(k) for k in MECHANISM_SETS})
+        row["verdict"] = mechanism_verdict(m.losses, chance)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("model").round(3)
+
+
+def ablation_table(m: Model) -> pd.DataFrame:
+    """Loss with each head zero-ablated, minus the unablated loss (nats), per set."""
+    base = m.ablations["none"]
+    rows = [{"head": k, **{s: v[s] - base[s] for s in v}} for k, v in m.ablations.items()
+            if k != "none"]
+    return pd.DataFrame(rows).set_index("head").round(3)
+
+
+def _heads(scores: torch.Tensor, pred) -> list[str]:
+    L, H = scores.shape
+    return [f"L{l}H{h}" for l in range(L) for h in range(H) if pred(float(scores[l, h]))]
+
+
+def eigenvalue_sets(model: HookedTransformer) -> dict[str, torch.Tensor]:
+    """Eigenvalues of the direct path and of each head's full OV circuit (name -> complex [n])."""
+    out = {"direct path": analysis.eigenvalues(analysis.direct_path(model))}
+    ov = analysis.eigenvalues(analysis.full_ov_circuits(model))
+    for layer in range(ov.shape[0]):
+        for head in range(ov.shape[1]):
+            out[f"L{layer}H{head}"] = ov[layer, head]
+    return out
+
+
+def attention_view(model: HookedTransformer, task: RepeatedBlocks, tokens: torch.Tensor):
+    """circuitsvis view of every head (all layers) on one sequence."""
+    from ..display import attention_view as view
+    pats = analysis.attention_patterns(model, tokens)  # [L, H, q, k]
+    L, H = pats.shape[:2]
+    names = [f"L{l}H{h}" for l in range(L) for h in range(H)]
+    return view(task.str_tokens(tokens), pats.reshape(L * H, *pats.shape[2:]), names)
+
+
+def path_table(model: HookedTransformer, batch: Batch) -> pd.DataFrame:
+    """Loss with layer-1 queries/keys restricted to the direct path, beside the post's code."""
+    ours = analysis.composition_path_losses(model, batch)
+    return pd.DataFrame({"loss": ours, "post's code": POST_PATHS}).round(3)
+
+
+def compare_with_post(models: dict[str, Model], floor: float) -> list[str]:
+    """Sentences comparing our measured losses with the post's, for the notebook."""
+    lines = []
+    for name, m in models.items():
+        post = POST.get(name, {})
+        parts = [f"{s} {m.losses[s]:.2f} (post {post[s]:.2f})" for s in POST_SETS
+                 if s in post and s in m.losses]
+        if parts:
+            lines.append(f"{name}: " + ", ".join(parts) + f"; floor {floor:.3f}.")
+    a, b = models.get("induction-1l-smeared"), models.get("induction-2l")
+    if a and b:
+        pref = lambda m: "option 1 (copy the first block)" if m.losses["option1"] < m.losses[
+            "option2"] else "option 2 (copy the most recent block)"
+        same = pref(a) == pref(b)
+        lines.append(f"Out of distribution the 1-layer smeared model prefers {pref(a)} and the "
+                     f"2-layer model {pref(b)}: the post's disagreement is "
+                     f"{'NOT reproduced' if same else 'reproduced'}.")
+        lines.append(f"In distribution they differ by {abs(a.losses['test'] - b.losses['test']):.2f}"
+                     f" nats (post: 0.16).")
+    for name, m in models.items():
+        if "doubled" in m.losses:
+            rel = 100 * (m.losses["doubled"] / m.losses["test"] - 1)
+            lines.append(f"{name}: doubled letters cost {rel:+.0f} % over the test loss "
+                         f"(post: +86 % for 1-layer smeared, +65 % for 2-layer).")
+    return lines
+
+
+def algorithm_in_words(m: Model, chance: float, two_layer_baseline: float | None = None) -> str:
+    """A short description of the model's algorithm, derived only from the measured numbers."""
+    k_comp = k_baseline = None
+    if m.model.cfg.n_layers == 2:
+        k_comp = float(analysis.composition_scores(m.model, "K").max())
+        k_baseline = (two_layer_baseline if two_layer_baseline is not None
+                      else analysis.composition_baseline(m.model, "K")[0])
+    sents = []
+    if m.direct_copy < -0.5:
+        sents.append(f"The direct path suppresses the current letter (copy metric "
+                     f"{m.direct_copy:+.2f}): never predict the letter just seen.")
+    else:
+        sents.append(f"The direct path does not suppress the current letter (copy metric "
+                     f"{m.direct_copy:+.2f}).")
+    copiers = _heads(m.head_copy, lambda v: v > 0.5)
+    suppressors = _heads(m.head_copy, lambda v: v < -0.5)
+    if copiers:
+        sents.append(f"Heads {', '.join(copiers)} copy the letter they attend to.")
+    if suppressors:
+        sents.append(f"Heads {', '.join(suppressors)} suppress the letters they attend to "
+                     "(anti-induction / 'rule out recent letters').")
+    prev = _heads(m.pattern_scores["previous_token"], lambda v: v > 0.4)
+    ind = _heads(m.pattern_scores["induction"], lambda v: v > 0.4)
+    if prev:
+        sents.append(f"{', '.join(prev)} mostly attend to the previous token.")
+    if ind:
+        sents.append(f"{', '.join(ind)} attend to the letter after an earlier copy of the current "
+                     "letter (induction pattern).")
+    if k_comp is not None and k_baseline is not None:
+        rel = "well above" if k_comp > 2 * k_baseline else "near"
+        sents.append(f"The strongest layer-0 -> layer-1 K-composition score is {k_comp:.2f}, "
+                     f"{rel} the random baseline {k_baseline:.2f}.")
+    base = m.ablations.get("none", {}).get("predictable")
+    if base is not None:
+        worst = max((k for k in m.ablations if k != "none"),
+                    key=lambda k: m.ablations[k]["predictable"] - base)
+        sents.append(f"Ablating {worst} hurts most: predictable-letter loss {base:.2f} -> "
+                     f"{m.ablations[worst]['predictable']:.2f} nats.")
+    sents.append(f"Mechanism check: {mechanism_verdict(m.losses, chance)}.")
+    return " ".join(sents)
