@@ -15,9 +15,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 OK, FAIL = FIXTURES / "report_ok.ipynb", FIXTURES / "report_fail.ipynb"
 
 
-def toymech(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def toymech(*args: str, cwd: Path | None = None, timeout: float = 300, **env_vars: str) -> subprocess.CompletedProcess:
     # `python -m toymech` is the same entry point as the console script and needs no PATH.
-    env = {**os.environ, "TOYMECH_DEBUG": ""}
+    env = {**os.environ, "TOYMECH_DEBUG": "", **env_vars}
     return subprocess.run([sys.executable, "-m", "toymech", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=timeout)
 
@@ -102,7 +102,7 @@ def test_lab_dry_run(tmp_path):
 
 def test_report_exit_codes_and_outputs(tmp_path):
     failing = toymech("report", str(OK), str(FAIL), "--preset", "smoke", "--device", "cpu",
-                      "--seed", "1", "--out", str(tmp_path / "both"))
+                      "--seed", "1", "--out", str(tmp_path / "both"), JUPYTER_DATA_DIR=str(tmp_path / "jd"))
     assert failing.returncode == 1, failing.stderr
     assert "1 ok, 1 failed" in failing.stdout
     assert "failed" in failing.stderr and "RuntimeError: fixture failure on purpose" in failing.stderr
@@ -110,17 +110,28 @@ def test_report_exit_codes_and_outputs(tmp_path):
     assert "report_ok.html" in index and "report_fail.html" in index
     assert (tmp_path / "both" / "report_fail.html").is_file()
 
-    ok = toymech("report", str(OK), "--preset", "smoke", "--out", str(tmp_path / "ok"))
+    # The executed notebook is signed (trusted) in the user's Jupyter data dir, kept apart here.
+    data_dir = tmp_path / "jupyter-data"
+    ok = toymech("report", str(OK), "--preset", "smoke", "--out", str(tmp_path / "ok"),
+                 JUPYTER_DATA_DIR=str(data_dir))
     assert ok.returncode == 0, ok.stderr
     assert "1 ok, 0 failed" in ok.stdout
     assert (tmp_path / "ok" / "report_ok.html").stat().st_size > 1_000_000
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    executed = nbformat.read(tmp_path / "ok" / "executed" / "report_ok.ipynb", as_version=4)
+    assert NotebookNotary(data_dir=str(data_dir)).check_signature(executed)
+    (tmp_path / "elsewhere").mkdir()
+    assert not NotebookNotary(data_dir=str(tmp_path / "elsewhere")).check_signature(executed)
 
 
 def test_report_default_notebooks_from_dir(tmp_path):
     folder = tmp_path / "notebooks"
     folder.mkdir()
     shutil.copy(FAIL, folder / "only.ipynb")
-    result = toymech("report", "--preset", "smoke", "--out", "out", cwd=tmp_path)
+    result = toymech("report", "--preset", "smoke", "--out", "out", cwd=tmp_path,
+                     JUPYTER_DATA_DIR=str(tmp_path / "jd"))
     assert result.returncode == 1 and (tmp_path / "out" / "only.html").is_file(), result.stderr
 
 
