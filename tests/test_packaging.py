@@ -1,0 +1,112 @@
+"""pyproject.toml is the single list of dependencies; environment.yml must install the same."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml  # installed with jupyterlab (jupyter-events depends on it)
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    tomllib = pytest.importorskip("tomli")
+
+ROOT = Path(__file__).resolve().parent.parent
+# conda-forge names that differ from the PyPI names in pyproject.toml.
+CONDA_TO_PYPI = {"pytorch": "torch"}
+# conda-only entries that are the environment itself, not a dependency of the package.
+CONDA_ENVIRONMENT = {"python", "pip"}
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def _requirements(lines) -> dict[str, str]:
+    """name -> normalised specifier (e.g. ``'==2.13.0'``; ``''`` when unpinned)."""
+    out = {}
+    for line in lines:
+        req = Requirement(line)
+        out[canonicalize_name(req.name)] = str(req.specifier)
+    return out
+
+
+def _conda_entry(entry: str) -> tuple[str, str]:
+    """``'pytorch=2.13.0'`` -> ``('torch', '==2.13.0')``; ``'numpy>=1.26'`` stays as it is."""
+    match = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*(.*?)\s*", entry.split("::")[-1])
+    assert match, entry
+    name, spec = match.groups()
+    if re.fullmatch(r"=[^=].*", spec):
+        spec = "=" + spec  # conda's single '=' is a version prefix; pins here are exact versions
+    name = CONDA_TO_PYPI.get(name.lower(), name)
+    return canonicalize_name(name), str(Requirement(f"x{spec}").specifier) if spec else ""
+
+
+def _environment() -> tuple[dict[str, str], list[str]]:
+    """Dependencies listed by environment.yml (conda part + pip part) and its pip path entries."""
+    path = ROOT / "environment.yml"
+    if not path.is_file():
+        pytest.fail("environment.yml is missing; it must install the dependencies of pyproject.toml")
+    env = yaml.safe_load(path.read_text(encoding="utf-8"))
+    deps: dict[str, str] = {}
+    local: list[str] = []
+    for entry in env.get("dependencies", []):
+        if isinstance(entry, dict):
+            for line in entry.get("pip", []):
+                line = line.strip()
+                # "-e .", ".[test]", "-r file": the project itself, not a separate dependency list.
+                if line.startswith(("-e", ".", "/", "-r")):
+                    local.append(line)
+                    continue
+                deps.update(_requirements([line]))
+        else:
+            name, spec = _conda_entry(str(entry))
+            if name not in CONDA_ENVIRONMENT:
+                deps[name] = spec
+    return deps, local
+
+
+def test_environment_lists_the_pyproject_dependencies():
+    project = _pyproject()["project"]
+    declared = _requirements(project["dependencies"])
+    extras = {}
+    for lines in project.get("optional-dependencies", {}).values():
+        extras.update(_requirements(lines))
+    listed, _ = _environment()
+
+    missing = sorted(set(declared) - set(listed))
+    assert not missing, f"environment.yml lacks {missing} (declared in pyproject.toml)"
+    different = {n: (declared[n], listed[n]) for n in declared if listed[n] != declared[n]}
+    assert not different, f"version specifiers differ (pyproject, environment.yml): {different}"
+    unknown = sorted(set(listed) - set(declared) - set(extras))
+    assert not unknown, f"environment.yml installs {unknown}, which pyproject.toml does not declare"
+    for name in set(listed) & set(extras):
+        assert listed[name] == extras[name], f"{name}: {extras[name]!r} in pyproject, {listed[name]!r} in environment.yml"
+
+
+def test_environment_python_matches_requires_python():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8")) if (ROOT / "environment.yml").is_file() else None
+    if env is None:
+        pytest.fail("environment.yml is missing")
+    pythons = [str(e) for e in env.get("dependencies", []) if isinstance(e, str) and re.match(r"python\b", e)]
+    assert pythons, "environment.yml should pin python"
+    versions = re.findall(r"3\.(\d+)", pythons[0])
+    requires = _pyproject()["project"]["requires-python"]
+    low, high = (int(v) for v in re.findall(r"3\.(\d+)", requires)[:2])
+    assert versions and low <= int(versions[0]) < high, (pythons[0], requires)
+
+
+def test_package_data_ships_the_report_template():
+    data = _pyproject()["tool"]["setuptools"]["package-data"]["toymech"]
+    assert "templates/**/*" in data
+    template = ROOT / "toymech" / "templates" / "toymech_report"
+    assert (template / "index.html.j2").is_file() and (template / "conf.json").is_file()
+
+
+def test_console_script_declared():
+    assert _pyproject()["project"]["scripts"]["toymech"] == "toymech.cli:main"
