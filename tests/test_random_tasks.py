@@ -1,0 +1,184 @@
+"""Tasks of the random-transformers study: answers checked by independent computations."""
+
+import math
+
+import pytest
+import torch
+
+from toymech import tasks
+from toymech.tasks.circuit_imitation import kl_to_target
+
+
+@pytest.mark.parametrize("name, params, field", [
+    ("modular_addition", {"p": 1}, "p"), ("modular_addition", {"p": 5.0}, "p"),
+    ("modular_addition", {"train_frac": 1.0}, "train_frac"),
+    ("modular_addition", {"p": 2, "train_frac": 0.01}, "train_frac"),
+    ("needle", {"max_pairs": 0}, "max_pairs"), ("needle", {"max_pairs": 10, "n_keys": 5}, "n_keys"),
+    ("needle", {"min_pairs": 4, "max_pairs": 3}, "min_pairs"), ("needle", {"n_values": 1}, "n_values"),
+    ("decimal_addition", {"n_digits": 0}, "n_digits"), ("decimal_addition", {"n_digits": 19}, "n_digits"),
+    ("parentheses", {"max_len": 1}, "max_len"),
+    ("memorization", {"n_keys": 0}, "n_keys"), ("memorization", {"n_values": 1}, "n_values"),
+    ("char_lm", {"length": 1}, "length"), ("char_lm", {"train_frac": 1.0}, "train_frac"),
+    ("circuit_imitation", {"target_width": 6, "target_heads": 4}, "target_heads"),
+    ("circuit_imitation", {"length": 1}, "length"),
+    ("circuit_imitation", {"logit_scale": 0}, "logit_scale"),
+])
+def test_impossible_parameters_raise(name, params, field):
+    with pytest.raises(ValueError, match=rf"{field}=.* is not allowed"):
+        tasks.get(name, **params)
+
+
+def _scored_positions(batch):
+    return [row.nonzero().flatten().tolist() for row in batch.scored]
+
+
+def test_modular_addition_answers_and_split(gen):
+    task = tasks.get("modular_addition", p=13)
+    batch = task.sample(500, gen)
+    for (a, b, c) in batch.tokens.tolist():
+        assert c == (a + b) % 13
+    assert _scored_positions(batch) == [[2]] * 500
+    train, test = task.split
+    assert len(set(train.tolist()) & set(test.tolist())) == 0
+    assert sorted(train.tolist() + test.tolist()) == list(range(169))
+    assert len(test) == 169 - round(0.95 * 169)
+    # training batches only use training pairs; the test set is every held-out pair
+    seen = set((batch.tokens[:, 0] * 13 + batch.tokens[:, 1]).tolist())
+    assert seen <= set(train.tolist())
+    ev = task.eval_sets(64, gen)["test"]
+    assert sorted((ev.tokens[:, 0] * 13 + ev.tokens[:, 1]).tolist()) == sorted(test.tolist())
+    # the split is fixed by its seed, whatever generator samples batches
+    assert torch.equal(tasks.get("modular_addition", p=13).split[1], test)
+    assert not torch.equal(tasks.get("modular_addition", p=13, split_seed=1).split[1], test)
+
+
+def test_needle_answers_by_dict_lookup(gen):
+    task = tasks.get("needle", max_pairs=7, n_keys=9, n_values=5)
+    batch = task.sample(300, gen)
+    vocab = task.vocab
+    counts = set()
+    for row, pos in zip(batch.tokens.tolist(), _scored_positions(batch)):
+        words = [vocab[i] for i in row]
+        q = words.index("?")
+        pairs = words[:q]
+        keys, values = pairs[0::2], pairs[1::2]
+        assert all(k.startswith("k") for k in keys) and all(v.startswith("v") for v in values)
+        assert len(set(keys)) == len(keys), "keys must be distinct"
+        table = dict(zip(keys, values))
+        assert words[q + 1] in table and words[q + 2] == table[words[q + 1]]
+        assert pos == [q + 2] and set(words[q + 3:]) <= {"."}
+        counts.add(len(keys))
+    assert counts == set(range(1, 8))  # every haystack size occurs
+
+
+def test_decimal_addition_by_python_integers(gen):
+    task = tasks.get("decimal_addition", n_digits=5)
+    batch = task.sample(400, gen)
+    carries = 0
+    for row in batch.tokens.tolist():
+        text = task.decode(row)
+        a_rev, rest = text.split("+")
+        b_rev, c_rev = rest.split("=")
+        a, b, c = int(a_rev[::-1]), int(b_rev[::-1]), int(c_rev[::-1])
+        assert len(a_rev) == len(b_rev) == 5 and len(c_rev) == 6
+        assert a + b == c
+        carries += (a % 10 + b % 10) >= 10
+    assert carries > 50
+    assert _scored_positions(batch)[0] == list(range(12, 18))
+
+
+def _balanced_by_stack(s: str) -> bool:
+    stack = []
+    for ch in s:
+        if ch == "(":
+            stack.append(ch)
+        elif not stack:
+            return False
+        else:
+            stack.pop()
+    return not stack
+
+
+def test_parentheses_labels_by_a_stack(gen):
+    task = tasks.get("parentheses", max_len=20)
+    batch = task.sample(1000, gen)
+    n_balanced, depths = 0, []
+    for row, pos in zip(batch.tokens.tolist(), _scored_positions(batch)):
+        text = task.decode(row)
+        string, rest = text.split("?")
+        assert set(string) <= {"(", ")"} and 2 <= len(string) <= 20
+        assert rest[0] == ("Y" if _balanced_by_stack(string) else "N")
+        assert pos == [len(string) + 1] and set(rest[1:]) <= {"."}
+        n_balanced += rest[0] == "Y"
+        depth = 0
+        for ch in string:
+            depth += 1 if ch == "(" else -1
+            depths.append(depth)
+    assert 0.45 < n_balanced / 1000 < 0.65  # about half balanced
+    assert max(depths) >= 6  # deep strings occur
+
+
+def test_memorization_table_and_bits(gen):
+    task = tasks.get("memorization", n_keys=6, n_values=10)
+    batch = task.sample(200, gen)
+    table = task.table.tolist()
+    for a, b, v in batch.tokens.tolist():
+        assert 0 <= a < 6 and 6 <= b < 12 and 12 <= v < 22
+        assert v - 12 == table[a][b - 6]
+    everything = task.eval_sets(8, gen)["all"]
+    assert len(everything) == 36
+    # a model that puts probability 1 on the right value stores log2(10) bits per pair
+    logits = torch.full((36, 3, task.d_vocab), -1e4)
+    logits[torch.arange(36), 1, everything.tokens[:, 2]] = 0.0
+    assert task.metrics(logits, everything)["memorized_bits"] == pytest.approx(36 * math.log2(10))
+    # uniform over the values stores nothing
+    logits = torch.full((36, 3, task.d_vocab), -1e4)
+    logits[:, 1, 12:] = 0.0
+    assert task.metrics(logits, everything)["memorized_bits"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_char_lm_reads_the_shipped_corpus(gen):
+    task = tasks.get("char_lm", length=32)
+    assert task.d_vocab == 65
+    batch = task.sample(4, gen)
+    assert batch.tokens.shape == (4, 32) and batch.scored[:, 1:].all()
+    text = task.decode(batch.tokens[0])
+    from toymech.tasks.char_lm import corpus
+    assert text in corpus()[0]
+    test = task.eval_sets(4, gen)["test"]
+    cut = int(0.9 * len(corpus()[0]))
+    assert task.decode(test.tokens[0]) in corpus()[0][cut:]
+
+
+def test_circuit_imitation_kl(gen):
+    task = tasks.get("circuit_imitation", target_width=8, n_tokens=12, length=6)
+    batch = task.sample(32, gen)
+    target = batch.extras["target_logp"]
+    assert target.shape == (32, 6, 12)
+    assert torch.allclose(target.exp().sum(-1), torch.ones(32, 6), atol=1e-5)
+    # the student that outputs the target's own logits has KL 0, a uniform one KL > 0
+    assert float(kl_to_target(target, batch)) == pytest.approx(0.0, abs=1e-6)
+    m = task.metrics(torch.zeros(32, 6, 12), batch)
+    manual = (target.exp() * (target + math.log(12))).sum(-1)[:, :-1].mean()
+    assert m["kl"] == pytest.approx(float(manual), rel=1e-5) and m["kl"] > 0.05
+    # deterministic target; a different target seed is a different function
+    again = tasks.get("circuit_imitation", target_width=8, n_tokens=12, length=6)
+    assert torch.allclose(again.target_logp(batch.tokens), target)
+    other = tasks.get("circuit_imitation", target_width=8, n_tokens=12, length=6, target_seed=1)
+    assert not torch.allclose(other.target_logp(batch.tokens), target)
+
+
+@pytest.mark.parametrize("name, params", [
+    ("modular_addition", {"p": 7}), ("needle", {"max_pairs": 3, "n_keys": 4}),
+    ("decimal_addition", {"n_digits": 2}), ("parentheses", {"max_len": 6}),
+    ("memorization", {"n_keys": 3}), ("char_lm", {"length": 8}),
+    ("circuit_imitation", {"target_width": 4, "n_tokens": 5, "length": 4}),
+])
+def test_generators_are_deterministic_and_in_vocab(name, params):
+    task = tasks.get(name, **params)
+    a = task.sample(16, torch.Generator().manual_seed(3))
+    b = task.sample(16, torch.Generator().manual_seed(3))
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.scored, b.scored)
+    assert a.tokens.shape == (16, task.seq_len)
+    assert 0 <= int(a.tokens.min()) and int(a.tokens.max()) < task.d_vocab
+    assert a.target_mask.any(dim=1).all()  # every sequence has a scored target

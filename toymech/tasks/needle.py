@@ -1,0 +1,75 @@
+"""Needle in a haystack: key-value retrieval (random-transformers study, reference.md §C).
+
+A sequence lists ``k ~ U{min_pairs..max_pairs}`` DISTINCT keys, each followed by its value, then
+the query marker ``?``, one of the listed keys, and that key's value, then padding::
+
+    k3 v7 k0 v2 k5 v7 ? k0 v2 . . .
+
+Only the queried value is scored. Keys and values use separate token ranges; values may repeat.
+Sequences are right-padded to ``seq_len = 2*max_pairs + 3`` (padding is never scored).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .base import Batch, Task, check, register
+
+
+@register("needle")
+@dataclass(frozen=True)
+class Needle(Task):
+    max_pairs: int = 30
+    min_pairs: int = 1
+    n_keys: int = 64
+    n_values: int = 64
+
+    def __post_init__(self) -> None:
+        check(isinstance(self.max_pairs, int) and self.max_pairs >= 1, "max_pairs",
+              self.max_pairs, "an integer >= 1")
+        check(isinstance(self.min_pairs, int) and 1 <= self.min_pairs <= self.max_pairs,
+              "min_pairs", self.min_pairs, f"an integer in 1..max_pairs={self.max_pairs}")
+        check(isinstance(self.n_keys, int) and self.n_keys >= self.max_pairs, "n_keys",
+              self.n_keys, f"an integer >= max_pairs={self.max_pairs} (keys are distinct)")
+        check(isinstance(self.n_values, int) and self.n_values >= 2, "n_values", self.n_values,
+              "an integer >= 2")
+
+    @property
+    def vocab(self) -> list[str]:
+        return ([f"k{i}" for i in range(self.n_keys)] + [f"v{i}" for i in range(self.n_values)]
+                + ["?", "."])
+
+    @property
+    def query_token(self) -> int:
+        return self.n_keys + self.n_values
+
+    @property
+    def pad_token(self) -> int:
+        return self.n_keys + self.n_values + 1
+
+    @property
+    def seq_len(self) -> int:
+        return 2 * self.max_pairs + 3
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
+        self.check_batch_size(batch_size)
+        dev, B, M = generator.device, batch_size, self.max_pairs
+        # Distinct keys: the first M entries of a random permutation of all keys, per row.
+        keys = torch.rand(B, self.n_keys, generator=generator, device=dev).argsort(1)[:, :M]
+        values = torch.randint(0, self.n_values, (B, M), generator=generator, device=dev)
+        k = torch.randint(self.min_pairs, M + 1, (B,), generator=generator, device=dev)
+        q = (torch.rand(B, generator=generator, device=dev) * k).long().clamp(max=k - 1)
+        pairs = torch.stack([keys, self.n_keys + values], dim=2).reshape(B, 2 * M)
+        tokens = torch.full((B, self.seq_len), self.pad_token, dtype=torch.long, device=dev)
+        pos = torch.arange(2 * M, device=dev)
+        tokens[:, : 2 * M] = torch.where(pos[None] < 2 * k[:, None], pairs, self.pad_token)
+        rows = torch.arange(B, device=dev)
+        query_key, answer = keys[rows, q], self.n_keys + values[rows, q]
+        tokens[rows, 2 * k] = self.query_token
+        tokens[rows, 2 * k + 1] = query_key
+        tokens[rows, 2 * k + 2] = answer
+        scored = torch.zeros_like(tokens, dtype=torch.bool)
+        scored[rows, 2 * k + 2] = True
+        return Batch(tokens, scored, {"n_pairs": k, "answer": answer})
