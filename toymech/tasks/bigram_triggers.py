@@ -1,0 +1,281 @@
+"""Bigram sequences with in-context triggers (Birth of a Transformer, reference.md §B).
+
+Character statistics of a corpus (default: Tiny Shakespeare shipped in the package, N = 65):
+unigram pi_u(i) and bigram conditionals pi_b(j | i). A sequence of ``seq_len`` tokens:
+
+* K triggers: ``fixed`` = the K most frequent unigram tokens; ``random`` = K tokens drawn from
+  pi_u without replacement, new for every sequence;
+* each trigger gets an output drawn uniformly from all N tokens (pi_o), new for every sequence;
+* z_0 ~ pi_u; z_t = output(z_{t-1}) if z_{t-1} is a trigger, else z_t ~ pi_b(. | z_{t-1}).
+
+Every target is scored (the training loss is over all positions, as in the paper); ``extras``
+marks what kind of prediction each target is, so the two parts are reported apart:
+
+* ``in_context[b, t]``: tokens[b, t-1] is a trigger seen before position t-1, so tokens[b, t] (its
+  output) can be read from the context (the induction part);
+* ``bigram[b, t]``: tokens[b, t-1] is not a trigger (the global bigram part);
+* the remaining targets (a trigger's first output) are unpredictable.
+
+Variants: ``only_triggers`` (every token is a trigger: a random successor function per sequence),
+``no_triggers`` (a plain bigram chain). ``n_ood`` holds tokens out of the random trigger pool, and
+the ``ood`` evaluation set draws its triggers only from tokens never used as triggers in training.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import importlib.resources
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .base import Batch, Task, check, register
+
+TRIGGER_MODES = ("fixed", "random")
+VARIANTS = ("mixed", "only_triggers", "no_triggers")
+READABLE = {"\n": "⏎", " ": "␣", "\t": "⇥"}
+
+
+@functools.lru_cache(maxsize=8)
+def _read_corpus(path: str | None) -> str:
+    """The corpus text: the shipped gzipped Tiny Shakespeare when ``path`` is None."""
+    try:
+        if path is None:
+            res = importlib.resources.files("toymech.data") / "tinyshakespeare.txt.gz"
+            return gzip.decompress(res.read_bytes()).decode("utf-8")
+        p = Path(path).expanduser()
+        raw = p.read_bytes()
+        return (gzip.decompress(raw) if p.suffix == ".gz" else raw).decode("utf-8")
+    except (OSError, UnicodeDecodeError, gzip.BadGzipFile) as err:
+        raise ValueError(f"corpus={path!r} is not allowed: a readable UTF-8 text file ({err})")
+
+
+@functools.lru_cache(maxsize=8)
+def corpus_statistics(path: str | None) -> tuple[tuple[str, ...], torch.Tensor, torch.Tensor]:
+    """(characters, unigram [N], bigram [N, N]) of a text file, characters sorted.
+
+    Estimated once per corpus and cached. A character never followed by anything (the last one
+    of the text, if unique) gets a uniform bigram row.
+    """
+    text = _read_corpus(path)
+    chars = tuple(sorted(set(text)))
+    check(len(chars) >= 2 and len(text) >= 2, "corpus", path,
+          "a text file with at least 2 distinct characters")
+    index = {c: i for i, c in enumerate(chars)}
+    ids = torch.tensor([index[c] for c in text], dtype=torch.long)
+    n = len(chars)
+    uni = torch.bincount(ids, minlength=n).double()
+    pairs = torch.bincount(ids[:-1] * n + ids[1:], minlength=n * n).double().view(n, n)
+    empty = pairs.sum(1) == 0
+    pairs[empty] = 1.0
+    return chars, (uni / uni.sum()).float(), (pairs / pairs.sum(1, keepdim=True)).float()
+
+
+@register("bigram_triggers")
+@dataclass(frozen=True)
+class BigramTriggers(Task):
+    """See the module docstring. ``corpus``: a text file path (None = shipped Tiny Shakespeare);
+    or give ``chars`` + ``unigram`` + ``bigram`` (rows summing to 1) for your own distribution."""
+
+    n_triggers: int = 3
+    trigger_mode: str = "fixed"
+    length: int = 256
+    variant: str = "mixed"
+    n_ood: int = 0
+    corpus: str | None = None
+    chars: tuple[str, ...] | None = None
+    unigram: tuple[float, ...] | None = None
+    bigram: tuple[tuple[float, ...], ...] | None = None
+
+    def __post_init__(self) -> None:
+        check(self.trigger_mode in TRIGGER_MODES, "trigger_mode", self.trigger_mode,
+              f"one of {TRIGGER_MODES}")
+        check(self.variant in VARIANTS, "variant", self.variant, f"one of {VARIANTS}")
+        check(isinstance(self.length, int) and self.length >= 2, "length", self.length,
+              "an integer >= 2")
+        chars, uni, bi = self._load_statistics()
+        n = len(chars)
+        check(isinstance(self.n_triggers, int) and 1 <= self.n_triggers <= n, "n_triggers",
+              self.n_triggers, f"an integer from 1 to the vocabulary size {n}")
+        check(isinstance(self.n_ood, int) and 0 <= self.n_ood <= n - self.n_triggers, "n_ood",
+              self.n_ood, f"an integer from 0 to {n - self.n_triggers} (vocabulary minus K)")
+        check(self.n_ood == 0 or self.trigger_mode == "random", "n_ood", self.n_ood,
+              "0 with trigger_mode='fixed' (its OOD triggers are all non-fixed tokens)")
+        rank = torch.argsort(uni, descending=True, stable=True)
+        # Held-out tokens (random mode): every second token by frequency rank from rank 1 on,
+        # so both frequent and rare tokens are held out.
+        held = rank[1::2][: self.n_ood] if self.n_ood else rank[:0]
+        pool = torch.ones(n, dtype=torch.bool)
+        if self.trigger_mode == "fixed":
+            pool[:] = False
+            pool[rank[: self.n_triggers]] = True
+        else:
+            pool[held] = False
+        check(int((pool & (uni > 0)).sum()) >= self.n_triggers, "n_triggers", self.n_triggers,
+              "at most the number of tokens left in the trigger pool")
+        object.__setattr__(self, "_chars", chars)
+        object.__setattr__(self, "_unigram", uni)
+        object.__setattr__(self, "_bigram", bi)
+        object.__setattr__(self, "_bigram_cdf", bi.cumsum(-1))
+        object.__setattr__(self, "_unigram_cdf", uni.cumsum(-1))
+        object.__setattr__(self, "_train_pool", pool)
+        object.__setattr__(self, "_rank", rank)
+
+    def _load_statistics(self):
+        given = (self.chars, self.unigram, self.bigram)
+        if all(g is None for g in given):
+            return corpus_statistics(None if self.corpus is None else str(self.corpus))
+        check(self.corpus is None and all(g is not None for g in given), "chars/unigram/bigram",
+              "partly given", "all three (and no corpus) for a user-given distribution")
+        chars = tuple(self.chars)
+        object.__setattr__(self, "chars", chars)
+        n = len(chars)
+        check(n >= 2 and len(set(chars)) == n, "chars", chars, "at least 2 distinct strings")
+        uni = torch.tensor(self.unigram, dtype=torch.float64)
+        check(uni.shape == (n,) and bool((uni >= 0).all()) and float(uni.sum()) > 0, "unigram",
+              self.unigram, f"{n} non-negative numbers with a positive sum")
+        bi = torch.tensor(self.bigram, dtype=torch.float64)
+        check(bi.shape == (n, n) and bool((bi >= 0).all()) and bool((bi.sum(1) > 0).all()),
+              "bigram", "matrix", f"an {n}x{n} non-negative matrix, every row with a positive sum")
+        object.__setattr__(self, "unigram", tuple(float(x) for x in self.unigram))
+        object.__setattr__(self, "bigram", tuple(tuple(float(x) for x in r) for r in self.bigram))
+        return chars, (uni / uni.sum()).float(), (bi / bi.sum(1, keepdim=True)).float()
+
+    # --- the Task protocol ---------------------------------------------------------------------
+    @property
+    def vocab(self) -> list[str]:
+        return [READABLE.get(c, c) for c in self._chars]
+
+    @property
+    def seq_len(self) -> int:
+        return self.length
+
+    @property
+    def pi_u(self) -> torch.Tensor:
+        """Unigram distribution [N]."""
+        return self._unigram
+
+    @property
+    def pi_b(self) -> torch.Tensor:
+        """Bigram conditionals [N, N]: row i is pi_b(. | i)."""
+        return self._bigram
+
+    @property
+    def fixed_triggers(self) -> torch.Tensor:
+        """The K most frequent tokens (the triggers of ``trigger_mode='fixed'``)."""
+        return self._rank[: self.n_triggers].clone()
+
+    @property
+    def train_trigger_pool(self) -> torch.Tensor:
+        """[N] bool: tokens that can be triggers in training."""
+        return self._train_pool.clone()
+
+    def bigram_accuracy_ceiling(self) -> float:
+        """Accuracy of the exact bigram predictor on a bigram chain: sum_i pi_u(i) max_j pi_b(j|i)
+        (the stationary law is close to pi_u for text statistics)."""
+        return float((self._unigram * self._bigram.max(-1).values).sum())
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
+        self.check_batch_size(batch_size)
+        return self._generate(batch_size, generator, self._train_pool)
+
+    def sample_ood(self, batch_size: int, generator: torch.Generator) -> Batch:
+        """Sequences whose triggers are drawn (from pi_u) only among tokens never used as triggers
+        in training."""
+        self.check_batch_size(batch_size)
+        check(self.variant == "mixed", "variant", self.variant, "'mixed' for OOD triggers")
+        pool = ~self._train_pool & (self._unigram > 0)
+        check(int(pool.sum()) >= self.n_triggers, "n_ood", self.n_ood,
+              f"at least n_triggers={self.n_triggers} held-out tokens for OOD triggers")
+        return self._generate(batch_size, generator, pool, force_random=True)
+
+    def eval_sets(self, n: int, generator: torch.Generator) -> dict[str, Batch]:
+        """``test`` (the training distribution) and, when there are held-out trigger tokens,
+        ``ood`` (triggers never seen as triggers in training)."""
+        sets = {"test": self.sample(n, generator)}
+        if self.variant == "mixed" and (self.trigger_mode == "fixed" or self.n_ood > 0):
+            sets["ood"] = self.sample_ood(n, generator)
+        return sets
+
+    def metrics(self, logits: torch.Tensor, batch: Batch) -> dict[str, float]:
+        """loss/acc over all targets, and apart: ``icl_*`` (in-context targets), ``bigram_*``
+        (targets after a non-trigger). NaN where a batch has no target of that kind."""
+        return split_metrics(logits, batch)
+
+    # --- generation ----------------------------------------------------------------------------
+    def _draw_triggers(self, batch_size: int, generator: torch.Generator, pool: torch.Tensor,
+                       force_random: bool) -> torch.Tensor:
+        dev = generator.device
+        n, k = len(self._chars), self.n_triggers
+        if self.variant == "only_triggers":
+            return torch.arange(n, device=dev).expand(batch_size, n)
+        if self.trigger_mode == "fixed" and not force_random:
+            return self.fixed_triggers.to(dev).expand(batch_size, k)
+        weights = (self._unigram * pool).to(dev)
+        return torch.multinomial(weights.expand(batch_size, n), k, replacement=False,
+                                 generator=generator)
+
+    def _generate(self, batch_size: int, generator: torch.Generator, pool: torch.Tensor,
+                  force_random: bool = False) -> Batch:
+        dev = generator.device
+        n, T, B = len(self._chars), self.length, batch_size
+        # out_of[b, i] = output of token i in sequence b, or -1 when i is not a trigger there.
+        out_of = torch.full((B, n), -1, dtype=torch.long, device=dev)
+        if self.variant != "no_triggers":
+            trig = self._draw_triggers(B, generator, pool, force_random)
+            outs = torch.randint(0, n, trig.shape, generator=generator, device=dev)
+            out_of.scatter_(1, trig, outs)
+        # Inverse-CDF sampling from uniforms drawn up front. index_select/gather/scatter only:
+        # advanced indexing is ~100x slower on a busy multi-threaded CPU.
+        u = torch.rand(T, B, 1, generator=generator, device=dev)
+        cdf_b = self._bigram_cdf.to(dev)
+        cols = torch.empty(T, B, dtype=torch.long, device=dev)
+        cols[0] = torch.searchsorted(self._unigram_cdf.to(dev).expand(B, n).contiguous(),
+                                     u[0]).clamp(max=n - 1)[:, 0]
+        in_ctx = torch.zeros(T, B, dtype=torch.bool, device=dev)
+        trig_prev = torch.zeros(T, B, dtype=torch.bool, device=dev)
+        seen = torch.zeros(B, n, dtype=torch.bool, device=dev)
+        for t in range(1, T):
+            prev = cols[t - 1][:, None]  # [B, 1]
+            forced = out_of.gather(1, prev)[:, 0]
+            trig = forced >= 0
+            drawn = torch.searchsorted(cdf_b.index_select(0, prev[:, 0]), u[t])
+            cols[t] = torch.where(trig, forced, drawn[:, 0].clamp(max=n - 1))
+            trig_prev[t] = trig
+            in_ctx[t] = trig & seen.gather(1, prev)[:, 0]
+            seen.scatter_(1, prev, True)
+        tokens, in_context, is_trig_prev = cols.T.contiguous(), in_ctx.T, trig_prev.T
+        scored = torch.ones(B, T, dtype=torch.bool, device=dev)
+        scored[:, 0] = False
+        bigram = ~is_trig_prev
+        bigram[:, 0] = False
+        return Batch(tokens, scored, {"in_context": in_context, "bigram": bigram,
+                                      "outputs": out_of})
+
+
+def split_metrics(logits: torch.Tensor, batch: Batch) -> dict[str, float]:
+    """Loss (nats) and accuracy over all scored targets and over the ``in_context`` / ``bigram``
+    targets marked in ``batch.extras`` (keys ``icl_*``, ``bigram_*``; NaN if none)."""
+    logits = logits[:, :-1].detach().float()
+    target = batch.tokens[:, 1:]
+    nll = -torch.log_softmax(logits, -1).gather(-1, target[..., None])[..., 0]
+    hit = (logits.argmax(-1) == target).float()
+    out: dict[str, float] = {}
+    masks = {"": batch.target_mask, "icl_": batch.extras["in_context"][:, 1:],
+             "bigram_": batch.extras["bigram"][:, 1:]}
+    for prefix, mask in masks.items():
+        m = mask.float()
+        count = float(m.sum())
+        out[f"{prefix}loss"] = float((nll * m).sum()) / count if count else math.nan
+        out[f"{prefix}acc"] = float((hit * m).sum()) / count if count else math.nan
+    return out
+
+
+def bigram_predictor_metrics(task: BigramTriggers, batch: Batch) -> dict[str, float]:
+    """The metrics of the exact bigram model log pi_b(. | previous token): the baseline that knows
+    the global statistics and nothing in context."""
+    logits = torch.log(task.pi_b.to(batch.tokens.device)[batch.tokens].clamp(min=1e-12))
+    return split_metrics(logits, batch)
