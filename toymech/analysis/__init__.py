@@ -15,3 +15,4 @@ __all__ = [
     "direct_path_copy_score", "eigenvalues", "full_ov_circuits", "head_ablation_hooks",
     "head_pattern_scores", "ov_copy_scores", "pattern_scores", "per_position_loss", "set_losses",
 ]
+from . import probes  # noqa: E402  (Birth study: memory-recall probes, linear probes, callback)
