@@ -94,10 +94,13 @@ def test_lab_dry_run(tmp_path):
     (tmp_path / "notebooks").mkdir()
     result = toymech("lab", "--dry-run", "--no-browser", "--port", "8899", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    root = " --allow-root" if os.geteuid() == 0 else ""  # Jupyter refuses root without it
     assert result.stdout.strip() == (
         f"{sys.executable} -m jupyterlab --ServerApp.root_dir={(tmp_path / 'notebooks').resolve()}"
-        " --ServerApp.port=8899 --no-browser"
+        f" --ServerApp.port=8899 --no-browser{root}"
     )
+    passthrough = toymech("lab", "--dry-run", "--", "--ServerApp.ip=0.0.0.0", cwd=tmp_path)
+    assert passthrough.returncode == 0 and passthrough.stdout.strip().endswith("--ServerApp.ip=0.0.0.0")
 
 
 def test_report_exit_codes_and_outputs(tmp_path):

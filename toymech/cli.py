@@ -114,6 +114,10 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         command.append(f"--ServerApp.port={args.port}")
     if args.no_browser:
         command.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args.jupyter_args:
+        # Jupyter refuses to start as root, which is how containers and CI machines often run.
+        print("toymech: running as root, so JupyterLab gets --allow-root", file=sys.stderr)
+        command.append("--allow-root")
     command += args.jupyter_args
     if args.dry_run:
         print(shlex.join(command))

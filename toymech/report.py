@@ -316,67 +316,18 @@ def write_index(out_dir: str | Path, entries: Sequence[ReportEntry]) -> Path:
     rows = sorted(kept + list(entries), key=lambda e: e.html)
     (out / "index.json").write_text(json.dumps([asdict(e) for e in rows], indent=1), encoding="utf-8")
 
-    def cell(value: Any) -> str:
-        return f"<td>{html.escape(str(value))}</td>"
+    import jinja2
 
-    body = []
-    for e in rows:
-        status = f'<td class="{e.status}">{e.status}</td>'
-        extra = ", ".join(f"{k}={v!r}" for k, v in e.parameters.items())
-        body.append(
-            "<tr>"
-            f'<td><a href="{html.escape(e.html)}">{html.escape(Path(e.notebook).stem)}</a></td>'
-            + status
-            + cell(e.preset)
-            + cell(e.device)
-            + cell(e.seed)
-            + cell(f"{e.wall_s:.1f} s")
-            + cell(f"{e.size_bytes / 1e6:.1f} MB")
-            + cell(e.date)
-            + cell(e.versions.get("torch"))
-            + cell(e.versions.get("transformer-lens"))
-            + cell(e.versions.get("toymech"))
-            + cell(extra)
-            + cell(e.error or "")
-            + f'<td><a href="{html.escape(e.executed)}">ipynb</a></td>'
-            "</tr>"
-        )
-    n_failed = sum(not e.ok for e in rows)
-    summary = f"{len(rows)} report(s), {n_failed} failed" if n_failed else f"{len(rows)} report(s), all ok"
-    page = _INDEX_PAGE.format(summary=html.escape(summary), rows="\n".join(body))
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(_TEMPLATES_DIR), autoescape=True)
+    view = [
+        {**asdict(e), "name": Path(e.notebook).stem,
+         "extra": ", ".join(f"{k}={v!r}" for k, v in e.parameters.items())}
+        for e in rows
+    ]
+    page = env.get_template("reports_index.html.j2").render(rows=view, n_failed=sum(not e.ok for e in rows))
     path = out / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
-
-
-_INDEX_PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>toymech reports</title>
-<style>
-body {{ font-family: sans-serif; margin: 2em; }}
-table {{ border-collapse: collapse; }}
-th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; font-size: 14px; }}
-th {{ background: #f4f4f4; }}
-td.ok {{ color: #1a7f37; font-weight: bold; }}
-td.failed {{ color: #c62828; font-weight: bold; }}
-</style>
-</head>
-<body>
-<h1>toymech reports</h1>
-<p id="summary">{summary}</p>
-<table id="reports">
-<thead><tr><th>report</th><th>status</th><th>preset</th><th>device</th><th>seed</th><th>wall time</th>
-<th>size</th><th>date</th><th>torch</th><th>transformer-lens</th><th>toymech</th><th>parameters</th>
-<th>error</th><th>notebook</th></tr></thead>
-<tbody>
-{rows}
-</tbody>
-</table>
-</body>
-</html>
-"""
 
 
 # Loads the browser would make by itself: tag attributes (links <a href> are navigation, not
