@@ -46,6 +46,7 @@ class Model:
     head_copy: torch.Tensor | None = None
     pattern_scores: dict[str, torch.Tensor] = field(default_factory=dict)
     ablations: dict[str, dict[str, float]] = field(default_factory=dict)
+    paths: dict[str, float] = field(default_factory=dict)  # 2-layer: composition_path_losses
 
     @property
     def model(self) -> HookedTransformer:
@@ -86,6 +87,8 @@ def measure(m: Model, sets: dict[str, Batch], pattern_tokens: torch.Tensor) -> M
     m.pattern_scores = analysis.head_pattern_scores(model, pattern_tokens)
     m.ablations = analysis.ablation_losses(
         model, {k: sets[k] for k in ("test", "predictable", "period5", "period7") if k in sets})
+    if model.cfg.n_layers == 2:
+        m.paths = analysis.composition_path_losses(model, sets["test"])
     return m
 
 
@@ -182,7 +185,7 @@ def attention_view(model: HookedTransformer, task: RepeatedBlocks, tokens: torch
 def path_table(model: HookedTransformer, batch: Batch) -> pd.DataFrame:
     """Loss with layer-1 queries/keys restricted to the direct path, beside the post's code."""
     ours = analysis.composition_path_losses(model, batch)
-    return pd.DataFrame({"loss": ours, "post's code": POST_PATHS}).round(3)
+    return pd.DataFrame({"loss (nats)": ours, "post's code": POST_PATHS}).round(3)
 
 
 def compare_with_post(models: dict[str, Model], floor: float) -> list[str]:
@@ -239,11 +242,17 @@ def algorithm_in_words(m: Model, chance: float, two_layer_baseline: float | None
         sents.append(f"{', '.join(prev)} mostly attend to the previous token.")
     if ind:
         sents.append(f"{', '.join(ind)} attend to the letter after an earlier copy of the current "
-                     "letter (induction pattern).")
+                     "letter (the induction pattern; on training sequences attending a fixed "
+                     "offset back looks the same, which the mechanism check separates).")
     if k_comp is not None and k_baseline is not None:
         rel = "well above" if k_comp > 2 * k_baseline else "near"
         sents.append(f"The strongest layer-0 -> layer-1 K-composition score is {k_comp:.2f}, "
                      f"{rel} the random baseline {k_baseline:.2f}.")
+    if m.paths:
+        p = m.paths
+        sents.append(f"Cutting layer 0 out of layer-1 keys costs {p['Q-composition'] - p['K and Q']:.2f} "
+                     f"nats, out of layer-1 queries {p['K-composition'] - p['K and Q']:.2f} nats, "
+                     f"out of both {p['direct only'] - p['K and Q']:.2f} nats.")
     base = m.ablations.get("none", {}).get("predictable")
     if base is not None:
         worst = max((k for k in m.ablations if k != "none"),
