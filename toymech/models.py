@@ -33,7 +33,7 @@ from transformer_lens import HookedTransformer, HookedTransformerConfig
 from transformer_lens.components import Attention
 from transformer_lens.hook_points import HookPoint
 
-from .tasks.base import check
+from .tasks.base import check, dataclass_from_dict
 
 POSITIONS = ("sinusoidal_qk", "shortformer", "standard", "rotary")
 NORMALIZATIONS = (None, "LN", "LNPre")
@@ -97,11 +97,7 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ModelConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - known)
-        check(not unknown, "model config key", unknown[0] if unknown else None,
-              f"one of {', '.join(sorted(known))}")
-        return cls(**d)
+        return dataclass_from_dict(cls, d, "model config")
 
     def replace(self, **changes: Any) -> "ModelConfig":
         # Derived fields are recomputed unless given explicitly.

@@ -22,7 +22,7 @@ from transformer_lens import HookedTransformer
 from . import checkpoints
 from .devices import make_generator, resolve_device
 from .models import move, parameter_counts
-from .tasks.base import Task, check
+from .tasks.base import Task, check, dataclass_from_dict
 from .tasks import from_dict as task_from_dict
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
@@ -80,11 +80,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - known)
-        check(not unknown, "train config key", unknown[0] if unknown else None,
-              f"one of {', '.join(sorted(known))}")
-        return cls(**d)
+        return dataclass_from_dict(cls, d, "train config")
 
     def replace(self, **changes: Any) -> "TrainConfig":
         return dataclasses.replace(self, **changes)

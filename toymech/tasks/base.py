@@ -22,6 +22,15 @@ def check(condition: bool, name: str, value: Any, allowed: str) -> None:
         raise ValueError(f"{name}={value!r} is not allowed: {allowed}")
 
 
+def dataclass_from_dict(cls: type, d: dict[str, Any], what: str) -> Any:
+    """``cls(**d)`` for a config dataclass, with unknown keys refused by name."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(d) - known)
+    check(not unknown, f"{what} key", unknown[0] if unknown else None,
+          f"one of {', '.join(sorted(known))}")
+    return cls(**d)
+
+
 @dataclass(frozen=True)
 class Batch:
     """A batch of sequences and the targets that are scored.
