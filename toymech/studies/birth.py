@@ -27,6 +27,7 @@ from transformer_lens.hook_points import HookPoint
 from .. import presets, tasks
 from ..models import ModelConfig, register_variant
 from ..tasks.base import check
+from ..tasks.bigram_triggers import held_out_tokens
 from ..training import TrainConfig
 from ..zoo import Experiment
 
@@ -376,7 +377,9 @@ def trigger_sweep(zoo, size: str, seed: int, ks=(1, 3, 5), modes=("fixed", "rand
                   n_eval: int = 256, log=print) -> pd.DataFrame:
     """Train the simplified model for each trigger mode and K (random triggers hold
     ``n_ood_random`` tokens out of training) and evaluate in-context accuracy on the training
-    distribution ('test') and with triggers never used as triggers in training ('ood')."""
+    distribution ('test'), with triggers never used as triggers in training ('ood'), and on a
+    set shared by all models ('non-top-K': random triggers among the tokens that are neither
+    fixed triggers nor held out, i.e. OOD for fixed-trigger models only)."""
     rows = []
     for mode in modes:
         for k in ks:
@@ -384,7 +387,17 @@ def trigger_sweep(zoo, size: str, seed: int, ks=(1, 3, 5), modes=("fixed", "rand
             exp = experiment(size, seed, trigger_mode=mode, n_triggers=k, n_ood=n_ood,
                              steps=steps)
             entry = zoo.get_or_train(exp, device=device, progress=False, log=log)
-            for name, m in evaluate_sets(entry.model, exp.task, n_eval, seed).items():
+            results = evaluate_sets(entry.model, exp.task, n_eval, seed)
+            # The same set for every model: triggers outside the top-K and outside the random
+            # runs' held-out tokens (OOD for fixed triggers, in distribution for random ones).
+            common = torch.ones(exp.task.d_vocab, dtype=torch.bool)
+            common[exp.task.fixed_triggers] = False
+            common[held_out_tokens(exp.task.pi_u, n_ood_random)] = False
+            batch = exp.task.sample_from_pool(n_eval, torch.Generator().manual_seed(seed + 99),
+                                              common).to(entry.model.cfg.device)
+            with torch.no_grad():
+                results["non-top-K"] = exp.task.metrics(entry.model(batch.tokens), batch)
+            for name, m in results.items():
                 rows.append({"triggers": mode, "K": k, "set": name, "icl_acc": m["icl_acc"],
                              "icl_loss": m["icl_loss"], "bigram_acc": m["bigram_acc"]})
     return pd.DataFrame(rows)

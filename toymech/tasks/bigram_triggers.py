@@ -74,6 +74,13 @@ def corpus_statistics(path: str | None) -> tuple[tuple[str, ...], torch.Tensor, 
     return chars, (uni / uni.sum()).float(), (pairs / pairs.sum(1, keepdim=True)).float()
 
 
+def held_out_tokens(unigram: torch.Tensor, n_ood: int) -> torch.Tensor:
+    """The ``n_ood`` tokens kept out of the random trigger pool: every second token by frequency
+    rank from rank 1 on (ranks 1, 3, 5, ...), so both frequent and rare tokens are held out."""
+    rank = torch.argsort(unigram, descending=True, stable=True)
+    return rank[1::2][:n_ood]
+
+
 @register("bigram_triggers")
 @dataclass(frozen=True)
 class BigramTriggers(Task):
@@ -105,9 +112,7 @@ class BigramTriggers(Task):
         check(self.n_ood == 0 or self.trigger_mode == "random", "n_ood", self.n_ood,
               "0 with trigger_mode='fixed' (its OOD triggers are all non-fixed tokens)")
         rank = torch.argsort(uni, descending=True, stable=True)
-        # Held-out tokens (random mode): every second token by frequency rank from rank 1 on,
-        # so both frequent and rare tokens are held out.
-        held = rank[1::2][: self.n_ood] if self.n_ood else rank[:0]
+        held = held_out_tokens(uni, self.n_ood)
         pool = torch.ones(n, dtype=torch.bool)
         if self.trigger_mode == "fixed":
             pool[:] = False
@@ -185,12 +190,19 @@ class BigramTriggers(Task):
     def sample_ood(self, batch_size: int, generator: torch.Generator) -> Batch:
         """Sequences whose triggers are drawn (from pi_u) only among tokens never used as triggers
         in training."""
+        return self.sample_from_pool(batch_size, generator, ~self._train_pool)
+
+    def sample_from_pool(self, batch_size: int, generator: torch.Generator,
+                         pool: torch.Tensor) -> Batch:
+        """Sequences with K random triggers drawn from pi_u restricted to ``pool`` ([N] bool)."""
         self.check_batch_size(batch_size)
-        check(self.variant == "mixed", "variant", self.variant, "'mixed' for OOD triggers")
-        pool = ~self._train_pool & (self._unigram > 0)
-        check(int(pool.sum()) >= self.n_triggers, "n_ood", self.n_ood,
-              f"at least n_triggers={self.n_triggers} held-out tokens for OOD triggers")
-        return self._generate(batch_size, generator, pool, force_random=True)
+        check(self.variant == "mixed", "variant", self.variant, "'mixed' for a trigger pool")
+        pool = torch.as_tensor(pool, dtype=torch.bool).cpu()
+        check(pool.shape == (self.d_vocab,) and int((pool & (self._unigram > 0)).sum())
+              >= self.n_triggers, "pool", f"{int(pool.sum())} tokens",
+              f"an [N={self.d_vocab}] bool mask with at least n_triggers={self.n_triggers} tokens")
+        return self._generate(batch_size, generator, pool & (self._unigram > 0),
+                              force_random=True)
 
     def eval_sets(self, n: int, generator: torch.Generator) -> dict[str, Batch]:
         """``test`` (the training distribution) and, when there are held-out trigger tokens,
