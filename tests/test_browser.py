@@ -1,8 +1,11 @@
 """Open rendered reports in headless Chromium (system browser + chromedriver, via Selenium).
 
+Reports: two fixture notebooks (one fails on purpose) and every notebooks/*.ipynb at `smoke`.
 Asserts, per report: no console errors, no request leaves file://, every plotly figure drew an
 SVG/canvas, every circuitsvis view rendered content. Saves a screenshot of each report's first
-screen to artifacts/screenshots/. Skipped where /usr/bin/chromium or chromedriver is missing.
+screen to artifacts/screenshots/. Then JupyterLab itself: figures and views render when the
+fixture notebook runs, and an executed notebook signed by build_reports renders without re-running.
+Skipped where /usr/bin/chromium or chromedriver is missing.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
 FIXTURES = Path(__file__).parent / "fixtures"
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
+PROJECT_NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
 if not CHROMIUM.exists() or CHROMEDRIVER is None:
     pytest.skip("needs /usr/bin/chromium and chromedriver (Debian: chromium chromium-driver)", allow_module_level=True)
@@ -28,13 +32,15 @@ webdriver = pytest.importorskip("selenium.webdriver")
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory):
+def reports(tmp_path_factory, monkeypatch_module):
+    """The fixture notebooks and every notebook of the project, rendered at the smoke preset."""
     from toymech.report import build_reports
 
     out = tmp_path_factory.mktemp("reports")
-    entries = build_reports(
-        [FIXTURES / "report_ok.ipynb", FIXTURES / "report_fail.ipynb"], out_dir=out, preset="smoke", trust=False
-    )
+    # Module scope runs before conftest's per-test cache isolation: isolate the zoo here too.
+    monkeypatch_module.setenv("TOYMECH_CACHE", str(tmp_path_factory.mktemp("zoo")))
+    notebooks = [FIXTURES / "report_ok.ipynb", FIXTURES / "report_fail.ipynb", *PROJECT_NOTEBOOKS]
+    entries = build_reports(notebooks, out_dir=out, preset="smoke", device="cpu", trust=False)
     return out, entries
 
 
@@ -130,7 +136,10 @@ def _open(driver, path: Path, expect_figures: bool) -> dict:
 
 def test_reports_render_offline_in_chromium(reports, browser):
     out, entries = reports
+    assert len(entries) == 2 + len(PROJECT_NOTEBOOKS)
     for entry in entries:
+        # Only the failing fixture may fail; a project notebook failing at smoke is a bug.
+        assert entry.ok == (entry.html != "report_fail.html"), f"{entry.html}: {entry.error}"
         page = out / entry.html
         state = _open(browser, page, expect_figures=entry.ok)
         errors = [m for m in state["console"] if m["level"] == "SEVERE"]
@@ -150,4 +159,102 @@ def test_index_opens_offline(reports, browser):
     assert [m for m in state["console"] if m["level"] == "SEVERE"] == []
     assert state["outside"] == []
     rows = browser.find_elements("css selector", "#reports tbody tr")
-    assert len(rows) == 2
+    assert len(rows) == 2 + len(PROJECT_NOTEBOOKS)
+
+
+# --------------------------------------------------------------------------------------------
+# JupyterLab: live outputs render, and an executed (signed) notebook renders without re-running
+# --------------------------------------------------------------------------------------------
+
+_LAB_STATE = """
+return {
+  plots: document.querySelectorAll('.jp-OutputArea-output svg.main-svg').length,
+  views: Array.from(document.querySelectorAll('.toymech-circuitsvis'))
+           .map(function (v) { return v.querySelectorAll('canvas, svg').length; }),
+  done: document.body.innerText.indexOf('done: preset=') >= 0,
+};
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory, monkeypatch_module):
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    root = tmp_path_factory.mktemp("lab")
+    data_dir = root / "jupyter-data"
+    # The lab server and build_reports must share the Jupyter data dir: the trust database is there.
+    monkeypatch_module.setenv("JUPYTER_DATA_DIR", str(data_dir))
+    port, token = _free_port(), "toymech-test"
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
+               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+               "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=", "--allow-root"]
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / "config"), "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
+    log = open(root / "lab.log", "w")
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(f"JupyterLab did not start: {(root / 'lab.log').read_text()[-2000:]}")
+            time.sleep(1)
+    yield root, f"http://127.0.0.1:{port}", token
+    server.terminate()
+    server.wait(30)
+    log.close()
+
+
+def _lab_open(driver, base: str, token: str, relative: str, run_all: bool) -> dict:
+    driver.get(f"{base}/lab/tree/{relative}?token={token}")
+    deadline = time.monotonic() + 90
+    script = "return !!(window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell'))"
+    while not driver.execute_script(script):
+        assert time.monotonic() < deadline, "JupyterLab did not open the notebook"
+        time.sleep(1)
+    time.sleep(2)  # the kernel session starts after the notebook panel
+    if run_all:
+        driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    deadline = time.monotonic() + 120
+    state = driver.execute_script(_LAB_STATE)
+    while time.monotonic() < deadline:
+        if state["plots"] >= 2 and state["views"] and all(state["views"]) and state["done"]:
+            break
+        time.sleep(1)
+        state = driver.execute_script(_LAB_STATE)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(SCREENSHOTS / f"jupyterlab-{Path(relative).stem}.png"))
+    return state
+
+
+def test_jupyterlab_renders_figures_and_views_live(jupyterlab, browser):
+    root, base, token = jupyterlab
+    shutil.copy(FIXTURES / "report_ok.ipynb", root / "live.ipynb")
+    state = _lab_open(browser, base, token, "live.ipynb", run_all=True)
+    assert state["done"], state
+    assert state["plots"] >= 2, f"plotly figures not drawn by the JupyterLab extension: {state}"
+    assert len(state["views"]) == 1 and state["views"][0] > 0, f"circuitsvis view not drawn: {state}"
+
+
+def test_jupyterlab_shows_executed_notebook_without_rerunning(jupyterlab, browser):
+    from toymech.report import build_reports
+
+    root, base, token = jupyterlab
+    # trust=True signs the executed notebook in JUPYTER_DATA_DIR, which the server reads.
+    build_reports([FIXTURES / "report_ok.ipynb"], out_dir=root / "reports", preset="smoke", trust=True)
+    state = _lab_open(browser, base, token, "reports/executed/report_ok.ipynb", run_all=False)
+    assert state["plots"] >= 2, state
+    assert len(state["views"]) == 1 and state["views"][0] > 0, f"trusted view not drawn: {state}"

@@ -11,6 +11,10 @@ Two constraints shape this module (see ../shared/reference.md §E):
 
 "Once per kernel" is module state: one kernel is one process, and the first output that carries
 a bundle appears above every output that relies on it when the notebook runs top to bottom.
+
+circuitsvis views need their scripts to run: JupyterLab runs them for outputs made in the open
+session and for trusted notebooks (``toymech.report.build_reports`` signs the notebooks it
+executes); an untrusted view shows a one-line hint instead of staying blank.
 """
 
 from __future__ import annotations
