@@ -16,3 +16,4 @@ __all__ = [
     "head_pattern_scores", "ov_copy_scores", "pattern_scores", "per_position_loss", "set_losses",
 ]
 from . import probes  # noqa: E402  (Birth study: memory-recall probes, linear probes, callback)
+from .subspace import BASES, concentration, explained_variance, hidden_states  # noqa: E402,F401

@@ -1,0 +1,81 @@
+"""Figures of the random-transformers study. Each function RETURNS a plotly figure."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+MODE_COLORS = {"normal": "#1f77b4", "random": "#d62728", "E_token+U": "#2ca02c",
+               "E_token+E_pos": "#9467bd", "U": "#8c564b"}
+
+
+def width_sweep(df: pd.DataFrame, value: str = "acc", title: str = "Accuracy vs width",
+                y_title: str = "test accuracy") -> go.Figure:
+    """Box plots of ``value`` over seeds, one panel per task, x = width, one box per mode.
+
+    df: one row per run with columns task, width, mode, seed and ``value``.
+    """
+    task_names = list(dict.fromkeys(df["task"]))
+    fig = make_subplots(rows=1, cols=len(task_names), subplot_titles=task_names,
+                        shared_yaxes=True)
+    for col, task in enumerate(task_names, start=1):
+        sub = df[df["task"] == task]
+        for mode in dict.fromkeys(sub["mode"]):
+            rows = sub[sub["mode"] == mode]
+            fig.add_trace(go.Box(x=rows["width"].astype(str), y=rows[value], name=mode,
+                                 legendgroup=mode, showlegend=(col == 1), boxpoints="all",
+                                 marker_color=MODE_COLORS.get(mode)), row=1, col=col)
+    fig.update_layout(title=title, boxmode="group", height=420, yaxis_title=y_title)
+    fig.update_xaxes(title_text="width d_model", type="category")
+    return fig
+
+
+def mode_bars(summary: pd.DataFrame, value: str = "median", title: str = "Freezing modes",
+              y_title: str = "median test accuracy") -> go.Figure:
+    """Grouped bars: x = task, one bar per freezing mode, error bars from min to max.
+
+    summary: columns task, mode, median, min, max (``studies.random_transformers.summarize``).
+    """
+    fig = go.Figure()
+    for mode in dict.fromkeys(summary["mode"]):
+        rows = summary[summary["mode"] == mode]
+        fig.add_trace(go.Bar(
+            x=rows["task"], y=rows[value], name=mode, marker_color=MODE_COLORS.get(mode),
+            error_y=dict(type="data", symmetric=False, array=rows["max"] - rows[value],
+                         arrayminus=rows[value] - rows["min"])))
+    fig.update_layout(title=title, barmode="group", yaxis_title=y_title, height=420)
+    return fig
+
+
+def kl_vs_target_width(df: pd.DataFrame, title: str = "Circuit imitation") -> go.Figure:
+    """KL(target || student) against target width, one line per student (median over seeds,
+    with min-max error bars). df: columns target_width, student, kl."""
+    fig = go.Figure()
+    for student in dict.fromkeys(df["student"]):
+        g = df[df["student"] == student].groupby("target_width")["kl"]
+        med, lo, hi = g.median(), g.min(), g.max()
+        fig.add_trace(go.Scatter(x=med.index, y=med.values, mode="lines+markers", name=student,
+                                 error_y=dict(type="data", symmetric=False,
+                                              array=(hi - med).values,
+                                              arrayminus=(med - lo).values)))
+    fig.update_layout(title=title, xaxis_title="target width", yaxis_title="KL (nats)",
+                      xaxis_type="log", height=420)
+    return fig
+
+
+def concentration_bars(table: pd.DataFrame, title: str = "Explained variance of the top-10 "
+                       "principal directions", bases: Sequence[str] = ("principal", "neuron")
+                       ) -> go.Figure:
+    """Bars per layer, one per (mode, basis). table: columns task, mode, layer, basis, ev."""
+    fig = go.Figure()
+    for (mode, basis), rows in table.groupby(["mode", "basis"], sort=False):
+        if basis not in bases:
+            continue
+        fig.add_trace(go.Bar(x=[f"{t} / {l}" for t, l in zip(rows["task"], rows["layer"])],
+                             y=rows["ev"], name=f"{mode}, {basis} basis"))
+    fig.update_layout(title=title, barmode="group", yaxis_title="explained variance",
+                      yaxis_range=[0, 1.05], height=440)
+    return fig
