@@ -119,6 +119,7 @@ def test_report_exit_codes_and_outputs(tmp_path):
                  JUPYTER_DATA_DIR=str(data_dir))
     assert ok.returncode == 0, ok.stderr
     assert "1 ok, 0 failed" in ok.stdout
+    assert "without encryption" not in ok.stderr  # kernel start-up chatter is silenced
     assert (tmp_path / "ok" / "report_ok.html").stat().st_size > 1_000_000
     import nbformat
     from nbformat.sign import NotebookNotary

@@ -18,10 +18,12 @@ has ``status == "failed"`` and the caller decides the exit code.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as _dt
 import html
 import json
+import logging
 import re
 import sqlite3
 import time
@@ -102,6 +104,19 @@ def _check_arguments(notebooks, preset, device, seed, extra_parameters) -> list[
     return paths
 
 
+@contextlib.contextmanager
+def _quiet_papermill():
+    """Papermill's parser logs "Unable to parse line" for assignments with unusual comments (the
+    values are still injected); its other warnings concern parameters, checked here already."""
+    logger = logging.getLogger("papermill")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def _check_parameters_cell(path: Path, names: Sequence[str]) -> None:
     """Every parameter must be assigned in the notebook's cell tagged ``parameters``.
 
@@ -110,7 +125,15 @@ def _check_parameters_cell(path: Path, names: Sequence[str]) -> None:
     """
     import papermill
 
-    defined = papermill.inspect_notebook(str(path))
+    with _quiet_papermill():
+        defined = papermill.inspect_notebook(str(path))
+    if any(name not in defined for name in names):
+        # Fall back to the tagged cell's plain assignments (papermill skips some lines, see above).
+        import nbformat
+
+        cells = nbformat.read(str(path), as_version=4).cells
+        source = "\n".join(c.source for c in cells if "parameters" in c.metadata.get("tags", []))
+        defined = {**{n: None for n in re.findall(r"^(\w+)\s*(?::[^=]*)?=", source, re.M)}, **defined}
     missing = [name for name in names if name not in defined]
     if missing:
         where = ", ".join(defined) if defined else "no cell tagged 'parameters'"
@@ -243,17 +266,22 @@ def build_reports(
         report = out / f"{path.stem}.html"
         date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         failure = None
+        executed.unlink(missing_ok=True)  # never report a previous run's output as this one's
         start = time.perf_counter()
         try:
-            papermill.execute_notebook(
-                str(path),
-                str(executed),
-                parameters=parameters,
-                kernel_name=kernel_name,
-                cwd=str(path.parent.resolve()),
-                progress_bar=progress_bar,
-                log_output=False,
-            )
+            with _quiet_papermill():
+                papermill.execute_notebook(
+                    str(path),
+                    str(executed),
+                    parameters=parameters,
+                    kernel_name=kernel_name,
+                    cwd=str(path.parent.resolve()),
+                    progress_bar=progress_bar,
+                    log_output=False,
+                    # ipykernel warns on every start that TCP is unencrypted (it is local);
+                    # its errors still show.
+                    extra_arguments=["--IPKernelApp.log_level=ERROR"] if kernel_name.startswith("python") else [],
+                )
         # Broad on purpose: whatever stopped the notebook (a cell's exception, a dead kernel, a
         # timeout) must end up in its report and the index, not abort the other notebooks.
         except Exception as exc:  # noqa: BLE001
