@@ -166,3 +166,19 @@ def test_bad_arguments_rejected_before_running(tmp_path):
         with pytest.raises(ValueError, match=message):
             build_reports(out_dir=tmp_path / "out", **kwargs)
     assert not (tmp_path / "out").exists()
+
+
+def test_figures_without_html_are_flagged_in_the_report():
+    from toymech.report import _render_html
+
+    cell = nbformat.v4.new_code_cell("fig", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"application/vnd.plotly.v1+json": {"data": []}})]
+    run = {"notebook": "x.ipynb", "status": "ok", "preset": "smoke", "device": "cpu", "seed": 0, "wall_s": 1.0,
+           "date": "today", "versions": {"torch": "t", "transformer-lens": "tl", "toymech": "tm"}, "failure": None}
+    from toymech.report import _render_notes
+
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    with pytest.warns(UserWarning, match="not able to be represented"):  # nbconvert drops it
+        page = _render_html(nb, {**run, "notes": _render_notes(nb)})
+    assert '<div class="toymech-note">1 plotly figure(s) carry no HTML' in page
+    assert "toymech-note" not in _render_html(nbformat.v4.new_notebook(), {**run, "notes": []}).split("</style>")[-1]

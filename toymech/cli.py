@@ -88,7 +88,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     def done(i: int, entry) -> None:
         where = Path(args.out) / entry.html
-        tail = f": {entry.error}" if entry.error else ""
+        tail = ": " + " ".join(entry.error.split())[:300] if entry.error else ""  # one line
         print(f"[{i + 1}/{total}] {entry.status} in {entry.wall_s:.1f} s -> {where} "
               f"({entry.size_bytes / 1e6:.1f} MB){tail}", file=sys.stderr, flush=True)
 

@@ -200,9 +200,23 @@ def _widget_text(model_id: str, states: dict, depth: int = 0) -> str:
         return html.unescape(re.sub(r"<[^>]*>", "", str(state.get("value", ""))))
     if name in ("FloatProgressModel", "IntProgressModel"):
         low, high, value = state.get("min", 0), state.get("max", 100), state.get("value", 0)
-        filled = round(10 * (value - low) / (high - low)) if high > low else 10
+        filled = min(10, max(0, round(10 * (value - low) / (high - low)))) if high > low else 10
         return "|" + "█" * filled + " " * (10 - filled) + "|"
     return ""
+
+
+def _render_notes(nb) -> list[str]:
+    """Problems a reader should know about that are not errors (shown under the run line)."""
+    bare = sum(
+        1
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+        if "application/vnd.plotly.v1+json" in output.get("data", {}) and "text/html" not in output.get("data", {})
+    )
+    if bare:
+        return [f"{bare} plotly figure(s) carry no HTML and are missing from this page: "
+                "call toymech.display.setup_notebook() before the first figure"]
+    return []
 
 
 def _render_html(nb, run: dict) -> str:
@@ -303,6 +317,7 @@ def build_reports(
             "date": date,
             "versions": versions,
             "failure": failure,
+            "notes": _render_notes(nb),
         }
         report.write_text(_render_html(nb, run), encoding="utf-8")
         entry = ReportEntry(
