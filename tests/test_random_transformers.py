@@ -163,3 +163,46 @@ def test_notebook_runs_at_smoke(tmp_path):
         preset="smoke", cache_dir=str(tmp_path / "zoo")), kernel_name="python3")
     text = out.read_text()
     assert "Traceback" not in text and "accuracy" in text
+
+
+def test_multiseed_matches_sequential_training(tmp_path):
+    from toymech.multiseed import get_or_train_seeds, train_seeds
+    exps = [rt.experiment("parentheses", 8, "random", "smoke", s, steps=6, eval_every=3)
+            for s in (0, 1)]
+    stacked = train_seeds(exps, "cpu")
+    for exp, (model, history, _) in zip(exps, stacked):
+        ref = build_model(exp.model)
+        result = train(ref, exp.task, exp.train, device="cpu", progress=False, log=None)
+        for (name, a), b in zip(ref.named_parameters(), model.parameters()):
+            assert torch.allclose(a, b, atol=1e-5), name
+        assert [r["step"] for r in history] == [r["step"] for r in result.history]
+        assert history[-1]["eval_loss"] == pytest.approx(result.history[-1]["eval_loss"], abs=1e-4)
+    with pytest.raises(ValueError, match="differ only in their seeds"):
+        train_seeds([exps[0], rt.experiment("parentheses", 16, "random", "smoke", 1)], "cpu")
+    zoo = Zoo(tmp_path)
+    entries = get_or_train_seeds(exps, zoo, "cpu")
+    assert all(e.loaded for e in entries)  # trained together, then read back from the zoo
+    row = rt.run(exps[1], zoo)
+    assert row["loaded"]
+
+
+def test_claims_table_verdicts_follow_the_numbers():
+    import pandas as pd
+    summary = pd.DataFrame([
+        {"task": "needle", "width": 16, "mode": "random", "median": 0.4},
+        {"task": "needle", "width": 64, "mode": "random", "median": 0.97},
+        {"task": "needle", "width": 64, "mode": "normal", "median": 1.0},
+        {"task": "parentheses", "width": 16, "mode": "random", "median": 0.6},
+        {"task": "parentheses", "width": 64, "mode": "random", "median": 0.6},
+        {"task": "parentheses", "width": 64, "mode": "normal", "median": 0.9},
+    ])
+    mem = pd.DataFrame({"mode": ["normal", "random"], "bits_per_param": [1.0, 2.0]})
+    circ = pd.DataFrame({"target_width": [4, 4, 64, 64], "mode": ["normal", "random"] * 2,
+                         "kl": [0.1, 0.1, 0.2, 0.5]})
+    table = rt.claims_table(summary, (16, 64), mem, circ)
+    verdicts = dict(zip(table["claim"], table["verdict"]))
+    assert verdicts["random transformers solve needle"].startswith("reproduced")
+    assert verdicts["random transformers solve parentheses"].startswith("not reproduced")
+    assert verdicts["normal stores more bits per trainable parameter than random"] == \
+        "not reproduced"
+    assert verdicts["random students fall behind as the target gets wider"] == "reproduced"
