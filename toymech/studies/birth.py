@@ -169,14 +169,14 @@ def control_config(task: tasks.Task, d_model: int = 128, n_heads: int = 4,
 SIZES: dict[str, dict[str, Any]] = {
     "smoke": dict(length=16, batch=8, d_model=16, steps=6, eval_every=3, eval_size=16,
                   optimizer="adam", lr=1e-2),
-    "default": dict(length=128, batch=64, d_model=64, steps=600, eval_every=25, eval_size=256,
+    "default": dict(length=64, batch=64, d_model=128, steps=400, eval_every=20, eval_size=256,
                     optimizer="adam", lr=1e-2),
     "paper": dict(length=256, batch=512, d_model=128, steps=10_000, eval_every=100,
                   eval_size=1024, optimizer="sgd", lr=0.2),
 }
 CONTROL_SIZES: dict[str, dict[str, Any]] = {
     "smoke": dict(length=16, batch=8, d_model=16, steps=6, eval_every=3, eval_size=16, lr=3e-3),
-    "default": dict(length=128, batch=64, d_model=128, steps=600, eval_every=50, eval_size=256,
+    "default": dict(length=64, batch=64, d_model=128, steps=400, eval_every=50, eval_size=256,
                     lr=3e-3),
     "paper": dict(length=256, batch=512, d_model=128, steps=10_000, eval_every=100,
                   eval_size=1024, lr=1e-2),
@@ -372,6 +372,13 @@ def run_row(entry, task: tasks.Task, n: int = 256, seed: int = 0) -> dict[str, f
     return row
 
 
+def _get(zoo, exp: Experiment, device, log):
+    """Load ``exp`` from the zoo, preferring a run recorded with the probe callback (the
+    notebook's main run has the same configuration as one sweep point), else train it."""
+    tag = PROBE_TAG if (zoo.path(exp, PROBE_TAG) / "config.json").is_file() else ""
+    return zoo.get_or_train(exp, device=device, tag=tag, progress=False, log=log)
+
+
 def trigger_sweep(zoo, size: str, seed: int, ks=(1, 3, 5), modes=("fixed", "random"),
                   steps: int | None = None, n_ood_random: int = 16, device="auto",
                   n_eval: int = 256, log=print) -> pd.DataFrame:
@@ -386,7 +393,7 @@ def trigger_sweep(zoo, size: str, seed: int, ks=(1, 3, 5), modes=("fixed", "rand
             n_ood = n_ood_random if mode == "random" else 0
             exp = experiment(size, seed, trigger_mode=mode, n_triggers=k, n_ood=n_ood,
                              steps=steps)
-            entry = zoo.get_or_train(exp, device=device, progress=False, log=log)
+            entry = _get(zoo, exp, device, log)
             results = evaluate_sets(entry.model, exp.task, n_eval, seed)
             # The same set for every model: triggers outside the top-K and outside the random
             # runs' held-out tokens (OOD for fixed triggers, in distribution for random ones).
@@ -421,7 +428,7 @@ def freezing_comparison(zoo, size: str, seed: int, trigger_mode: str = "fixed",
             n_triggers=n_triggers, steps=steps)
     rows = {}
     for name, exp in exps.items():
-        entry = zoo.get_or_train(exp, device=device, progress=False, log=log)
+        entry = _get(zoo, exp, device, log)
         task = exp.task
         row = run_row(entry, task, n_eval, seed)
         trig = task.fixed_triggers if trigger_mode == "fixed" else None
@@ -458,3 +465,11 @@ def before_step(history: list[dict[str, float]], key: str = "cb_icl_acc",
     v0, v1 = pts[0][1], pts[-1][1]
     ok = [s for s, v in pts if v1 == v0 or (v - v0) / (v1 - v0) <= fraction]
     return ok[-1] if ok else pts[0][0]
+
+
+def construction_kcomp(model: HookedTransformer, task: tasks.Task) -> float:
+    """K-composition score ‖OV1 · QK2ᵀ‖_F / (‖OV1‖_F ‖QK2‖_F) that the hand-built W_K² would have
+    with the model's layer-0 OV circuit (what a perfect induction key scores at these shapes)."""
+    ov1 = model.OV[0, 0].AB.detach().cpu()
+    qk2 = construction(model, task)["W_K2 (induction key)"]
+    return float((ov1 @ qk2.T).norm() / (ov1.norm() * qk2.norm()))
