@@ -287,6 +287,9 @@ def test_presets_and_formation_summary():
     assert birth.before_step(hist, "a", 0.25) == 20
     exp = birth.experiment("smoke", 0)
     assert birth.truncated(exp, 3).train.steps == 3
+    paper = presets.get("birth-simplified", "paper")
+    assert paper.task.seq_len == 256 and paper.train.batch_size == 512
+    assert paper.train.optimizer == "sgd" and paper.model.d_model == 128
 
 
 def test_notebook_runs_at_smoke(tmp_path):
@@ -296,3 +299,16 @@ def test_notebook_runs_at_smoke(tmp_path):
                                parameters=dict(preset="smoke", cache_dir=str(tmp_path / "zoo")),
                                progress_bar=False)
     assert "notebook run time" in out.read_text()
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_zoo_round_trip_rebuilds_the_variant(tmp_path, tied):
+    from toymech.zoo import Zoo
+    exp = birth.experiment("smoke", 0, tied=tied, steps=2)
+    trained = Zoo(tmp_path).get_or_train(exp, device="cpu", progress=False, log=None)
+    loaded = Zoo(tmp_path).get_or_train(exp, device="cpu", progress=False, log=None)
+    assert loaded.loaded and not trained.loaded
+    tokens = exp.task.sample(2, torch.Generator().manual_seed(0)).tokens
+    assert torch.allclose(loaded.model(tokens), trained.model(tokens))
+    assert torch.equal(loaded.model.blocks[1].mlp.W_F,
+                       trained.model.blocks[1].mlp.W_F)

@@ -212,8 +212,9 @@ def experiment(size: str = "default", seed: int = 0, *, model: str = "simplified
         train = TrainConfig(steps=steps, batch_size=s["batch"], lr=lr or s["lr"],
                             optimizer="adamw", weight_decay=1e-4, seed=seed,
                             eval_every=min(s["eval_every"], steps), eval_size=s["eval_size"])
-    return Experiment(task, cfg, train, name or f"birth-{model}-{trigger_mode}-K{n_triggers}-"
-                      f"{freezing}{'-tied' if tied else ''}")
+    data = f"{trigger_mode}-K{n_triggers}" if variant == "mixed" else variant
+    return Experiment(task, cfg, train, name or f"birth-{model}-{data}-{freezing}"
+                      f"{'-tied' if tied else ''}")
 
 
 @presets.register("birth-simplified", "Birth: the paper's frozen 2-layer 1-head model, "
@@ -473,3 +474,19 @@ def construction_kcomp(model: HookedTransformer, task: tasks.Task) -> float:
     ov1 = model.OV[0, 0].AB.detach().cpu()
     qk2 = construction(model, task)["W_K2 (induction key)"]
     return float((ov1 @ qk2.T).norm() / (ov1.norm() * qk2.norm()))
+
+
+def extremes_table(zoo, size: str, seed: int, steps: int | None = None, device="auto",
+                   n_eval: int = 256, log=print) -> pd.DataFrame:
+    """The reviewers' two extremes next to the mixed data (random triggers, K=3): every token a
+    trigger ('only_triggers': a random successor function per sequence) and a plain bigram chain
+    ('no_triggers'). Final metrics and the memory probes (over all tokens)."""
+    from ..analysis import probes
+    rows = {}
+    for variant in ("mixed", "only_triggers", "no_triggers"):
+        exp = experiment(size, seed, trigger_mode="random", variant=variant, steps=steps)
+        entry = _get(zoo, exp, device, log)
+        row = evaluate_sets(entry.model, exp.task, n_eval, seed)["test"]
+        row.update(probes.model_probes(entry.model, exp.task.pi_b))
+        rows[variant] = row
+    return pd.DataFrame(rows).T
