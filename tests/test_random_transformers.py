@@ -206,3 +206,14 @@ def test_claims_table_verdicts_follow_the_numbers():
     assert verdicts["normal stores more bits per trainable parameter than random"] == \
         "not reproduced"
     assert verdicts["random students fall behind as the target gets wider"] == "reproduced"
+
+
+def test_run_grid_stacked_equals_sequential_rows(tmp_path):
+    kw = dict(steps=6, eval_every=6)
+    a = rt.run_grid(["needle"], [8], ["random"], [0, 1], "smoke", Zoo(tmp_path / "a"),
+                    stacked=True, **kw)
+    b = rt.run_grid(["needle"], [8], ["random"], [0, 1], "smoke", Zoo(tmp_path / "b"),
+                    stacked=False, **kw)
+    assert list(a["seed"]) == [0, 1] and bool(a["loaded"].all())
+    assert a["acc"].tolist() == pytest.approx(b["acc"].tolist(), abs=0.02)
+    assert a["loss"].tolist() == pytest.approx(b["loss"].tolist(), abs=1e-3)

@@ -79,7 +79,7 @@ TASKS: dict[str, dict[str, dict[str, Any]]] = {
     "default": {
         "modular_addition": dict(p=23), "needle": dict(max_pairs=4, n_keys=8, n_values=8),
         "decimal_addition": dict(n_digits=2), "parentheses": dict(max_len=16),
-        "memorization": dict(n_keys=48, n_values=48), "char_lm": dict(length=64),
+        "memorization": dict(n_keys=48, n_values=48), "char_lm": dict(length=32),
         "circuit_imitation": dict(n_tokens=64, length=16),
     },
     "paper": {
@@ -174,15 +174,26 @@ def run(exp: Experiment, zoo: Zoo, device: str | torch.device = "cpu", eval_n: i
 
 def run_grid(task_names: Iterable[str], widths: Iterable[int], modes: Iterable[str],
              seeds: Iterable[int], size: str, zoo: Zoo, device: str | torch.device = "cpu",
-             log=None, **train_overrides: Any) -> pd.DataFrame:
-    """Every (task, width, mode, seed) combination, one row each (see ``run``)."""
+             log=None, stacked: bool | None = None, **train_overrides: Any) -> pd.DataFrame:
+    """Every (task, width, mode, seed) combination, one row each (see ``run``).
+
+    ``stacked``: train the seeds of each setting together (``toymech.multiseed``); None = only
+    on CUDA, where it pays (on a CPU thread these models are compute-bound already).
+    """
+    seeds = list(seeds)
+    if stacked is None:
+        from ..devices import resolve_device
+        stacked = resolve_device(device).type == "cuda"
     rows = []
     for task_name in task_names:
         for width in widths:
             for mode in modes:
-                for seed in seeds:
-                    exp = experiment(task_name, width, mode, size, seed, **train_overrides)
-                    rows.append(run(exp, zoo, device, EVAL_N[size], log=log))
+                exps = [experiment(task_name, width, mode, size, seed, **train_overrides)
+                        for seed in seeds]
+                if stacked and len(exps) > 1:
+                    from ..multiseed import get_or_train_seeds
+                    get_or_train_seeds(exps, zoo, device)
+                rows.extend(run(exp, zoo, device, EVAL_N[size], log=log) for exp in exps)
     return pd.DataFrame(rows)
 
 
