@@ -260,6 +260,9 @@ def test_construction_recalls_perfectly_on_the_frozen_parts():
     assert table.loc["W_O2 (output copy)", "probe (construction)"] > 0.9
     assert table.loc["W_K2 (induction key)", "probe (construction)"] == 1.0
     assert table["cosine(init, construction)"].abs().max() < 0.3
+    M = torch.randn(5, 5)
+    assert probes.matrix_cosine(M, 2 * M) == pytest.approx(1.0)
+    assert probes.matrix_cosine(M, -M) == pytest.approx(-1.0)
     assert exp.task.n_triggers == 3
 
 

@@ -107,6 +107,46 @@ def model_probes(model: HookedTransformer, pi_b: torch.Tensor | None = None,
     return out
 
 
+# --- the hand-built construction -------------------------------------------------------------------
+def construction(model: HookedTransformer, pi_b: torch.Tensor,
+                 triggers: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """The paper's associative memories built from a 2-layer model's own (frozen random) parts,
+    row convention, e_k = rows of W_E, p_t = rows of W_pos, u_j = column j of W_U:
+    QK1 = Σ_t p_tᵀ p_{t-1}; QK2 = Σ_k e_kᵀ (e_k OV1) (k over ``triggers``, default all);
+    OV2 = Σ_k e_kᵀ u_kᵀ; W_F = Σ_k e_kᵀ Σ_j π_b(j|k) u_jᵀ (k over non-triggers; only when the
+    model has a W_F). Head 0 of layer 0 supplies OV1."""
+    with torch.no_grad():
+        E, P, U = _dense(model.W_E), _dense(model.W_pos), _dense(model.W_U)
+        ov1 = _dense(model.OV[0, 0])
+        Et = E if triggers is None else E[_token_index(triggers, E.shape[0])]
+        out = {"W_K1 (previous token)": P[1:].T @ P[:-1],
+               "W_K2 (induction key)": Et.T @ (Et @ ov1),
+               "W_O2 (output copy)": E.T @ U.T}
+        if feed_forward_matrix(model) is not None:
+            pi = pi_b.detach().float().cpu().clone()
+            if triggers is not None:
+                pi[_token_index(triggers, E.shape[0])] = 0.0
+            out["W_F (bigram)"] = E.T @ (pi @ U.T)
+    return out
+
+
+def trained_matrices(model: HookedTransformer) -> dict[str, torch.Tensor]:
+    """The model's counterparts of ``construction``: QK1, QK2, OV2 (head 0) and W_F."""
+    out = {"W_K1 (previous token)": _dense(model.QK[0, 0]),
+           "W_K2 (induction key)": _dense(model.QK[1, 0]),
+           "W_O2 (output copy)": _dense(model.OV[1, 0])}
+    W_F = feed_forward_matrix(model)
+    if W_F is not None:
+        out["W_F (bigram)"] = _dense(W_F)
+    return out
+
+
+def matrix_cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    """⟨A, B⟩_F / (‖A‖_F ‖B‖_F): 1 = the same matrix up to a positive scale, ~0 = unrelated."""
+    a, b = _dense(a), _dense(b)
+    return float((a * b).sum() / (a.norm() * b.norm()).clamp(min=1e-30))
+
+
 # --- attention on trigger data -------------------------------------------------------------------
 def previous_token_attention(pattern: Float[torch.Tensor, "B H T T"]) -> Float[torch.Tensor, "H"]:
     """Mean attention from position t to t - 1 (t >= 1), per head."""

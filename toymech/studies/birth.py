@@ -245,57 +245,21 @@ def truncated(exp: Experiment, steps: int) -> Experiment:
 
 
 # --- the hand-built construction ---------------------------------------------------------------
-def construction(model: HookedTransformer, task: tasks.Task) -> dict[str, torch.Tensor]:
-    """The paper's associative memories built from the model's frozen random parts
-    (row convention; e = rows of W_E, p = rows of W_pos, u_j = column j of W_U):
-    QK1 = sum_t p_tᵀ p_{t-1}; QK2 = sum_k e_kᵀ (e_k OV1) (over the triggers when they are
-    fixed); OV2 = sum_k e_kᵀ u_kᵀ;
-    W_F = sum_k e_kᵀ sum_j π_b(j|k) u_jᵀ (over non-trigger k)."""
-    with torch.no_grad():
-        E, P, U = (model.W_E.detach().cpu(), model.W_pos.detach().cpu(),
-                   model.W_U.detach().cpu())
-        ov1 = model.OV[0, 0].AB.detach().cpu()
-        fixed = getattr(task, "trigger_mode", "") == "fixed"
-        Et = E[task.fixed_triggers] if fixed else E  # fixed triggers: store only those keys
-        out = {"W_K1 (previous token)": P[1:].T @ P[:-1],
-               "W_K2 (induction key)": Et.T @ (Et @ ov1),
-               "W_O2 (output copy)": E.T @ U.T}
-        if getattr(model.blocks[-1], "mlp", None) is not None and hasattr(model.blocks[-1].mlp,
-                                                                          "W_F"):
-            pi_b = task.pi_b.clone()
-            if fixed:
-                pi_b[task.fixed_triggers] = 0.0
-            out["W_F (bigram)"] = E.T @ (pi_b @ U.T)
-    return out
-
-
-def trained_matrices(model: HookedTransformer) -> dict[str, torch.Tensor]:
-    """The trained counterparts of ``construction``: QK1, QK2, OV2 (head 0) and W_F."""
-    with torch.no_grad():
-        out = {"W_K1 (previous token)": model.QK[0, 0].AB.detach().cpu(),
-               "W_K2 (induction key)": model.QK[1, 0].AB.detach().cpu(),
-               "W_O2 (output copy)": model.OV[1, 0].AB.detach().cpu()}
-        W_F = getattr(getattr(model.blocks[-1], "mlp", None), "W_F", None)
-        if W_F is not None:
-            out["W_F (bigram)"] = W_F.detach().cpu()
-    return out
-
-
-def matrix_cosine(a: torch.Tensor, b: torch.Tensor) -> float:
-    """<A, B>_F / (|A|_F |B|_F): 1 = same matrix up to a positive scale, ~0 = unrelated."""
-    return float((a * b).sum() / (a.norm() * b.norm()).clamp(min=1e-30))
-
-
 def construction_table(trained: HookedTransformer, initial: HookedTransformer,
                        task: tasks.Task) -> pd.DataFrame:
     """Per memory: cosine of the trained matrix and of the initial one with the construction,
     and the recall probe of the trained weights and of the construction itself."""
     from ..analysis import probes
-    ideal = construction(trained, task)
-    now, before = trained_matrices(trained), trained_matrices(initial)
+    trig = task.fixed_triggers if getattr(task, "trigger_mode", "") == "fixed" else None
+    ideal = probes.construction(trained, task.pi_b, trig)
+    now, before = probes.trained_matrices(trained), probes.trained_matrices(initial)
     E, P, U = trained.W_E, trained.W_pos, trained.W_U
     ov1 = trained.OV[0, 0]
-    trig = task.fixed_triggers if getattr(task, "trigger_mode", "") == "fixed" else None
+    others = None
+    if trig is not None:
+        keep = torch.ones(task.d_vocab, dtype=torch.bool)
+        keep[trig] = False
+        others = torch.arange(task.d_vocab)[keep]
 
     def probe(name: str, M: torch.Tensor) -> float:
         if name.startswith("W_K1"):
@@ -304,13 +268,13 @@ def construction_table(trained: HookedTransformer, initial: HookedTransformer,
             return probes.induction_key_probe(M, E, ov1, trig)
         if name.startswith("W_O2"):
             return probes.output_copy_probe(M, E, U)
-        return probes.bigram_kl_probe(M, E, U, task.pi_b)
+        return probes.bigram_kl_probe(M, E, U, task.pi_b, others)
 
     rows = []
     for name, M in ideal.items():
         rows.append({"memory": name,
-                     "cosine(trained, construction)": matrix_cosine(now[name], M),
-                     "cosine(init, construction)": matrix_cosine(before[name], M),
+                     "cosine(trained, construction)": probes.matrix_cosine(now[name], M),
+                     "cosine(init, construction)": probes.matrix_cosine(before[name], M),
                      "probe (trained)": probe(name, now[name]),
                      "probe (construction)": probe(name, M)})
     return pd.DataFrame(rows).set_index("memory")
@@ -471,8 +435,10 @@ def before_step(history: list[dict[str, float]], key: str = "cb_icl_acc",
 def construction_kcomp(model: HookedTransformer, task: tasks.Task) -> float:
     """K-composition score ‖OV1 · QK2ᵀ‖_F / (‖OV1‖_F ‖QK2‖_F) that the hand-built W_K² would have
     with the model's layer-0 OV circuit (what a perfect induction key scores at these shapes)."""
+    from ..analysis import probes
+    trig = task.fixed_triggers if getattr(task, "trigger_mode", "") == "fixed" else None
     ov1 = model.OV[0, 0].AB.detach().cpu()
-    qk2 = construction(model, task)["W_K2 (induction key)"]
+    qk2 = probes.construction(model, task.pi_b, trig)["W_K2 (induction key)"]
     return float((ov1 @ qk2.T).norm() / (ov1.norm() * qk2.norm()))
 
 
