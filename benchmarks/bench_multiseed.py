@@ -12,6 +12,7 @@ import time
 
 import torch
 
+from toymech.devices import resolve_device
 from toymech.models import build_model
 from toymech.multiseed import train_seeds
 from toymech.studies import random_transformers as rt
@@ -29,6 +30,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    args.device = resolve_device(args.device)
     exps = [rt.experiment(args.task, args.width, args.mode, "default", s, steps=args.steps,
                           eval_every=args.steps) for s in range(args.seeds)]
     t = time.perf_counter()
@@ -41,7 +43,7 @@ def main() -> None:
     t = time.perf_counter()
     stacked = train_seeds(exps, args.device)
     t_stack = time.perf_counter() - t
-    diff = max(float((a - b).abs().max()) for m1, (m2, _, _) in zip(sequential, stacked)
+    diff = max(float((a - b).detach().abs().max()) for m1, (m2, _, _) in zip(sequential, stacked)
                for a, b in zip(m1.parameters(), m2.parameters()))
     print(f"{args.seeds} seeds x {args.steps} steps, {args.task}, width {args.width}, "
           f"{args.mode}, device {args.device}, {args.threads} thread(s)")

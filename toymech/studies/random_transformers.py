@@ -177,20 +177,21 @@ def run_grid(task_names: Iterable[str], widths: Iterable[int], modes: Iterable[s
              log=None, stacked: bool | None = None, **train_overrides: Any) -> pd.DataFrame:
     """Every (task, width, mode, seed) combination, one row each (see ``run``).
 
-    ``stacked``: train the seeds of each setting together (``toymech.multiseed``); None = only
-    on CUDA, where it pays (on a CPU thread these models are compute-bound already).
+    ``stacked``: train the missing seeds of each setting together (``toymech.multiseed``;
+    the same runs up to float rounding). None = where it pays: on CUDA, and on a CPU for widths
+    <= 16 (benchmarks/bench_multiseed.py: 1.5x at width 16, none at width 64 on one thread).
     """
+    from ..devices import resolve_device
     seeds = list(seeds)
-    if stacked is None:
-        from ..devices import resolve_device
-        stacked = resolve_device(device).type == "cuda"
+    on_cuda = resolve_device(device).type == "cuda"
     rows = []
     for task_name in task_names:
         for width in widths:
             for mode in modes:
                 exps = [experiment(task_name, width, mode, size, seed, **train_overrides)
                         for seed in seeds]
-                if stacked and len(exps) > 1:
+                stack = stacked if stacked is not None else (on_cuda or width <= 16)
+                if stack and len(exps) > 1:
                     from ..multiseed import get_or_train_seeds
                     get_or_train_seeds(exps, zoo, device)
                 rows.extend(run(exp, zoo, device, EVAL_N[size], log=log) for exp in exps)
