@@ -130,3 +130,18 @@ def test_warmup_and_cosine_schedule():
     assert lr_factor(9, cfg) == pytest.approx(1.0)
     assert lr_factor(55, cfg) == pytest.approx(0.5)
     assert lr_factor(100, cfg) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_train_from_keeps_a_parameter_fixed_until_its_step():
+    model = build_model(SMALL)
+    w0 = model.blocks[0].attn.W_K.detach().clone()
+    cfg = TrainConfig(steps=6, batch_size=16, eval_every=3, eval_size=32,
+                      train_from=(("blocks.0.attn.W_K", 3),))
+    seen = []
+    train(model, TASK, cfg, device="cpu", progress=False, log=None,
+          callbacks=[lambda step, m: seen.append(
+              torch.equal(m.blocks[0].attn.W_K, w0)) or {}])
+    assert seen == [True, False]  # unchanged after 3 steps, trained by step 6
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match="train_from='nope'"):
+        _train(TrainConfig(steps=1, train_from=(("nope", 2),)))

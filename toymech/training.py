@@ -48,6 +48,8 @@ class TrainConfig:
     warmup_steps: int = 0
     grad_clip: float | None = None
     freeze: tuple[str, ...] = ()
+    # (pattern, step): matching parameters stay fixed until ``step``, then train.
+    train_from: tuple[tuple[str, int], ...] = ()
     seed: int = 0
     eval_every: int = 250
     eval_size: int = 1024
@@ -56,6 +58,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "betas", tuple(self.betas))
         object.__setattr__(self, "freeze", tuple(self.freeze))
+        object.__setattr__(self, "train_from", tuple(tuple(x) for x in self.train_from))
         for name in ("steps", "batch_size", "eval_every", "eval_size"):
             v = getattr(self, name)
             check(isinstance(v, int) and v >= 1, name, v, "an integer >= 1")
@@ -69,6 +72,9 @@ class TrainConfig:
               "None or a number > 0")
         check(all(isinstance(p, str) and p for p in self.freeze), "freeze", self.freeze,
               "parameter-name patterns (fnmatch), e.g. 'blocks.*.attn.W_V'")
+        check(all(len(x) == 2 and isinstance(x[0], str) and isinstance(x[1], int) and x[1] >= 0
+                  for x in self.train_from), "train_from", self.train_from,
+              "(pattern, step) pairs, e.g. (('blocks.0.attn.W_K', 500),)")
         if self.checkpoint_every is not None:
             # Checkpoints sit on evaluation steps so a resumed run's history is identical.
             check(self.checkpoint_every >= 1 and self.checkpoint_every % self.eval_every == 0,
@@ -116,6 +122,18 @@ def apply_freeze(model: torch.nn.Module, patterns: Iterable[str]) -> list[str]:
     for n in frozen:
         params[n].requires_grad_(False)
     return sorted(set(frozen))
+
+
+def _delayed_params(model: torch.nn.Module, train_from) -> list[tuple[torch.nn.Parameter, int]]:
+    """Parameters that start training late, each with its first training step."""
+    named = dict(model.named_parameters())
+    out = []
+    for pattern, begin in train_from:
+        hits = [n for n in fnmatch.filter(list(named), pattern) if named[n].requires_grad]
+        check(bool(hits), "train_from", pattern,
+              "a pattern matching trainable parameter names (not frozen ones)")
+        out.extend((named[n], begin) for n in hits)
+    return out
 
 
 def _optimizer(params: list[torch.nn.Parameter], cfg: TrainConfig) -> torch.optim.Optimizer:
@@ -170,6 +188,7 @@ def train(model: HookedTransformer, task: Task, cfg: TrainConfig, *,
             f"{' (frozen: ' + ', '.join(frozen_names) + ')' if frozen_names else ''} on {dev}")
     params = [p for p in model.parameters() if p.requires_grad]
     check(bool(params), "freeze", cfg.freeze, "patterns that leave something to train")
+    delayed = _delayed_params(model, cfg.train_from)
     opt = _optimizer(params, cfg)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg))
     data_gen = make_generator(cfg.seed, dev)
@@ -211,6 +230,9 @@ def train(model: HookedTransformer, task: Task, cfg: TrainConfig, *,
         loss = task.loss(model(batch.tokens), batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        for param, begin in delayed:
+            if step < begin:
+                param.grad = None  # skipped by the optimizer: no update, no weight decay
         if cfg.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
         opt.step()
