@@ -231,7 +231,9 @@ def _lab_open(driver, base: str, token: str, relative: str, run_all: bool) -> di
     deadline = time.monotonic() + 120
     state = driver.execute_script(_LAB_STATE)
     while time.monotonic() < deadline:
-        if state["plots"] >= 2 and state["views"] and all(state["views"]) and state["done"]:
+        # A notebook that is only opened has nothing to wait for but its saved outputs; its last
+        # cell may be outside the rendered window, so "done" is awaited only after a run.
+        if state["plots"] >= 2 and state["views"] and all(state["views"]) and (state["done"] or not run_all):
             break
         time.sleep(1)
         state = driver.execute_script(_LAB_STATE)
