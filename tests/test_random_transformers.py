@@ -217,3 +217,31 @@ def test_run_grid_stacked_equals_sequential_rows(tmp_path):
     assert list(a["seed"]) == [0, 1] and bool(a["loaded"].all())
     assert a["acc"].tolist() == pytest.approx(b["acc"].tolist(), abs=0.02)
     assert a["loss"].tolist() == pytest.approx(b["loss"].tolist(), abs=1e-3)
+
+
+@pytest.mark.parametrize("size", ["smoke", "default", "paper"])
+def test_every_plan_builds_valid_experiments(size):
+    p = rt.plan(size)
+    names = set()
+    for task in p.table_tasks:
+        for width in p.widths:
+            for mode in ("normal", "random"):
+                names.add(rt.experiment(task, width, mode, size).name)
+    for task in p.ablation_tasks:
+        for mode in p.ablation_modes:
+            rt.experiment(task, p.widths[-1], mode, size)
+    for task in p.sweep_tasks:
+        for width in p.sweep_widths:
+            rt.experiment(task, width, "random", size)
+    for width in p.memorization_widths:
+        rt.experiment("memorization", width, "normal", size)
+    for tw in p.circuit_target_widths:
+        exp = rt.experiment("circuit_imitation", p.circuit_student_width, "random", size,
+                            task_overrides={"target_width": tw})
+        assert exp.train.steps == rt.SIDE_STEPS[size]
+    rt.experiment("char_lm", p.lm_width, "normal", size)
+    assert len(names) == 4 * 2 * 2
+    if size == "paper":
+        exp = rt.experiment("modular_addition", 1024, "random", "paper")
+        assert (exp.task.p, exp.train.steps, exp.train.warmup_steps) == (199, 50_000, 500)
+        assert exp.train.batch_size == 1000 and exp.train.grad_clip == 1.0
