@@ -42,7 +42,10 @@ cmd="${1:-}"
 case "$cmd" in
   report)
     ensure_env
-    PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m toymech report "$@" ;;
+    # All notebooks at once, one torch thread each: the studies' tiny models run fastest on one
+    # thread, and the notebooks then share the cores instead of queueing (--jobs 1 to queue).
+    n=$(ls notebooks/*.ipynb | wc -l)
+    PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m toymech report --jobs "$n" "$@" ;;
   test)
     ensure_env
     PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m pytest "$@" ;;

@@ -182,3 +182,17 @@ def test_figures_without_html_are_flagged_in_the_report():
         page = _render_html(nb, {**run, "notes": _render_notes(nb)})
     assert '<div class="toymech-note">1 plotly figure(s) carry no HTML' in page
     assert "toymech-note" not in _render_html(nbformat.v4.new_notebook(), {**run, "notes": []}).split("</style>")[-1]
+
+
+def test_parallel_jobs_keep_order_and_results(tmp_path, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    entries = build_reports([OK, FAIL], out_dir=tmp_path, preset="default", device="cpu",
+                            seed=3, trust=False, jobs=2)
+    assert [Path(e.notebook).stem for e in entries] == ["report_ok", "report_fail"]
+    assert [e.status for e in entries] == ["ok", "failed"]
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert sorted(row["status"] for row in index) == ["failed", "ok"]
+    import os
+    assert "OMP_NUM_THREADS" not in os.environ  # the kernels' share is not left behind
+    with pytest.raises(ValueError, match="jobs=0"):
+        build_reports([OK], out_dir=tmp_path, jobs=0)

@@ -94,7 +94,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     entries = build_reports(
         notebooks, out_dir=args.out, preset=args.preset, device=args.device, seed=args.seed,
-        extra_parameters=extra, progress_bar=sys.stderr.isatty(), on_start=start, on_done=done,
+        extra_parameters=extra, progress_bar=sys.stderr.isatty() and args.jobs == 1,
+        on_start=start, on_done=done, jobs=args.jobs,
     )
     failed = [e for e in entries if not e.ok]
     print(f"{len(entries) - len(failed)} ok, {len(failed)} failed; index: {Path(args.out) / 'index.html'}")
@@ -332,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="reports", help="output folder (default: reports)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="extra notebook parameter (repeatable); VALUE is JSON or a string")
+    p.add_argument("--jobs", type=_positive_int, default=1,
+                   help="notebooks executed at once; each kernel gets cores/jobs threads (default: 1)")
     p.add_argument("--cache", help=cache_help)
     p.set_defaults(func=_cmd_report)
 

@@ -24,8 +24,10 @@ import datetime as _dt
 import html
 import json
 import logging
+import os
 import re
 import sqlite3
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
@@ -227,6 +229,9 @@ def _render_html(nb, run: dict) -> str:
     return body
 
 
+_TRUST_LOCK = threading.Lock()
+
+
 def _trust(nb) -> None:
     # The executed notebook is our own output: sign it so JupyterLab runs its circuitsvis scripts
     # (executed notebooks are untrusted otherwise and the views stay blank).
@@ -251,6 +256,7 @@ def build_reports(
     trust: bool = True,
     on_start: Callable[[int, Path], None] | None = None,
     on_done: Callable[[int, ReportEntry], None] | None = None,
+    jobs: int = 1,
 ) -> list[ReportEntry]:
     """Execute each notebook with papermill and render it to ``out_dir/<name>.html``.
 
@@ -259,9 +265,16 @@ def build_reports(
     (``ValueError`` naming the problem). ``kernel_name="python3"`` runs the notebooks in this
     Python environment. ``on_start(i, path)`` / ``on_done(i, entry)`` report progress.
     Returns one entry per notebook, in order; a failed notebook has ``entry.status == "failed"``.
+
+    ``jobs > 1`` executes that many notebooks at once, each kernel limited to
+    ``cpu_count // jobs`` threads (OMP_NUM_THREADS, unless already set) so they share the cores
+    instead of fighting over them.
     """
     import nbformat
     import papermill
+
+    if not (isinstance(jobs, int) and jobs >= 1):
+        raise ValueError(f"jobs={jobs!r} is not allowed: an integer >= 1")
 
     extra_parameters = dict(extra_parameters or {})
     paths = _check_arguments(notebooks, preset, device, seed, extra_parameters)
@@ -272,8 +285,8 @@ def build_reports(
     out = Path(out_dir)
     (out / "executed").mkdir(parents=True, exist_ok=True)
     versions = _versions()
-    entries = []
-    for index, path in enumerate(paths):
+
+    def run_one(index: int, path: Path) -> ReportEntry:
         if on_start:
             on_start(index, path)
         executed = out / "executed" / path.name
@@ -283,19 +296,18 @@ def build_reports(
         executed.unlink(missing_ok=True)  # never report a previous run's output as this one's
         start = time.perf_counter()
         try:
-            with _quiet_papermill():
-                papermill.execute_notebook(
-                    str(path),
-                    str(executed),
-                    parameters=parameters,
-                    kernel_name=kernel_name,
-                    cwd=str(path.parent.resolve()),
-                    progress_bar=progress_bar,
-                    log_output=False,
-                    # ipykernel warns on every start that TCP is unencrypted (it is local);
-                    # its errors still show.
-                    extra_arguments=["--IPKernelApp.log_level=ERROR"] if kernel_name.startswith("python") else [],
-                )
+            papermill.execute_notebook(
+                str(path),
+                str(executed),
+                parameters=parameters,
+                kernel_name=kernel_name,
+                cwd=str(path.parent.resolve()),
+                progress_bar=progress_bar,
+                log_output=False,
+                # ipykernel warns on every start that TCP is unencrypted (it is local);
+                # its errors still show.
+                extra_arguments=["--IPKernelApp.log_level=ERROR"] if kernel_name.startswith("python") else [],
+            )
         # Broad on purpose: whatever stopped the notebook (a cell's exception, a dead kernel, a
         # timeout) must end up in its report and the index, not abort the other notebooks.
         except Exception as exc:  # noqa: BLE001
@@ -306,7 +318,8 @@ def build_reports(
         # there may be none, and the report then shows the input notebook under the error.
         nb = nbformat.read(executed if executed.is_file() else path, as_version=4)
         if trust and executed.is_file():
-            _trust(nb)
+            with _TRUST_LOCK:  # one writer at a time on Jupyter's signature database
+                _trust(nb)
         run = {
             "notebook": path.name,
             "status": "failed" if failure else "ok",
@@ -335,12 +348,35 @@ def build_reports(
             error=f"{failure['ename']}: {failure['evalue']}" if failure else None,
             parameters=extra_parameters,
         )
-        entries.append(entry)
         if on_done:
             on_done(index, entry)
+        return entry
 
+    with _quiet_papermill(), _kernel_threads(jobs):
+        if jobs == 1:
+            entries = [run_one(i, p) for i, p in enumerate(paths)]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            # Each worker thread only waits on its own kernel process.
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                entries = list(pool.map(run_one, range(len(paths)), paths))
     write_index(out, entries)
     return entries
+
+
+@contextlib.contextmanager
+def _kernel_threads(jobs: int):
+    """With several kernels at once, give each a share of the cores (kernels inherit the
+    environment): oversubscribed torch threads slow everyone down many times over."""
+    if jobs == 1 or "OMP_NUM_THREADS" in os.environ:
+        yield
+        return
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
+    try:
+        yield
+    finally:
+        os.environ.pop("OMP_NUM_THREADS", None)
 
 
 def _load_previous(out: Path) -> list[ReportEntry]:
