@@ -186,8 +186,9 @@ def test_figures_without_html_are_flagged_in_the_report():
 
 def test_parallel_jobs_keep_order_and_results(tmp_path, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    entries = build_reports([OK, FAIL], out_dir=tmp_path, preset="default", device="cpu",
-                            seed=3, trust=False, jobs=2)
+    monkeypatch.chdir(FIXTURES.parent)  # relative paths, as a user types them
+    entries = build_reports([f"fixtures/{OK.name}", f"fixtures/{FAIL.name}"], out_dir=tmp_path,
+                            preset="default", device="cpu", seed=3, trust=False, jobs=2)
     assert [Path(e.notebook).stem for e in entries] == ["report_ok", "report_fail"]
     assert [e.status for e in entries] == ["ok", "failed"]
     index = json.loads((tmp_path / "index.json").read_text())

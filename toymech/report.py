@@ -277,12 +277,14 @@ def build_reports(
         raise ValueError(f"jobs={jobs!r} is not allowed: an integer >= 1")
 
     extra_parameters = dict(extra_parameters or {})
-    paths = _check_arguments(notebooks, preset, device, seed, extra_parameters)
+    # Absolute paths: papermill changes the process's working directory while a kernel starts,
+    # which would move relative paths under other notebooks running at the same time.
+    paths = [p.resolve() for p in _check_arguments(notebooks, preset, device, seed, extra_parameters)]
     parameters = {"preset": preset, "device": device, "seed": seed, **extra_parameters}
     for path in paths:
         _check_parameters_cell(path, list(parameters))
 
-    out = Path(out_dir)
+    out = Path(out_dir).resolve()
     (out / "executed").mkdir(parents=True, exist_ok=True)
     versions = _versions()
 
@@ -301,7 +303,9 @@ def build_reports(
                 str(executed),
                 parameters=parameters,
                 kernel_name=kernel_name,
-                cwd=str(path.parent.resolve()),
+                # In parallel the kernels start in this process's folder instead: papermill's
+                # chdir is process-wide, so concurrent ones would race.
+                cwd=str(path.parent) if jobs == 1 else None,
                 progress_bar=progress_bar,
                 log_output=False,
                 # ipykernel warns on every start that TCP is unencrypted (it is local);
