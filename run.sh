@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # toymech's two commands (and a third for exploring):
-#   ./run.sh report [--preset smoke|default|paper] [--device auto|cpu|cuda] [--seed N]
+#   ./run.sh report [--size smoke|default|paper] [--device auto|cpu|cuda] [--seed N]
 #        set up the environment if needed, execute every notebook with papermill, write
 #        HTML reports + executed notebooks to reports/
 #   ./run.sh test [pytest args]      set up the environment if needed, run the test suite

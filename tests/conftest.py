@@ -1,4 +1,6 @@
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,3 +18,40 @@ def _isolated_cache(tmp_path, monkeypatch):
 @pytest.fixture
 def gen():
     return torch.Generator().manual_seed(1234)
+
+
+PROJECT_NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+@dataclass
+class SmokeReports:
+    """``build_reports`` output for every project notebook at size smoke (see ``smoke_reports``)."""
+
+    out: Path  # the reports folder: <stem>.html, executed/<stem>.ipynb, index.html, index.json
+    entries: list  # one toymech.report.ReportEntry per notebook, in PROJECT_NOTEBOOKS order
+
+    def entry(self, notebook):
+        stem = Path(notebook).stem
+        return next(e for e in self.entries if Path(e.notebook).stem == stem)
+
+    def executed(self, notebook) -> Path:
+        return self.out / self.entry(notebook).executed
+
+    def html(self, notebook) -> Path:
+        return self.out / self.entry(notebook).html
+
+
+@pytest.fixture(scope="session")
+def smoke_reports(tmp_path_factory) -> SmokeReports:
+    """Every project notebook executed ONCE per test session, at size smoke on the CPU, through
+    ``toymech.report.build_reports`` (papermill + HTML), with a zoo of its own. The notebook,
+    study and browser tests all read these outputs instead of executing the notebooks again."""
+    from toymech.report import build_reports
+
+    out = tmp_path_factory.mktemp("smoke-reports")
+    with pytest.MonkeyPatch.context() as mp:
+        # Session scope runs outside the per-test cache isolation above; the kernels inherit this.
+        mp.setenv("TOYMECH_CACHE", str(tmp_path_factory.mktemp("smoke-zoo")))
+        entries = build_reports(PROJECT_NOTEBOOKS, out_dir=out, size="smoke", device="cpu",
+                                trust=False, jobs=1)
+    return SmokeReports(out, entries)

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from toymech import presets, tasks
+from toymech import experiments, tasks
 from toymech.analysis import probes
 from toymech.models import build_model
 from toymech.studies import birth
 from toymech.tasks.bigram_triggers import bigram_predictor_metrics, corpus_statistics
-from toymech.training import TrainConfig, train
+from toymech.training import Zoo, train
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_birth_of_a_transformer.ipynb"
 
@@ -270,7 +270,7 @@ def test_callback_records_the_dynamics_keys():
     exp = birth.experiment("smoke", 0, steps=4)
     model = build_model(exp.model)
     result = train(model, exp.task, exp.train, device="cpu", progress=False, log=None,
-                   callbacks=[probes.birth_callback(exp.task, n_sequences=8)])
+                   callbacks=[birth.birth_callback(exp.task, n_sequences=8)])
     row = result.history[-1]
     for key in ("cb_icl_acc", "cb_bigram_acc", "probe_wk1", "probe_wk2", "probe_wo2",
                 "probe_wf_kl", "attn_prev", "attn_induction", "kcomp", "kcomp_baseline",
@@ -280,33 +280,30 @@ def test_callback_records_the_dynamics_keys():
     assert "probe_wk2" in probes.model_probes(control, exp.task.pi_b)
 
 
-def test_presets_and_formation_summary():
+def test_named_experiments_and_formation_summary():
     for name in ("birth-simplified", "birth-simplified-random", "birth-control"):
-        assert name in presets.names()
-        exp = presets.get(name, "smoke")
+        assert name in experiments.names()
+        exp = experiments.get(name, "smoke")
         assert exp.task.name == "bigram_triggers"
     hist = [{"step": s, "a": v} for s, v in ((10, 0.0), (20, 0.2), (30, 0.6), (40, 1.0))]
     assert birth.half_step(hist, "a") == 30
     assert birth.before_step(hist, "a", 0.25) == 20
     exp = birth.experiment("smoke", 0)
     assert birth.truncated(exp, 3).train.steps == 3
-    paper = presets.get("birth-simplified", "paper")
+    paper = experiments.get("birth-simplified", "paper")
     assert paper.task.seq_len == 256 and paper.train.batch_size == 512
     assert paper.train.optimizer == "sgd" and paper.model.d_model == 128
 
 
-def test_notebook_runs_at_smoke(tmp_path):
-    papermill = pytest.importorskip("papermill")
-    out = tmp_path / "out.ipynb"
-    papermill.execute_notebook(str(NOTEBOOK), str(out), kernel_name="python3",
-                               parameters=dict(preset="smoke", cache_dir=str(tmp_path / "zoo")),
-                               progress_bar=False)
+@pytest.mark.notebook
+def test_notebook_runs_at_smoke(smoke_reports):
+    # Executed once per session at size smoke by conftest's smoke_reports (see test_notebooks.py).
+    out = smoke_reports.executed(NOTEBOOK)
     assert "notebook run time" in out.read_text()
 
 
 @pytest.mark.parametrize("tied", [False, True])
 def test_zoo_round_trip_rebuilds_the_variant(tmp_path, tied):
-    from toymech.zoo import Zoo
     exp = birth.experiment("smoke", 0, tied=tied, steps=2)
     trained = Zoo(tmp_path).get_or_train(exp, device="cpu", progress=False, log=None)
     loaded = Zoo(tmp_path).get_or_train(exp, device="cpu", progress=False, log=None)
@@ -315,3 +312,123 @@ def test_zoo_round_trip_rebuilds_the_variant(tmp_path, tied):
     assert torch.allclose(loaded.model(tokens), trained.model(tokens))
     assert torch.equal(loaded.model.blocks[1].mlp.W_F,
                        trained.model.blocks[1].mlp.W_F)
+
+
+# --- seed streams -------------------------------------------------------------------------------------
+def test_evaluation_batches_follow_the_run_seed():
+    task = tasks.get("bigram_triggers", length=16, trigger_mode="random", n_ood=8)
+    a, b = birth.eval_batches(task, 8, seed=0), birth.eval_batches(task, 8, seed=1)
+    assert set(a) == {"test", "ood"}
+    assert not torch.equal(a["test"].tokens, b["test"].tokens)
+    assert not torch.equal(a["ood"].tokens, b["ood"].tokens)
+    assert torch.equal(a["test"].tokens, birth.eval_batches(task, 8, seed=0)["test"].tokens)
+    # the evaluation stream is not the training stream of the same seed, nor the example stream
+    train_batch = task.sample(8, torch.Generator().manual_seed(0))
+    assert not torch.equal(a["test"].tokens, train_batch.tokens)
+    assert not torch.equal(birth.example_batch(task, 0, 8).tokens, a["test"].tokens)
+    assert not torch.equal(birth.example_batch(task, 0).tokens, birth.example_batch(task, 1).tokens)
+    shared = birth.eval_batches(task, 8, 0, pools={"non-top-K": birth.shared_pool(task, 8)})
+    trig = shared["non-top-K"].extras["outputs"] >= 0
+    assert not (trig & ~birth.shared_pool(task, 8)).any()
+    assert birth.bigram_baseline(task, 0, 8) != birth.bigram_baseline(task, 1, 8)
+
+
+def test_validate_names_the_bad_parameter_and_sets_threads():
+    with pytest.raises(ValueError, match="size="):
+        birth.validate("tiny", 0, "cpu")
+    with pytest.raises(ValueError, match="seed="):
+        birth.validate("smoke", -1, "cpu")
+    with pytest.raises(ValueError, match="threads="):
+        birth.validate("smoke", 0, "cpu", threads=0)
+    before = torch.get_num_threads()
+    try:
+        assert birth.validate("smoke", 0, "cpu", threads=1) == torch.device("cpu")
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+# --- claims on synthetic numbers -----------------------------------------------------------------------
+def _holding() -> dict[str, float]:
+    """Numbers with which every claim holds."""
+    n = {"icl_acc": 0.95, "baseline.icl_acc": 0.05,
+         "half.bigram_acc": 20.0, "half.icl_acc": 200.0,
+         "half.W_O2": 100.0, "half.W_K2": 150.0, "half.W_K1": 180.0,
+         "freeze.paper.icl_acc": 0.9, "freeze.none.icl_acc": 0.95,
+         "freeze.paper.probe_wk2": 0.8, "freeze.none.probe_wk2": 0.75,
+         "freeze.paper.probe_wo2": 0.9, "freeze.none.probe_wo2": 1.0}
+    for mode, shared in (("fixed", (0.1, 0.2, 0.3)), ("random", (0.5, 0.6, 0.7))):
+        for k, v in zip((1, 3, 5), shared):
+            n[f"sweep.{mode}.non-top-K.K{k}"] = v
+            n[f"sweep.{mode}.ood.K{k}"] = v / 2
+    for m in ("W_K1", "W_K2", "W_O2", "W_F"):
+        n[f"construction.{m}.trained"], n[f"construction.{m}.init"] = 0.3, 0.01
+    return n
+
+
+FAILING = {  # claim key -> changes to the holding numbers that make it fail
+    "induction-forms": {"icl_acc": 0.2},
+    "bigram-first": {"half.bigram_acc": 300.0},
+    "top-down": {"half.W_K1": 120.0},
+    "random-generalises": {"sweep.random.non-top-K.K1": 0.0, "sweep.random.non-top-K.K3": 0.0,
+                           "sweep.random.non-top-K.K5": 0.05},
+    "fixed-ood-rises-with-k": {"sweep.fixed.ood.K3": 0.01},
+    "random-shared-rises-with-k": {"sweep.random.non-top-K.K5": 0.5},
+    "freezing-harmless": {"freeze.none.probe_wk2": 0.5},
+    "toward-construction": {"construction.W_K2.trained": 0.0},
+}
+
+
+def test_every_claim_has_a_failing_case():
+    assert set(FAILING) == {c.key for c in birth.CLAIMS}
+
+
+@pytest.mark.parametrize("claim", birth.CLAIMS, ids=lambda c: c.key)
+def test_claim_verdicts_on_synthetic_numbers(claim):
+    good = _holding()
+    assert claim.holds(good) is True
+    assert math.isfinite(claim.value(good))
+    bad = {**good, **FAILING[claim.key]}
+    assert claim.holds(bad) is False
+    card = birth.scorecard([good])
+    assert (card["verdict"] == "reproduced").all()
+    assert birth.scorecard([bad]).loc[claim.statement, "verdict"] == "not reproduced"
+
+
+def test_claims_not_measured_and_flat_series():
+    card = birth.scorecard([{"icl_acc": 0.9, "baseline.icl_acc": 0.1}])
+    assert card.iloc[0]["verdict"] == "reproduced"
+    assert (card.iloc[1:]["verdict"] == "not measured").all()
+    from toymech.studies.birth.claims import by_k, rises
+    assert not rises([0.0, 0.0, 0.0]) and rises([0.1, 0.1, 0.3]) and not rises([0.1, 0.3, 0.2])
+    assert by_k({"s.K10": 3.0, "s.K2": 1.0, "s.K5": 2.0}, "s") == [1.0, 2.0, 3.0]
+    with pytest.raises(KeyError):
+        by_k({"s.K1": 1.0}, "s")
+
+
+def test_numbers_from_the_measured_tables():
+    import pandas as pd
+    hist = [{"step": s, "cb_icl_acc": a, "cb_bigram_acc": b, "probe_wo2": o, "probe_wk2": k2,
+             "probe_wk1": k1}
+            for s, a, b, o, k2, k1 in ((0, 0.0, 0.0, 0.0, 0.0, 0.0), (10, 0.1, 0.8, 0.6, 0.1, 0.0),
+                                       (20, 0.9, 0.9, 0.9, 0.9, 0.2), (30, 1.0, 1.0, 1.0, 1.0, 1.0))]
+    sweep = pd.DataFrame([{"triggers": "fixed", "K": k, "set": "ood", "icl_acc": 0.1 * k}
+                          for k in (1, 3)])
+    freezing = pd.DataFrame({"icl_acc": [0.9, 0.8, 0.7], "probe_wk2": [1.0, 0.9, 0.1],
+                             "probe_wo2": [1.0, 1.0, 0.2]},
+                            index=["simplified, freeze=paper", "simplified, freeze=none",
+                                   birth.CONTROL_ROW])
+    construction = pd.DataFrame({"cosine(trained, construction)": [0.4],
+                                 "cosine(init, construction)": [0.0]},
+                                index=pd.Index(["W_K2 (induction key)"], name="memory"))
+    n = birth.numbers(hist, {"icl_acc": 0.05}, sweep, freezing, construction)
+    assert n["icl_acc"] == 1.0 and n["baseline.icl_acc"] == 0.05
+    assert (n["half.bigram_acc"], n["half.W_O2"], n["half.W_K2"], n["half.W_K1"]) == (10, 10, 20, 30)
+    assert n["sweep.fixed.ood.K3"] == pytest.approx(0.3)
+    assert n["freeze.none.probe_wk2"] == 0.9 and not any("control" in k for k in n)
+    assert n["construction.W_K2.trained"] == 0.4
+    card = birth.scorecard([n])
+    verdicts = dict(zip([c.key for c in birth.CLAIMS], card["verdict"]))
+    assert verdicts["top-down"] == "reproduced" and verdicts["fixed-ood-rises-with-k"] == "reproduced"
+    assert verdicts["random-generalises"] == "not measured"
+    assert birth.formation_marks(birth.formation_table(hist))["W_K¹ previous token"] == 30

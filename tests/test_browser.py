@@ -1,6 +1,7 @@
 """Open rendered reports in headless Chromium (system browser + chromedriver, via Selenium).
 
-Reports: two fixture notebooks (one fails on purpose) and every notebooks/*.ipynb at `smoke`.
+Reports: two fixture notebooks (one fails on purpose) and every notebooks/*.ipynb at size `smoke`
+(the latter executed once per session by conftest's ``smoke_reports``, shared with test_notebooks).
 Asserts, per report: no console errors, no request leaves file://, every plotly figure drew an
 SVG/canvas, every circuitsvis view rendered content. Saves a screenshot of each report's first
 screen to artifacts/screenshots/. Then JupyterLab itself: figures and views render when the
@@ -36,16 +37,21 @@ webdriver = pytest.importorskip("selenium.webdriver")
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory, monkeypatch_module):
-    """The fixture notebooks and every notebook of the project, rendered at the smoke preset."""
+def reports(tmp_path_factory, monkeypatch_module, smoke_reports):
+    """The fixture notebooks and every notebook of the project, rendered at size smoke.
+
+    The project's reports are the session's ``smoke_reports`` (not executed again), copied here;
+    the two tiny fixture notebooks are built into the copy, whose index then lists all of them.
+    """
     from toymech.report import build_reports
 
-    out = tmp_path_factory.mktemp("reports")
+    out = tmp_path_factory.mktemp("reports") / "reports"
+    shutil.copytree(smoke_reports.out, out)
     # Module scope runs before conftest's per-test cache isolation: isolate the zoo here too.
     monkeypatch_module.setenv("TOYMECH_CACHE", str(tmp_path_factory.mktemp("zoo")))
-    notebooks = [FIXTURES / "report_ok.ipynb", FIXTURES / "report_fail.ipynb", *PROJECT_NOTEBOOKS]
-    entries = build_reports(notebooks, out_dir=out, preset="smoke", device="cpu", trust=False)
-    return out, entries
+    fixtures = [FIXTURES / "report_ok.ipynb", FIXTURES / "report_fail.ipynb"]
+    entries = build_reports(fixtures, out_dir=out, size="smoke", device="cpu", trust=False)
+    return out, entries + list(smoke_reports.entries)
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +181,7 @@ return {
   plots: document.querySelectorAll('.jp-OutputArea-output svg.main-svg').length,
   views: Array.from(document.querySelectorAll('.toymech-circuitsvis'))
            .map(function (v) { return v.querySelectorAll('canvas, svg').length; }),
-  done: document.body.innerText.indexOf('done: preset=') >= 0,
+  done: document.body.innerText.indexOf('done: size=') >= 0,
 };
 """
 
@@ -260,7 +266,7 @@ def test_jupyterlab_shows_executed_notebook_without_rerunning(jupyterlab, browse
 
     root, base, token = jupyterlab
     # trust=True signs the executed notebook in JUPYTER_DATA_DIR, which the server reads.
-    build_reports([FIXTURES / "report_ok.ipynb"], out_dir=root / "reports", preset="smoke", trust=True)
+    build_reports([FIXTURES / "report_ok.ipynb"], out_dir=root / "reports", size="smoke", trust=True)
     state = _lab_open(browser, base, token, "reports/executed/report_ok.ipynb", run_all=False)
     assert state["plots"] >= 2, state
     assert len(state["views"]) == 1 and state["views"][0] > 0, f"trusted view not drawn: {state}"

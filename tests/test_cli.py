@@ -42,8 +42,8 @@ def test_console_script_installed():
     [
         ([], ["train", "list", "report", "lab"]),
         (["train"], ["--config", "--size", "--steps", "--device", "--cache", "--dump-config"]),
-        (["list"], ["tasks", "presets", "models", "--json"]),
-        (["report"], ["--preset", "--device", "--seed", "--out", "--param"]),
+        (["list"], ["tasks", "experiments", "models", "--json"]),
+        (["report"], ["--size", "--device", "--seed", "--out", "--param"]),
         (["lab"], ["--dry-run", "--dir", "--port"]),
     ],
 )
@@ -63,14 +63,14 @@ def test_no_command_prints_help_and_exits_2():
     "args, fragments",
     [
         (["frobnicate"], ["invalid choice: 'frobnicate'"]),
-        (["report", "--preset", "huge"], ["--preset", "'huge'", "smoke"]),
+        (["report", "--size", "huge"], ["--size", "'huge'", "smoke"]),
         (["report", "--seed", "-3"], ["--seed", "negative"]),
         (["report", "--device", "gpu"], ["device='gpu'", "cpu"]),
         (["report", "missing.ipynb"], ["'missing.ipynb' does not exist"]),
         (["report", str(OK), "--param", "steps"], ["--param 'steps' is not NAME=VALUE"]),
         (["report", str(OK), "--param", "steps=3"], ["does not define parameter(s) steps"]),
         (["lab", "--dir", "/nonexistent/nb", "--dry-run"], ["'/nonexistent/nb' does not exist"]),
-        (["train"], ["give a preset name or --config FILE"]),
+        (["train"], ["give an experiment name or --config FILE"]),
         (["train", "no-such-preset", "--dump-config", "-"], ["no-such-preset", "induction-2l"]),
         (["train", "--config", "/nonexistent.json"], ["cannot read --config"]),
         (["train", "induction-1l", "--steps", "0"], ["--steps", "0 is not allowed"]),
@@ -104,7 +104,7 @@ def test_lab_dry_run(tmp_path):
 
 
 def test_report_exit_codes_and_outputs(tmp_path):
-    failing = toymech("report", str(OK), str(FAIL), "--preset", "smoke", "--device", "cpu",
+    failing = toymech("report", str(OK), str(FAIL), "--size", "smoke", "--device", "cpu",
                       "--seed", "1", "--out", str(tmp_path / "both"), JUPYTER_DATA_DIR=str(tmp_path / "jd"))
     assert failing.returncode == 1, failing.stderr
     assert "1 ok, 1 failed" in failing.stdout
@@ -115,7 +115,7 @@ def test_report_exit_codes_and_outputs(tmp_path):
 
     # The executed notebook is signed (trusted) in the user's Jupyter data dir, kept apart here.
     data_dir = tmp_path / "jupyter-data"
-    ok = toymech("report", str(OK), "--preset", "smoke", "--out", str(tmp_path / "ok"),
+    ok = toymech("report", str(OK), "--size", "smoke", "--out", str(tmp_path / "ok"),
                  JUPYTER_DATA_DIR=str(data_dir))
     assert ok.returncode == 0, ok.stderr
     assert "1 ok, 0 failed" in ok.stdout
@@ -134,7 +134,7 @@ def test_report_default_notebooks_from_dir(tmp_path):
     folder = tmp_path / "notebooks"
     folder.mkdir()
     shutil.copy(FAIL, folder / "only.ipynb")
-    result = toymech("report", "--preset", "smoke", "--out", "out", cwd=tmp_path,
+    result = toymech("report", "--size", "smoke", "--out", "out", cwd=tmp_path,
                      JUPYTER_DATA_DIR=str(tmp_path / "jd"))
     assert result.returncode == 1 and (tmp_path / "out" / "only.html").is_file(), result.stderr
 
@@ -160,7 +160,7 @@ def test_train_list_and_config_round_trip(tmp_path):
     assert listed.returncode == 0, listed.stderr
     data = json.loads(listed.stdout)
     assert "repeated_blocks" in [t["name"] for t in data["tasks"]]
-    assert "induction-2l" in [p["name"] for p in data["presets"]]
+    assert "induction-2l" in [p["name"] for p in data["experiments"]]
     [model] = data["models"]
     assert model["name"] == "induction-1l" and model["final"]["step"] == 4
     assert set(model["final"]) >= {"train_loss", "eval_loss"}

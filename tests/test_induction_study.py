@@ -19,10 +19,56 @@ def test_mechanism_verdict(losses, expected):
 
 
 def test_validate_rejects_bad_parameters():
-    with pytest.raises(ValueError, match="preset='huge'"):
+    with pytest.raises(ValueError, match="size='huge'"):
         study.validate("huge", 0, "cpu")
     with pytest.raises(ValueError, match="seed=-1"):
         study.validate("smoke", -1, "cpu")
     with pytest.raises(ValueError, match="device='gpu0'"):
         study.validate("smoke", 0, "gpu0")
     assert study.validate("smoke", 0, "cpu") == torch.device("cpu")
+
+
+# One seed's numbers as the post reports them (a seed that agrees with every claim) ...
+POST_LIKE = {
+    "1l.test": 2.6, "smeared.test": 1.24, "2l.test": 1.40,
+    "smeared.doubled": 2.31, "2l.doubled": 2.31,
+    "smeared.option1": 0.99, "smeared.option2": 0.73, "2l.option1": 0.73, "2l.option2": 6.42,
+    "2l.direct_copy": -1.0, "2l.last_layer_copy_max": 0.9,
+    "2l.kcomp_max": 0.4, "2l.kcomp_baseline": 0.1,
+}
+# ... and one that disagrees with every claim.
+CONTRARY = {
+    "1l.test": 0.8, "smeared.test": 2.0, "2l.test": 0.72,
+    "smeared.doubled": 1.0, "2l.doubled": 0.5,
+    "smeared.option1": 0.5, "smeared.option2": 3.0, "2l.option1": 3.35, "2l.option2": 0.71,
+    "2l.direct_copy": 0.2, "2l.last_layer_copy_max": 0.1,
+    "2l.kcomp_max": 0.15, "2l.kcomp_baseline": 0.1,
+}
+
+
+@pytest.mark.parametrize("claim", study.CLAIMS, ids=lambda c: c.key)
+def test_each_claim_holds_and_fails_on_synthetic_numbers(claim):
+    assert claim.holds(POST_LIKE) is True
+    assert claim.holds(CONTRARY) is False
+    assert isinstance(claim.value(POST_LIKE), float)
+
+
+def test_scorecard_counts_seeds():
+    card = study.scorecard([POST_LIKE, POST_LIKE, CONTRARY])
+    assert len(card) == len(study.CLAIMS)
+    assert set(card["seeds agreeing"]) == {"2/3"} and set(card["verdict"]) == {"mixed"}
+    card = study.scorecard([POST_LIKE] * 5)
+    assert set(card["verdict"]) == {"reproduced"}
+    card = study.scorecard([{}])  # nothing measured
+    assert set(card["verdict"]) == {"not measured"}
+
+
+def test_two_seeds_give_different_evaluation_batches():
+    task = study.experiment("induction-2l", "smoke").task
+    a = study.eval_sets(task, "smoke", 0, torch.device("cpu"))
+    b = study.eval_sets(task, "smoke", 1, torch.device("cpu"))
+    assert set(a) == set(b)
+    for name in a:
+        assert not torch.equal(a[name].tokens, b[name].tokens), name
+    again = study.eval_sets(task, "smoke", 0, torch.device("cpu"))
+    assert torch.equal(a["test"].tokens, again["test"].tokens)

@@ -69,3 +69,45 @@ def test_learned_shortformer_positions_enter_only_q_and_k():
     _, cache = model.run_with_cache(tokens)
     assert torch.allclose(cache["blocks.0.hook_resid_pre"], model.W_E[tokens])
     assert "pos_embed.W_pos" in dict(model.named_parameters())
+
+
+# --- every model family loads by path in a fresh interpreter ---------------------------------
+FAMILIES = ("induction-1l-smeared", "induction-2l", "birth-simplified", "birth-simplified-tied",
+            "rt-parentheses-random", "lstm", "linearised")
+
+
+def _family(name: str):
+    from toymech import experiments
+    from toymech.studies import birth, random_transformers
+
+    if name == "birth-simplified-tied":
+        return birth.experiment("smoke", tied=True)
+    if name in ("lstm", "linearised"):
+        return random_transformers.baseline_experiment(name, "parentheses", 8, "smoke", 0)
+    return experiments.get(name, "smoke")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_saved_model_loads_in_a_fresh_interpreter(family, tmp_path):
+    import subprocess
+    import sys
+
+    from toymech.training import Zoo
+
+    exp = _family(family)
+    exp.train = exp.train.replace(steps=2, eval_every=1, warmup_steps=0)
+    entry = Zoo(tmp_path).get_or_train(exp, device="cpu", progress=False, log=None)
+    tokens = exp.task.sample(2, torch.Generator().manual_seed(0)).tokens
+    torch.save(tokens, tmp_path / "tokens.pt")
+    torch.save(entry.model(tokens).detach(), tmp_path / "logits.pt")
+    # The subprocess imports the checkpoint loader and nothing else of toymech.
+    code = ("import sys, torch\n"
+            "from toymech.training.checkpoints import load_model\n"
+            "model, meta = load_model(sys.argv[1])\n"
+            "tokens = torch.load(sys.argv[2])\n"
+            "assert torch.allclose(model(tokens), torch.load(sys.argv[3]), atol=1e-6)\n"
+            "print('loaded', meta['name'])\n")
+    out = subprocess.run([sys.executable, "-c", code, str(entry.path), str(tmp_path / "tokens.pt"),
+                          str(tmp_path / "logits.pt")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "loaded" in out.stdout

@@ -1,5 +1,6 @@
-"""Every notebook runs top to bottom under papermill at the smallest preset, and a bad
-parameter stops it in its first cells with a clear message."""
+"""Every notebook runs top to bottom at the smallest size (executed once per session by the
+``smoke_reports`` fixture in conftest.py, through build_reports), and a bad parameter stops it in
+its first cells with a clear message."""
 
 from pathlib import Path
 
@@ -16,27 +17,27 @@ def test_there_are_notebooks():
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_at_smoke(notebook, tmp_path):
-    out = tmp_path / notebook.name
-    papermill.execute_notebook(str(notebook), str(out), kernel_name="python3",
-                               parameters={"preset": "smoke", "cache_dir": str(tmp_path / "zoo"),
-                                           "device": "cpu"}, progress_bar=False)
-    nb = nbformat.read(out, as_version=4)
+def test_notebook_runs_at_smoke(notebook, smoke_reports):
+    entry = smoke_reports.entry(notebook)
+    assert entry.ok, f"{notebook.name}: {entry.error}"
+    assert (entry.size, entry.device) == ("smoke", "cpu")
+    nb = nbformat.read(smoke_reports.executed(notebook), as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code if c.source.strip())
     errors = [o for c in code for o in c.outputs if o.output_type == "error"]
     assert not errors
     # figures were produced and carry an offline HTML rendering
     assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for c in code for o in c.outputs)
+    assert smoke_reports.html(notebook).stat().st_size > 0
 
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_bad_parameter_fails_early_with_a_clear_message(notebook, tmp_path):
     out = tmp_path / notebook.name
-    with pytest.raises(papermill.PapermillExecutionError, match="preset='huge' is not allowed"):
+    with pytest.raises(papermill.PapermillExecutionError, match="size='huge' is not allowed"):
         papermill.execute_notebook(str(notebook), str(out), kernel_name="python3",
-                                   parameters={"preset": "huge", "cache_dir": str(tmp_path)},
+                                   parameters={"size": "huge", "cache_dir": str(tmp_path)},
                                    progress_bar=False)
     nb = nbformat.read(out, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]

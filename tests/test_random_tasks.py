@@ -156,16 +156,64 @@ def test_circuit_imitation_kl(gen):
     target = batch.extras["target_logp"]
     assert target.shape == (32, 6, 12)
     assert torch.allclose(target.exp().sum(-1), torch.ones(32, 6), atol=1e-5)
-    # the student that outputs the target's own logits has KL 0, a uniform one KL > 0
+    # the student that outputs the target's own logits has KL 0, any other one KL > 0
     assert float(kl_to_target(target, batch)) == pytest.approx(0.0, abs=1e-6)
     m = task.metrics(torch.zeros(32, 6, 12), batch)
     manual = (target.exp() * (target + math.log(12))).sum(-1)[:, :-1].mean()
     assert m["kl"] == pytest.approx(float(manual), rel=1e-5) and m["kl"] > 0.05
-    # deterministic target; a different target seed is a different function
+    noise = torch.randn(32, 6, 12, generator=torch.Generator().manual_seed(5))
+    assert float(kl_to_target(noise, batch)) >= 0
+    # deterministic target; a different target seed or width is a different function
     again = tasks.get("circuit_imitation", target_width=8, n_tokens=12, length=6)
     assert torch.allclose(again.target_logp(batch.tokens), target)
     other = tasks.get("circuit_imitation", target_width=8, n_tokens=12, length=6, target_seed=1)
     assert not torch.allclose(other.target_logp(batch.tokens), target)
+    wider = tasks.get("circuit_imitation", target_width=16, n_tokens=12, length=6)
+    assert not torch.allclose(wider.target_logp(batch.tokens), target, atol=1e-2)
+
+
+def test_circuit_target_is_causal_and_sharp():
+    task = tasks.get("circuit_imitation", target_width=32, n_tokens=64, length=16)
+    tokens = torch.randint(0, 64, (64, 16), generator=torch.Generator().manual_seed(0))
+    logp = task.target_logp(tokens)
+    changed = tokens.clone()
+    changed[:, 9:] = (changed[:, 9:] + 1) % 64
+    later = task.target_logp(changed)
+    assert torch.allclose(later[:, :9], logp[:, :9], atol=1e-5)  # causal: no look-ahead
+    assert not torch.allclose(later[:, 9:], logp[:, 9:], atol=1e-3)
+    top = logp.exp().max(-1).values  # logit_scale 2: peaked but not one-hot distributions
+    assert 0.05 < float(top.median()) < 0.8
+    # more sharply scaled logits give sharper distributions
+    sharp = tasks.get("circuit_imitation", target_width=32, n_tokens=64, length=16, logit_scale=4.0)
+    assert float(sharp.target_logp(tokens).exp().max(-1).values.median()) > float(top.median())
+
+
+def test_circuit_target_against_a_reference_and_layering():
+    import ast
+    from pathlib import Path
+
+    import toymech.tasks.circuit_imitation as ci
+    target = ci.RandomGPT2(n_tokens=7, n_ctx=5, width=8, n_layers=1, n_heads=2, seed=3)
+    assert all(float(p.std()) == pytest.approx(8 ** -0.5, rel=0.4) for p in target.parameters())
+    tokens = torch.tensor([[1, 4, 0, 6, 2]])
+    # an independent computation with torch's MultiheadAttention (same weights, no biases)
+    layer = target.layers[0]
+    mha = torch.nn.MultiheadAttention(8, 2, bias=False, batch_first=True)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([w.T for w in layer.W_QKV]))
+        mha.out_proj.weight.copy_(layer.W_O.T)
+    ln = lambda x: torch.nn.functional.layer_norm(x, (8,))  # noqa: E731
+    x = target.W_E[tokens] + target.W_pos[:5]
+    h = ln(x)
+    mask = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
+    x = x + mha(h, h, h, attn_mask=mask, need_weights=False)[0]
+    x = x + torch.nn.functional.gelu(ln(x) @ layer.W_in) @ layer.W_out
+    assert torch.allclose(target(tokens), ln(x) @ target.W_U, atol=1e-5)
+    # the task layer imports nothing above it (no models, training, ...)
+    tree = ast.parse(Path(ci.__file__).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            assert node.level == 1, ast.dump(node)
 
 
 @pytest.mark.parametrize("name, params", [

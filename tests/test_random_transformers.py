@@ -7,13 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from toymech import presets
+import toymech.experiments
 from toymech.analysis.subspace import concentration, explained_variance, hidden_states
-from toymech.baselines import BaselineConfig, build_baseline, train_baseline
-from toymech.models import build_model
+from toymech.models import BaselineConfig, build_model
 from toymech.studies import random_transformers as rt
-from toymech.training import train
-from toymech.zoo import Zoo
+from toymech.training import Zoo, train, train_stacked
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_random_transformers.ipynb"
 
@@ -23,7 +21,7 @@ def test_unknown_modes_sizes_and_widths_raise():
         rt.freeze_patterns("frozen")
     with pytest.raises(ValueError, match=r"mode=.E\+U. is not allowed"):
         rt.experiment("needle", 16, "E+U", "smoke")
-    with pytest.raises(ValueError, match="preset='huge'"):
+    with pytest.raises(ValueError, match="size='huge'"):
         rt.experiment("needle", 16, "random", "huge")
     with pytest.raises(ValueError, match="width=10 is not allowed"):
         rt.experiment("needle", 10, "random", "smoke")
@@ -64,12 +62,38 @@ def test_freezing_leaves_frozen_tensors_bit_identical(mode, trained):
         assert changed == trained
 
 
-def test_presets_registered():
-    names = presets.names()
+def test_experiments_registered():
+    names = toymech.experiments.names()
     for task in rt.ALGORITHMIC:
         assert f"rt-{task}-random" in names and f"rt-{task}-normal" in names
-    exp = presets.get("rt-needle-random", "smoke", seed=2)
+    exp = toymech.experiments.get("rt-needle-random", "smoke", seed=2)
     assert exp.train.freeze == rt.FREEZE_MODES["random"] and exp.model.seed == 2
+    assert exp.model.d_model == rt.plan("smoke").widths[-1]
+
+
+def test_validate_parameters():
+    threads = torch.get_num_threads()
+    assert rt.validate("smoke", 0, "cpu", threads) == torch.device("cpu")
+    for bad, match in [(dict(size="preset"), "size="), (dict(seed=-1), "seed="),
+                       (dict(threads=0), "threads="), (dict(threads=True), "threads=")]:
+        with pytest.raises(ValueError, match=match):
+            rt.validate(**{"size": "smoke", "seed": 0, "device": "cpu", "threads": threads,
+                           **bad})
+
+
+def test_seeds_give_different_evaluation_batches():
+    task = rt.task_for("needle", "smoke")
+    a, b, a2 = (rt.eval_sets(task, 64, s)["test"] for s in (0, 1, 0))
+    assert torch.equal(a.tokens, a2.tokens)  # a seed's evaluation set is fixed
+    assert not torch.equal(a.tokens, b.tokens)  # another seed's differs
+    # and they come from the eval stream, not from the training streams
+    from toymech.core import seed_for
+    from toymech.devices import make_generator
+    assert torch.equal(a.tokens, task.sample(64, make_generator(seed_for(0, "eval"), "cpu")).tokens)
+    train_eval = task.sample(64, make_generator(seed_for(0, "train_eval"), "cpu"))
+    assert not torch.equal(a.tokens, train_eval.tokens)
+    ex = [rt.task_examples("smoke", s)["example"].tolist() for s in (0, 1)]
+    assert ex[0] != ex[1]
 
 
 def test_explained_variance_against_numpy():
@@ -112,29 +136,31 @@ def test_hidden_states_and_concentration():
 @pytest.mark.parametrize("kind", ["lstm", "linearised"])
 def test_baselines_shapes_causality_and_training(kind, tmp_path):
     cfg = BaselineConfig(kind, 16, 10, 12, seed=0)
-    model = build_baseline(cfg)
+    model = build_model(cfg)
     toks = torch.randint(0, 10, (3, 12), generator=torch.Generator().manual_seed(0))
     out = model(toks)
     assert out.shape == (3, 12, 10)
     changed = toks.clone()
     changed[:, 7:] = (changed[:, 7:] + 1) % 10
     assert torch.allclose(model(changed)[:, :7], out[:, :7], atol=1e-5)  # causal
-    task = rt.task_for("parentheses", "smoke")
-    tcfg = rt.train_config("smoke", "normal", steps=40, eval_every=20, eval_size=64, lr=3e-3)
-    trained, meta = train_baseline(kind, task, 16, tcfg, cache_dir=tmp_path)
-    hist = meta["history"]
-    assert hist[-1]["train_loss"] < hist[0]["train_loss"] and not meta["loaded"]
-    again, meta2 = train_baseline(kind, task, 16, tcfg, cache_dir=tmp_path)
-    assert meta2["loaded"]
-    for a, b in zip(trained.parameters(), again.parameters()):
+    exp = rt.baseline_experiment(kind, "parentheses", 16, "smoke", 0, lr=3e-3, steps=40,
+                                 eval_every=20, eval_size=64)
+    entry = Zoo(tmp_path).get_or_train(exp, device="cpu", progress=False, log=None)
+    hist = entry.history
+    assert hist[-1]["train_loss"] < hist[0]["train_loss"] and not entry.loaded
+    again = Zoo(tmp_path).get_or_train(exp, device="cpu", progress=False, log=None)
+    assert again.loaded
+    for a, b in zip(entry.model.parameters(), again.model.parameters()):
         assert torch.equal(a, b)
+    df = rt.baseline_grid([kind], ["parentheses"], 8, "smoke", [0], Zoo(tmp_path), "cpu")
+    assert list(df["model"]) == [kind] and 0 <= float(df["acc"].iloc[0]) <= 1
     with pytest.raises(ValueError, match="kind='gru'"):
         BaselineConfig("gru", 16, 10, 12)
 
 
 def test_linearised_attention_is_a_prefix_sum():
     cfg = BaselineConfig("linearised", 8, 5, 6, n_layers=1)
-    block = build_baseline(cfg).blocks[0]
+    block = build_model(cfg).blocks[0]
     x = torch.randn(2, 6, 8, generator=torch.Generator().manual_seed(1))
     v = block.W_V(block.ln1(x))
     ones = torch.tril(torch.ones(6, 6))
@@ -156,56 +182,44 @@ def test_run_grid_rows_and_summary(tmp_path):
     assert bool(again["loaded"].iloc[0])
 
 
-def test_notebook_runs_at_smoke(tmp_path):
-    papermill = pytest.importorskip("papermill")
-    out = tmp_path / "out.ipynb"
-    papermill.execute_notebook(str(NOTEBOOK), str(out), parameters=dict(threads=1, 
-        preset="smoke", cache_dir=str(tmp_path / "zoo")), kernel_name="python3")
-    text = out.read_text()
+@pytest.mark.notebook
+def test_notebook_runs_at_smoke(smoke_reports):
+    # Executed once per session at size smoke by conftest's smoke_reports (see test_notebooks.py).
+    text = smoke_reports.executed(NOTEBOOK).read_text()
     assert "Traceback" not in text and "accuracy" in text
 
 
-def test_multiseed_matches_sequential_training(tmp_path):
-    from toymech.multiseed import get_or_train_seeds, train_seeds
+def test_train_stacked_matches_separate_runs_and_zoo_stores_them(tmp_path):
+    # GPT-2-style model of the study, random freezing mode, grad clipping at 1.0
     exps = [rt.experiment("parentheses", 8, "random", "smoke", s, steps=6, eval_every=3)
-            for s in (0, 1)]
-    stacked = train_seeds(exps, "cpu")
-    for exp, (model, history, _) in zip(exps, stacked):
+            for s in (0, 1, 2)]
+    assert exps[0].train.grad_clip == 1.0 and exps[0].train.freeze == rt.FREEZE_MODES["random"]
+    stacked = train_stacked([build_model(e.model) for e in exps], exps[0].task,
+                            [e.train for e in exps], device="cpu", progress=False, log=None)
+    for exp, res in zip(exps, stacked):
         ref = build_model(exp.model)
-        result = train(ref, exp.task, exp.train, device="cpu", progress=False, log=None)
-        for (name, a), b in zip(ref.named_parameters(), model.parameters()):
+        single = train(ref, exp.task, exp.train, device="cpu", progress=False, log=None)
+        for (name, a), (_, b) in zip(ref.named_parameters(), res.model.named_parameters()):
             assert torch.allclose(a, b, atol=1e-5), name
-        assert [r["step"] for r in history] == [r["step"] for r in result.history]
-        assert history[-1]["eval_loss"] == pytest.approx(result.history[-1]["eval_loss"], abs=1e-4)
+        assert [r["step"] for r in res.history] == [r["step"] for r in single.history]
+        for got, want in zip(res.history, single.history):
+            assert got.keys() == want.keys()
+            for key in want:
+                assert got[key] == pytest.approx(want[key], abs=1e-4), key
+        assert (res.trainable, res.frozen) == (single.trainable, single.frozen)
     with pytest.raises(ValueError, match="differ only in their seeds"):
-        train_seeds([exps[0], rt.experiment("parentheses", 16, "random", "smoke", 1)], "cpu")
-    zoo = Zoo(tmp_path)
-    entries = get_or_train_seeds(exps, zoo, "cpu")
-    assert all(e.loaded for e in entries)  # trained together, then read back from the zoo
-    row = rt.run(exps[1], zoo)
-    assert row["loaded"]
-
-
-def test_claims_table_verdicts_follow_the_numbers():
-    import pandas as pd
-    summary = pd.DataFrame([
-        {"task": "needle", "width": 16, "mode": "random", "median": 0.4},
-        {"task": "needle", "width": 64, "mode": "random", "median": 0.97},
-        {"task": "needle", "width": 64, "mode": "normal", "median": 1.0},
-        {"task": "parentheses", "width": 16, "mode": "random", "median": 0.6},
-        {"task": "parentheses", "width": 64, "mode": "random", "median": 0.6},
-        {"task": "parentheses", "width": 64, "mode": "normal", "median": 0.9},
-    ])
-    mem = pd.DataFrame({"mode": ["normal", "random"], "bits_per_param": [1.0, 2.0]})
-    circ = pd.DataFrame({"target_width": [4, 4, 64, 64], "mode": ["normal", "random"] * 2,
-                         "kl": [0.1, 0.1, 0.2, 0.5]})
-    table = rt.claims_table(summary, (16, 64), mem, circ)
-    verdicts = dict(zip(table["claim"], table["verdict"]))
-    assert verdicts["random transformers solve needle"].startswith("reproduced")
-    assert verdicts["random transformers solve parentheses"].startswith("not reproduced")
-    assert verdicts["normal stores more bits per trainable parameter than random"] == \
-        "not reproduced"
-    assert verdicts["random students fall behind as the target gets wider"] == "reproduced"
+        train_stacked([build_model(e.model) for e in exps[:2]], exps[0].task,
+                      [exps[0].train, exps[1].train.replace(steps=7)], device="cpu",
+                      progress=False, log=None)
+    entries = Zoo(tmp_path).get_or_train_many(exps, device="cpu", stacked=True)
+    assert len(entries) == 3 and len(list(tmp_path.glob("*/config.json"))) == 3
+    fresh = Zoo(tmp_path)
+    for exp, entry, res in zip(exps, entries, stacked):
+        back = fresh.load(exp, "cpu", log=None)
+        assert back.loaded and back.meta["stacked"] == 3
+        for a, b in zip(back.model.parameters(), res.model.parameters()):
+            assert torch.allclose(a, b, atol=1e-5)
+    assert rt.run(exps[1], fresh)["loaded"]
 
 
 def test_run_grid_stacked_equals_sequential_rows(tmp_path):
@@ -238,10 +252,85 @@ def test_every_plan_builds_valid_experiments(size):
     for tw in p.circuit_target_widths:
         exp = rt.experiment("circuit_imitation", p.circuit_student_width, "random", size,
                             task_overrides={"target_width": tw})
-        assert exp.train.steps == rt.SIDE_STEPS[size]
+        assert exp.train.steps == rt.SIZES[size].side_steps
     rt.experiment("char_lm", p.lm_width, "normal", size)
     assert len(names) == 4 * 2 * 2
     if size == "paper":
         exp = rt.experiment("modular_addition", 1024, "random", "paper")
         assert (exp.task.p, exp.train.steps, exp.train.warmup_steps) == (199, 50_000, 500)
         assert exp.train.batch_size == 1000 and exp.train.grad_clip == 1.0
+
+
+# --- claims: verdicts on synthetic numbers ----------------------------------------------------
+def _numbers(random_small, random_large, normal, e_u, e_u_decimal, e_pos_modular, u, bits,
+             lm, conc, gaps, linearised):
+    n = {}
+    for t in rt.ALGORITHMIC:
+        n.update({f"acc.{t}.random.small": random_small, f"acc.{t}.random.large": random_large,
+                  f"acc.{t}.normal.small": normal, f"acc.{t}.normal.large": normal,
+                  f"acc.{t}.E_token+U.large": e_u, f"acc.{t}.E_token+E_pos.large": 0.9,
+                  f"acc.{t}.U.large": u})
+    n["acc.decimal_addition.E_token+U.large"] = e_u_decimal
+    n["acc.modular_addition.E_token+E_pos.large"] = e_pos_modular
+    n.update({"mem.bits.normal": bits[0], "mem.bits.random": bits[1], "lm.loss.normal": lm[0],
+              "lm.loss.random": lm[1], "circuit.gap.narrowest": gaps[0],
+              "circuit.gap.widest": gaps[1], "baseline.linearised.parentheses": linearised[0],
+              "baseline.linearised.needle": linearised[1]})
+    for t in ("memorization", "char_lm"):
+        n[f"conc.{t}.normal"], n[f"conc.{t}.random"] = conc
+    return n
+
+
+HOLDS = _numbers(random_small=0.5, random_large=0.99, normal=1.0, e_u=0.98, e_u_decimal=0.5,
+                 e_pos_modular=0.3, u=0.2, bits=(2.9, 0.4), lm=(1.5, 2.5), conc=(0.5, 0.8),
+                 gaps=(0.0, 0.3), linearised=(0.97, 0.18))
+FAILS = _numbers(random_small=0.6, random_large=0.5, normal=0.9, e_u=0.2, e_u_decimal=0.5,
+                 e_pos_modular=0.5, u=0.5, bits=(0.3, 0.5), lm=(2.5, 2.0), conc=(0.8, 0.5),
+                 gaps=(0.1, 0.0), linearised=(0.5, 0.5))
+
+
+@pytest.mark.parametrize("claim", rt.CLAIMS, ids=lambda c: c.key)
+def test_claim_verdicts_on_synthetic_numbers(claim):
+    assert claim.holds(HOLDS) is True
+    assert claim.holds(FAILS) is False
+    assert math.isfinite(claim.value(HOLDS)) and math.isfinite(claim.value(FAILS))
+
+
+def test_claims_have_unique_keys_and_a_scorecard():
+    assert len({c.key for c in rt.CLAIMS}) == len(rt.CLAIMS)
+    card = rt.scorecard([HOLDS, HOLDS])
+    assert (card["verdict"] == "reproduced").all() and len(card) == len(rt.CLAIMS)
+    card = rt.scorecard([HOLDS, FAILS])
+    assert (card["verdict"] == "mixed").all()
+    assert (rt.scorecard([{}])["verdict"] == "not measured").all()
+    assert "study 3" in rt.SOURCE and rt.TITLE
+
+
+def test_numbers_from_tables_per_seed():
+    import pandas as pd
+    main = pd.DataFrame([
+        {"task": "needle", "width": 16, "mode": m, "seed": s, "acc": a}
+        for m, s, a in [("random", 0, 0.4), ("random", 1, 0.6), ("normal", 0, 0.9),
+                        ("normal", 1, 0.7)]] + [
+        {"task": "needle", "width": 64, "mode": "random", "seed": s, "acc": a}
+        for s, a in [(0, 0.97), (1, 0.99)]])
+    mem = pd.DataFrame({"mode": ["normal", "random"] * 2, "seed": [0, 0, 1, 1],
+                        "bits_per_param": [1.0, 2.0, 3.0, 0.5]})
+    circ = pd.DataFrame({"target_width": [4, 4, 64, 64], "mode": ["normal", "random"] * 2,
+                         "seed": 0, "kl": [0.1, 0.1, 0.2, 0.5]})
+    conc = pd.DataFrame({"task": "memorization", "mode": ["normal", "normal", "random", "random"],
+                         "seed": 0, "layer": ["layer 1", "layer 2"] * 2, "basis": "principal",
+                         "ev": [0.2, 0.4, 0.5, 0.7]})
+    n0 = rt.numbers(main, (16, 64), mem=mem, circ=circ, conc=conc, seed=0)
+    assert n0["acc.needle.random.small"] == 0.4 and n0["acc.needle.random.large"] == 0.97
+    assert n0["mem.bits.normal"] == 1.0 and n0["circuit.gap.widest"] == pytest.approx(0.3)
+    assert n0["conc.memorization.random"] == pytest.approx(0.6)
+    n1 = rt.numbers(main, (16, 64), mem=mem, circ=circ, conc=conc, seed=1)
+    assert n1["acc.needle.normal.small"] == 0.7 and "circuit.gap.widest" not in n1
+    run = rt.numbers(main, (16, 64), mem=mem)
+    assert run["acc.needle.random.small"] == pytest.approx(0.5)
+    card = rt.scorecard([n0, n1])
+    assert card.loc[next(c.statement for c in rt.CLAIMS if c.key == "random-solves-needle"),
+                    "verdict"] == "reproduced"
+    assert card.loc[next(c.statement for c in rt.CLAIMS if c.key == "bits-normal-above-random"),
+                    "seeds agreeing"] == "1/2"

@@ -21,7 +21,7 @@ MAX_REPORT_BYTES = 15_000_000
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("reports")
-    entries = build_reports([OK, FAIL], out_dir=out, preset="default", device="cpu", seed=3, trust=False)
+    entries = build_reports([OK, FAIL], out_dir=out, size="default", device="cpu", seed=3, trust=False)
     return out, {Path(e.notebook).stem: e for e in entries}
 
 
@@ -37,7 +37,7 @@ def test_statuses_files_and_sizes(built):
     for entry in entries.values():
         assert (out / entry.html).is_file() and (out / entry.executed).is_file()
         assert 0 < entry.size_bytes == (out / entry.html).stat().st_size < MAX_REPORT_BYTES
-        assert entry.wall_s > 0 and (entry.preset, entry.device, entry.seed) == ("default", "cpu", 3)
+        assert entry.wall_s > 0 and (entry.size, entry.device, entry.seed) == ("default", "cpu", 3)
 
 
 def test_parameters_injected_into_executed_notebook(built):
@@ -45,9 +45,9 @@ def test_parameters_injected_into_executed_notebook(built):
     nb = nbformat.read(out / entries["report_ok"].executed, as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1
-    assert 'preset = "default"' in injected[0].source and "seed = 3" in injected[0].source
+    assert 'size = "default"' in injected[0].source and "seed = 3" in injected[0].source
     printed = [o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-    assert "done: preset=default device=cpu seed=3\n" in printed
+    assert "done: size=default device=cpu seed=3\n" in printed
 
 
 def test_ok_report_is_self_contained_with_bundles_once(built):
@@ -113,7 +113,7 @@ def test_index_lists_every_report(built):
 def _entry(name: str, status: str = "ok") -> ReportEntry:
     return ReportEntry(
         notebook=f"notebooks/{name}.ipynb", html=f"{name}.html", executed=f"executed/{name}.ipynb",
-        status=status, preset="smoke", device="cpu", seed=0, wall_s=1.0, date="2026-01-01 00:00:00 UTC",
+        status=status, size="smoke", device="cpu", seed=0, wall_s=1.0, date="2026-01-01 00:00:00 UTC",
         versions={"torch": "t", "transformer-lens": "tl", "toymech": "tm"},
     )
 
@@ -148,18 +148,18 @@ def test_external_loads_detects_loads_not_links(snippet, expected):
 
 
 def test_bad_arguments_rejected_before_running(tmp_path):
-    bare = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("preset = 'smoke'")])
+    bare = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("size = 'smoke'")])
     nbformat.write(bare, tmp_path / "bare.ipynb")
     cases = [
         (dict(notebooks=[tmp_path / "missing.ipynb"]), r"missing.ipynb' does not exist"),
         (dict(notebooks=[FIXTURES / "report_ok.py"]), r"expected a .ipynb file"),
         (dict(notebooks=[]), r"notebooks is empty"),
         (dict(notebooks=[OK], device="gpu"), r"device='gpu' is not allowed; expected auto, cpu, mps, cuda or cuda:N"),
-        (dict(notebooks=[OK], preset="a b"), r"preset='a b' is not allowed"),
+        (dict(notebooks=[OK], size="a b"), r"size='a b' is not allowed"),
         (dict(notebooks=[OK], seed=-1), r"seed=-1 is not allowed"),
-        (dict(notebooks=[OK], extra_parameters={"preset": "x"}), r"extra parameter 'preset' is set by its own argument"),
-        (dict(notebooks=[OK], extra_parameters={"steps": 3}), r"does not define parameter\(s\) steps .*defines: preset, device, seed"),
-        (dict(notebooks=[tmp_path / "bare.ipynb"]), r"does not define parameter\(s\) preset, device, seed .*no cell tagged 'parameters'"),
+        (dict(notebooks=[OK], extra_parameters={"size": "x"}), r"extra parameter 'size' is set by its own argument"),
+        (dict(notebooks=[OK], extra_parameters={"steps": 3}), r"does not define parameter\(s\) steps .*defines: size, device, seed"),
+        (dict(notebooks=[tmp_path / "bare.ipynb"]), r"does not define parameter\(s\) size, device, seed .*no cell tagged 'parameters'"),
         (dict(notebooks=[OK, OK]), r"would write the same report name"),
     ]
     for kwargs, message in cases:
@@ -173,7 +173,7 @@ def test_figures_without_html_are_flagged_in_the_report():
 
     cell = nbformat.v4.new_code_cell("fig", execution_count=1)
     cell.outputs = [nbformat.v4.new_output("display_data", data={"application/vnd.plotly.v1+json": {"data": []}})]
-    run = {"notebook": "x.ipynb", "status": "ok", "preset": "smoke", "device": "cpu", "seed": 0, "wall_s": 1.0,
+    run = {"notebook": "x.ipynb", "status": "ok", "size": "smoke", "device": "cpu", "seed": 0, "wall_s": 1.0,
            "date": "today", "versions": {"torch": "t", "transformer-lens": "tl", "toymech": "tm"}, "failure": None}
     from toymech.report import _render_notes
 
@@ -188,7 +188,7 @@ def test_parallel_jobs_keep_order_and_results(tmp_path, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.chdir(FIXTURES.parent)  # relative paths, as a user types them
     entries = build_reports([f"fixtures/{OK.name}", f"fixtures/{FAIL.name}"], out_dir=tmp_path,
-                            preset="default", device="cpu", seed=3, trust=False, jobs=2)
+                            size="default", device="cpu", seed=3, trust=False, jobs=2)
     assert [Path(e.notebook).stem for e in entries] == ["report_ok", "report_fail"]
     assert [e.status for e in entries] == ["ok", "failed"]
     index = json.loads((tmp_path / "index.json").read_text())

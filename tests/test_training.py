@@ -3,7 +3,8 @@ import json
 import pytest
 import torch
 
-from toymech import checkpoints, tasks
+from toymech import tasks
+from toymech.training import checkpoints
 from toymech.models import ModelConfig, build_model
 from toymech.training import TrainConfig, latest_checkpoint, lr_factor, train
 
@@ -145,3 +146,41 @@ def test_train_from_keeps_a_parameter_fixed_until_its_step():
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="train_from='nope'"):
         _train(TrainConfig(steps=1, train_from=(("nope", 2),)))
+
+
+@pytest.mark.parametrize("name", ["induction-1l-smeared", "induction-2l", "birth-simplified"])
+def test_stacked_seeds_match_separate_runs(name):
+    """train_stacked is the loop of single runs as one program: same weights and histories."""
+    from toymech import experiments
+    from toymech.training import train_stacked
+
+    exps = [experiments.get(name, "smoke", seed=s) for s in (0, 1, 2)]
+    for e in exps:
+        e.train = e.train.replace(steps=12, eval_every=4, grad_clip=1.0)
+    single = [train(build_model(e.model), e.task, e.train, device="cpu", progress=False,
+                    log=None) for e in exps]
+    stacked = train_stacked([build_model(e.model) for e in exps], exps[0].task,
+                            [e.train for e in exps], device="cpu", progress=False, log=None)
+    for a, b in zip(single, stacked):
+        assert [r["step"] for r in a.history] == [r["step"] for r in b.history]
+        for ra, rb in zip(a.history, b.history):
+            assert ra["eval_loss"] == pytest.approx(rb["eval_loss"], abs=1e-4)
+        for (na, pa), (nb, pb) in zip(a.model.named_parameters(), b.model.named_parameters()):
+            assert na == nb and torch.allclose(pa, pb, atol=1e-4), na
+    assert not torch.allclose(stacked[0].model.W_E, stacked[1].model.W_E)
+
+
+def test_stacked_refuses_configs_that_differ_beyond_the_seed():
+    from toymech.training import train_stacked
+
+    cfg = TrainConfig(steps=2, batch_size=4, eval_every=1, eval_size=4)
+    with pytest.raises(ValueError, match="differ only in their seeds"):
+        train_stacked([build_model(SMALL), build_model(SMALL)], TASK,
+                      [cfg, cfg.replace(lr=1e-2)], device="cpu", progress=False, log=None)
+
+
+def test_divergence_stops_training_with_a_clear_error():
+    cfg = TrainConfig(steps=20, batch_size=8, eval_every=5, eval_size=8, lr=100.0)
+    model = build_model(ModelConfig(n_layers=1, d_vocab=26, n_ctx=24, init_range=1e3))
+    with pytest.raises(ValueError, match=r"training diverged: train_loss=.* at step \d+.*lr=100"):
+        train(model, TASK, cfg, device="cpu", progress=False, log=None)

@@ -1,7 +1,7 @@
 """The ``toymech`` command: ``train``, ``list``, ``report`` and ``lab``.
 
 Exit codes scripts can rely on: 0 success; 1 a run failed (a notebook or a training run);
-2 bad input (unknown preset, missing file, bad option), reported as ONE line on stderr
+2 bad input (unknown experiment, missing file, bad option), reported as ONE line on stderr
 (``TOYMECH_DEBUG=1`` shows the traceback instead); 130 interrupted. Heavy imports (torch, transformer-lens, papermill) happen inside the
 subcommands so that ``toymech --help`` answers at once.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-SIZES = ("smoke", "default", "paper")  # == toymech.presets.SIZES, repeated to keep --help fast
+SIZES = ("smoke", "default", "paper")  # == toymech.core.SIZES, repeated to keep --help fast
 _REPO_NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
@@ -83,7 +83,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     total = len(notebooks)
 
     def start(i: int, path: Path) -> None:
-        print(f"[{i + 1}/{total}] {path} (preset {args.preset}, device {args.device}, seed {args.seed}) ...",
+        print(f"[{i + 1}/{total}] {path} (size {args.size}, device {args.device}, seed {args.seed}) ...",
               file=sys.stderr, flush=True)
 
     def done(i: int, entry) -> None:
@@ -93,7 +93,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
               f"({entry.size_bytes / 1e6:.1f} MB){tail}", file=sys.stderr, flush=True)
 
     entries = build_reports(
-        notebooks, out_dir=args.out, preset=args.preset, device=args.device, seed=args.seed,
+        notebooks, out_dir=args.out, size=args.size, device=args.device, seed=args.seed,
         extra_parameters=extra, progress_bar=sys.stderr.isatty() and args.jobs == 1,
         on_start=start, on_done=done, jobs=args.jobs,
     )
@@ -151,15 +151,15 @@ def _task_rows() -> list[dict]:
     return rows
 
 
-def _preset_rows() -> list[dict]:
-    from toymech import presets
+def _experiment_rows() -> list[dict]:
+    from toymech import experiments
 
-    return [{"name": n, "description": presets.DESCRIPTIONS.get(n, ""), "sizes": list(presets.SIZES)}
-            for n in presets.names()]
+    return [{"name": n.name, "description": n.description, "study": n.study,
+             "sizes": list(experiments.SIZES)} for n in experiments.registry().values()]
 
 
 def _model_rows(cache: str | None) -> list[dict]:
-    from toymech.zoo import Zoo
+    from toymech.training import Zoo
 
     rows = []
     for meta in Zoo(cache).entries():
@@ -187,14 +187,14 @@ def _short(value: object, width: int = 30) -> str:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from toymech.zoo import default_cache_dir
+    from toymech.training import default_cache_dir
 
-    what = [args.what] if args.what != "all" else ["tasks", "presets", "models"]
+    what = [args.what] if args.what != "all" else ["tasks", "experiments", "models"]
     data = {}
     if "tasks" in what:
         data["tasks"] = _task_rows()
-    if "presets" in what:
-        data["presets"] = _preset_rows()
+    if "experiments" in what:
+        data["experiments"] = _experiment_rows()
     if "models" in what:
         data["models"] = _model_rows(args.cache)
     if args.json:
@@ -205,9 +205,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
         for row in data["tasks"]:
             params = ", ".join(f"{k}={_short(v)}" for k, v in row["parameters"].items()) or row.get("note", "")
             print(f"  {row['name']:<24} {params}")
-    if "presets" in data:
-        print(f"presets (sizes: {', '.join(SIZES)}):")
-        for row in data["presets"]:
+    if "experiments" in data:
+        print(f"experiments (sizes: {', '.join(SIZES)}):")
+        for row in data["experiments"]:
             print(f"  {row['name']:<32} {row['description']}")
     if "models" in data:
         where = Path(args.cache).expanduser() if args.cache else default_cache_dir()
@@ -225,11 +225,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _load_experiment(args: argparse.Namespace):
-    from toymech import presets
-    from toymech.zoo import Experiment
+    from toymech import experiments
+    from toymech.training import Experiment
 
-    if (args.preset is None) == (args.config is None):
-        raise UsageError("give a preset name or --config FILE (one of them); 'toymech list presets' shows the names")
+    if (args.experiment is None) == (args.config is None):
+        raise UsageError("give an experiment name or --config FILE (one of them); 'toymech list experiments' shows the names")
     if args.config is not None:
         try:
             spec = json.loads(Path(args.config).read_text(encoding="utf-8"))
@@ -241,7 +241,7 @@ def _load_experiment(args: argparse.Namespace):
             raise UsageError(f"--config {args.config!r} must hold a JSON object with task, model and train")
         experiment = Experiment.from_dict(spec)
     else:
-        experiment = presets.get(args.preset, size=args.size, seed=args.seed)
+        experiment = experiments.get(args.experiment, size=args.size, seed=args.seed)
     if args.steps is not None:
         train = experiment.train
         experiment.train = train.replace(steps=args.steps, eval_every=min(train.eval_every, args.steps))
@@ -249,7 +249,7 @@ def _load_experiment(args: argparse.Namespace):
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from toymech.zoo import Zoo
+    from toymech.training import Zoo
 
     experiment = _load_experiment(args)
     if args.dump_config:
@@ -301,11 +301,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     cache_help = "model zoo folder (default: $TOYMECH_CACHE or ~/.cache/toymech)"
 
-    p = sub.add_parser("train", help="train a preset (or a JSON config) into the model zoo",
+    p = sub.add_parser("train", help="train a named experiment (or a JSON config) into the model zoo",
                        description="Train a model (or load it if the zoo has it) and print its final metrics.")
-    p.add_argument("preset", nargs="?", help="preset name, e.g. induction-2l ('toymech list presets')")
+    p.add_argument("experiment", nargs="?",
+                   help="experiment name, e.g. induction-2l ('toymech list experiments')")
     p.add_argument("--config", help="JSON file with task, model and train (see --dump-config)")
-    p.add_argument("--size", choices=SIZES, default="default", help="preset size (default: default)")
+    p.add_argument("--size", choices=SIZES, default="default", help="smoke, default or paper (default: default)")
     p.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the model and the data (default: 0)")
     p.add_argument("--steps", type=_positive_int, help="override the number of training steps")
     p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps")
@@ -315,9 +316,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or log lines")
     p.set_defaults(func=_cmd_train)
 
-    p = sub.add_parser("list", help="tasks, presets and cached models with their metrics",
-                       description="List tasks, presets and the models cached in the zoo.")
-    p.add_argument("what", nargs="?", default="all", choices=("all", "tasks", "presets", "models"))
+    p = sub.add_parser("list", help="tasks, experiments and cached models with their metrics",
+                       description="List tasks, named experiments and the models cached in the zoo.")
+    p.add_argument("what", nargs="?", default="all",
+                   choices=("all", "tasks", "experiments", "models"))
     p.add_argument("--cache", help=cache_help)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_list)
@@ -327,7 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "self-contained HTML reports plus index.html. Exit code 1 if a notebook failed.")
     p.add_argument("notebooks", nargs="*", help="notebook files (default: all in --dir)")
     p.add_argument("--dir", help="notebook folder (default: ./notebooks)")
-    p.add_argument("--preset", choices=SIZES, default="default", help="preset size passed to every notebook")
+    p.add_argument("--size", choices=SIZES, default="default",
+                   help="size passed to every notebook's parameters cell (default: default)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--seed", type=_nonnegative_int, default=0, help="seed passed to every notebook (default: 0)")
     p.add_argument("--out", default="reports", help="output folder (default: reports)")
@@ -370,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"toymech: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ValueError as exc:
-        # toymech raises ValueError for bad input (unknown preset, impossible parameter, ...).
+        # toymech raises ValueError for bad input (unknown experiment, impossible parameter, ...).
         if os.environ.get("TOYMECH_DEBUG"):
             raise  # the traceback, for when the ValueError is a bug rather than bad input
         message = " ".join(str(exc).split())

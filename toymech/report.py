@@ -1,6 +1,6 @@
 """Execute notebooks with papermill and render them as self-contained, offline HTML reports.
 
-    build_reports(["notebooks/01_induction_repeated_blocks.ipynb"], out_dir="reports", preset="smoke")
+    build_reports(["notebooks/01_induction_repeated_blocks.ipynb"], out_dir="reports", size="smoke")
 
 writes, under ``out_dir``:
 
@@ -8,9 +8,10 @@ writes, under ``out_dir``:
 * ``<name>.html``: the report, rendered with the ``toymech_report`` nbconvert template shipped in
   ``toymech/templates`` (JupyterLab's look with the CDN script tags removed; the bundles come
   inline from the outputs, see ``toymech.display``);
-* ``index.html`` (and ``index.json``, its data): every report with preset, device, seed, wall time,
-  status, size, date and the versions of torch / transformer-lens / toymech. Entries of earlier
-  runs whose reports still exist are kept, so re-rendering one notebook keeps the others listed.
+* ``index.html`` (and ``index.json``, its data): every report with size (smoke/default/paper),
+  device, seed, wall time, status, file size, date and the versions of torch / transformer-lens /
+  toymech. Entries of earlier runs whose reports still exist are kept, so re-rendering one
+  notebook keeps the others listed.
 
 A failed notebook still gets a report, with the failing cell and its error at the top; its entry
 has ``status == "failed"`` and the caller decides the exit code.
@@ -39,7 +40,7 @@ __all__ = ["ReportEntry", "build_reports", "write_index", "external_loads", "TEM
 TEMPLATE_NAME = "toymech_report"
 _TEMPLATES_DIR = Path(__file__).parent / "templates"
 _DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
-_PRESET_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
+_SIZE_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
 _WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -51,7 +52,7 @@ class ReportEntry:
     html: str
     executed: str
     status: str  # "ok" or "failed"
-    preset: str
+    size: str  # the notebooks' size parameter: smoke, default or paper
     device: str
     seed: int
     wall_s: float
@@ -77,9 +78,9 @@ def _versions() -> dict:
     return versions
 
 
-def _check_arguments(notebooks, preset, device, seed, extra_parameters) -> list[Path]:
-    if isinstance(preset, bool) or not isinstance(preset, str) or not _PRESET_PATTERN.match(preset):
-        raise ValueError(f"preset={preset!r} is not allowed; expected a name like 'smoke' or 'default'")
+def _check_arguments(notebooks, size, device, seed, extra_parameters) -> list[Path]:
+    if isinstance(size, bool) or not isinstance(size, str) or not _SIZE_PATTERN.match(size):
+        raise ValueError(f"size={size!r} is not allowed; expected a name like 'smoke' or 'default'")
     if not isinstance(device, str) or not _DEVICE_PATTERN.match(device):
         raise ValueError(f"device={device!r} is not allowed; expected auto, cpu, mps, cuda or cuda:N")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -87,7 +88,7 @@ def _check_arguments(notebooks, preset, device, seed, extra_parameters) -> list[
     for name in extra_parameters:
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"extra parameter name {name!r} is not a Python identifier")
-        if name in ("preset", "device", "seed"):
+        if name in ("size", "device", "seed"):
             raise ValueError(f"extra parameter {name!r} is set by its own argument; pass {name}=... instead")
     if isinstance(notebooks, (str, Path)):
         notebooks = [notebooks]
@@ -246,7 +247,7 @@ def _trust(nb) -> None:
 def build_reports(
     notebooks: Sequence[str | Path] | str | Path,
     out_dir: str | Path = "reports",
-    preset: str = "default",
+    size: str = "default",
     device: str = "auto",
     seed: int = 0,
     extra_parameters: dict | None = None,
@@ -260,7 +261,7 @@ def build_reports(
 ) -> list[ReportEntry]:
     """Execute each notebook with papermill and render it to ``out_dir/<name>.html``.
 
-    ``preset``, ``device``, ``seed`` and ``extra_parameters`` are injected into each notebook's
+    ``size`` (smoke, default or paper), ``device``, ``seed`` and ``extra_parameters`` are injected into each notebook's
     cell tagged ``parameters``; all notebooks and arguments are checked before any runs
     (``ValueError`` naming the problem). ``kernel_name="python3"`` runs the notebooks in this
     Python environment. ``on_start(i, path)`` / ``on_done(i, entry)`` report progress.
@@ -279,8 +280,8 @@ def build_reports(
     extra_parameters = dict(extra_parameters or {})
     # Absolute paths: papermill changes the process's working directory while a kernel starts,
     # which would move relative paths under other notebooks running at the same time.
-    paths = [p.resolve() for p in _check_arguments(notebooks, preset, device, seed, extra_parameters)]
-    parameters = {"preset": preset, "device": device, "seed": seed, **extra_parameters}
+    paths = [p.resolve() for p in _check_arguments(notebooks, size, device, seed, extra_parameters)]
+    parameters = {"size": size, "device": device, "seed": seed, **extra_parameters}
     for path in paths:
         _check_parameters_cell(path, list(parameters))
 
@@ -327,7 +328,7 @@ def build_reports(
         run = {
             "notebook": path.name,
             "status": "failed" if failure else "ok",
-            "preset": preset,
+            "size": size,
             "device": device,
             "seed": seed,
             "wall_s": wall_s,
@@ -342,7 +343,7 @@ def build_reports(
             html=report.name,
             executed=f"executed/{executed.name}",
             status=run["status"],
-            preset=preset,
+            size=size,
             device=device,
             seed=seed,
             wall_s=round(wall_s, 2),

@@ -12,7 +12,7 @@ from jaxtyping import Float
 from transformer_lens import FactoredMatrix, HookedTransformer
 from transformer_lens.utilities.matrix import composition_scores as _tl_composition_scores
 
-from ..tasks.base import check
+from ..core import check
 
 COMPOSITION_MODES = ("Q", "K", "V")
 

@@ -9,7 +9,8 @@ import torch
 from jaxtyping import Float
 from transformer_lens import HookedTransformer
 
-from ..tasks.base import Batch, check, masked_cross_entropy
+from ..core import check
+from ..tasks.base import Batch, masked_cross_entropy
 
 
 @torch.no_grad()

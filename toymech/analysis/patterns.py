@@ -15,7 +15,7 @@ from transformer_lens.head_detector import (get_duplicate_token_head_detection_p
                                             get_induction_head_detection_pattern,
                                             get_previous_token_head_detection_pattern)
 
-from ..tasks.base import check
+from ..core import check
 
 DETECTORS = {
     "previous_token": get_previous_token_head_detection_pattern,

@@ -1,5 +1,6 @@
-"""Memory-recall probes (Bietti et al. 2023), attention scores on trigger data, linear probes on
-the residual stream, and a training callback that records them all.
+"""Memory-recall probes (Bietti et al. 2023), attention scores on trigger data and linear probes on
+the residual stream (the training callback that records them is the study's:
+``toymech.studies.birth.birth_callback``).
 
 Row-vector conventions (TransformerLens): a residual x_t is a row; layer l's attention score is
 x_t QK_l x_sᵀ with QK = W_Q W_Kᵀ; a head writes x_s OV with OV = W_V W_O; logits are x W_U.
@@ -16,14 +17,11 @@ a random one. Multi-head models: each probe is the best head (pair).
 
 from __future__ import annotations
 
-from typing import Callable
-
 import torch
 from jaxtyping import Float
 from transformer_lens import HookedTransformer
 
-from ..tasks.base import Batch, Task, check
-from .circuits import composition_baseline, composition_scores
+from ..core import check
 
 
 def _dense(m) -> torch.Tensor:
@@ -205,64 +203,3 @@ def residual_linear_probe(model: HookedTransformer, tokens: torch.Tensor, hook: 
     labels = tokens[:, : tokens.shape[1] - offset]
     return linear_probe(acts.reshape(-1, acts.shape[-1]), labels.reshape(-1), model.cfg.d_vocab,
                         generator)
-
-
-# --- the training callback -------------------------------------------------------------------------
-def birth_callback(task: Task, n_sequences: int = 64, seed: int = 0, every: int = 1,
-                   linear_probes: bool = True) -> Callable[[int, HookedTransformer], dict[str, float]]:
-    """A ``train`` callback recording, at every ``every``-th evaluation, on a fixed batch of
-    ``n_sequences`` task sequences: the memory probes, in-context/bigram loss and accuracy,
-    previous-token attention (layer 0) and trigger-induction attention (layer 1), the best
-    layer-0 -> layer-1 K-composition score with its random baseline, and (optionally) a linear
-    probe for the previous token on layer 1's input residual (held-out accuracy)."""
-    check(isinstance(every, int) and every >= 1, "every", every, "an integer >= 1")
-    gen = torch.Generator().manual_seed(seed + 7_777)
-    batch = task.sample(n_sequences, gen)
-    pi_b = getattr(task, "pi_b", None)
-    triggers = non_triggers = None
-    if getattr(task, "trigger_mode", None) == "fixed" and getattr(task, "variant", "") == "mixed":
-        triggers = task.fixed_triggers
-        mask = torch.ones(task.d_vocab, dtype=torch.bool)
-        mask[triggers] = False
-        non_triggers = torch.arange(task.d_vocab)[mask]
-    state = {"calls": 0, "baseline": None}
-    T = batch.tokens.shape[1]
-    uniform = torch.ones(T, T).tril()
-    uniform = (uniform / uniform.sum(-1, keepdim=True))[None, None].expand(len(batch), 1, T, T)
-    uniform_induction = (float(trigger_induction_attention(uniform, batch.tokens,
-                                                           batch.extras["in_context"])[0])
-                         if "in_context" in batch.extras else None)
-
-    @torch.no_grad()
-    def callback(step: int, model: HookedTransformer) -> dict[str, float]:
-        state["calls"] += 1
-        if (state["calls"] - 1) % every:
-            return {}
-        b = batch.to(model.cfg.device)
-        logits, cache = model.run_with_cache(
-            b.tokens, names_filter=lambda n: n.endswith("hook_pattern") or n == "blocks.0.hook_resid_post")
-        row = {f"cb_{k}": v for k, v in task.metrics(logits, b).items()}
-        row.update(model_probes(model, pi_b, triggers, non_triggers))
-        row["attn_prev"] = float(previous_token_attention(cache["pattern", 0]).max())
-        if "in_context" in b.extras:
-            row["attn_induction"] = float(trigger_induction_attention(
-                cache["pattern", 1], b.tokens, b.extras["in_context"]).max())
-            row["attn_induction_uniform"] = uniform_induction
-        row["kcomp"] = float(composition_scores(model, "K")[0, :, 1, :].max())
-        if state["baseline"] is None:
-            state["baseline"] = composition_baseline(model, "K", n_samples=50)[0]
-        row["kcomp_baseline"] = state["baseline"]
-        if linear_probes:
-            acts = cache["blocks.0.hook_resid_post"][:, 1:]
-            labels = b.tokens[:, :-1]
-            res = linear_probe(acts.reshape(-1, acts.shape[-1]), labels.reshape(-1),
-                               model.cfg.d_vocab, torch.Generator().manual_seed(seed))
-            row["linprobe_prev"] = res["test_acc"]
-        return row
-
-    return callback
-
-
-def batch_of(task: Task, n: int, seed: int) -> Batch:
-    """A fixed batch of ``n`` task sequences from its own generator (for figures and tables)."""
-    return task.sample(n, torch.Generator().manual_seed(seed))

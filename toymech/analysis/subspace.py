@@ -1,4 +1,5 @@
-"""Subspace concentration of hidden states (random-transformers study, reference.md §C).
+"""Subspace concentration of hidden states (Zhong & Andreas 2024;
+see docs/sources.md, study 3).
 
 For hidden states X [n, d] (one row per token position), centred as Xc = X - mean(X):
 

@@ -15,20 +15,7 @@ from typing import Any, Callable, ClassVar
 
 import torch
 
-
-def check(condition: bool, name: str, value: Any, allowed: str) -> None:
-    """Raise ``ValueError`` naming the parameter, the value given and what is allowed."""
-    if not condition:
-        raise ValueError(f"{name}={value!r} is not allowed: {allowed}")
-
-
-def dataclass_from_dict(cls: type, d: dict[str, Any], what: str) -> Any:
-    """``cls(**d)`` for a config dataclass, with unknown keys refused by name."""
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(d) - known)
-    check(not unknown, f"{what} key", unknown[0] if unknown else None,
-          f"one of {', '.join(sorted(known))}")
-    return cls(**d)
+from ..core import check, dataclass_from_dict  # noqa: F401  (re-exported for task modules)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Bigram sequences with in-context triggers (Birth of a Transformer, reference.md §B).
+"""Bigram sequences with in-context triggers (Bietti et al. 2023, "Birth of a Transformer";
+see docs/sources.md, study 2).
 
 Character statistics of a corpus (default: Tiny Shakespeare shipped in the package, N = 65):
 unigram pi_u(i) and bigram conditionals pi_b(j | i). A sequence of ``seq_len`` tokens:

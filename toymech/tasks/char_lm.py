@@ -1,7 +1,7 @@
 """Character-level language modelling on Tiny Shakespeare (random-transformers study,
-reference.md §C). The paper used TinyStories, which is not available offline; the corpus shipped
-with the package (``toymech/data/tinyshakespeare.txt.gz``, 1.1 M characters, 65 symbols) stands
-in for it.
+Zhong & Andreas 2024; see docs/sources.md, study 3). The paper used TinyStories, which is not
+available offline; the corpus shipped with the package (``toymech/data/tinyshakespeare.txt.gz``,
+1.1 M characters, 65 symbols) stands in for it.
 
 Sequences are random windows of ``seq_len`` characters from the first ``train_frac`` of the text
 (training) or from the rest (``eval_sets()["test"]``). Every next-character prediction is scored.

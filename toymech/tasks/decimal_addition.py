@@ -1,4 +1,5 @@
-"""Decimal addition with reversed digits (random-transformers study, reference.md §C).
+"""Decimal addition with reversed digits (Zhong & Andreas 2024;
+see docs/sources.md, study 3).
 
 Two ``n_digits``-digit numbers (uniform in 0..10^n - 1, leading zeros kept), each written least
 significant digit first, then their sum with ``n_digits + 1`` digits, also reversed::

@@ -1,5 +1,5 @@
 """Memorization of a random function f: [n_keys] x [n_keys] -> [n_values]
-(random-transformers study, reference.md §C: 512 x 512 -> 512).
+(Zhong & Andreas 2024, docs/sources.md study 3: 512 x 512 -> 512).
 
 Sequence ``[a, n_keys + b, 2*n_keys + f(a, b)]``: the two key halves live in separate token
 ranges (as in the paper: "the first input from 0 to 511 and the second from 512 to 1023"), the

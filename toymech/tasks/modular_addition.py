@@ -1,5 +1,5 @@
 """Modular addition ``[a, b, (a+b) mod p]`` on a FIXED split of all p^2 pairs
-(random-transformers study, reference.md §C: p = 199, 95 % train / 5 % test).
+(Zhong & Andreas 2024, docs/sources.md study 3: p = 199, 95 % train / 5 % test).
 
 Tokens 0..p-1 are the numbers themselves. Only the answer (position 2) is scored. Training
 batches draw pairs (with replacement) from the training part; ``eval_sets`` returns the whole

@@ -1,4 +1,5 @@
-"""Needle in a haystack: key-value retrieval (random-transformers study, reference.md §C).
+"""Needle in a haystack: key-value retrieval (Zhong & Andreas 2024;
+see docs/sources.md, study 3).
 
 A sequence lists ``k ~ U{min_pairs..max_pairs}`` DISTINCT keys, each followed by its value, then
 the query marker ``?``, one of the listed keys, and that key's value, then padding::

@@ -1,4 +1,4 @@
-"""Parenthesis balancing (random-transformers study, reference.md §C).
+"""Parenthesis balancing (Zhong & Andreas 2024; see docs/sources.md, study 3).
 
 A string of up to ``max_len`` parentheses, then ``?``, then the answer ``Y`` (balanced) or ``N``,
 right-padded with ``.`` to ``seq_len = max_len + 2``. Only the answer is scored.

@@ -1,4 +1,4 @@
-"""Repeated letter blocks (the induction-heads study, reference.md §A).
+"""Repeated letter blocks (the induction-heads blog post; see docs/sources.md, study 1).
 
 A sequence is one block of ``block_len`` letters, drawn uniformly WITH replacement from
 ``n_letters``, repeated ``n_blocks`` times: ``ABCDEFABCDEFABCDEFABCDEF``. Every next-token

@@ -1,6 +1,6 @@
-"""Model configurations for toy tasks, built into TransformerLens ``HookedTransformer``s.
+"""Build models from their configs: TransformerLens ``HookedTransformer``s (and baselines).
 
-``ModelConfig`` is toymech's own frozen, JSON-friendly description of a model; ``to_hooked_config``
+``ModelConfig`` (``toymech.models.config``) describes a model; ``to_hooked_config``
 maps it onto a ``HookedTransformerConfig`` and ``build_model`` makes the model, swapping in
 ``ToyAttention`` where the config asks for something TransformerLens has no switch for:
 
@@ -20,12 +20,10 @@ Biases: TransformerLens always creates them; ``use_bias=False`` keeps them at ze
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import math
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -33,97 +31,7 @@ from transformer_lens import HookedTransformer, HookedTransformerConfig
 from transformer_lens.components import Attention
 from transformer_lens.hook_points import HookPoint
 
-from .tasks.base import check, dataclass_from_dict
-
-POSITIONS = ("sinusoidal_qk", "shortformer", "standard", "rotary")
-NORMALIZATIONS = (None, "LN", "LNPre")
-ACT_FNS = ("gelu", "gelu_new", "relu", "solu_ln")
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """A toy transformer. ``d_head`` defaults to ``d_model // n_heads``; ``d_mlp`` to 4*d_model
-    unless ``attn_only``. ``init_range`` None = TransformerLens' default (0.8/sqrt(d_model))."""
-
-    n_layers: int = 2
-    n_heads: int = 4
-    d_model: int = 32
-    d_vocab: int = 26
-    n_ctx: int = 24
-    d_head: int | None = None
-    attn_only: bool = True
-    d_mlp: int | None = None
-    act_fn: str = "gelu"
-    normalization: str | None = None
-    positions: str = "sinusoidal_qk"
-    smear_keys: bool = False
-    smear_init: float = 0.73
-    use_bias: bool = False
-    init_range: float | None = None
-    variant: str = ""
-    variant_options: dict[str, Any] = field(default_factory=dict)
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("n_layers", "n_heads", "d_model", "d_vocab", "n_ctx"):
-            value = getattr(self, name)
-            check(isinstance(value, int) and value >= 1, name, value, "an integer >= 1")
-        check(self.d_vocab >= 2, "d_vocab", self.d_vocab, "an integer >= 2")
-        if self.d_head is None:
-            check(self.d_model % self.n_heads == 0, "n_heads", self.n_heads,
-                  f"a divisor of d_model={self.d_model} (or give d_head)")
-            object.__setattr__(self, "d_head", self.d_model // self.n_heads)
-        check(isinstance(self.d_head, int) and self.d_head >= 1, "d_head", self.d_head,
-              "an integer >= 1")
-        if self.attn_only:
-            check(self.d_mlp is None, "d_mlp", self.d_mlp, "None when attn_only=True")
-        elif self.d_mlp is None:
-            object.__setattr__(self, "d_mlp", 4 * self.d_model)
-        check(self.positions in POSITIONS, "positions", self.positions, f"one of {POSITIONS}")
-        check(self.normalization in NORMALIZATIONS, "normalization", self.normalization,
-              f"one of {NORMALIZATIONS}")
-        check(self.act_fn in ACT_FNS, "act_fn", self.act_fn, f"one of {ACT_FNS}")
-        check(0.0 < self.smear_init < 1.0, "smear_init", self.smear_init,
-              "a number strictly between 0 and 1 (the initial sigmoid(alpha))")
-        check(self.positions != "sinusoidal_qk" or self.d_head % 2 == 0, "d_head", self.d_head,
-              "an even number with positions='sinusoidal_qk'")
-        check(self.init_range is None or self.init_range > 0, "init_range", self.init_range,
-              "None or a positive number")
-        check(self.variant == "" or self.variant in VARIANTS, "variant", self.variant,
-              f"'' or a registered variant: {', '.join(sorted(VARIANTS)) or '(none registered)'}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ModelConfig":
-        return dataclass_from_dict(cls, d, "model config")
-
-    def replace(self, **changes: Any) -> "ModelConfig":
-        # Derived fields are recomputed unless given explicitly.
-        d = self.to_dict()
-        if "d_model" in changes or "n_heads" in changes:
-            d["d_head"] = None
-        if "d_model" in changes or "attn_only" in changes:
-            d["d_mlp"] = None
-        d.update(changes)
-        return ModelConfig(**d)
-
-
-# Structural variants a study needs beyond the fields above (e.g. fixed W_Q = I, extra
-# layers): name -> fn(model, cfg) that edits the freshly built model in place. Registered by the
-# study modules; applied by ``build_model`` so a model rebuilt from its saved config matches.
-VARIANTS: dict[str, Callable[[HookedTransformer, "ModelConfig"], None]] = {}
-
-
-def register_variant(name: str) -> Callable:
-    def deco(fn: Callable[[HookedTransformer, "ModelConfig"], None]) -> Callable:
-        if name in VARIANTS:
-            raise ValueError(f"model variant {name!r} is registered twice")
-        VARIANTS[name] = fn
-        return fn
-    return deco
-
+from .config import VARIANTS, BaselineConfig, ModelConfig
 
 def to_hooked_config(cfg: ModelConfig, device: str | torch.device = "cpu") -> HookedTransformerConfig:
     """The ``HookedTransformerConfig`` for ``cfg`` (sinusoidal_qk uses the rotary code path)."""
@@ -195,11 +103,18 @@ class ToyAttention(Attention):
         return x + table[None, :, None, :].to(x.dtype)
 
 
-def build_model(cfg: ModelConfig, device: str | torch.device = "cpu") -> HookedTransformer:
-    """A freshly initialised ``HookedTransformer`` for ``cfg`` (deterministic given cfg.seed).
+def build_model(cfg: ModelConfig | BaselineConfig, device: str | torch.device = "cpu"
+                ) -> HookedTransformer:
+    """A freshly initialised model for ``cfg`` (deterministic given cfg.seed): a
+    ``HookedTransformer``, or a plain-PyTorch baseline for a ``BaselineConfig``.
 
     The model carries its config as ``model.toymech_config`` so checkpoints can save it.
     """
+    if isinstance(cfg, BaselineConfig):
+        from .baselines import build_baseline
+        model = build_baseline(cfg)
+        model.toymech_config = cfg
+        return model.to(device)
     hooked_cfg = to_hooked_config(cfg, "cpu")
     # TransformerLens 3.9 warns about its own deprecations and prints "Moving model to device".
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):

@@ -1,4 +1,5 @@
-"""Baselines of the random-transformers study (reference.md §C), in plain PyTorch.
+"""Baselines of the random-transformers study (Zhong & Andreas 2024; see docs/sources.md,
+study 3), in plain PyTorch.
 
 * ``LSTMModel``: token embedding -> a 2-layer LSTM of width d -> linear unembedding.
 * ``LinearisedTransformer``: the GPT-2-style transformer of the study with every attention
@@ -9,42 +10,18 @@
 
 Both take ``tokens [batch, seq]`` and return logits ``[batch, seq, d_vocab]`` and carry a small
 ``cfg`` (``n_ctx``, ``d_vocab``, ``d_model``), which is all ``toymech.training.train`` needs, so
-they train with the same loop, optimizer and schedule as the transformers.
+they train with the same loop, optimizer and schedule as the transformers, and the zoo
+stores them like any other model (``BaselineConfig`` in the experiment's ``model``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
 
-from .checkpoints import jsonable
-from .tasks.base import Task, check
-from .training import TrainConfig, TrainResult, train
-
-KINDS = ("lstm", "linearised")
-
-
-@dataclass(frozen=True)
-class BaselineConfig:
-    kind: str
-    d_model: int
-    d_vocab: int
-    n_ctx: int
-    n_layers: int = 2
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        check(self.kind in KINDS, "kind", self.kind, f"one of {', '.join(KINDS)}")
-        for name in ("d_model", "d_vocab", "n_ctx", "n_layers"):
-            v = getattr(self, name)
-            check(isinstance(v, int) and v >= 1, name, v, "an integer >= 1")
+from .config import BaselineConfig
 
 
 class LSTMModel(nn.Module):
@@ -109,29 +86,3 @@ def build_baseline(cfg: BaselineConfig, device: str | torch.device = "cpu") -> n
                               else 1.0)
                 p.copy_(torch.randn(p.shape, generator=gen) * std)
     return model.to(device)
-
-
-def train_baseline(kind: str, task: Task, width: int, train_cfg: TrainConfig,
-                   device: str | torch.device = "cpu", cache_dir: str | Path | None = None,
-                   log=None) -> tuple[nn.Module, dict[str, Any]]:
-    """Train (or load from ``cache_dir/baselines``) a baseline on ``task``; returns the model and
-    its metadata (history, trainable parameters, seconds, loaded)."""
-    cfg = BaselineConfig(kind, width, task.d_vocab, task.seq_len, seed=train_cfg.seed)
-    model = build_baseline(cfg, device)
-    blob = json.dumps(jsonable({"model": cfg.__dict__, "task": task.to_dict(),
-                                "train": train_cfg.to_dict()}), sort_keys=True)
-    folder = None
-    if cache_dir is not None:
-        folder = Path(cache_dir) / "baselines" / hashlib.sha256(blob.encode()).hexdigest()[:16]
-        if (folder / "meta.json").is_file():
-            model.load_state_dict(torch.load(folder / "model.pt", map_location=device))
-            return model.eval(), {**json.loads((folder / "meta.json").read_text()),
-                                  "loaded": True}
-    result: TrainResult = train(model, task, train_cfg, device=device, progress=False, log=log)
-    meta = {"history": result.history, "trainable": result.trainable,
-            "seconds": result.seconds, "loaded": False}
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        torch.save(model.state_dict(), folder / "model.pt")
-        (folder / "meta.json").write_text(json.dumps(jsonable(meta)))
-    return model.eval(), meta

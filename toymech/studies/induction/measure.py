@@ -1,8 +1,4 @@
-"""Study 1: induction heads on repeated letter blocks (reference.md §A).
-
-The notebook calls these functions; they return plain dicts / pandas tables built from measured
-numbers. The source's own figures (``POST``) sit beside ours, never in place of them.
-"""
+"""Study 1: train or load the models, measure them, and tabulate what was measured."""
 
 from __future__ import annotations
 
@@ -15,22 +11,13 @@ import pandas as pd
 import torch
 from transformer_lens import HookedTransformer
 
-from .. import analysis, presets
-from ..devices import make_generator, resolve_device
-from ..tasks import Batch
-from ..tasks.repeated_blocks import RepeatedBlocks
-from ..zoo import Zoo, ZooEntry
+from ... import analysis
+from ...tasks import Batch
+from ...tasks.repeated_blocks import RepeatedBlocks
+from ...training import Zoo, ZooEntry
+from .claims import POST, POST_PATHS
+from .experiments import experiment
 
-MAIN = ("induction-1l", "induction-1l-smeared", "induction-2l")
-LEARNED = ("induction-1l-learned", "induction-1l-smeared-learned", "induction-2l-learned")
-
-# The post's figures (test CE etc., nats) and its code's comments.
-POST: dict[str, dict[str, float]] = {
-    "induction-1l": {"test": 2.6},
-    "induction-1l-smeared": {"test": 1.24, "doubled": 2.31, "option1": 0.99, "option2": 0.73},
-    "induction-2l": {"test": 1.40, "doubled": 2.31, "option1": 0.73, "option2": 6.42},
-}
-POST_PATHS = {"direct only": 3.12, "K-composition": 2.52, "Q-composition": 2.62, "K and Q": 1.39}
 POST_SETS = ("test", "doubled", "option1", "option2")
 MECHANISM_SETS = ("predictable", "shifted", "period5", "period7")
 
@@ -53,26 +40,12 @@ class Model:
         return self.entry.model
 
 
-def validate(preset: str, seed: int, device: str) -> torch.device:
-    """Check the notebook's parameters (clear ValueErrors) and return the device to use."""
-    presets.check_size(preset)
-    if not (isinstance(seed, int) and seed >= 0):
-        raise ValueError(f"seed={seed!r} is not allowed: an integer >= 0")
-    return resolve_device(device)
-
-
-def eval_sets(task: RepeatedBlocks, preset: str, seed: int, device: torch.device
-              ) -> dict[str, Batch]:
-    n = 256 if preset == "smoke" else 2048
-    return task.eval_sets(n, make_generator(10_000 + seed, device))
-
-
-def load_models(names, preset: str, seed: int, device: torch.device,
+def load_models(names, size: str, seed: int, device: torch.device,
                 cache_dir: str | Path | None = None, progress: bool = True) -> dict[str, Model]:
     zoo = Zoo(cache_dir)
     out = {}
     for name in names:
-        entry = zoo.get_or_train(presets.get(name, preset, seed), device=device,
+        entry = zoo.get_or_train(experiment(name, size, seed), device=device,
                                  progress=progress)
         out[name] = Model(name, entry)
     return out
@@ -175,7 +148,7 @@ def eigenvalue_sets(model: HookedTransformer) -> dict[str, torch.Tensor]:
 
 def attention_view(model: HookedTransformer, task: RepeatedBlocks, tokens: torch.Tensor):
     """circuitsvis view of every head (all layers) on one sequence."""
-    from ..display import attention_view as view
+    from ...display import attention_view as view
     pats = analysis.attention_patterns(model, tokens)  # [L, H, q, k]
     L, H = pats.shape[:2]
     names = [f"L{l}H{h}" for l in range(L) for h in range(H)]
@@ -186,33 +159,6 @@ def path_table(model: HookedTransformer, batch: Batch) -> pd.DataFrame:
     """Loss with layer-1 queries/keys restricted to the direct path, beside the post's code."""
     ours = analysis.composition_path_losses(model, batch)
     return pd.DataFrame({"loss (nats)": ours, "post's code": POST_PATHS}).round(3)
-
-
-def compare_with_post(models: dict[str, Model], floor: float) -> list[str]:
-    """Sentences comparing our measured losses with the post's, for the notebook."""
-    lines = []
-    for name, m in models.items():
-        post = POST.get(name, {})
-        parts = [f"{s} {m.losses[s]:.2f} (post {post[s]:.2f})" for s in POST_SETS
-                 if s in post and s in m.losses]
-        if parts:
-            lines.append(f"{name}: " + ", ".join(parts) + f"; floor {floor:.3f}.")
-    a, b = models.get("induction-1l-smeared"), models.get("induction-2l")
-    if a and b:
-        pref = lambda m: "option 1 (copy the first block)" if m.losses["option1"] < m.losses[
-            "option2"] else "option 2 (copy the most recent block)"
-        same = pref(a) == pref(b)
-        lines.append(f"Out of distribution the 1-layer smeared model prefers {pref(a)} and the "
-                     f"2-layer model {pref(b)}: the post's disagreement is "
-                     f"{'NOT reproduced' if same else 'reproduced'}.")
-        lines.append(f"In distribution they differ by {abs(a.losses['test'] - b.losses['test']):.2f}"
-                     f" nats (post: 0.16).")
-    for name, m in models.items():
-        if "doubled" in m.losses:
-            rel = 100 * (m.losses["doubled"] / m.losses["test"] - 1)
-            lines.append(f"{name}: doubled letters cost {rel:+.0f} % over the test loss "
-                         f"(post: +86 % for 1-layer smeared, +65 % for 2-layer).")
-    return lines
 
 
 def algorithm_in_words(m: Model, chance: float, two_layer_baseline: float | None = None) -> str:
@@ -261,3 +207,30 @@ def algorithm_in_words(m: Model, chance: float, two_layer_baseline: float | None
                      f"{m.ablations[worst]['predictable']:.2f} nats.")
     sents.append(f"Mechanism check: {mechanism_verdict(m.losses, chance)}.")
     return " ".join(sents)
+
+
+def compare_with_post(models: dict[str, Model], floor: float) -> list[str]:
+    """Sentences comparing our measured losses with the post's, for the notebook."""
+    lines = []
+    for name, m in models.items():
+        post = POST.get(name, {})
+        parts = [f"{s} {m.losses[s]:.2f} (post {post[s]:.2f})" for s in POST_SETS
+                 if s in post and s in m.losses]
+        if parts:
+            lines.append(f"{name}: " + ", ".join(parts) + f"; floor {floor:.3f}.")
+    a, b = models.get("induction-1l-smeared"), models.get("induction-2l")
+    if a and b:
+        pref = lambda m: "option 1 (copy the first block)" if m.losses["option1"] < m.losses[
+            "option2"] else "option 2 (copy the most recent block)"
+        same = pref(a) == pref(b)
+        lines.append(f"Out of distribution the 1-layer smeared model prefers {pref(a)} and the "
+                     f"2-layer model {pref(b)}: the post's disagreement is "
+                     f"{'NOT reproduced' if same else 'reproduced'}.")
+        lines.append(f"In distribution they differ by {abs(a.losses['test'] - b.losses['test']):.2f}"
+                     f" nats (post: 0.16).")
+    for name, m in models.items():
+        if "doubled" in m.losses:
+            rel = 100 * (m.losses["doubled"] / m.losses["test"] - 1)
+            lines.append(f"{name}: doubled letters cost {rel:+.0f} % over the test loss "
+                         f"(post: +86 % for 1-layer smeared, +65 % for 2-layer).")
+    return lines

@@ -7,37 +7,19 @@ checkpoint where a reader would find it.
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
 import toymech
 
-from .models import ModelConfig, build_model, move
-
-
-def jsonable(obj: Any) -> Any:
-    """Convert config values (numpy scalars, torch dtypes/devices, tuples) into JSON types."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, (torch.dtype, torch.device)):
-        return str(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return str(obj)
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    return repr(obj)
+from ..core import jsonable
+from ..models import build_model, config_from_dict, move
 
 
 def write_folder_atomically(target: Path, writers: dict[str, Callable[[Path], None]]) -> Path:
@@ -78,10 +60,10 @@ def _state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 def save_model(target: Path, model: torch.nn.Module, meta: dict[str, Any],
                train_state: dict[str, Any] | None = None) -> Path:
     """Save weights + JSON metadata (which must hold the model config under ``"model"``)."""
-    cfg: ModelConfig = model.toymech_config
+    cfg = model.toymech_config
     meta = {"toymech_version": toymech.__version__, **meta, "model": cfg.to_dict()}
     hooked = getattr(model, "cfg", None)
-    if hooked is not None:
+    if hasattr(hooked, "to_dict"):
         meta["hooked_config"] = hooked.to_dict()
     writers: dict[str, Callable[[Path], None]] = {
         "model.safetensors": lambda p: save_file(_state_dict(model), str(p)),
@@ -102,7 +84,7 @@ def read_meta(folder: Path) -> dict[str, Any]:
 def load_model(folder: Path, device: str | torch.device = "cpu"):
     """Rebuild the model from its saved config and load its weights. Returns (model, meta)."""
     meta = read_meta(folder)
-    cfg = ModelConfig.from_dict(meta["model"])
+    cfg = config_from_dict(meta["model"])
     model = build_model(cfg)
     state = load_file(str(Path(folder) / "model.safetensors"))
     load_state_checked(model, state, str(folder))

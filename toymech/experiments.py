@@ -1,0 +1,70 @@
+"""Named experiments: every study's (``EXPERIMENTS`` of each ``toymech.studies`` package) plus
+one for every registered task, so a new task gets a named experiment with no study module.
+
+``toymech.experiments.get("induction-2l", size="default", seed=0)`` -> ``Experiment``.
+``size`` is smoke (CI, seconds), default (a laptop CPU, minutes) or paper (the source's full
+settings; a GPU helps).
+
+A task's own experiment: a 2-layer, 4-head pre-LN transformer of width 64 with learned
+positions, AdamW, trained on the task as it is registered; a task class may adjust it with a
+``default_experiment`` class attribute ``{"model": {...}, "train": {...}, "steps": {size: n}}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import tasks
+from .core import SIZES, check, check_seed, check_size
+from .models import ModelConfig
+from .training import Experiment, Named, TrainConfig
+
+
+TASK_STEPS = {"smoke": 20, "default": 1000, "paper": 10_000}
+TASK_BATCH = {"smoke": 32, "default": 128, "paper": 256}
+
+
+def task_experiment(task_name: str, size: str = "default", seed: int = 0) -> Experiment:
+    """The experiment every task gets: see the module docstring."""
+    task = tasks.get(task_name)
+    spec: dict[str, Any] = getattr(type(task), "default_experiment", None) or {}
+    model = ModelConfig(**{"n_layers": 2, "n_heads": 4, "d_model": 64, "attn_only": False,
+                           "normalization": "LN", "positions": "standard",
+                           **spec.get("model", {}), "d_vocab": task.d_vocab,
+                           "n_ctx": task.seq_len, "seed": seed})
+    steps = spec.get("steps", TASK_STEPS)[size]
+    train = TrainConfig(**{"steps": steps, "batch_size": TASK_BATCH[size], "lr": 1e-3,
+                           "weight_decay": 0.01, "eval_every": max(1, steps // 10),
+                           "eval_size": 256 if size == "smoke" else 1024,
+                           **spec.get("train", {}), "seed": seed})
+    return Experiment(task, model, train, task_name)
+
+
+def registry() -> dict[str, Named]:
+    """Every named experiment: the studies' first, then one per task."""
+    from . import studies  # experiments sit above the studies: imports go one way
+
+    out: dict[str, Named] = {}
+    for study in studies.all_studies():
+        for name, named in study.EXPERIMENTS.items():
+            check(name not in out, "experiment", name, "a name used once")
+            out[name] = named
+    for task_name in tasks.names():
+        if task_name not in out:
+            out[task_name] = Named(
+                task_name, f"task {task_name}: a 2-layer transformer on it (no study)",
+                lambda size, seed, t=task_name: task_experiment(t, size, seed))
+    return out
+
+
+def names() -> list[str]:
+    return sorted(registry())
+
+
+def get(name: str, size: str = "default", seed: int = 0) -> Experiment:
+    reg = registry()
+    check(name in reg, "experiment", name, f"one of {', '.join(sorted(reg))}")
+    return reg[name].make(check_size(size), check_seed(seed))
+
+
+__all__ = ["SIZES", "Named", "get", "names", "registry", "task_experiment"]

@@ -1,0 +1,15 @@
+"""Model layer: configs -> models. Every variant is registered on import of this package.
+
+``ModelConfig`` -> ``HookedTransformer`` (``build_model``); ``BaselineConfig`` -> a
+plain-PyTorch baseline; ``config_from_dict`` reads either back from JSON.
+"""
+
+from . import variants  # noqa: F401  (registers every structural variant)
+from .build import (ToyAttention, build_model, move, parameter_counts, sinusoid_table,
+                    to_hooked_config)
+from .config import (BASELINE_KINDS, VARIANTS, BaselineConfig, ModelConfig, config_from_dict,
+                     register_variant)
+
+__all__ = ["BASELINE_KINDS", "VARIANTS", "BaselineConfig", "ModelConfig", "ToyAttention",
+           "build_model", "config_from_dict", "move", "parameter_counts", "register_variant",
+           "sinusoid_table", "to_hooked_config", "variants"]

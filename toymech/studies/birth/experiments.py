@@ -1,0 +1,166 @@
+"""Study 2's sizes, freezings, model configs and named experiments.
+
+Two models on ``bigram_triggers`` data:
+
+* the paper's **simplified** model (variant ``birth_simplified``): 2 layers, 1 head each, no
+  LayerNorm, W_Q fixed to the identity, random token and positional embeddings, value/output map
+  of layer 1 random, unembedding random, and an optional linear feed-forward W_F after layer 2
+  (``blocks.1.mlp.W_F``: h <- h + h W_F). In TransformerLens terms W_V = I in both layers, so
+  the paper's W_O^1 (random) and W_O^2 (trained) are ``blocks.{0,1}.attn.W_O``.
+* the fully trained **control**: 2 layers, 4 heads, d = 128, pre-LayerNorm, learned positions.
+
+What trains is data, not code: ``FREEZINGS`` maps a name to parameter-name patterns for
+``TrainConfig.freeze`` ("paper": only W_K^1, W_K^2, W_O^2, W_F train). The paper (see
+docs/sources.md, study 2) trains with SGD, lr 0.2, batch 512, T = 256 for 10,000 steps:
+``paper`` is that, ``default`` a laptop CPU in minutes, ``smoke`` seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ... import tasks
+from ...core import check, check_seed, check_size
+from ...devices import resolve_device
+from ...models import ModelConfig
+from ...models.variants import BIRTH_SIMPLIFIED, simplified_options
+from ...training import Experiment, Named, TrainConfig
+
+# --- freezing as data ------------------------------------------------------------------------
+FREEZINGS: dict[str, tuple[str, ...]] = {
+    # the paper: only W_K^1, W_K^2, W_O^2 (and W_F) train
+    "paper": ("embed.W_E", "pos_embed.W_pos", "blocks.*.attn.W_Q", "blocks.*.attn.W_V",
+              "blocks.0.attn.W_O", "unembed.W_U"),
+    # the paper's freezing, but positional embeddings are learned
+    "learned_pos": ("embed.W_E", "blocks.*.attn.W_Q", "blocks.*.attn.W_V", "blocks.0.attn.W_O",
+                    "unembed.W_U"),
+    # the paper's freezing, but embeddings (token, position, unembedding) are learned
+    "learned_embeddings": ("blocks.*.attn.W_Q", "blocks.*.attn.W_V", "blocks.0.attn.W_O"),
+    "none": (),  # everything trains
+}
+
+
+def freeze_patterns(freezing: str, tied: bool = False) -> tuple[str, ...]:
+    """``TrainConfig.freeze`` patterns of a named freezing (tied models have no unembed.W_U)."""
+    check(freezing in FREEZINGS, "freezing", freezing, f"one of {', '.join(FREEZINGS)}")
+    return tuple(p for p in FREEZINGS[freezing] if not (tied and p == "unembed.W_U"))
+
+
+# --- model configs -----------------------------------------------------------------------------
+def simplified_config(task: tasks.Task, d_model: int = 64, seed: int = 0,
+                      **options: Any) -> ModelConfig:
+    """The paper's simplified model for ``task`` (options: see ``SIMPLIFIED_DEFAULTS``)."""
+    cfg = ModelConfig(n_layers=2, n_heads=1, d_model=d_model, d_head=d_model,
+                      d_vocab=task.d_vocab, n_ctx=task.seq_len, attn_only=False, d_mlp=d_model,
+                      normalization=None, positions="standard", use_bias=False,
+                      variant=BIRTH_SIMPLIFIED, variant_options=dict(options), seed=seed)
+    simplified_options(cfg)  # unknown options fail here, before any model is built
+    return cfg
+
+
+def control_config(task: tasks.Task, d_model: int = 128, n_heads: int = 4,
+                   seed: int = 0) -> ModelConfig:
+    """The fully trained control: 2 layers, 4 heads, pre-LN, learned positions, attention-only."""
+    return ModelConfig(n_layers=2, n_heads=n_heads, d_model=d_model, d_vocab=task.d_vocab,
+                       n_ctx=task.seq_len, attn_only=True, normalization="LN",
+                       positions="standard", use_bias=False, seed=seed)
+
+
+# --- sizes: the one place they live ---------------------------------------------------------------
+# Per size: sequence length, batch, width, steps, evaluation cadence and held-out batch of the
+# training loop, optimizer and learning rate. ``n_eval``: sequences per evaluation set of the
+# notebook's tables (drawn from the run's 'eval' stream).
+SIZES: dict[str, dict[str, Any]] = {
+    "smoke": dict(length=16, batch=8, d_model=16, steps=6, eval_every=3, eval_size=16,
+                  optimizer="adam", lr=1e-2, n_eval=256),
+    "default": dict(length=64, batch=64, d_model=128, steps=400, eval_every=20, eval_size=256,
+                    optimizer="adam", lr=1e-2, n_eval=256),
+    "paper": dict(length=256, batch=512, d_model=128, steps=10_000, eval_every=100,
+                  eval_size=1024, optimizer="sgd", lr=0.2, n_eval=256),
+}
+CONTROL_SIZES: dict[str, dict[str, Any]] = {
+    "smoke": dict(length=16, batch=8, d_model=16, steps=6, eval_every=3, eval_size=16, lr=3e-3),
+    "default": dict(length=64, batch=64, d_model=128, steps=400, eval_every=50, eval_size=256,
+                    lr=3e-3),
+    "paper": dict(length=256, batch=512, d_model=128, steps=10_000, eval_every=100,
+                  eval_size=1024, lr=1e-2),
+}
+MODELS = ("simplified", "control")
+
+
+def experiment(size: str = "default", seed: int = 0, *, model: str = "simplified",
+               trigger_mode: str = "fixed", n_triggers: int = 3, variant: str = "mixed",
+               n_ood: int = 0, freezing: str = "paper", tied: bool = False, ff: bool = True,
+               steps: int | None = None, lr: float | None = None, name: str = "",
+               **options: Any) -> Experiment:
+    """One Birth experiment at ``size``. ``model``: "simplified" (the paper's, frozen as
+    ``freezing`` says) or "control" (fully trained 2-layer 4-head pre-LN, AdamW, no freezing).
+    ``options`` go to the simplified model's variant options (emb_std, init_std, attn_scale)."""
+    check_size(size)
+    check(model in MODELS, "model", model, f"one of {MODELS}")
+    s = (SIZES if model == "simplified" else CONTROL_SIZES)[size]
+    steps = s["steps"] if steps is None else steps
+    task = tasks.get("bigram_triggers", n_triggers=n_triggers, trigger_mode=trigger_mode,
+                     length=s["length"], variant=variant, n_ood=n_ood)
+    if model == "simplified":
+        cfg = simplified_config(task, s["d_model"], seed, tied=tied, ff=ff, **options)
+        train = TrainConfig(steps=steps, batch_size=s["batch"], lr=lr or s["lr"],
+                            optimizer=s["optimizer"], weight_decay=1e-4, momentum=0.9,
+                            freeze=freeze_patterns(freezing, tied), seed=seed,
+                            eval_every=min(s["eval_every"], steps), eval_size=s["eval_size"])
+    else:
+        check(freezing == "none" and not options and not tied, "freezing", freezing,
+              "'none' (and no simplified-model options) for the fully trained control")
+        cfg = control_config(task, s["d_model"], seed=seed)
+        train = TrainConfig(steps=steps, batch_size=s["batch"], lr=lr or s["lr"],
+                            optimizer="adamw", weight_decay=1e-4, seed=seed,
+                            eval_every=min(s["eval_every"], steps), eval_size=s["eval_size"])
+    data = f"{trigger_mode}-K{n_triggers}" if variant == "mixed" else variant
+    return Experiment(task, cfg, train, name or f"birth-{model}-{data}-{freezing}"
+                      f"{'-tied' if tied else ''}")
+
+
+def truncated(exp: Experiment, steps: int) -> Experiment:
+    """The same run stopped after ``steps`` steps. Training is deterministic given the seed and
+    the schedule is constant, so its weights are the full run's weights at that step (used for
+    'before/after' views of a run whose intermediate weights were not saved)."""
+    check(1 <= steps <= exp.train.steps and exp.train.schedule == "constant", "steps", steps,
+          f"an integer in 1..{exp.train.steps} (constant schedule only)")
+    train = exp.train.replace(steps=steps, eval_every=min(exp.train.eval_every, steps))
+    return Experiment(exp.task, exp.model, train, f"{exp.name}@{steps}")
+
+
+# --- named experiments ----------------------------------------------------------------------------
+_NAMED: dict[str, tuple[str, dict[str, Any]]] = {
+    "birth-simplified": ("Birth: the paper's frozen 2-layer 1-head model, fixed triggers K=3",
+                         {}),
+    "birth-simplified-random": ("Birth: the paper's frozen model, random triggers K=3",
+                                {"trigger_mode": "random"}),
+    "birth-control": ("Birth: fully trained 2-layer 4-head d=128 pre-LN control",
+                      {"model": "control", "freezing": "none"}),
+}
+
+
+def _maker(name: str, kwargs: dict[str, Any]):
+    return lambda size, seed: experiment(size, seed, name=name, **kwargs)
+
+
+EXPERIMENTS = {name: Named(name, description, _maker(name, kwargs), "birth")
+               for name, (description, kwargs) in _NAMED.items()}
+
+
+def validate(size: str, seed: int, device: str, trigger_mode: str = "fixed",
+             n_triggers: int = 3, threads: int | None = None) -> torch.device:
+    """Check the notebook's parameters (a ValueError names the bad one), set torch's CPU threads
+    (``threads``; None keeps torch's default: 1 is fastest on a busy shared CPU) and resolve the
+    device, once."""
+    check_size(size)
+    check_seed(seed)
+    experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers)
+    if threads is not None:
+        check(not isinstance(threads, bool) and isinstance(threads, int) and threads >= 1,
+              "threads", threads, "None or an integer >= 1")
+        torch.set_num_threads(threads)
+    return resolve_device(device)

@@ -1,0 +1,24 @@
+"""Study 1: induction heads on repeated letter blocks (the blog post and its code; see
+docs/sources.md, study 1).
+
+The public surface every study has: ``TITLE``, ``SOURCE``, ``SIZES``, ``EXPERIMENTS``,
+``validate``, the functions that train and measure (``load_models``, ``measure``), tables,
+``CLAIMS`` and ``scorecard``. The notebook only calls these and displays what they return.
+"""
+
+from .claims import CLAIMS, POST, POST_PATHS, SOURCE, numbers, scorecard
+from .experiments import (EXPERIMENTS, LEARNED, MAIN, MODELS, SIZES, eval_sets, experiment,
+                          validate)
+from .measure import (MECHANISM_SETS, POST_SETS, Model, ablation_table, algorithm_in_words,
+                      attention_view, compare_with_post, copy_table, eigenvalue_sets,
+                      load_models, loss_table, measure, mechanism_table, mechanism_verdict,
+                      path_table)
+
+TITLE = "Induction heads on repeated letter blocks"
+
+__all__ = ["CLAIMS", "EXPERIMENTS", "LEARNED", "MAIN", "MECHANISM_SETS", "MODELS", "POST",
+           "POST_PATHS", "POST_SETS", "SIZES", "SOURCE", "TITLE", "Model", "ablation_table",
+           "algorithm_in_words", "attention_view", "compare_with_post", "copy_table",
+           "eigenvalue_sets", "eval_sets", "experiment", "load_models", "loss_table", "measure",
+           "mechanism_table", "mechanism_verdict", "numbers", "path_table", "scorecard",
+           "validate"]

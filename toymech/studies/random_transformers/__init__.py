@@ -1,0 +1,37 @@
+"""Study 3: algorithmic capabilities of random transformers (Zhong & Andreas 2024; see
+docs/sources.md, study 3).
+
+The public surface every study has: ``TITLE``, ``SOURCE``, ``SIZES``, ``EXPERIMENTS``,
+``validate``, the functions that train and measure (``run_grid``, ``run_table``, ...), tables,
+``CLAIMS`` with ``numbers`` and ``scorecard``. The notebook only calls these and displays what
+they return. Modules: ``experiments`` (sizes, freezing modes, configs, plans), ``measure``
+(train/load and measure), ``tables`` (what the notebook shows), ``claims`` (the paper's claims).
+"""
+
+from .claims import (CLAIMS, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PARAM,
+                     PAPER_LINEARISED_W512, PAPER_RANDOM_W16_RANGE, SOURCE, numbers, scorecard)
+from .experiments import (ALGORITHMIC, EXPERIMENTS, FREEZE_MODES, PLANS, SIDE_TASKS, SIZES, Plan,
+                          Size, baseline_experiment, experiment, freeze_patterns, mode_of,
+                          model_config, plan, size_spec, task_for, train_config, validate)
+from .measure import (ablation_grid, baseline_grid, circuit_grid, concentration_grid,
+                      concentration_rows, eval_sets, evaluate_sets, load, needle_example, run,
+                      run_grid, run_table, seeds_of, summarize, sweep_grid)
+from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_table,
+                     circuit_table, concentration_gap, concentration_table, describe, lm_table,
+                     memorization_summary, memorization_table, needle_attention, needle_caption,
+                     paper_ablations, sweep_table, task_examples, width_table, zoo_note)
+
+TITLE = "Algorithmic capabilities of random transformers"
+
+__all__ = ["ALGORITHMIC", "CLAIMS", "EXPERIMENTS", "FREEZE_MODES", "PAPER_ABLATIONS",
+           "PAPER_ACCURACY", "PAPER_BITS_PER_PARAM", "PAPER_LINEARISED_W512",
+           "PAPER_RANDOM_W16_RANGE", "PLANS", "SIDE_TASKS", "SIZES", "SOURCE", "TITLE", "Plan",
+           "Size", "ablation_grid", "ablation_summary", "ablation_table", "accuracy_table",
+           "baseline_experiment", "baseline_grid", "baseline_table", "circuit_grid",
+           "circuit_table", "concentration_gap", "concentration_grid", "concentration_rows",
+           "concentration_table", "describe", "eval_sets", "evaluate_sets", "experiment",
+           "freeze_patterns", "load", "lm_table", "memorization_summary", "memorization_table",
+           "mode_of", "model_config", "needle_attention", "needle_caption", "needle_example",
+           "numbers", "paper_ablations", "plan", "run", "run_grid", "run_table", "scorecard",
+           "seeds_of", "size_spec", "summarize", "sweep_grid", "sweep_table", "task_examples",
+           "task_for", "train_config", "validate", "width_table", "zoo_note"]

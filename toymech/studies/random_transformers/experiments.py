@@ -1,0 +1,223 @@
+"""Study 3's sizes, freezing modes and named experiments (see docs/sources.md, study 3).
+
+A "random" transformer keeps every intermediate layer at its random initialisation and trains
+only the token embedding E_token, the positional embedding E_pos and the unembedding U; a
+"normal" one trains everything. Models are GPT-2-style: pre-LayerNorm, GELU MLP of width 4*d,
+2 layers, 4 heads, weights N(0, 0.02) with the residual projections (W_O, W_out) scaled by
+1/sqrt(2L) (the registered model variant ``gpt2_scaled``), AdamW lr 1e-3, wd 1e-3, gradient
+norm clipped at 1, linear warm-up then cosine decay.
+
+Freezing modes (``FREEZE_MODES``) are declared as ``TrainConfig.freeze`` patterns:
+    normal          nothing frozen
+    random          train E_token, E_pos, U (the paper's random transformer)
+    E_token+U       train E_token and U (E_pos stays random)
+    E_token+E_pos   train the embeddings only (U stays random)
+    U               train U only
+LayerNorm gains of the blocks and of the final LayerNorm are intermediate layers: frozen in every
+mode but ``normal``.
+
+Sizes (``SIZES``, the one place they live): ``smoke`` (CI, seconds), ``default`` (a 2-core CPU:
+small task instances, widths 16 and 64), ``paper`` (the paper's task sizes, widths up to 1024,
+50k steps; a GPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ... import tasks
+from ...core import check, check_seed, check_size
+from ...devices import resolve_device
+from ...models import BaselineConfig, ModelConfig
+from ...models.variants import GPT2_SCALED
+from ...tasks.base import Task
+from ...training import Experiment, Named, TrainConfig
+
+FREEZE_MODES: dict[str, tuple[str, ...]] = {
+    "normal": (),
+    "random": ("blocks.*", "ln_final.*"),
+    "E_token+U": ("blocks.*", "ln_final.*", "pos_embed.*"),
+    "E_token+E_pos": ("blocks.*", "ln_final.*", "unembed.*"),
+    "U": ("blocks.*", "ln_final.*", "embed.*", "pos_embed.*"),
+}
+ALGORITHMIC = ("modular_addition", "needle", "decimal_addition", "parentheses")
+SIDE_TASKS = ("char_lm", "circuit_imitation")  # trained for ``side_steps``
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The grid notebook 03 trains at one size (every run is a zoo entry, reused on re-runs)."""
+
+    table_tasks: tuple[str, ...]
+    widths: tuple[int, int]            # (small, large) for the accuracy table
+    table_seeds: tuple[int, ...]       # offsets from the notebook's seed
+    normal_large: bool                 # also train normal models at the large width
+    ablation_tasks: tuple[str, ...]
+    ablation_modes: tuple[str, ...]
+    sweep_tasks: tuple[str, ...]
+    sweep_widths: tuple[int, ...]
+    sweep_seeds: tuple[int, ...]
+    memorization_widths: tuple[int, ...]
+    circuit_target_widths: tuple[int, ...]
+    circuit_student_width: int
+    lm_width: int
+    baseline_tasks: tuple[str, ...]
+    baseline_width: int
+
+
+@dataclass(frozen=True)
+class Size:
+    """Everything that changes with ``size``."""
+
+    tasks: dict[str, dict[str, Any]]  # task parameters (``task_for``)
+    steps: int                        # training steps (algorithmic tasks, memorization)
+    side_steps: int                   # training steps of ``SIDE_TASKS``
+    batch: int
+    eval_n: int                       # test sequences per evaluation (``evaluate_sets``)
+    probe_n: int                      # sequences read by the concentration probe
+    train_eval_n: int                 # the held-out batch logged during training
+    evals_per_run: int                # history rows per run
+    # 3-token tasks are cheap per sequence and scored once: larger batches at the same cost
+    # (not at `paper`, which keeps one batch size for every task)
+    batch_factor: dict[str, int] = field(default_factory=dict)
+    plan: Plan | None = None
+
+
+# default: task instances small enough that a 2-layer model of width <= 64 learns them in about
+# a thousand CPU steps; paper: the paper's sizes (p = 199, 30 pairs, 10 digits, 60 parentheses,
+# a 512 x 512 table).
+SIZES: dict[str, Size] = {
+    "smoke": Size(
+        tasks={"modular_addition": dict(p=11), "needle": dict(max_pairs=3, n_keys=8, n_values=8),
+               "decimal_addition": dict(n_digits=2), "parentheses": dict(max_len=8),
+               "memorization": dict(n_keys=8, n_values=8), "char_lm": dict(length=16),
+               "circuit_imitation": dict(n_tokens=16, length=8, target_width=8)},
+        steps=20, side_steps=20, batch=32, eval_n=256, probe_n=256, train_eval_n=256,
+        evals_per_run=1, batch_factor={"modular_addition": 4, "memorization": 4},
+        plan=Plan(ALGORITHMIC, (8, 16), (0,), False, ("parentheses",), ("E_token+U", "U"),
+                  ("parentheses",), (8, 16), (0, 1), (8,), (4, 8), 8, 8, ("parentheses",), 8)),
+    "default": Size(
+        tasks={"modular_addition": dict(p=23), "needle": dict(max_pairs=4, n_keys=8, n_values=8),
+               "decimal_addition": dict(n_digits=2), "parentheses": dict(max_len=16),
+               "memorization": dict(n_keys=48, n_values=48), "char_lm": dict(length=32),
+               "circuit_imitation": dict(n_tokens=64, length=16)},
+        steps=1000, side_steps=500, batch=128, eval_n=2048, probe_n=1024, train_eval_n=1024,
+        evals_per_run=5, batch_factor={"modular_addition": 4, "memorization": 4},
+        plan=Plan(ALGORITHMIC, (16, 64), (0,), False, ("parentheses",),
+                  ("E_token+U", "E_token+E_pos", "U"), ("parentheses",), (8, 16), (0, 1, 2),
+                  (8, 16), (4, 16, 64), 32, 32, ("parentheses", "needle", "decimal_addition"),
+                  16)),
+    "paper": Size(
+        tasks={"modular_addition": dict(p=199),
+               "needle": dict(max_pairs=30, n_keys=128, n_values=128),
+               "decimal_addition": dict(n_digits=10), "parentheses": dict(max_len=60),
+               "memorization": dict(n_keys=512, n_values=512), "char_lm": dict(length=256),
+               "circuit_imitation": dict(n_tokens=512, length=32)},
+        steps=50_000, side_steps=50_000, batch=1000, eval_n=4096, probe_n=1024,
+        train_eval_n=1024, evals_per_run=5,
+        plan=Plan(ALGORITHMIC, (16, 1024), tuple(range(10)), True, ALGORITHMIC,
+                  ("E_token+U", "E_token+E_pos", "U"), ALGORITHMIC,
+                  (16, 32, 64, 128, 256, 512, 1024), tuple(range(10)), (64, 128, 256, 512),
+                  (8, 16, 32, 64, 128, 256), 512, 512,
+                  ("parentheses", "needle", "decimal_addition"), 512)),
+}
+PLANS: dict[str, Plan] = {name: s.plan for name, s in SIZES.items()}
+
+
+def size_spec(size: str) -> Size:
+    """``SIZES[size]`` (an unknown size: ValueError)."""
+    return SIZES[check_size(size)]
+
+
+def plan(size: str) -> Plan:
+    return PLANS[check_size(size)]
+
+
+def freeze_patterns(mode: str) -> tuple[str, ...]:
+    """The ``TrainConfig.freeze`` patterns of a freezing mode (unknown modes: ValueError)."""
+    check(mode in FREEZE_MODES, "mode", mode, f"one of {', '.join(FREEZE_MODES)}")
+    return FREEZE_MODES[mode]
+
+
+def mode_of(freeze: tuple[str, ...]) -> str:
+    """The freezing mode whose patterns are ``freeze``."""
+    return next(m for m, pats in FREEZE_MODES.items() if pats == tuple(freeze))
+
+
+def task_for(task_name: str, size: str = "default", **overrides: Any) -> Task:
+    """The study's instance of a task at a size (``overrides`` change single parameters)."""
+    spec = size_spec(size)
+    check(task_name in spec.tasks, "task", task_name, f"one of {', '.join(spec.tasks)}")
+    return tasks.get(task_name, **{**spec.tasks[task_name], **overrides})
+
+
+def model_config(task: Task, width: int, seed: int = 0, n_layers: int = 2,
+                 n_heads: int = 4) -> ModelConfig:
+    """GPT-2-style config (pre-LN, GELU MLP 4*d, N(0, 0.02) init, scaled residual projections)."""
+    check(isinstance(width, int) and width >= n_heads and width % n_heads == 0, "width", width,
+          f"a positive multiple of n_heads={n_heads}")
+    return ModelConfig(n_layers=n_layers, n_heads=n_heads, d_model=width, d_vocab=task.d_vocab,
+                       n_ctx=task.seq_len, attn_only=False, act_fn="gelu", normalization="LN",
+                       positions="standard", use_bias=True, init_range=0.02,
+                       variant=GPT2_SCALED, seed=seed)
+
+
+def train_config(size: str = "default", mode: str = "random", seed: int = 0,
+                 task_name: str = "", **overrides: Any) -> TrainConfig:
+    """AdamW lr 1e-3, wd 1e-3, clip 1.0, warm-up (500 steps, or 10 % of short runs) + cosine."""
+    spec = size_spec(size)
+    steps = overrides.pop("steps", spec.side_steps if task_name in SIDE_TASKS else spec.steps)
+    base = dict(steps=steps, batch_size=spec.batch * spec.batch_factor.get(task_name, 1), lr=1e-3,
+                weight_decay=1e-3, optimizer="adamw", schedule="cosine",
+                warmup_steps=min(500, steps // 10), grad_clip=1.0, freeze=freeze_patterns(mode),
+                seed=seed, eval_every=max(1, steps // spec.evals_per_run),
+                eval_size=spec.train_eval_n)
+    return TrainConfig(**{**base, **overrides})
+
+
+def experiment(task_name: str, width: int, mode: str = "random", size: str = "default",
+               seed: int = 0, task_overrides: dict[str, Any] | None = None,
+               **train_overrides: Any) -> Experiment:
+    """One training run of the study: task at ``size``, GPT-2-style model, freezing ``mode``."""
+    task = task_for(task_name, size, **(task_overrides or {}))
+    return Experiment(task, model_config(task, width, seed),
+                      train_config(size, mode, seed, task_name, **train_overrides),
+                      f"{task_name}-w{width}-{mode}-s{seed}")
+
+
+def baseline_experiment(kind: str, task_name: str, width: int, size: str, seed: int,
+                        lr: float = 1e-3, **train_overrides: Any) -> Experiment:
+    """A plain-PyTorch baseline (``lstm`` or ``linearised``) with the study's training recipe."""
+    task = task_for(task_name, size)
+    cfg = BaselineConfig(kind, width, task.d_vocab, task.seq_len, seed=seed)
+    return Experiment(task, cfg, train_config(size, "normal", seed, task_name, lr=lr,
+                                              **train_overrides),
+                      f"{task_name}-{kind}-w{width}-s{seed}")
+
+
+# --- named experiments: the four algorithmic tasks, normal and random, at the widest width ------
+def _named(task_name: str, mode: str):
+    def make(size: str, seed: int) -> Experiment:
+        return experiment(task_name, plan(size).widths[-1], mode, size, seed)
+    return make
+
+
+EXPERIMENTS = {
+    f"rt-{t}-{m}": Named(f"rt-{t}-{m}", f"random-transformers: {t}, {m}, widest width of the size",
+                         _named(t, m), "random_transformers")
+    for t in ALGORITHMIC for m in ("normal", "random")}
+
+
+def validate(size: str, seed: int, device: str = "auto", threads: int = 1) -> torch.device:
+    """Check the notebook's parameters (ValueError naming the bad one), set the number of torch
+    CPU threads (these models are tiny: one thread is the fastest) and resolve the device."""
+    check_size(size)
+    check_seed(seed)
+    check(isinstance(threads, int) and not isinstance(threads, bool) and threads >= 1,
+          "threads", threads, "an integer >= 1")
+    dev = resolve_device(device)
+    torch.set_num_threads(threads)
+    return dev

@@ -1,0 +1,162 @@
+"""Study 3: the tables notebook 03 displays, computed from the rows of ``measure``."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+import torch
+
+from ...core import seed_for
+from ...devices import make_generator
+from ...tasks.base import Task
+from .claims import ALGORITHMIC, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PARAM
+from .experiments import Plan, size_spec, task_for
+
+
+def task_examples(size: str, seed: int = 0) -> pd.DataFrame:
+    """One sequence of every task of the size (drawn from the ``example`` stream of ``seed``)."""
+    rows = []
+    for name, params in size_spec(size).tasks.items():
+        task = task_for(name, size)
+        batch = task.sample(1, make_generator(seed_for(seed, "example"), torch.device("cpu")))
+        sep = "" if name in ("char_lm", "parentheses") else " "
+        rows.append({"task": name, "parameters": params, "seq_len": task.seq_len,
+                     "vocab": task.d_vocab, "example": task.decode(batch.tokens[0], sep)[:70],
+                     "scored positions": batch.scored[0].nonzero().flatten().tolist()[:12]})
+    return pd.DataFrame(rows)
+
+
+def describe(size: str, device, zoo_root) -> str:
+    """A line on the run's settings (size, device, zoo, steps, batch and plan)."""
+    s = size_spec(size)
+    return (f"size={size}, device={device}, CUDA available: {torch.cuda.is_available()}, "
+            f"zoo: {zoo_root}\nsteps per run {s.steps} (circuit imitation, LM: {s.side_steps}), "
+            f"batch {s.batch}; plan: {s.plan}")
+
+
+def zoo_note(df: pd.DataFrame) -> str:
+    """How many runs of ``df`` were trained now / loaded, and their training time."""
+    return (f"{int((~df['loaded']).sum())} runs trained, {int(df['loaded'].sum())} loaded from "
+            f"the zoo; training time {df['seconds'].sum():.0f} s")
+
+
+def accuracy_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Our median accuracy (%) per task x (mode, width), beside the paper's stated numbers."""
+    s = summary.copy()
+    s["setting"] = s["mode"] + ", width " + s["width"].astype(str)
+    ours = s.pivot(index="task", columns="setting", values="median") * 100
+    ours.columns = [f"ours: {c}" for c in ours.columns]
+    paper = pd.DataFrame(
+        {f"paper: {setting}": {t: PAPER_ACCURACY.get((t, setting)) for t in ALGORITHMIC}
+         for setting in ("normal, width 16", "random, width 1024")})
+    return ours.join(paper, how="left").round(1)
+
+
+def width_table(summary: pd.DataFrame, widths: tuple[int, int]) -> pd.DataFrame:
+    """Per task: median accuracy of random and normal at the small and large width (NaN where
+    the size does not train that setting)."""
+    med = summary.set_index(["task", "width", "mode"])["median"]
+    rows = []
+    for task in dict.fromkeys(summary["task"]):
+        rows.append({"task": task, **{f"{mode} w{w}": med.get((task, w, mode))
+                                      for mode in ("random", "normal") for w in widths}})
+    return pd.DataFrame(rows).set_index("task").astype(float).round(3)
+
+
+def ablation_summary(main: pd.DataFrame, abl: pd.DataFrame, p: Plan) -> pd.DataFrame:
+    """``summarize`` of the ablation runs beside normal/random at the large width."""
+    from .measure import summarize
+    large = p.widths[-1]
+    ref = main[(main["width"] == large) & main["task"].isin(p.ablation_tasks)]
+    return summarize(pd.concat([ref, abl], ignore_index=True))
+
+
+def ablation_table(abl_summary: pd.DataFrame, modes: Sequence[str]) -> pd.DataFrame:
+    """Median accuracy (%) per task x mode (normal, random, then the ablations)."""
+    t = (abl_summary.pivot(index="task", columns="mode", values="median") * 100).round(1)
+    return t[[m for m in ["normal", "random", *modes] if m in t]]
+
+
+def paper_ablations() -> pd.DataFrame:
+    return pd.DataFrame({"paper": PAPER_ABLATIONS}).rename_axis("mode")
+
+
+def sweep_table(sweep_summary: pd.DataFrame) -> pd.DataFrame:
+    return sweep_summary.pivot(index=["task", "width"], columns="mode",
+                               values=["median", "min", "max"]).round(3)
+
+
+def memorization_table(df: pd.DataFrame, task: Task) -> pd.DataFrame:
+    """Bits stored per trainable parameter, from rows of ``run`` on the memorization task (the
+    ``all_memorized_bits`` column: the whole table evaluated)."""
+    out = df[["width", "mode", "seed", "trainable", "all_acc", "all_memorized_bits"]].copy()
+    out["table_bits"] = task.total_bits
+    out["bits_per_param"] = out["all_memorized_bits"] / out["trainable"]
+    out["paper_bits_per_param"] = out["mode"].map(PAPER_BITS_PER_PARAM)
+    return out
+
+
+def memorization_summary(mem_table: pd.DataFrame) -> pd.DataFrame:
+    """Bits per trainable parameter per mode: every run's, and the paper's."""
+    g = mem_table.groupby("mode")["bits_per_param"]
+    return pd.DataFrame({"runs": g.apply(lambda s: s.round(2).tolist()), "median": g.median(),
+                         "paper": pd.Series(PAPER_BITS_PER_PARAM)}).round(3)
+
+
+def lm_table(lm: pd.DataFrame) -> pd.DataFrame:
+    return lm[["width", "mode", "seed", "trainable", "loss", "acc", "train_loss"]].round(3)
+
+
+def concentration_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The paper's Table 4 form: rows (task, mode), columns (basis, layer)."""
+    return rows.pivot_table(index=["task", "mode"], columns=["basis", "layer"],
+                            values="ev").round(3)
+
+
+def concentration_gap(rows: pd.DataFrame) -> pd.DataFrame:
+    """EV_10 after the layers (principal basis, mean over layers) per task and mode, and
+    random minus normal."""
+    c = rows[(rows["basis"] == "principal") & (rows["layer"] != "embedding")]
+    c = c.pivot_table(index="task", columns="mode", values="ev")
+    c["random - normal"] = c["random"] - c["normal"]
+    return c.round(3)
+
+
+def circuit_table(circ: pd.DataFrame) -> pd.DataFrame:
+    """Mean KL over seeds per target width and student mode."""
+    return circ.pivot_table(index="target_width", columns="mode", values="kl").round(3)
+
+
+def needle_caption(tokens: Sequence[str], right: bool, summary: pd.DataFrame, width: int) -> str:
+    med = summary.set_index(["task", "width", "mode"])["median"]
+    acc = med.get(("needle", width, "random"), float("nan"))
+    return (f"random width-{width} needle accuracy {acc:.3f}; this example answered "
+            f"{'right' if right else 'wrong'}: {' '.join(tokens)}")
+
+
+def needle_attention(tokens: Sequence[str], patterns: Sequence[torch.Tensor]) -> pd.DataFrame:
+    """Where each head attends from the query key (the second-to-last position, which predicts
+    the answer): its most attended position, the position of the matching key in the haystack
+    and of that key's value."""
+    q = len(tokens) - 2
+    keys = [i for i in range(0, q - 1, 2) if tokens[i] == tokens[q]]
+    rows = []
+    for layer, pattern in enumerate(patterns):
+        for head, top in enumerate(pattern[:, q].argmax(-1).tolist()):
+            rows.append({"head": f"L{layer}H{head}", "most attended": top,
+                         "attention there": round(float(pattern[head, q, top]), 3),
+                         "matching key at": keys, "its value at": [k + 1 for k in keys],
+                         "attends the key or value": top in keys or top in [k + 1 for k in keys]})
+    return pd.DataFrame(rows).set_index("head")
+
+
+def baseline_table(main: pd.DataFrame, base: pd.DataFrame, p: Plan) -> pd.DataFrame:
+    """Mean accuracy over seeds per task of the baselines beside the transformers of the same
+    width, and the paper's linearised transformer at width 512."""
+    ours = main[(main["width"] == p.baseline_width) & main["task"].isin(p.baseline_tasks)]
+    ours = ours.assign(model="transformer, " + ours["mode"])
+    both = pd.concat([ours[["model", "task", "acc"]], base[["model", "task", "acc"]]])
+    table = both.pivot_table(index="task", columns="model", values="acc")
+    paper = base.groupby("task")["paper_w512"].first().astype(float) / 100
+    return table.join(paper.rename("paper: linearised w512")).round(3)

@@ -1,0 +1,335 @@
+"""One training loop for every task and every model family, with stacked seeds as a mode of it.
+
+``train(model, task, cfg)`` knows nothing about the task beyond the Task protocol (``sample``,
+``loss``, ``metrics``). ``train_stacked(models, task, cfgs)`` runs the same loop for N models that
+differ only in their seeds: their parameters are stacked along a new leading axis and the
+forward pass is ``torch.vmap`` over ``torch.func.functional_call``. The optimisers are
+elementwise (AdamW, Adam, SGD with momentum) and gradient clipping is per seed, so each stacked
+model follows the run ``train`` would make, up to float rounding (tested).
+
+Freezing is declared in ``TrainConfig.freeze`` (parameter-name patterns) and ``train_from``;
+evaluation probes plug in as callbacks; on one model, checkpoints hold everything needed to
+resume bit-for-bit on CPU (weights, optimizer, schedule, data-generator state, history).
+Nothing syncs with the host inside a step: losses stay on the device until an evaluation step.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import torch
+from torch.func import functional_call, stack_module_state
+
+from ..core import check, seed_for
+from ..devices import make_generator, resolve_device
+from ..models import move, parameter_counts
+from ..tasks.base import Task
+from . import checkpoints
+from .config import TrainConfig
+
+# A callback sees the model (in eval mode, under no_grad) at every evaluation step and returns
+# numbers to add to that step's history row.
+Callback = Callable[[int, torch.nn.Module], dict[str, float]]
+
+
+@dataclass
+class TrainResult:
+    model: torch.nn.Module
+    history: list[dict[str, float]]
+    trainable: int
+    frozen: int
+    seconds: float
+
+    @property
+    def final(self) -> dict[str, float]:
+        return self.history[-1] if self.history else {}
+
+
+def apply_freeze(model: torch.nn.Module, patterns: Iterable[str]) -> list[str]:
+    """Set ``requires_grad=False`` on parameters whose names match any pattern.
+
+    Returns the frozen names; a pattern that matches nothing raises ValueError (a typo would
+    otherwise silently train what the user meant to freeze).
+    """
+    names = [n for n, _ in model.named_parameters()]
+    frozen: list[str] = []
+    for pattern in patterns:
+        hits = fnmatch.filter(names, pattern)
+        check(bool(hits), "freeze", pattern,
+              f"a pattern matching parameter names, e.g. {', '.join(names[:4])}, ...")
+        frozen.extend(hits)
+    params = dict(model.named_parameters())
+    for n in frozen:
+        params[n].requires_grad_(False)
+    return sorted(set(frozen))
+
+
+def _delayed(named: dict[str, torch.Tensor], train_from) -> list[tuple[str, int]]:
+    """(name, first training step) of the parameters that start training late."""
+    out = []
+    for pattern, begin in train_from:
+        hits = [n for n in fnmatch.filter(list(named), pattern) if named[n].requires_grad]
+        check(bool(hits), "train_from", pattern,
+              "a pattern matching trainable parameter names (not frozen ones)")
+        out.extend((n, begin) for n in hits)
+    return out
+
+
+def _optimizer(params: list[torch.Tensor], cfg: TrainConfig) -> torch.optim.Optimizer:
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum,
+                               weight_decay=cfg.weight_decay)
+    cls = torch.optim.AdamW if cfg.optimizer == "adamw" else torch.optim.Adam
+    return cls(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
+
+
+def lr_factor(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up over ``warmup_steps``, then constant or cosine decay to 0 at ``steps``."""
+    if step < cfg.warmup_steps:
+        return (step + 1) / cfg.warmup_steps
+    if cfg.schedule == "constant":
+        return 1.0
+    progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, task: Task, batch) -> dict[str, float]:
+    was_training = model.training
+    model.eval()
+    out = task.metrics(model(batch.tokens), batch)
+    model.train(was_training)
+    return out
+
+
+class _Eager:
+    """One model with its own parameters and optimizer: the plain PyTorch step."""
+
+    def __init__(self, model: torch.nn.Module, cfg: TrainConfig):
+        self.models, self.cfg = [model], cfg
+        self.named = {n: p for n, p in model.named_parameters() if p.requires_grad}
+        self.params = list(self.named.values())
+
+    def loss(self, task: Task, batches) -> torch.Tensor:
+        return task.loss(self.models[0](batches[0].tokens), batches[0])[None]
+
+    def clip(self) -> None:
+        torch.nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip)
+
+    def sync(self) -> None:
+        pass
+
+
+class _Stacked:
+    """N models of one shape as stacked parameters [N, ...], evaluated under ``torch.vmap``."""
+
+    def __init__(self, models: Sequence[torch.nn.Module], cfg: TrainConfig):
+        self.models, self.cfg = list(models), cfg
+        base = self.models[0]
+        params, self.buffers = stack_module_state(self.models)
+        trainable = {n for n, p in base.named_parameters() if p.requires_grad}
+        self.named = {n: params[n] for n in sorted(trainable)}
+        for n, p in params.items():
+            p.requires_grad_(n in trainable)
+        self.all_params = params
+        self.params = list(self.named.values())
+
+        def forward(p, b, tokens):
+            return functional_call(base, (p, b), (tokens,))
+
+        self.forward = torch.vmap(forward)
+
+    def loss(self, task: Task, batches) -> torch.Tensor:
+        logits = self.forward(self.all_params, self.buffers,
+                              torch.stack([b.tokens for b in batches]))
+        return torch.stack([task.loss(logits[s], b) for s, b in enumerate(batches)])
+
+    def clip(self) -> None:
+        grads = [p.grad for p in self.params if p.grad is not None]
+        norms = torch.sqrt(sum((g.flatten(1) ** 2).sum(1) for g in grads))  # [N]
+        scale = (self.cfg.grad_clip / (norms + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(scale.view(-1, *([1] * (g.ndim - 1))))
+
+    @torch.no_grad()
+    def sync(self) -> None:
+        """Copy the stacked parameters back into each model (before evaluating them)."""
+        for s, model in enumerate(self.models):
+            for n, p in model.named_parameters():
+                p.copy_(self.all_params[n][s])
+
+
+def train(model: torch.nn.Module, task: Task, cfg: TrainConfig, *,
+          device: str | torch.device = "auto", callbacks: Iterable[Callback] = (),
+          checkpoint_dir: str | Path | None = None, resume_from: str | Path | None = None,
+          progress: bool = True, log: Callable[[str], None] | None = print) -> TrainResult:
+    """Train ``model`` on fresh batches of ``task``; returns the model and its metrics history.
+
+    History rows (every ``eval_every`` steps and at the end): ``step``, ``train_loss`` (mean
+    since the previous row), the task's metrics on a fixed held-out batch (``eval_*``), the
+    learning rate, and whatever the callbacks return.
+    """
+    return _run([model], task, [cfg], device, [list(callbacks)], checkpoint_dir, resume_from,
+                progress, log)[0]
+
+
+def train_stacked(models: Sequence[torch.nn.Module], task: Task, cfgs: Sequence[TrainConfig], *,
+                  device: str | torch.device = "auto",
+                  callbacks: Sequence[Iterable[Callback]] | None = None, progress: bool = True,
+                  log: Callable[[str], None] | None = print) -> list[TrainResult]:
+    """``train`` for N models of one shape whose configs differ only in ``seed``, as one program.
+
+    ``callbacks[i]`` are model i's callbacks. Wall time is shared equally among the results.
+    """
+    check(len(models) == len(cfgs) >= 1, "models", len(models),
+          f"one model per train config ({len(cfgs)} configs)")
+    for c in cfgs[1:]:
+        check(c.replace(seed=0) == cfgs[0].replace(seed=0), "cfgs", c,
+              "train configs that differ only in their seeds")
+    shapes = [[(n, tuple(p.shape)) for n, p in m.named_parameters()] for m in models]
+    check(all(s == shapes[0] for s in shapes), "models", len(models), "models of one shape")
+    cbs = [list(c) for c in callbacks] if callbacks is not None else [[] for _ in models]
+    check(len(cbs) == len(models), "callbacks", len(cbs), "one list of callbacks per model")
+    return _run(list(models), task, list(cfgs), device, cbs, None, None, progress, log)
+
+
+def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpoint_dir,
+         resume_from, progress, log) -> list[TrainResult]:
+    # --- phase 1: device, freezing, optimizer, data generators -------------------------------
+    dev = resolve_device(device)
+    cfg, n = cfgs[0], len(models)
+    for m in models:
+        check(task.seq_len <= m.cfg.n_ctx, "task.seq_len", task.seq_len,
+              f"at most the model's n_ctx={m.cfg.n_ctx}")
+        check(task.d_vocab <= m.cfg.d_vocab, "task.d_vocab", task.d_vocab,
+              f"at most the model's d_vocab={m.cfg.d_vocab}")
+        move(m, dev)
+        frozen_names = apply_freeze(m, cfg.freeze)
+    trainable, frozen = parameter_counts(models[0])
+    check(trainable > 0, "freeze", cfg.freeze, "patterns that leave something to train")
+    if log:
+        log(f"[toymech] {task.name}: {trainable:,} trainable / {frozen:,} frozen parameters"
+            f"{' (frozen: ' + ', '.join(frozen_names) + ')' if frozen_names else ''} on {dev}"
+            f"{f', {n} seeds stacked' if n > 1 else ''}")
+    check(n == 1 or (checkpoint_dir is None and resume_from is None), "checkpoint_dir",
+          checkpoint_dir, "None with stacked seeds (checkpoints are for single runs)")
+    run = _Eager(models[0], cfg) if n == 1 else _Stacked(models, cfg)
+    delayed = _delayed(run.named, cfg.train_from)
+    opt = _optimizer(run.params, cfg)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg))
+    gens = [make_generator(seed_for(c.seed, "data"), dev) for c in cfgs]
+    # The held-out batch has its own stream so it is identical however training is resumed.
+    eval_batches = [task.sample(c.eval_size, make_generator(seed_for(c.seed, "train_eval"), dev))
+                    for c in cfgs]
+    histories: list[list[dict[str, float]]] = [[] for _ in models]
+    start = 0
+
+    # --- phase 2: resume (single runs) ------------------------------------------------------
+    if resume_from is not None:
+        histories[0], start = _resume(resume_from, models[0], task, cfg, opt, sched, gens[0], dev)
+
+    # --- phase 3: the loop --------------------------------------------------------------
+    window: list[torch.Tensor] = []  # losses kept on device: no host sync every step
+    t0 = time.perf_counter()
+    bar = _progress(range(start, cfg.steps), cfg.steps, start, progress, task.name)
+    for m in models:
+        m.train()
+    for step in bar:
+        losses = run.loss(task, [task.sample(cfg.batch_size, g) for g in gens])
+        opt.zero_grad(set_to_none=True)
+        losses.sum().backward()  # stacked models share no parameters: each gets its own grad
+        for name, begin in delayed:
+            if step < begin:
+                run.named[name].grad = None  # skipped by the optimizer: no update, no decay
+        if cfg.grad_clip is not None:
+            run.clip()
+        opt.step()
+        sched.step()
+        window.append(losses.detach())
+        done = step + 1
+        if done % cfg.eval_every == 0 or done == cfg.steps:
+            mean = torch.stack(window).mean(0).tolist()
+            window.clear()
+            _check_finite(mean, done, cfg)
+            run.sync()
+            for s, m in enumerate(models):
+                row = {"step": done, "train_loss": mean[s], "lr": opt.param_groups[0]["lr"]}
+                row.update({f"eval_{k}": v for k, v in evaluate(m, task, eval_batches[s]).items()})
+                if callbacks[s]:
+                    m.eval()
+                    with torch.no_grad():
+                        for cb in callbacks[s]:
+                            row.update(cb(done, m))
+                    m.train()
+                histories[s].append(row)
+            if hasattr(bar, "set_postfix"):
+                bar.set_postfix(loss=f"{histories[0][-1]['eval_loss']:.3f}")
+            if checkpoint_dir is not None and cfg.checkpoint_every and (
+                    done % cfg.checkpoint_every == 0 or done == cfg.steps):
+                save_training_checkpoint(Path(checkpoint_dir) / f"step_{done:07d}", models[0],
+                                         task, cfg, opt, sched, gens[0], histories[0], done)
+    run.sync()
+    for m in models:
+        m.eval()
+    seconds = (time.perf_counter() - t0) / n
+    if log and histories[0]:
+        last = histories[0][-1]
+        log(f"[toymech] {task.name}: step {last['step']}, eval loss {last['eval_loss']:.4f}, "
+            f"{(cfg.steps - start) / max(seconds * n, 1e-9):.1f} steps/s")
+    return [TrainResult(m, h, trainable, frozen, seconds) for m, h in zip(models, histories)]
+
+
+def _check_finite(losses: list[float], step: int, cfg: TrainConfig) -> None:
+    bad = [i for i, v in enumerate(losses) if not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"training diverged: train_loss={losses[bad[0]]} at step {step} "
+                         f"(seed {bad[0]} of the run); lr={cfg.lr} is likely too large "
+                         "(or init_range); nothing was stored")
+
+
+def _resume(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, dev):
+    state = checkpoints.load_train_state(Path(folder))
+    saved = checkpoints.read_meta(Path(folder))
+    for key, ours in (("model", model.toymech_config.to_dict()), ("train", cfg.to_dict()),
+                      ("task", task.to_dict())):
+        theirs = saved.get(key, {})
+        diff = [k for k in set(ours) | set(theirs)
+                if checkpoints.jsonable(ours.get(k)) != theirs.get(k)]
+        if diff:
+            k = sorted(diff)[0]
+            raise ValueError(f"resume_from={str(folder)!r} does not match this run: "
+                             f"{key}.{k} is {theirs.get(k)!r} there, {ours.get(k)!r} here")
+    weights = checkpoints.load_file_state(Path(folder))
+    checkpoints.load_state_checked(model, {k: v.to(dev) for k, v in weights.items()}, str(folder))
+    opt.load_state_dict(state["optimizer"])
+    sched.load_state_dict(state["scheduler"])
+    gen.set_state(state["generator"].to(gen.get_state().device))
+    return state["history"], int(state["step"])
+
+
+def save_training_checkpoint(folder: Path, model, task: Task, cfg: TrainConfig, opt, sched,
+                             data_gen: torch.Generator, history, step: int) -> Path:
+    train_state = {"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                   "generator": data_gen.get_state().cpu(), "history": history, "step": step}
+    meta = {"task": task.to_dict(), "train": cfg.to_dict(), "step": step,
+            "metrics": history[-1] if history else {}}
+    return checkpoints.save_model(folder, model, meta, train_state)
+
+
+def latest_checkpoint(checkpoint_dir: str | Path) -> Path | None:
+    """The newest complete ``step_*`` folder (temporary folders are hidden and skipped)."""
+    folders = sorted(Path(checkpoint_dir).glob("step_*"))
+    return folders[-1] if folders else None
+
+
+def _progress(iterable, total: int, initial: int, progress: bool, desc: str):
+    if not progress:
+        return iterable
+    from tqdm.auto import tqdm
+    return tqdm(iterable, total=total, initial=initial, desc=desc, mininterval=1.0,
+                smoothing=0.1)
