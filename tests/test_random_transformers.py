@@ -228,9 +228,12 @@ def test_run_grid_stacked_equals_sequential_rows(tmp_path):
                     stacked=True, **kw)
     b = rt.run_grid(["needle"], [8], ["random"], [0, 1], "smoke", Zoo(tmp_path / "b"),
                     stacked=False, **kw)
-    assert list(a["seed"]) == [0, 1] and bool(a["loaded"].all())
+    assert list(a["seed"]) == [0, 1] and not a["loaded"].any() and not b["loaded"].any()
     assert a["acc"].tolist() == pytest.approx(b["acc"].tolist(), abs=0.02)
     assert a["loss"].tolist() == pytest.approx(b["loss"].tolist(), abs=1e-3)
+    again = rt.run_grid(["needle"], [8], ["random"], [0, 1], "smoke", Zoo(tmp_path / "a"),
+                        stacked=True, **kw)
+    assert again["loaded"].all() and again["acc"].tolist() == a["acc"].tolist()
 
 
 @pytest.mark.parametrize("size", ["smoke", "default", "paper"])

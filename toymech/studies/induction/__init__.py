@@ -10,15 +10,17 @@ from .claims import CLAIMS, POST, POST_PATHS, SOURCE, numbers, scorecard
 from .experiments import (EXPERIMENTS, LEARNED, MAIN, MODELS, SIZES, eval_sets, experiment,
                           validate)
 from .measure import (MECHANISM_SETS, POST_SETS, Model, ablation_table, algorithm_in_words,
-                      attention_view, compare_with_post, copy_table, eigenvalue_sets,
-                      load_models, loss_table, measure, mechanism_table, mechanism_verdict,
-                      path_table)
+                      chance_loss,
+                      algorithms_text, attention_view, compare_with_post, copy_table, describe,
+                      eigenvalue_sets, load_models, loss_table, measure, measure_all,
+                      mechanism_table, mechanism_verdict, path_table, training_summary,
+                      verdict_lines)
 
 TITLE = "Induction heads on repeated letter blocks"
 
 __all__ = ["CLAIMS", "EXPERIMENTS", "LEARNED", "MAIN", "MECHANISM_SETS", "MODELS", "POST",
            "POST_PATHS", "POST_SETS", "SIZES", "SOURCE", "TITLE", "Model", "ablation_table",
-           "algorithm_in_words", "attention_view", "compare_with_post", "copy_table",
-           "eigenvalue_sets", "eval_sets", "experiment", "load_models", "loss_table", "measure",
+           "algorithm_in_words", "algorithms_text", "chance_loss", "attention_view", "describe", "compare_with_post", "copy_table",
+           "eigenvalue_sets", "eval_sets", "experiment", "load_models", "loss_table", "measure", "measure_all",
            "mechanism_table", "mechanism_verdict", "numbers", "path_table", "scorecard",
-           "validate"]
+           "training_summary", "validate", "verdict_lines"]

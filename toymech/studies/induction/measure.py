@@ -234,3 +234,45 @@ def compare_with_post(models: dict[str, Model], floor: float) -> list[str]:
             lines.append(f"{name}: doubled letters cost {rel:+.0f} % over the test loss "
                          f"(post: +86 % for 1-layer smeared, +65 % for 2-layer).")
     return lines
+
+
+def describe(task: RepeatedBlocks, sets: dict[str, Batch], size: str, seed: int,
+             device: torch.device) -> str:
+    """The run's settings and one training sequence, for the notebook's first output."""
+    return (f"size={size}, device={device}, seed={seed}; loss floor {task.loss_floor:.3f} nats, "
+            f"chance {math.log(task.n_letters):.3f}\nexample: {task.decode(sets['test'].tokens[0])}")
+
+
+def training_summary(models: dict[str, Model]) -> str:
+    """One line per model: loaded or trained, parameters, steps, time, device."""
+    lines = []
+    for name, m in models.items():
+        meta = m.entry.meta
+        where = "loaded from the zoo" if m.entry.loaded else "trained now"
+        lines.append(f"{name:24s} {where}: {meta['trainable']:,} trainable parameters, "
+                     f"{meta['train']['steps']:,} steps, {meta['seconds']:.0f} s on {meta['device']}")
+    return "\n".join(lines)
+
+
+def measure_all(models: dict[str, Model], sets: dict[str, Batch], n_pattern: int = 64) -> None:
+    """``measure`` every model, attention scores on the first ``n_pattern`` test sequences."""
+    for m in models.values():
+        measure(m, sets, sets["test"].tokens[:n_pattern])
+
+
+def algorithms_text(models: dict[str, Model], chance: float, k_baseline: float | None) -> str:
+    """``algorithm_in_words`` for every model, one paragraph each."""
+    return "\n\n".join(f"{name}:\n  {algorithm_in_words(m, chance, k_baseline)}"
+                       for name, m in models.items())
+
+
+def verdict_lines(models: dict[str, Model], floor: float, chance: float) -> str:
+    """The comparison with the post and each model's mechanism verdict, as bullet lines."""
+    lines = compare_with_post(models, floor)
+    lines += [f"{name}: {mechanism_verdict(m.losses, chance)}" for name, m in models.items()]
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def chance_loss(task: RepeatedBlocks) -> float:
+    """ln(n_letters): the loss of a uniform guess, the scale of the mechanism check."""
+    return math.log(task.n_letters)

@@ -15,7 +15,7 @@ import torch
 from ...core import seed_for
 from ...devices import make_generator, resolve_device
 from ...tasks.base import Batch, Task
-from ...training import Experiment, Zoo, evaluate
+from ...training import Experiment, Zoo, ZooEntry, evaluate
 from .claims import PAPER_LINEARISED_W512
 from .experiments import Plan, baseline_experiment, experiment, mode_of, size_spec, task_for
 
@@ -41,15 +41,18 @@ def load(zoo: Zoo, exp: Experiment, device: str | torch.device = "cpu"):
 
 
 def run(exp: Experiment, zoo: Zoo, device: str | torch.device = "cpu", eval_n: int = 2048,
-        log=None) -> dict[str, Any]:
+        log=None, entry: ZooEntry | None = None, loaded: bool | None = None) -> dict[str, Any]:
     """Train (or load) ``exp`` and return one table row: test metrics, parameter counts, time.
 
-    Metrics are measured on the run's own evaluation sets (seed ``exp.train.seed``)."""
-    entry = zoo.get_or_train(exp, device=device, progress=False, log=log)
+    Metrics are measured on the run's own evaluation sets (seed ``exp.train.seed``). ``entry``:
+    the zoo entry if the caller already has it; ``loaded``: whether it was in the zoo before
+    (default: the entry's own flag)."""
+    entry = entry or zoo.get_or_train(exp, device=device, progress=False, log=log)
     metrics = evaluate_sets(entry.model, exp.task, eval_n, exp.train.seed, device)
     row = {"task": exp.task.name, "width": exp.model.d_model, "mode": mode_of(exp.train.freeze),
            "seed": exp.model.seed, "trainable": entry.meta.get("trainable"),
-           "seconds": entry.meta.get("seconds"), "loaded": entry.loaded}
+           "seconds": entry.meta.get("seconds"),
+           "loaded": entry.loaded if loaded is None else loaded}
     for set_name, values in metrics.items():
         for key, value in values.items():
             row[key if set_name == "test" else f"{set_name}_{key}"] = value
@@ -62,7 +65,8 @@ def run_grid(task_names: Iterable[str], widths: Iterable[int], modes: Iterable[s
     """Every (task, width, mode, seed) combination, one row each (see ``run``).
 
     The missing seeds of each setting train together as stacked seeds where that pays
-    (``Zoo.get_or_train_many``; ``stacked`` forces it on or off).
+    (``Zoo.get_or_train_many``; ``stacked`` forces it on or off). ``loaded`` says whether a run
+    was in the zoo before this call.
     """
     seeds, widths, modes = list(seeds), list(widths), list(modes)
     rows = []
@@ -71,9 +75,10 @@ def run_grid(task_names: Iterable[str], widths: Iterable[int], modes: Iterable[s
             for mode in modes:
                 exps = [experiment(task_name, width, mode, size, seed, **train_overrides)
                         for seed in seeds]
-                zoo.get_or_train_many(exps, device=device, stacked=stacked)
-                rows.extend(run(exp, zoo, device, size_spec(size).eval_n, log=log)
-                            for exp in exps)
+                had = [zoo.has(e) for e in exps]
+                entries = zoo.get_or_train_many(exps, device=device, stacked=stacked, log=log)
+                rows.extend(run(exp, zoo, device, size_spec(size).eval_n, entry=entry,
+                                loaded=was) for exp, entry, was in zip(exps, entries, had))
     return pd.DataFrame(rows)
 
 
