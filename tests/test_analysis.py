@@ -104,6 +104,12 @@ def test_pattern_scores_on_hand_built_patterns():
         ind[0, 0, i, i - 2 if i >= 3 else 0] = 1
     det = analysis.detection_patterns(tokens, "induction")
     assert float(analysis.pattern_scores(ind, det)[0]) == pytest.approx(3 / 6)
+    # only the positions where an induction head can act (an earlier copy exists) count
+    where = torch.tensor([[False, False, False, True, True, True]])
+    assert float(analysis.pattern_scores(ind, det, where)[0]) == pytest.approx(1.0)
+    assert float(analysis.pattern_scores(ind, det, ~where)[0]) == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="mask=\\(1, 5\\)"):
+        analysis.pattern_scores(ind, det, where[:, :5])
     with pytest.raises(ValueError, match="kind='copy'"):
         analysis.detection_patterns(tokens, "copy")
 

@@ -261,8 +261,9 @@ def build_reports(
 ) -> list[ReportEntry]:
     """Execute each notebook with papermill and render it to ``out_dir/<name>.html``.
 
-    ``size`` (smoke, default or paper), ``device``, ``seed`` and ``extra_parameters`` are injected into each notebook's
-    cell tagged ``parameters``; all notebooks and arguments are checked before any runs
+    ``size`` (smoke, default or paper), ``device``, ``seed`` and ``extra_parameters`` are
+    injected into each notebook's cell tagged ``parameters``; all notebooks and arguments are
+    checked before any runs
     (``ValueError`` naming the problem). ``kernel_name="python3"`` runs the notebooks in this
     Python environment. ``on_start(i, path)`` / ``on_done(i, entry)`` report progress.
     Returns one entry per notebook, in order; a failed notebook has ``entry.status == "failed"``.

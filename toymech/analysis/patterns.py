@@ -33,26 +33,43 @@ def detection_patterns(tokens: torch.Tensor, kind: str) -> Float[torch.Tensor, "
 
 
 def pattern_scores(patterns: Float[torch.Tensor, "batch n_heads q k"],
-                   detection: Float[torch.Tensor, "batch q k"]) -> Float[torch.Tensor, "n_heads"]:
-    """Mean over the batch of Σ(A ⊙ D) / ΣA per head (the 'mul' measure of TransformerLens)."""
+                   detection: Float[torch.Tensor, "batch q k"],
+                   mask: torch.Tensor | None = None) -> Float[torch.Tensor, "n_heads"]:
+    """Σ(A ⊙ D) / ΣA per head over the query rows that count (the 'mul' measure of
+    TransformerLens), averaged over the batch.
+
+    ``mask`` [batch, q] (bool) keeps only the query positions where the pattern matters (e.g.
+    the positions whose next token is predictable from context); None = every position. A head
+    attending 0.9 where it matters but uniformly elsewhere scores 0.9 with the mask, and far less
+    averaged over every row.
+    """
     check(patterns.ndim == 4 and patterns.shape[0] == detection.shape[0]
           and patterns.shape[-2:] == detection.shape[-2:], "patterns", tuple(patterns.shape),
           f"[batch, n_heads, q, k] matching detection {tuple(detection.shape)}")
     detection = detection.to(patterns.device, patterns.dtype)[:, None]
-    return ((patterns * detection).sum((-2, -1)) / patterns.sum((-2, -1))).mean(0).cpu()
+    rows = (patterns * detection).sum(-1) / patterns.sum(-1)  # [batch, heads, q]
+    if mask is None:
+        mask = torch.ones(rows.shape[0], rows.shape[-1], dtype=torch.bool)
+    check(tuple(mask.shape) == (rows.shape[0], rows.shape[-1]) and bool(mask.any()), "mask",
+          tuple(mask.shape), f"None or a bool [batch, q] = {(rows.shape[0], rows.shape[-1])} "
+          "with at least one True")
+    m = mask.to(rows.device, rows.dtype)[:, None]  # [batch, 1, q]
+    return ((rows * m).sum((0, -1)) / m.sum((0, -1))).cpu()
 
 
 @torch.no_grad()
 def head_pattern_scores(model: HookedTransformer, tokens: torch.Tensor,
-                        kinds: tuple[str, ...] = tuple(DETECTORS)
+                        kinds: tuple[str, ...] = tuple(DETECTORS),
+                        mask: torch.Tensor | None = None
                         ) -> dict[str, Float[torch.Tensor, "n_layers n_heads"]]:
-    """Previous-token, duplicate-token and induction scores of every head on ``tokens``."""
+    """Previous-token, duplicate-token and induction scores of every head on ``tokens``;
+    ``mask`` [batch, pos] keeps only the query positions that count (see ``pattern_scores``)."""
     _, cache = model.run_with_cache(tokens.to(model.cfg.device),
                                     names_filter=lambda n: n.endswith("hook_pattern"))
     out: dict[str, torch.Tensor] = {}
     for kind in kinds:
         det = detection_patterns(tokens, kind)
-        out[kind] = torch.stack([pattern_scores(cache["pattern", layer], det)
+        out[kind] = torch.stack([pattern_scores(cache["pattern", layer], det, mask)
                                  for layer in range(model.cfg.n_layers)])
     return out
 

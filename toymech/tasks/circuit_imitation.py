@@ -34,6 +34,9 @@ class CircuitImitation(Task):
     length: int = 16
     logit_scale: float = 2.0
     target_seed: int = 0
+    # 2: the plain-PyTorch RandomGPT2 below. Part of the task's config (and so of zoo keys):
+    # students trained against the earlier TransformerLens-built target are never reused.
+    target_version: int = 2
 
     def __post_init__(self) -> None:
         check(isinstance(self.target_width, int) and self.target_width >= 2, "target_width",
@@ -51,6 +54,8 @@ class CircuitImitation(Task):
               "logit_scale", self.logit_scale, "a number > 0")
         check(isinstance(self.target_seed, int) and self.target_seed >= 0, "target_seed",
               self.target_seed, "an integer >= 0")
+        check(self.target_version == 2, "target_version", self.target_version,
+              "2 (the only target this version builds)")
 
     @property
     def vocab(self) -> list[str]:
