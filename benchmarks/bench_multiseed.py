@@ -14,9 +14,8 @@ import torch
 
 from toymech.devices import resolve_device
 from toymech.models import build_model
-from toymech.multiseed import train_seeds
 from toymech.studies import random_transformers as rt
-from toymech.training import train
+from toymech.training import train, train_stacked
 
 
 def main() -> None:
@@ -41,9 +40,11 @@ def main() -> None:
                                 log=None).model)
     t_seq = time.perf_counter() - t
     t = time.perf_counter()
-    stacked = train_seeds(exps, args.device)
+    stacked = train_stacked([build_model(e.model, args.device) for e in exps], exps[0].task,
+                            [e.train for e in exps], device=args.device, progress=False, log=None)
     t_stack = time.perf_counter() - t
-    diff = max(float((a - b).detach().abs().max()) for m1, (m2, _, _) in zip(sequential, stacked)
+    diff = max(float((a - b).detach().abs().max()) for m1, r in zip(sequential, stacked)
+               for m2 in [r.model]
                for a, b in zip(m1.parameters(), m2.parameters()))
     print(f"{args.seeds} seeds x {args.steps} steps, {args.task}, width {args.width}, "
           f"{args.mode}, device {args.device}, {args.threads} thread(s)")
