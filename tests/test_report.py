@@ -186,6 +186,7 @@ def test_figures_without_html_are_flagged_in_the_report():
 
 def test_parallel_jobs_keep_order_and_results(tmp_path, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("TOYMECH_THREADS", raising=False)
     monkeypatch.chdir(FIXTURES.parent)  # relative paths, as a user types them
     entries = build_reports([f"fixtures/{OK.name}", f"fixtures/{FAIL.name}"], out_dir=tmp_path,
                             size="default", device="cpu", seed=3, trust=False, jobs=2)
@@ -194,6 +195,6 @@ def test_parallel_jobs_keep_order_and_results(tmp_path, monkeypatch):
     index = json.loads((tmp_path / "index.json").read_text())
     assert sorted(row["status"] for row in index) == ["failed", "ok"]
     import os
-    assert "OMP_NUM_THREADS" not in os.environ  # the kernels' share is not left behind
+    assert "OMP_NUM_THREADS" not in os.environ and "TOYMECH_THREADS" not in os.environ
     with pytest.raises(ValueError, match="jobs=0"):
         build_reports([OK], out_dir=tmp_path, jobs=0)
