@@ -44,8 +44,17 @@ def _notebook_dir(given: str | None) -> Path:
     raise UsageError("no notebooks/ folder here or in the toymech checkout; pass --dir")
 
 
+def _check_cache(cache: str | None) -> None:
+    # Before any work: a zoo that cannot be written would otherwise fail after training.
+    if cache is not None:
+        from toymech.core import check_path_writable_dir
+
+        check_path_writable_dir("--cache", cache)
+
+
 def _set_cache(cache: str | None) -> None:
     # Exported, not passed: notebooks executed by papermill run in kernels that inherit it.
+    _check_cache(cache)
     if cache is not None:
         os.environ["TOYMECH_CACHE"] = str(Path(cache).expanduser().resolve())
 
@@ -58,6 +67,8 @@ def _parse_param(text: str) -> tuple[str, object]:
         value = json.loads(raw)  # numbers, true/false, null, lists; anything else is a string
     except json.JSONDecodeError:
         value = raw
+    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+        raise UsageError(f"--param {name}={raw!r} is not allowed: a finite number, JSON or a string")
     return name, value
 
 
@@ -70,7 +81,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from toymech.devices import resolve_device
     from toymech.report import build_reports
 
+    from toymech.core import check_path_writable_dir
+
     resolve_device(args.device)  # fails fast (exit 2) when e.g. cuda is asked for but absent
+    check_path_writable_dir("--out", args.out)
     _set_cache(args.cache)
     if args.notebooks:
         notebooks = [Path(p) for p in args.notebooks]
@@ -108,6 +122,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_lab(args: argparse.Namespace) -> int:
+    _check_cache(args.cache)
     folder = _notebook_dir(args.dir).resolve()
     # `python -m jupyterlab` from this interpreter: the default kernel is then this environment.
     command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}"]
@@ -162,12 +177,15 @@ def _model_rows(cache: str | None) -> list[dict]:
     from toymech.training import Zoo
 
     rows = []
-    for meta in Zoo(cache).entries():
-        history = meta.get("history") or [{}]
-        final = _final_metrics(history[-1])
-        rows.append({"name": meta.get("name") or "", "task": meta.get("task", {}).get("name", ""),
+    for meta in Zoo(cache).entries():  # never raises on a bad entry: it comes back as damaged
+        history = meta.get("history") if isinstance(meta.get("history"), list) else None
+        last = history[-1] if history else {}
+        task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
+        rows.append({"name": meta.get("name") or "", "task": task.get("name", ""),
                      "path": meta["path"], "device": meta.get("device"), "seconds": meta.get("seconds"),
-                     "created": meta.get("created"), "final": final})
+                     "created": meta.get("created"),
+                     "final": _final_metrics(last) if isinstance(last, dict) else {},
+                     "status": meta["status"], "problem": meta["problem"]})
     return rows
 
 
@@ -213,10 +231,37 @@ def _cmd_list(args: argparse.Namespace) -> int:
         where = Path(args.cache).expanduser() if args.cache else default_cache_dir()
         print(f"cached models in {where}:" + ("" if data["models"] else " none"))
         for row in data["models"]:
+            if row["status"] == "damaged":
+                print(f"  {'DAMAGED':<32} {Path(row['path']).name}: {row['problem']} "
+                      "('toymech zoo verify --fix' moves it aside)")
+                continue
             label = row["name"] or row["task"]
+            seconds = row["seconds"] if isinstance(row["seconds"], (int, float)) else 0
+            mark = "" if row["status"] == "ok" else " (unverified: saved by an older toymech)"
             print(f"  {label:<32} {_fmt_metrics(row['final'])}  [{row['device']}, "
-                  f"{row['seconds'] or 0:.0f} s, {row['created']}] {Path(row['path']).name}")
+                  f"{seconds:.0f} s, {row['created']}] {Path(row['path']).name}{mark}")
     return EXIT_OK
+
+
+def _cmd_zoo_verify(args: argparse.Namespace) -> int:
+    from toymech.training import Zoo
+
+    zoo = Zoo(args.cache)
+    rows = zoo.verify(fix=args.fix)
+    for row in rows:
+        name = Path(row["path"]).name
+        if row["status"] == "damaged":
+            where = f"; moved to {row['quarantined']}" if row.get("quarantined") else ""
+            print(f"DAMAGED     {name}: {row['problem']}{where}")
+        else:
+            print(f"{row['status']:<11} {name}")
+    damaged = sum(r["status"] == "damaged" for r in rows)
+    unverified = sum(r["status"] == "unverified" for r in rows)
+    print(f"{len(rows) - damaged - unverified} ok, {unverified} unverified (older toymech), "
+          f"{damaged} damaged in {zoo.root}"
+          + ("" if not damaged or args.fix else "; 'toymech zoo verify --fix' moves them aside"),
+          file=sys.stderr)
+    return EXIT_FAILED if damaged else EXIT_OK
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,22 +280,34 @@ def _load_experiment(args: argparse.Namespace):
             spec = json.loads(Path(args.config).read_text(encoding="utf-8"))
         except OSError as exc:
             raise UsageError(f"cannot read --config {args.config!r}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"--config {args.config!r} is not allowed: a UTF-8 JSON file") from None
         except json.JSONDecodeError as exc:
-            raise UsageError(f"--config {args.config!r} is not valid JSON: {exc}") from None
+            raise UsageError(f"--config {args.config!r} is not valid JSON: line {exc.lineno}, "
+                             f"column {exc.colno}: {exc.msg}") from None
         if not isinstance(spec, dict):
             raise UsageError(f"--config {args.config!r} must hold a JSON object with task, model and train")
+        name = spec.get("name", "")
+        if not isinstance(name, str):
+            raise UsageError(f"name={name!r} in --config {args.config!r} is not allowed: a string")
         experiment = Experiment.from_dict(spec)
     else:
         experiment = experiments.get(args.experiment, size=args.size, seed=args.seed)
     if args.steps is not None:
         train = experiment.train
-        experiment.train = train.replace(steps=args.steps, eval_every=min(train.eval_every, args.steps))
+        experiment.train = train.replace(steps=args.steps, eval_every=min(train.eval_every, args.steps),
+                                         warmup_steps=min(train.warmup_steps, args.steps - 1))
     return experiment
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from toymech.training import Zoo
 
+    _check_cache(args.cache)
+    if args.dump_config and args.dump_config != "-":
+        from toymech.core import check_path_writable_file
+
+        check_path_writable_file("--dump-config", args.dump_config)
     experiment = _load_experiment(args)
     if args.dump_config:
         text = json.dumps(experiment.to_dict(), indent=1)
@@ -278,21 +335,28 @@ def _cmd_train(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def _nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative; expected an integer >= 0")
-    return value
+def _int_option(lo: int, hi: int, hi_text: str | None = None):
+    """An argparse type: an integer in lo..hi (argparse names the option in its message)."""
+    allowed = f"an integer in {lo}..{hi_text or f'{hi:,}'}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; expected {allowed}") from None
+        if value < 0 <= lo:
+            raise argparse.ArgumentTypeError(f"{value} is negative; expected {allowed}")
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is not allowed; expected {allowed}")
+        return value
+
+    return parse
 
 
-def _positive_int(text: str) -> int:
-    value = _nonnegative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("0 is not allowed; expected an integer >= 1")
-    return value
+_seed = _int_option(0, 2**62 - 1, "2**62 - 1")  # == toymech.core.check_seed
+_steps = _int_option(1, 10**8)  # == TrainConfig.steps
+_jobs = _int_option(1, 256)
+_port = _int_option(1, 65_535)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -307,8 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="experiment name, e.g. induction-2l ('toymech list experiments')")
     p.add_argument("--config", help="JSON file with task, model and train (see --dump-config)")
     p.add_argument("--size", choices=SIZES, default="default", help="smoke, default or paper (default: default)")
-    p.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the model and the data (default: 0)")
-    p.add_argument("--steps", type=_positive_int, help="override the number of training steps")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the model and the data (default: 0)")
+    p.add_argument("--steps", type=_steps, help="override the number of training steps (at most 10**8)")
     p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps")
     p.add_argument("--cache", help=cache_help)
     p.add_argument("--retrain", action="store_true", help="train even if the zoo has this model")
@@ -324,6 +388,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_list)
 
+    p = sub.add_parser("zoo", help="check the model zoo (zoo verify [--fix])",
+                       description="Maintain the model zoo.")
+    zoo_sub = p.add_subparsers(dest="zoo_command", metavar="ACTION", parser_class=_Parser, required=True)
+    p = zoo_sub.add_parser("verify", help="check every cached model (exit 1 if one is damaged)",
+                           description="Check every cached model: its weights against their recorded "
+                           "sha256, its metadata against its hash, finite weights that fit its config. "
+                           "Exit 0 when none is damaged (unverified entries, saved by an older "
+                           "toymech, are not damaged), 1 otherwise.")
+    p.add_argument("--fix", action="store_true",
+                   help="move damaged entries to <zoo>/.quarantine (kept, not deleted) and clean "
+                   "what killed runs left")
+    p.add_argument("--cache", help=cache_help)
+    p.set_defaults(func=_cmd_zoo_verify)
+
     p = sub.add_parser("report", help="execute notebooks with papermill and render offline HTML reports",
                        description="Execute notebooks (default: every notebooks/*.ipynb) and write "
                        "self-contained HTML reports plus index.html. Exit code 1 if a notebook failed.")
@@ -332,11 +410,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", choices=SIZES, default="default",
                    help="size passed to every notebook's parameters cell (default: default)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    p.add_argument("--seed", type=_nonnegative_int, default=0, help="seed passed to every notebook (default: 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed passed to every notebook (default: 0)")
     p.add_argument("--out", default="reports", help="output folder (default: reports)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="extra notebook parameter (repeatable); VALUE is JSON or a string")
-    p.add_argument("--jobs", type=_positive_int, default=1,
+    p.add_argument("--jobs", type=_jobs, default=1,
                    help="notebooks executed at once; each kernel gets cores/jobs threads (default: 1)")
     p.add_argument("--cache", help=cache_help)
     p.set_defaults(func=_cmd_report)
@@ -344,7 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("lab", help="start JupyterLab on the notebooks",
                        description="Start JupyterLab (this Python environment as the kernel) on notebooks/.")
     p.add_argument("--dir", help="notebook folder (default: ./notebooks)")
-    p.add_argument("--port", type=_positive_int, help="server port")
+    p.add_argument("--port", type=_port, help="server port")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.add_argument("--cache", help=cache_help)
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")

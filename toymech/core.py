@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
+import os
 from typing import Any
 
 SIZES = ("smoke", "default", "paper")
@@ -37,7 +39,117 @@ STREAMS = {"init": 0, "data": 0, "train_eval": 1_000_003, "eval": 2_000_003,
 def check(condition: bool, name: str, value: Any, allowed: str) -> None:
     """Raise ``ValueError`` naming the parameter, the value given and what is allowed."""
     if not condition:
-        raise ValueError(f"{name}={value!r} is not allowed: {allowed}")
+        raise ValueError(f"{name}={_quote(value)} is not allowed: {allowed}")
+
+
+def _quote(value: Any) -> str:
+    text = repr(value)  # one line, and short: a message names the value, it does not dump it
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def is_int(value: Any) -> bool:
+    """An integer: Python or numpy (anything with ``__index__``), never a bool."""
+    return (not isinstance(value, bool) and not _is_numpy_bool(value)
+            and hasattr(type(value), "__index__"))
+
+
+def _is_numpy_bool(value: Any) -> bool:
+    return type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool")
+
+
+def _range_text(lo: Any, hi: Any) -> str:
+    if lo is not None and hi is not None:
+        return f"in {lo:,}..{hi:,}" if isinstance(lo, int) else f"in [{lo}, {hi}]"
+    if lo is not None:
+        return f">= {lo}"
+    return f"<= {hi:,}" if hi is not None else ""
+
+
+def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
+    """An integer in ``lo..hi`` (inclusive; None = unbounded): bool is not one, 3.0 is not one,
+    numpy integers are. Returns it as a Python int."""
+    ok = is_int(value) and (lo is None or int(value) >= lo) and (hi is None or int(value) <= hi)
+    check(ok, name, value, f"an integer {_range_text(lo, hi)}".rstrip())
+    return int(value)
+
+
+def check_float(name: str, value: Any, lo: float | None = None, hi: float | None = None, *,
+                lo_open: bool = False, hi_open: bool = False) -> float:
+    """A finite real number (int or float, numpy too; bool and strings are not) in the range
+    ``lo``..``hi`` (``lo_open``/``hi_open`` exclude the ends). Python numbers are returned as
+    given (so configs keep their JSON form), numpy numbers as float."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ok = real and math.isfinite(float(value))
+    if ok:
+        v = float(value)
+        ok = ((lo is None or (v > lo if lo_open else v >= lo))
+              and (hi is None or (v < hi if hi_open else v <= hi)))
+    lo_s = "" if lo is None else ("(" if lo_open else "[") + f"{lo}, "
+    hi_s = "" if hi is None else f"{hi}" + (")" if hi_open else "]")
+    where = (f" in {lo_s}{hi_s}" if lo is not None and hi is not None else
+             f" {'>' if lo_open else '>='} {lo}" if lo is not None else
+             f" {'<' if hi_open else '<='} {hi}" if hi is not None else "")
+    check(ok, name, value, f"a finite number{where}")
+    return value if type(value) in (int, float) else float(value)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """True or False (numpy bools too); 0, 1, "no" and "false" are not booleans."""
+    check(isinstance(value, bool) or _is_numpy_bool(value), name, value,
+          "True or False (JSON true/false)")
+    return bool(value)
+
+
+def check_str(name: str, value: Any, choices: Any = None, *, empty: bool = False) -> str:
+    """A string (one of ``choices`` when given; non-empty unless ``empty``)."""
+    if choices is not None:
+        check(isinstance(value, str) and value in choices, name, value,
+              f"one of {', '.join(repr(c) for c in choices)}")
+    check(isinstance(value, str) and (empty or value != ""), name, value,
+          "a string" if empty else "a non-empty string")
+    return value
+
+
+def check_path_writable_dir(name: str, path: Any) -> "Path":
+    """A folder that is or can be made writable: an existing writable directory, or a path
+    whose nearest existing parent is a writable directory. A file (or a file on the way) is
+    refused. Creates nothing; returns the expanded path."""
+    from pathlib import Path
+
+    check(isinstance(path, (str, Path)) and str(path).strip() != "" and "\0" not in str(path),
+          name, path, "a folder path (string)")
+    p = Path(path).expanduser()
+    if p.exists():
+        check(p.is_dir(), name, str(path), "a folder, not a file")
+        check(os.access(p, os.W_OK | os.X_OK), name, str(path), "a folder you can write to")
+        return p
+    parent = p.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    check(parent.is_dir(), name, str(path), f"a folder path ({parent} is a file)")
+    check(os.access(parent, os.W_OK | os.X_OK), name, str(path),
+          f"a folder that can be created ({parent} is not writable)")
+    return p
+
+
+def check_path_writable_file(name: str, path: Any) -> "Path":
+    """A file path that can be written: not a folder, in a folder that exists and is writable."""
+    from pathlib import Path
+
+    check(isinstance(path, (str, Path)) and str(path).strip() != "" and "\0" not in str(path),
+          name, path, "a file path (string)")
+    p = Path(path).expanduser()
+    check(not p.is_dir(), name, str(path), "a file path, not a folder")
+    parent = p.absolute().parent
+    check(parent.is_dir() and os.access(parent, os.W_OK | os.X_OK), name, str(path),
+          "a file in an existing folder you can write to")
+    return p
+
+
+def set_checked(obj: Any, **values: Any) -> None:
+    """Write checked, normalised values (e.g. numpy ints made ints) back onto a frozen dataclass."""
+    for key, value in values.items():
+        object.__setattr__(obj, key, value)
 
 
 def check_size(size: Any) -> str:
@@ -48,8 +160,8 @@ def check_size(size: Any) -> str:
 
 def check_seed(seed: Any, name: str = "seed") -> int:
     """A seed is a non-negative integer (bool is not; numpy integers are)."""
-    ok = not isinstance(seed, bool) and hasattr(seed, "__index__") and int(seed) >= 0
-    check(ok and int(seed) < 2**62, name, seed, "an integer in 0..2**62")
+    ok = is_int(seed) and 0 <= int(seed) < 2**62
+    check(ok, name, seed, "an integer in 0..2**62 - 1")
     return int(seed)
 
 

@@ -26,6 +26,7 @@ TASK_BATCH = {"smoke": 32, "default": 128, "paper": 256}
 
 def task_experiment(task_name: str, size: str = "default", seed: int = 0) -> Experiment:
     """The experiment every task gets: see the module docstring."""
+    size, seed = check_size(size), check_seed(seed)
     task = tasks.get(task_name)
     spec: dict[str, Any] = getattr(type(task), "default_experiment", None) or {}
     model = ModelConfig(**{"n_layers": 2, "n_heads": 4, "d_model": 64, "attn_only": False,
@@ -63,7 +64,8 @@ def names() -> list[str]:
 
 def get(name: str, size: str = "default", seed: int = 0) -> Experiment:
     reg = registry()
-    check(name in reg, "experiment", name, f"one of {', '.join(sorted(reg))}")
+    check(isinstance(name, str) and name in reg, "experiment", name,
+          f"one of {', '.join(sorted(reg))}")
     return reg[name].make(check_size(size), check_seed(seed))
 
 

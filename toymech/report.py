@@ -25,6 +25,7 @@ import datetime as _dt
 import html
 import json
 import logging
+import math
 import os
 import re
 import sqlite3
@@ -83,13 +84,19 @@ def _check_arguments(notebooks, size, device, seed, extra_parameters) -> list[Pa
         raise ValueError(f"size={size!r} is not allowed; expected a name like 'smoke' or 'default'")
     if not isinstance(device, str) or not _DEVICE_PATTERN.match(device):
         raise ValueError(f"device={device!r} is not allowed; expected auto, cpu, mps, cuda or cuda:N")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed={seed!r} is not allowed; expected an int >= 0")
+    from .core import check_path_writable_dir, check_seed
+
+    check_seed(seed)
     for name in extra_parameters:
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"extra parameter name {name!r} is not a Python identifier")
         if name in ("size", "device", "seed"):
             raise ValueError(f"extra parameter {name!r} is set by its own argument; pass {name}=... instead")
+        value = extra_parameters[name]
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{name}={value!r} is not allowed: a finite number")
+        if name == "cache_dir" and value is not None:  # the notebooks' model zoo
+            check_path_writable_dir("cache_dir", value)
     if isinstance(notebooks, (str, Path)):
         notebooks = [notebooks]
     paths = [Path(nb) for nb in notebooks]
@@ -275,8 +282,10 @@ def build_reports(
     import nbformat
     import papermill
 
-    if not (isinstance(jobs, int) and jobs >= 1):
-        raise ValueError(f"jobs={jobs!r} is not allowed: an integer >= 1")
+    from .core import check_int, check_path_writable_dir
+
+    jobs = check_int("jobs", jobs, 1, 256)
+    check_path_writable_dir("out_dir", out_dir)  # before any notebook runs
 
     extra_parameters = dict(extra_parameters or {})
     # Absolute paths: papermill changes the process's working directory while a kernel starts,
@@ -373,16 +382,22 @@ def build_reports(
 
 @contextlib.contextmanager
 def _kernel_threads(jobs: int):
-    """With several kernels at once, give each a share of the cores (kernels inherit the
-    environment): oversubscribed torch threads slow everyone down many times over."""
-    if jobs == 1 or "OMP_NUM_THREADS" in os.environ:
+    """Give each kernel its share of the free cores (kernels inherit the environment:
+    ``TOYMECH_THREADS`` for toymech's thread policy, ``OMP_NUM_THREADS`` for torch itself):
+    oversubscribed torch threads slow everyone down many times over. A user's own setting of
+    either variable wins."""
+    from toymech.devices import choose_threads
+
+    if "OMP_NUM_THREADS" in os.environ or "TOYMECH_THREADS" in os.environ:
         yield
         return
-    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
+    n = str(choose_threads(None, jobs))
+    os.environ["OMP_NUM_THREADS"] = os.environ["TOYMECH_THREADS"] = n
     try:
         yield
     finally:
         os.environ.pop("OMP_NUM_THREADS", None)
+        os.environ.pop("TOYMECH_THREADS", None)
 
 
 def _load_previous(out: Path) -> list[ReportEntry]:

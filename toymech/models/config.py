@@ -14,9 +14,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core import check, dataclass_from_dict
+from ..core import (check, check_bool, check_float, check_int, check_seed, check_str,
+                    dataclass_from_dict, set_checked)
 
-POSITIONS = ("sinusoidal_qk", "shortformer", "standard", "rotary")
+POSITIONS = ("sinusoidal_qk", "post_sinusoidal_qk", "shortformer", "standard", "rotary")
+# Smeared keys: one alpha per head, or (the induction post's code) one per head and key position.
+SMEARS = ("per_head", "per_position")
+# Weight init: TransformerLens' own, or PyTorch's nn.Linear default (U(+-1/sqrt(fan_in))).
+INITS = ("transformer_lens", "torch_linear")
 NORMALIZATIONS = (None, "LN", "LNPre")
 ACT_FNS = ("gelu", "gelu_new", "relu", "solu_ln")
 
@@ -24,7 +29,11 @@ ACT_FNS = ("gelu", "gelu_new", "relu", "solu_ln")
 @dataclass(frozen=True)
 class ModelConfig:
     """A toy transformer. ``d_head`` defaults to ``d_model // n_heads``; ``d_mlp`` to 4*d_model
-    unless ``attn_only``. ``init_range`` None = TransformerLens' default (0.8/sqrt(d_model))."""
+    unless ``attn_only``. ``init_range`` None = TransformerLens' default (0.8/sqrt(d_model)).
+
+    ``positions="post_sinusoidal_qk"``, ``smear="per_position"`` and ``init="torch_linear"`` give
+    the induction post's exact model (see ``toymech.models.build``); the defaults keep older
+    configs (saved without these keys) meaning what they meant."""
 
     n_layers: int = 2
     n_heads: int = 4
@@ -39,45 +48,59 @@ class ModelConfig:
     positions: str = "sinusoidal_qk"
     smear_keys: bool = False
     smear_init: float = 0.73
+    smear: str = "per_head"
     use_bias: bool = False
     init_range: float | None = None
+    init: str = "transformer_lens"
     variant: str = ""
     variant_options: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("n_layers", "n_heads", "d_model", "d_vocab", "n_ctx"):
-            value = getattr(self, name)
-            check(_is_int(value) and value >= 1, name, value, "an integer >= 1")
+        # Upper bounds are sane limits for toy models (nothing that would hang or exhaust memory).
+        for name, most in (("n_layers", 64), ("n_heads", 256), ("d_model", 16_384),
+                           ("d_vocab", 1_000_000), ("n_ctx", 65_536)):
+            set_checked(self, **{name: check_int(name, getattr(self, name), 1, most)})
         for name in ("attn_only", "smear_keys", "use_bias"):
-            check(isinstance(getattr(self, name), bool), name, getattr(self, name), "True or False")
-        check(_is_int(self.seed) and self.seed >= 0, "seed", self.seed, "an integer >= 0")
-        check(isinstance(self.variant_options, dict), "variant_options", self.variant_options,
-              "a dict of the variant's options")
-        check(self.d_vocab >= 2, "d_vocab", self.d_vocab, "an integer >= 2")
+            set_checked(self, **{name: check_bool(name, getattr(self, name))})
+        set_checked(self, seed=check_seed(self.seed))
+        check(isinstance(self.variant_options, dict)
+              and all(isinstance(k, str) for k in self.variant_options), "variant_options",
+              self.variant_options, "a dict of the variant's options (string keys)")
+        check(not self.variant_options or self.variant != "", "variant_options",
+              self.variant_options, "{} when no variant is given")
+        _check_variant_options(self.variant, self.variant_options)
+        check_int("d_vocab", self.d_vocab, 2, 1_000_000)
         if self.d_head is None:
             check(self.d_model % self.n_heads == 0, "n_heads", self.n_heads,
                   f"a divisor of d_model={self.d_model} (or give d_head)")
             object.__setattr__(self, "d_head", self.d_model // self.n_heads)
-        check(isinstance(self.d_head, int) and self.d_head >= 1, "d_head", self.d_head,
-              "an integer >= 1")
+        set_checked(self, d_head=check_int("d_head", self.d_head, 1, 16_384))
         if self.attn_only:
             check(self.d_mlp is None, "d_mlp", self.d_mlp, "None when attn_only=True")
         elif self.d_mlp is None:
             object.__setattr__(self, "d_mlp", 4 * self.d_model)
-        check(self.positions in POSITIONS, "positions", self.positions, f"one of {POSITIONS}")
+        else:
+            set_checked(self, d_mlp=check_int("d_mlp", self.d_mlp, 1, 65_536))
+        check_str("positions", self.positions, POSITIONS)
+        check_str("smear", self.smear, SMEARS)
+        check_str("init", self.init, INITS)
+        check(self.init == "transformer_lens" or self.init_range is None, "init_range",
+              self.init_range, f"None with init={self.init!r} (its bounds are 1/sqrt(fan_in))")
+        check(self.normalization is None or isinstance(self.normalization, str), "normalization",
+              self.normalization, f"one of {NORMALIZATIONS}")
         check(self.normalization in NORMALIZATIONS, "normalization", self.normalization,
               f"one of {NORMALIZATIONS}")
-        check(self.act_fn in ACT_FNS, "act_fn", self.act_fn, f"one of {ACT_FNS}")
-        check(isinstance(self.smear_init, (int, float)) and not isinstance(self.smear_init, bool)
-              and 0.0 < self.smear_init < 1.0, "smear_init", self.smear_init,
-              "a number strictly between 0 and 1 (the initial sigmoid(alpha))")
+        check_str("act_fn", self.act_fn, ACT_FNS)
+        set_checked(self, smear_init=check_float("smear_init", self.smear_init, 0.0, 1.0,
+                                                 lo_open=True, hi_open=True))
         check(self.positions != "sinusoidal_qk" or self.d_head % 2 == 0, "d_head", self.d_head,
               "an even number with positions='sinusoidal_qk'")
-        check(self.init_range is None or (isinstance(self.init_range, (int, float))
-              and not isinstance(self.init_range, bool) and 0 < self.init_range < 1e6), "init_range", self.init_range,
-              "None or a finite number > 0")
-        check(self.variant == "" or self.variant in VARIANTS, "variant", self.variant,
+        if self.init_range is not None:
+            set_checked(self, init_range=check_float("init_range", self.init_range, 0.0, 1e6,
+                                                     lo_open=True))
+        check(isinstance(self.variant, str) and (self.variant == "" or self.variant in VARIANTS),
+              "variant", self.variant,
               f"'' or a registered variant: {', '.join(sorted(VARIANTS)) or '(none registered)'}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,17 +127,42 @@ class ModelConfig:
 VARIANTS: dict[str, Callable[[Any, "ModelConfig"], None]] = {}
 
 
-def register_variant(name: str) -> Callable:
+# name -> the variant's options with their defaults (given to ``register_variant``): configs
+# then refuse unknown option names and values of another type than the default's.
+VARIANT_OPTIONS: dict[str, dict[str, Any]] = {}
+
+
+def register_variant(name: str, options: dict[str, Any] | None = None) -> Callable:
     def deco(fn: Callable[[Any, "ModelConfig"], None]) -> Callable:
         if name in VARIANTS:
             raise ValueError(f"model variant {name!r} is registered twice")
         VARIANTS[name] = fn
+        if options is not None:
+            VARIANT_OPTIONS[name] = dict(options)
         return fn
     return deco
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+def _check_variant_options(variant: str, options: dict[str, Any]) -> None:
+    """Option values are JSON scalars (finite numbers); with a registered schema, known names
+    only, each of its default's type (a None default: None or a finite number >= 0)."""
+    schema = VARIANT_OPTIONS.get(variant)
+    for key, value in options.items():
+        name = f"variant_options[{key!r}]"
+        if schema is not None:
+            check(key in schema, "variant_options key", key, f"one of {', '.join(schema)}")
+            default = schema[key]
+            if isinstance(default, bool):
+                check_bool(name, value)
+            elif isinstance(default, (int, float)):
+                check_float(name, value)
+            elif default is None and value is not None:
+                check_float(name, value, 0.0)
+            elif isinstance(default, str):
+                check_str(name, value, empty=True)
+        check(value is None or isinstance(value, (bool, int, str))
+              or (isinstance(value, float) and value == value and abs(value) != float("inf")),
+              name, value, "a JSON scalar (finite number, true/false, string or null)")
 
 
 BASELINE_KINDS = ("lstm", "linearised")
@@ -132,11 +180,11 @@ class BaselineConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check(self.kind in BASELINE_KINDS, "kind", self.kind, f"one of {', '.join(BASELINE_KINDS)}")
-        for name in ("d_model", "d_vocab", "n_ctx", "n_layers"):
-            v = getattr(self, name)
-            check(_is_int(v) and v >= 1, name, v, "an integer >= 1")
-        check(_is_int(self.seed) and self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        check_str("kind", self.kind, BASELINE_KINDS)
+        for name, most in (("d_model", 16_384), ("d_vocab", 1_000_000), ("n_ctx", 65_536),
+                           ("n_layers", 64)):
+            set_checked(self, **{name: check_int(name, getattr(self, name), 1, most)})
+        set_checked(self, seed=check_seed(self.seed))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

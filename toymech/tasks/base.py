@@ -15,7 +15,9 @@ from typing import Any, Callable, ClassVar
 
 import torch
 
-from ..core import check, dataclass_from_dict  # noqa: F401  (re-exported for task modules)
+# Re-exported for task modules (they import only from .base).
+from ..core import (check, check_bool, check_float, check_int, check_seed,  # noqa: F401
+                    check_str, dataclass_from_dict, is_int, set_checked)
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,7 @@ class Task:
 
     @staticmethod
     def check_batch_size(batch_size: int) -> None:
-        check(isinstance(batch_size, int) and batch_size >= 1, "batch_size", batch_size,
-              "a positive integer")
+        check_int("batch_size", batch_size, 1, 10**6)
 
 
 _REGISTRY: dict[str, Callable[..., Task]] = {}
@@ -135,8 +136,8 @@ def names() -> list[str]:
 
 def get(name: str, **params: Any) -> Task:
     """Build a registered task; unknown names and parameters raise ``ValueError``."""
-    if name not in _REGISTRY:
-        raise ValueError(f"task={name!r} is unknown: known tasks are {', '.join(names())}")
+    check(isinstance(name, str) and name in _REGISTRY, "task", name,
+          f"one of {', '.join(names())}")
     cls = _REGISTRY[name]
     if dataclasses.is_dataclass(cls):
         known = {f.name for f in dataclasses.fields(cls) if f.init}
@@ -151,6 +152,8 @@ def get(name: str, **params: Any) -> Task:
 
 def from_dict(d: dict[str, Any]) -> Task:
     """Inverse of ``Task.to_dict``."""
+    check(isinstance(d, dict), "task config", type(d).__name__,
+          "a JSON object (dict) with a name and the task's parameters")
     d = dict(d)
     name = d.pop("name", None)
     if name is None:

@@ -28,12 +28,13 @@ import functools
 import gzip
 import importlib.resources
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from .base import Batch, Task, check, register
+from .base import Batch, Task, check, check_float, check_int, check_str, register, set_checked
 
 TRIGGER_MODES = ("fixed", "random")
 VARIANTS = ("mixed", "only_triggers", "no_triggers")
@@ -99,17 +100,16 @@ class BigramTriggers(Task):
     bigram: tuple[tuple[float, ...], ...] | None = None
 
     def __post_init__(self) -> None:
-        check(self.trigger_mode in TRIGGER_MODES, "trigger_mode", self.trigger_mode,
-              f"one of {TRIGGER_MODES}")
-        check(self.variant in VARIANTS, "variant", self.variant, f"one of {VARIANTS}")
-        check(isinstance(self.length, int) and self.length >= 2, "length", self.length,
-              "an integer >= 2")
+        check_str("trigger_mode", self.trigger_mode, TRIGGER_MODES)
+        check_str("variant", self.variant, VARIANTS)
+        set_checked(self, length=check_int("length", self.length, 2, 65_536))
+        check(self.corpus is None or isinstance(self.corpus, (str, os.PathLike)), "corpus",
+              self.corpus, "None or the path of a text file")
         chars, uni, bi = self._load_statistics()
         n = len(chars)
-        check(isinstance(self.n_triggers, int) and 1 <= self.n_triggers <= n, "n_triggers",
-              self.n_triggers, f"an integer from 1 to the vocabulary size {n}")
-        check(isinstance(self.n_ood, int) and 0 <= self.n_ood <= n - self.n_triggers, "n_ood",
-              self.n_ood, f"an integer from 0 to {n - self.n_triggers} (vocabulary minus K)")
+        set_checked(self, n_triggers=check_int("n_triggers", self.n_triggers, 1, n))
+        # n_ood: at most the vocabulary minus K
+        set_checked(self, n_ood=check_int("n_ood", self.n_ood, 0, n - self.n_triggers))
         check(self.n_ood == 0 or self.trigger_mode == "random", "n_ood", self.n_ood,
               "0 with trigger_mode='fixed' (its OOD triggers are all non-fixed tokens)")
         rank = torch.argsort(uni, descending=True, stable=True)
@@ -136,10 +136,21 @@ class BigramTriggers(Task):
             return corpus_statistics(None if self.corpus is None else str(self.corpus))
         check(self.corpus is None and all(g is not None for g in given), "chars/unigram/bigram",
               "partly given", "all three (and no corpus) for a user-given distribution")
+        for name in ("chars", "unigram", "bigram"):
+            check(isinstance(getattr(self, name), (list, tuple)), name, getattr(self, name),
+                  "a list")
         chars = tuple(self.chars)
         object.__setattr__(self, "chars", chars)
         n = len(chars)
-        check(n >= 2 and len(set(chars)) == n, "chars", chars, "at least 2 distinct strings")
+        check(2 <= n <= 100_000 and len(set(chars)) == n and all(isinstance(c, str) for c in chars),
+              "chars", chars, "2..100,000 distinct strings")
+        for i, x in enumerate(self.unigram):
+            check_float(f"unigram[{i}]", x, 0.0)
+        for i, row in enumerate(self.bigram):
+            check(isinstance(row, (list, tuple)) and len(row) == n, f"bigram[{i}]", row,
+                  f"a list of {n} numbers")
+            for j, x in enumerate(row):
+                check_float(f"bigram[{i}][{j}]", x, 0.0)
         uni = torch.tensor(self.unigram, dtype=torch.float64)
         check(uni.shape == (n,) and bool((uni >= 0).all()) and float(uni.sum()) > 0, "unigram",
               self.unigram, f"{n} non-negative numbers with a positive sum")

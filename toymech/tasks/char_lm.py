@@ -16,7 +16,7 @@ from importlib import resources
 
 import torch
 
-from .base import Batch, Task, check, register
+from .base import Batch, Task, check_float, check_int, register, set_checked
 
 
 @lru_cache(maxsize=1)
@@ -37,10 +37,9 @@ class CharLM(Task):
     train_frac: float = 0.9
 
     def __post_init__(self) -> None:
-        check(isinstance(self.length, int) and 2 <= self.length <= 4096, "length",
-              self.length, "an integer in 2..4096")
-        check(isinstance(self.train_frac, float) and 0.5 <= self.train_frac < 1.0, "train_frac",
-              self.train_frac, "a float in [0.5, 1)")
+        set_checked(self, length=check_int("length", self.length, 2, 4096),
+                    train_frac=check_float("train_frac", self.train_frac, 0.5, 1.0,
+                                           hi_open=True))
 
     @property
     def vocab(self) -> list[str]:

@@ -21,7 +21,8 @@ from functools import cached_property
 import torch
 from torch import nn
 
-from .base import Batch, Task, check, register
+from .base import (Batch, Task, check, check_float, check_int, check_seed, is_int, register,
+                   set_checked)
 
 
 @register("circuit_imitation")
@@ -39,23 +40,18 @@ class CircuitImitation(Task):
     target_version: int = 2
 
     def __post_init__(self) -> None:
-        check(isinstance(self.target_width, int) and self.target_width >= 2, "target_width",
-              self.target_width, "an integer >= 2")
-        check(isinstance(self.target_layers, int) and self.target_layers >= 1, "target_layers",
-              self.target_layers, "an integer >= 1")
-        check(isinstance(self.target_heads, int) and self.target_heads >= 1
-              and self.target_width % self.target_heads == 0, "target_heads", self.target_heads,
+        set_checked(self, target_width=check_int("target_width", self.target_width, 2, 4096),
+                    target_layers=check_int("target_layers", self.target_layers, 1, 64),
+                    target_heads=check_int("target_heads", self.target_heads, 1, 256),
+                    n_tokens=check_int("n_tokens", self.n_tokens, 2, 100_000),
+                    length=check_int("length", self.length, 2, 4096),
+                    logit_scale=check_float("logit_scale", self.logit_scale, 0.0, 1000.0,
+                                            lo_open=True),
+                    target_seed=check_seed(self.target_seed, "target_seed"))
+        check(self.target_width % self.target_heads == 0, "target_heads", self.target_heads,
               f"a divisor of target_width={self.target_width}")
-        check(isinstance(self.n_tokens, int) and self.n_tokens >= 2, "n_tokens", self.n_tokens,
-              "an integer >= 2")
-        check(isinstance(self.length, int) and self.length >= 2, "length", self.length,
-              "an integer >= 2")
-        check(isinstance(self.logit_scale, (int, float)) and self.logit_scale > 0,
-              "logit_scale", self.logit_scale, "a number > 0")
-        check(isinstance(self.target_seed, int) and self.target_seed >= 0, "target_seed",
-              self.target_seed, "an integer >= 0")
-        check(self.target_version == 2, "target_version", self.target_version,
-              "2 (the only target this version builds)")
+        check(is_int(self.target_version) and self.target_version == 2, "target_version",
+              self.target_version, "2 (the only target this version builds)")
 
     @property
     def vocab(self) -> list[str]:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import Batch, Task, check, masked_accuracy, masked_cross_entropy, register
+from .base import (Batch, Task, check_int, masked_accuracy, masked_cross_entropy, register,
+                   set_checked)
 
 PLUS, EQUALS = 10, 11
 
@@ -27,8 +28,8 @@ class DecimalAddition(Task):
     n_digits: int = 10
 
     def __post_init__(self) -> None:
-        check(isinstance(self.n_digits, int) and 1 <= self.n_digits <= 18, "n_digits",
-              self.n_digits, "an integer in 1..18 (sums must fit in int64)")
+        # 18 digits: sums must fit in int64.
+        set_checked(self, n_digits=check_int("n_digits", self.n_digits, 1, 18))
 
     @property
     def vocab(self) -> list[str]:

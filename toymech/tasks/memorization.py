@@ -20,7 +20,7 @@ from functools import cached_property
 
 import torch
 
-from .base import Batch, Task, check, register
+from .base import Batch, Task, check_int, check_seed, register, set_checked
 
 
 @register("memorization")
@@ -31,12 +31,10 @@ class Memorization(Task):
     function_seed: int = 0
 
     def __post_init__(self) -> None:
-        check(isinstance(self.n_keys, int) and self.n_keys >= 1, "n_keys", self.n_keys,
-              "an integer >= 1")
-        check(isinstance(self.n_values, int) and self.n_values >= 2, "n_values", self.n_values,
-              "an integer >= 2")
-        check(isinstance(self.function_seed, int) and self.function_seed >= 0, "function_seed",
-              self.function_seed, "an integer >= 0")
+        # Bounded so the vocabulary (2 * n_keys + n_values strings) stays a toy's.
+        set_checked(self, n_keys=check_int("n_keys", self.n_keys, 1, 100_000),
+                    n_values=check_int("n_values", self.n_values, 2, 100_000),
+                    function_seed=check_seed(self.function_seed, "function_seed"))
 
     @property
     def vocab(self) -> list[str]:

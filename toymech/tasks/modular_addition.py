@@ -15,7 +15,7 @@ from functools import cached_property
 
 import torch
 
-from .base import Batch, Task, check, register
+from .base import Batch, Task, check, check_float, check_int, check_seed, register, set_checked
 
 
 def _answer_mask(batch_size: int, device: torch.device) -> torch.Tensor:
@@ -32,15 +32,14 @@ class ModularAddition(Task):
     split_seed: int = 0
 
     def __post_init__(self) -> None:
-        check(isinstance(self.p, int) and self.p >= 2, "p", self.p,
-              "an integer >= 2 (the paper uses the prime 199)")
-        check(isinstance(self.train_frac, float) and 0.0 < self.train_frac < 1.0, "train_frac",
-              self.train_frac, "a float strictly between 0 and 1")
+        # p <= 2000: the p**2 pairs are held in memory (the paper uses the prime 199).
+        set_checked(self, p=check_int("p", self.p, 2, 2000),
+                    train_frac=check_float("train_frac", self.train_frac, 0.0, 1.0,
+                                           lo_open=True, hi_open=True))
         n_train = round(self.train_frac * self.p ** 2)
         check(1 <= n_train < self.p ** 2, "train_frac", self.train_frac,
               f"a fraction leaving at least one pair on each side of the split of {self.p ** 2}")
-        check(isinstance(self.split_seed, int) and self.split_seed >= 0, "split_seed",
-              self.split_seed, "an integer >= 0")
+        set_checked(self, split_seed=check_seed(self.split_seed, "split_seed"))
 
     @property
     def vocab(self) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import Batch, Task, check, register
+from .base import Batch, Task, check_int, register, set_checked
 
 
 @register("needle")
@@ -28,14 +28,11 @@ class Needle(Task):
     n_values: int = 64
 
     def __post_init__(self) -> None:
-        check(isinstance(self.max_pairs, int) and self.max_pairs >= 1, "max_pairs",
-              self.max_pairs, "an integer >= 1")
-        check(isinstance(self.min_pairs, int) and 1 <= self.min_pairs <= self.max_pairs,
-              "min_pairs", self.min_pairs, f"an integer in 1..max_pairs={self.max_pairs}")
-        check(isinstance(self.n_keys, int) and self.n_keys >= self.max_pairs, "n_keys",
-              self.n_keys, f"an integer >= max_pairs={self.max_pairs} (keys are distinct)")
-        check(isinstance(self.n_values, int) and self.n_values >= 2, "n_values", self.n_values,
-              "an integer >= 2")
+        set_checked(self, max_pairs=check_int("max_pairs", self.max_pairs, 1, 4096))
+        set_checked(self, min_pairs=check_int("min_pairs", self.min_pairs, 1, self.max_pairs),
+                    # keys are distinct: at least max_pairs of them
+                    n_keys=check_int("n_keys", self.n_keys, self.max_pairs, 100_000),
+                    n_values=check_int("n_values", self.n_values, 2, 100_000))
 
     @property
     def vocab(self) -> list[str]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import Batch, Task, check, register
+from .base import Batch, Task, check_int, register, set_checked
 
 OPEN, CLOSE, QUERY, YES, NO, PAD = range(6)
 
@@ -37,8 +37,7 @@ class Parentheses(Task):
     max_len: int = 60
 
     def __post_init__(self) -> None:
-        check(isinstance(self.max_len, int) and self.max_len >= 2, "max_len", self.max_len,
-              "an integer >= 2")
+        set_checked(self, max_len=check_int("max_len", self.max_len, 2, 4096))
 
     @property
     def vocab(self) -> list[str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import Batch, Task, check, register
+from .base import Batch, Task, check, check_int, register, set_checked
 
 LETTERS = string.ascii_uppercase + string.ascii_lowercase
 
@@ -27,12 +27,12 @@ class RepeatedBlocks(Task):
     n_letters: int = 26
 
     def __post_init__(self) -> None:
-        check(isinstance(self.n_blocks, int) and self.n_blocks >= 1, "n_blocks", self.n_blocks,
-              "an integer >= 1")
-        check(isinstance(self.block_len, int) and self.block_len >= 1, "block_len",
-              self.block_len, "an integer >= 1")
-        check(isinstance(self.n_letters, int) and 2 <= self.n_letters <= len(LETTERS),
-              "n_letters", self.n_letters, f"an integer in 2..{len(LETTERS)}")
+        set_checked(self, n_blocks=check_int("n_blocks", self.n_blocks, 1, 1024),
+                    block_len=check_int("block_len", self.block_len, 1, 1024),
+                    n_letters=check_int("n_letters", self.n_letters, 2, len(LETTERS)))
+        check(self.n_blocks * self.block_len <= 65_536, "block_len", self.block_len,
+              f"at most {65_536 // self.n_blocks} with n_blocks={self.n_blocks} "
+              "(sequences of at most 65,536 tokens)")
 
     @property
     def vocab(self) -> list[str]:

@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import check, dataclass_from_dict, jsonable
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+from ..core import (check, check_float, check_int, check_seed, check_str, dataclass_from_dict,
+                    jsonable, set_checked)
 
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
@@ -47,38 +39,41 @@ class TrainConfig:
         for name in ("betas", "freeze", "train_from"):
             check(isinstance(getattr(self, name), (list, tuple)), name, getattr(self, name),
                   "a list or tuple")
-        object.__setattr__(self, "betas", tuple(self.betas))
-        object.__setattr__(self, "freeze", tuple(self.freeze))
-        object.__setattr__(self, "train_from", tuple(tuple(x) for x in self.train_from))
         for name, most in (("steps", 10**8), ("batch_size", 10**6), ("eval_every", 10**8),
                            ("eval_size", 10**6)):
-            v = getattr(self, name)
-            check(_is_int(v) and 1 <= v <= most, name, v, f"an integer in 1..{most:,}")
-        check(_is_num(self.lr) and 0 < self.lr <= 100, "lr", self.lr, "a finite number in (0, 100]")
-        check(_is_num(self.weight_decay) and self.weight_decay >= 0, "weight_decay",
-              self.weight_decay, "a finite number >= 0")
-        check(_is_num(self.momentum) and 0 <= self.momentum < 1, "momentum", self.momentum,
-              "a number in [0, 1)")
-        check(len(self.betas) == 2 and all(_is_num(b) and 0 <= b < 1 for b in self.betas),
-              "betas", self.betas, "two numbers in [0, 1)")
-        check(_is_int(self.seed) and 0 <= self.seed < 2**62, "seed", self.seed,
-              "an integer in 0..2**62")
-        check(self.optimizer in OPTIMIZERS, "optimizer", self.optimizer, f"one of {OPTIMIZERS}")
-        check(self.schedule in SCHEDULES, "schedule", self.schedule, f"one of {SCHEDULES}")
-        check(0 <= self.warmup_steps < max(self.steps, 1) or self.warmup_steps == 0,
-              "warmup_steps", self.warmup_steps, f"an integer in 0..{self.steps - 1}")
-        check(self.grad_clip is None or (_is_num(self.grad_clip) and self.grad_clip > 0), "grad_clip", self.grad_clip,
-              "None or a number > 0")
-        check(all(isinstance(p, str) and p for p in self.freeze), "freeze", self.freeze,
-              "parameter-name patterns (fnmatch), e.g. 'blocks.*.attn.W_V'")
-        check(all(len(x) == 2 and isinstance(x[0], str) and isinstance(x[1], int) and x[1] >= 0
-                  for x in self.train_from), "train_from", self.train_from,
-              "(pattern, step) pairs, e.g. (('blocks.0.attn.W_K', 500),)")
+            set_checked(self, **{name: check_int(name, getattr(self, name), 1, most)})
+        set_checked(self,
+                    lr=check_float("lr", self.lr, 0.0, 100.0, lo_open=True),
+                    weight_decay=check_float("weight_decay", self.weight_decay, 0.0, 1e4),
+                    momentum=check_float("momentum", self.momentum, 0.0, 1.0, hi_open=True),
+                    seed=check_seed(self.seed),
+                    optimizer=check_str("optimizer", self.optimizer, OPTIMIZERS),
+                    schedule=check_str("schedule", self.schedule, SCHEDULES),
+                    warmup_steps=check_int("warmup_steps", self.warmup_steps, 0,
+                                           max(self.steps - 1, 0)))
+        check(len(self.betas) == 2, "betas", self.betas, "two numbers in [0, 1)")
+        set_checked(self, betas=tuple(check_float(f"betas[{i}]", b, 0.0, 1.0, hi_open=True)
+                                      for i, b in enumerate(self.betas)))
+        if self.grad_clip is not None:
+            set_checked(self, grad_clip=check_float("grad_clip", self.grad_clip, 0.0, 1e6,
+                                                    lo_open=True))
+        for i, p in enumerate(self.freeze):
+            check(isinstance(p, str) and p != "", f"freeze[{i}]", p,
+                  "a parameter-name pattern (fnmatch), e.g. 'blocks.*.attn.W_V'")
+        set_checked(self, freeze=tuple(self.freeze))
+        pairs = []
+        for i, x in enumerate(self.train_from):
+            check(isinstance(x, (list, tuple)) and len(x) == 2 and isinstance(x[0], str)
+                  and x[0] != "", f"train_from[{i}]", x,
+                  "a (pattern, step) pair, e.g. ('blocks.0.attn.W_K', 500)")
+            pairs.append((x[0], check_int(f"train_from[{i}] step", x[1], 0, 10**8)))
+        set_checked(self, train_from=tuple(pairs))
         if self.checkpoint_every is not None:
             # Checkpoints sit on evaluation steps so a resumed run's history is identical.
-            check(self.checkpoint_every >= 1 and self.checkpoint_every % self.eval_every == 0,
-                  "checkpoint_every", self.checkpoint_every,
+            every = check_int("checkpoint_every", self.checkpoint_every, 1, 10**8)
+            check(every % self.eval_every == 0, "checkpoint_every", self.checkpoint_every,
                   f"None or a multiple of eval_every={self.eval_every}")
+            set_checked(self, checkpoint_every=every)
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(dataclasses.asdict(self))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ... import tasks
-from ...core import check_seed, check_size
+from ...core import check_path_writable_dir, check_seed, check_size
 from ...devices import resolve_device
 from ...models import ModelConfig
 from ...training import Experiment, Named, TrainConfig
@@ -33,8 +33,11 @@ EXPERIMENTS = {"template-parentheses": Named("template-parentheses", "template s
                                              experiment, "_template")}
 
 
-def validate(size: str, seed: int, device: str) -> torch.device:
-    """Check the notebook's parameters (one clear ValueError each); resolve the device once."""
+def validate(size: str, seed: int, device: str, cache_dir: str | None = None) -> torch.device:
+    """Check the notebook's parameters (one clear ValueError each); resolve the device once.
+    ``cache_dir`` (None: $TOYMECH_CACHE or ~/.cache/toymech) must be a writable folder."""
     check_size(size)
     check_seed(seed)
+    if cache_dir is not None:
+        check_path_writable_dir("cache_dir", cache_dir)
     return resolve_device(device)

@@ -22,7 +22,8 @@ from typing import Any
 import torch
 
 from ... import tasks
-from ...core import check, check_seed, check_size
+from ...core import (check, check_bool, check_int, check_path_writable_dir, check_seed,
+                     check_size)
 from ...devices import resolve_device
 from ...models import ModelConfig
 from ...models.variants import BIRTH_SIMPLIFIED, simplified_options
@@ -152,15 +153,26 @@ EXPERIMENTS = {name: Named(name, description, _maker(name, kwargs), "birth")
 
 
 def validate(size: str, seed: int, device: str, trigger_mode: str = "fixed",
-             n_triggers: int = 3, threads: int | None = None) -> torch.device:
+             n_triggers: int = 3, threads: int | None = None, *, cache_dir: str | None = None,
+             sweep_ks: Any = (1, 3, 5), sweep_steps: int | None = None, tied: bool = False,
+             run_control: bool = True, run_extremes: bool = True) -> torch.device:
     """Check the notebook's parameters (a ValueError names the bad one), set torch's CPU threads
     (``threads``; None keeps torch's default: 1 is fastest on a busy shared CPU) and resolve the
-    device, once."""
+    device, once. The keyword-only ones are the notebook's other parameters."""
     check_size(size)
     check_seed(seed)
-    experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers)
+    vocab = experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers).task.d_vocab
+    if cache_dir is not None:
+        check_path_writable_dir("cache_dir", cache_dir)
+    check(isinstance(sweep_ks, (list, tuple)) and len(sweep_ks) >= 1, "sweep_ks", sweep_ks,
+          "a non-empty list of trigger counts K")
+    for i, k in enumerate(sweep_ks):
+        check_int(f"sweep_ks[{i}]", k, 1, vocab)
+    if sweep_steps is not None:
+        check_int("sweep_steps", sweep_steps, 1, 10**8)
+    for name, flag in (("tied", tied), ("run_control", run_control), ("run_extremes", run_extremes)):
+        check_bool(name, flag)
     if threads is not None:
-        check(not isinstance(threads, bool) and isinstance(threads, int) and threads >= 1,
-              "threads", threads, "None or an integer >= 1")
+        threads = check_int("threads", threads, 1, 1024)
         torch.set_num_threads(threads)
     return resolve_device(device)

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from ... import tasks
-from ...core import check, check_seed, check_size
+from ...core import check, check_int, check_path_writable_dir, check_seed, check_size
 from ...devices import resolve_device
 from ...models import BaselineConfig, ModelConfig
 from ...models.variants import GPT2_SCALED
@@ -211,13 +211,16 @@ EXPERIMENTS = {
     for t in ALGORITHMIC for m in ("normal", "random")}
 
 
-def validate(size: str, seed: int, device: str = "auto", threads: int = 1) -> torch.device:
+def validate(size: str, seed: int, device: str = "auto", threads: int = 1,
+             cache_dir: str | None = None) -> torch.device:
     """Check the notebook's parameters (ValueError naming the bad one), set the number of torch
-    CPU threads (these models are tiny: one thread is the fastest) and resolve the device."""
+    CPU threads (these models are tiny: one thread is the fastest) and resolve the device.
+    ``cache_dir`` (None: $TOYMECH_CACHE or ~/.cache/toymech) must be a writable folder."""
     check_size(size)
     check_seed(seed)
-    check(isinstance(threads, int) and not isinstance(threads, bool) and threads >= 1,
-          "threads", threads, "an integer >= 1")
+    threads = check_int("threads", threads, 1, 1024)
+    if cache_dir is not None:
+        check_path_writable_dir("cache_dir", cache_dir)
     dev = resolve_device(device)
     torch.set_num_threads(threads)
     return dev
