@@ -31,6 +31,7 @@ def test_automatic_threads_divide_the_free_cores(monkeypatch):
 
 
 def test_apply_threads_sets_torch_and_says_so_once(monkeypatch):
+    monkeypatch.setattr(devices, "_CHOSEN", {})  # as in a fresh process
     before = torch.get_num_threads()
     lines = []
     try:

@@ -20,7 +20,7 @@ from toymech import experiments
 from toymech.cli import main
 from toymech.training import Zoo
 from toymech.training.checkpoints import HOST, DamagedCheckpoint, clean_leftovers
-from toymech.training.zoo import EntryLock
+from toymech.training.locks import EntryLock
 
 STEPS = 4
 

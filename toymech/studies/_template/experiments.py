@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 from ... import tasks
-from ...core import check_path_writable_dir, check_seed, check_size
-from ...devices import resolve_device
+from ...core import check_size
 from ...models import ModelConfig
+from ..params import validate_run
 from ...training import Experiment, Named, TrainConfig
 
 SIZES = {
@@ -33,11 +33,7 @@ EXPERIMENTS = {"template-parentheses": Named("template-parentheses", "template s
                                              experiment, "_template")}
 
 
-def validate(size: str, seed: int, device: str, cache_dir: str | None = None) -> torch.device:
-    """Check the notebook's parameters (one clear ValueError each); resolve the device once.
-    ``cache_dir`` (None: $TOYMECH_CACHE or ~/.cache/toymech) must be a writable folder."""
-    check_size(size)
-    check_seed(seed)
-    if cache_dir is not None:
-        check_path_writable_dir("cache_dir", cache_dir)
-    return resolve_device(device)
+def validate(size: str, seed: int, device: str, cache_dir: str | None = None,
+             threads: int | None = None) -> torch.device:
+    """Check the notebook's parameters (one clear ValueError each); resolve the device once."""
+    return validate_run(size, seed, device, cache_dir, threads)

@@ -19,13 +19,13 @@ from .measure import (CONTROL_ROW, EXTREMES_COLUMNS, FREEZING_ROW, N_OOD_RANDOM,
                       attention_view, bigram_baseline, eval_batches, evaluate_sets,
                       example_batch, extremes_table, freezing_comparison, main_run, run_row,
                       sequence_marks, shared_pool, snapshots, trigger_sweep)
-from .tables import (FORMATION_KEYS, before_step, construction_kcomp, construction_table,
+from .tables import (FORMATION_KEYS, before_step, construction_kcomp, construction_table, describe,
                      dynamics_summary, formation_marks, formation_table, freezing_summary,
                      half_step, kcomp_summary, sweep_summary, sweep_table)
 
 TITLE = "Birth of a Transformer: a memory viewpoint"
 
-__all__ = ["CLAIMS", "CONTROL_ROW", "CONTROL_SIZES", "EXPERIMENTS", "EXTREMES_COLUMNS",
+__all__ = ["describe", "CLAIMS", "CONTROL_ROW", "CONTROL_SIZES", "EXPERIMENTS", "EXTREMES_COLUMNS",
            "FORMATION_KEYS", "FREEZINGS", "FREEZING_ROW", "MODELS", "N_OOD_RANDOM", "PROBE_TAG",
            "SIZES", "SOURCE", "TITLE", "attention_table", "attention_view", "before_step",
            "bigram_baseline", "birth_callback", "construction_kcomp", "construction_table",

@@ -22,11 +22,10 @@ from typing import Any
 import torch
 
 from ... import tasks
-from ...core import (check, check_bool, check_int, check_path_writable_dir, check_seed,
-                     check_size)
-from ...devices import resolve_device
+from ...core import check, check_bool, check_int, check_size
 from ...models import ModelConfig
 from ...models.variants import BIRTH_SIMPLIFIED, simplified_options
+from ..params import validate_run
 from ...training import Experiment, Named, TrainConfig
 
 # --- freezing as data ------------------------------------------------------------------------
@@ -157,13 +156,10 @@ def validate(size: str, seed: int, device: str, trigger_mode: str = "fixed",
              sweep_ks: Any = (1, 3, 5), sweep_steps: int | None = None, tied: bool = False,
              run_control: bool = True, run_extremes: bool = True) -> torch.device:
     """Check the notebook's parameters (a ValueError names the bad one), set torch's CPU threads
-    (``threads``; None keeps torch's default: 1 is fastest on a busy shared CPU) and resolve the
-    device, once. The keyword-only ones are the notebook's other parameters."""
-    check_size(size)
-    check_seed(seed)
+    (``threads``; None: the thread policy of ``toymech.devices``) and resolve the device, once
+    (``toymech.studies.params.validate_run``). The keyword-only ones are the notebook's others."""
+    dev = validate_run(size, seed, device, cache_dir, threads)
     vocab = experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers).task.d_vocab
-    if cache_dir is not None:
-        check_path_writable_dir("cache_dir", cache_dir)
     check(isinstance(sweep_ks, (list, tuple)) and len(sweep_ks) >= 1, "sweep_ks", sweep_ks,
           "a non-empty list of trigger counts K")
     for i, k in enumerate(sweep_ks):
@@ -172,7 +168,4 @@ def validate(size: str, seed: int, device: str, trigger_mode: str = "fixed",
         check_int("sweep_steps", sweep_steps, 1, 10**8)
     for name, flag in (("tied", tied), ("run_control", run_control), ("run_extremes", run_extremes)):
         check_bool(name, flag)
-    if threads is not None:
-        threads = check_int("threads", threads, 1, 1024)
-        torch.set_num_threads(threads)
-    return resolve_device(device)
+    return dev

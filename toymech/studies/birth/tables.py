@@ -171,3 +171,12 @@ def construction_kcomp(model: HookedTransformer, task: tasks.Task) -> float:
     ov1 = model.OV[0, 0].AB.detach().cpu()
     qk2 = probes.construction(model, task.pi_b, _triggers(task))["W_K2 (induction key)"]
     return float((ov1 @ qk2.T).norm() / (ov1.norm() * qk2.norm()))
+
+
+def describe(exp, size: str, seed: int, device) -> str:
+    """The run's settings in one line, for the notebook's first output."""
+    task, train = exp.task, exp.train
+    return (f"size={size}, device={device}, seed={seed}: T={task.seq_len}, batch "
+            f"{train.batch_size}, d={exp.model.d_model}, {train.steps} steps ({train.optimizer}, "
+            f"lr {train.lr}); {task.trigger_mode} triggers, K={task.n_triggers}; "
+            f"vocabulary N={task.d_vocab}")

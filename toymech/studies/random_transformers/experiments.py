@@ -29,11 +29,11 @@ from typing import Any
 import torch
 
 from ... import tasks
-from ...core import check, check_int, check_path_writable_dir, check_seed, check_size
-from ...devices import resolve_device
+from ...core import check, check_size
 from ...models import BaselineConfig, ModelConfig
 from ...models.variants import GPT2_SCALED
 from ...tasks.base import Task
+from ..params import validate_run
 from ...training import Experiment, Named, TrainConfig
 
 FREEZE_MODES: dict[str, tuple[str, ...]] = {
@@ -211,16 +211,9 @@ EXPERIMENTS = {
     for t in ALGORITHMIC for m in ("normal", "random")}
 
 
-def validate(size: str, seed: int, device: str = "auto", threads: int = 1,
+def validate(size: str, seed: int, device: str = "auto", threads: int | None = 1,
              cache_dir: str | None = None) -> torch.device:
     """Check the notebook's parameters (ValueError naming the bad one), set the number of torch
-    CPU threads (these models are tiny: one thread is the fastest) and resolve the device.
-    ``cache_dir`` (None: $TOYMECH_CACHE or ~/.cache/toymech) must be a writable folder."""
-    check_size(size)
-    check_seed(seed)
-    threads = check_int("threads", threads, 1, 1024)
-    if cache_dir is not None:
-        check_path_writable_dir("cache_dir", cache_dir)
-    dev = resolve_device(device)
-    torch.set_num_threads(threads)
-    return dev
+    CPU threads (these models are tiny: one thread is the fastest; None: the thread policy of
+    ``toymech.devices``) and resolve the device (``toymech.studies.params.validate_run``)."""
+    return validate_run(size, seed, device, cache_dir, threads)
