@@ -105,6 +105,11 @@ def model(**kw):
     return lambda: ModelConfig(**kw)
 
 
+def _simplified(**options):
+    from toymech.studies import birth
+    return birth.simplified_config(tasks.get("bigram_triggers"), 16, 0, **options)
+
+
 MODEL_CASES = {
     "init_range inf (stored a NaN model before)": (model(init_range=INF), "init_range=inf"),
     "init_range nan": (model(init_range=NAN), "init_range=nan"),
@@ -138,7 +143,12 @@ MODEL_CASES = {
     "variant unknown": (model(variant="nope"), "variant='nope'"),
     "variant_options without variant": (model(variant_options={"tied": True}), "variant_options="),
     "variant_options not a dict": (model(variant="gpt2_scaled", variant_options=[1]), "variant_options="),
-    "variant_options nan value": (model(variant="gpt2_scaled", variant_options={"x": NAN}), "variant_options['x']="),
+    "variant_options unknown option": (model(variant="gpt2_scaled", variant_options={"x": 1}), "variant_options key='x'"),
+    "birth tied 'no' (turned tying on before)": (
+        lambda: _simplified(tied="no"), "variant_options['tied']='no'"),
+    "birth option unknown": (lambda: _simplified(bogus=1), "variant_options key='bogus'"),
+    "birth emb_std inf": (lambda: _simplified(emb_std=INF), "variant_options['emb_std']=inf"),
+    "birth attn_scale nan": (lambda: _simplified(attn_scale=NAN), "variant_options['attn_scale']=nan"),
     "model config unknown key": (lambda: ModelConfig.from_dict({"n_layer": 2}), "model config key='n_layer'"),
     "model config not a dict": (lambda: ModelConfig.from_dict([2]), "model config="),
 }

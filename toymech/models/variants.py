@@ -77,7 +77,7 @@ def simplified_options(cfg: ModelConfig) -> dict[str, Any]:
     return {**SIMPLIFIED_DEFAULTS, **cfg.variant_options}
 
 
-@register_variant(BIRTH_SIMPLIFIED)
+@register_variant(BIRTH_SIMPLIFIED, options=SIMPLIFIED_DEFAULTS)
 def _build_simplified(model: HookedTransformer, cfg: ModelConfig) -> None:
     opts = simplified_options(cfg)
     d = cfg.d_model
@@ -116,7 +116,7 @@ def _build_simplified(model: HookedTransformer, cfg: ModelConfig) -> None:
         model.unembed = TiedUnembed(model.embed, cfg.d_vocab)
 
 
-@register_variant(GPT2_SCALED)
+@register_variant(GPT2_SCALED, options={})
 def _gpt2_scaled(model, cfg: ModelConfig) -> None:
     """GPT-2 initialisation: residual projections (attention W_O, MLP W_out) divided by
     sqrt(2 * n_layers), so the residual stream's variance does not grow with depth."""
