@@ -243,6 +243,8 @@ SCENARIOS = [  # (fault, retrain: an entry exists and is being replaced)
     ("after-tmp-write", False), ("holding-lock", False),
     ("after-tmp-write", True), ("between-renames", True), ("holding-lock", True),
 ]
+# CI injects each kill once; TOYMECH_KILL_ROUNDS=4 repeats the campaign (20 kills) on demand.
+SCENARIOS = SCENARIOS * int(os.environ.get("TOYMECH_KILL_ROUNDS", "1"))
 
 
 def test_kill_at_each_fault_point_loses_and_corrupts_nothing(pristine, tmp_path):
