@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 
@@ -19,7 +21,8 @@ def test_smeared_keys_add_one_parameter_per_head():
     ({"n_heads": 5}, "n_heads"), ({"positions": "alibi"}, "positions"),
     ({"normalization": "RMS"}, "normalization"), ({"d_vocab": 1}, "d_vocab"),
     ({"smear_init": 1.0}, "smear_init"), ({"attn_only": True, "d_mlp": 64}, "d_mlp"),
-    ({"variant": "nope"}, "variant"),
+    ({"variant": "nope"}, "variant"), ({"smear": "per_layer"}, "smear"),
+    ({"init": "xavier"}, "init"), ({"init": "torch_linear", "init_range": 0.1}, "init_range"),
 ])
 def test_bad_config_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=rf"{field}=.* is not allowed"):
@@ -69,6 +72,137 @@ def test_learned_shortformer_positions_enter_only_q_and_k():
     _, cache = model.run_with_cache(tokens)
     assert torch.allclose(cache["blocks.0.hook_resid_pre"], model.W_E[tokens])
     assert "pos_embed.W_pos" in dict(model.named_parameters())
+
+
+# --- the induction post's exact model: its q/k table, per-position smear, nn.Linear init ---------
+POST = dict(positions="post_sinusoidal_qk", smear="per_position", init="torch_linear")
+TOKENS = torch.randint(0, 26, (2, 24), generator=torch.Generator().manual_seed(0))
+
+
+def test_post_table_row_zero_parity_and_frequencies():
+    from toymech.models.build import post_sinusoid_table
+
+    table = post_sinusoid_table(24, 8)
+    assert table.shape == (24, 8) and torch.equal(table[0], torch.zeros(8))
+    for p in range(1, 24):
+        for i in range(8):
+            angle = p / 10000 ** (2 * i / 8)  # column i itself, not i // 2
+            expected = math.sin(angle) if i % 2 == 0 else math.cos(angle)
+            assert abs(table[p, i].item() - expected) < 1e-6, (p, i)
+    # not the textbook table: its column 1 is cos at column 0's frequency
+    assert not torch.allclose(table[1:], sinusoid_table(24, 8)[1:], atol=1e-3)
+
+
+@pytest.mark.parametrize("smear", [False, True])
+def test_post_table_is_added_to_q_and_k_after_projection_and_smearing(smear):
+    from toymech.models.build import post_sinusoid_table
+
+    model = build_model(ModelConfig(n_layers=1, smear_keys=smear, **POST))
+    _, cache = model.run_with_cache(TOKENS)
+    table = post_sinusoid_table(24, 8)[None, :, None, :]
+    k = cache["blocks.0.attn.hook_k_smeared" if smear else "blocks.0.attn.hook_k"]
+    assert torch.allclose(cache["blocks.0.attn.hook_rot_k"] - k, table.expand_as(k), atol=1e-6)
+    q = cache["blocks.0.attn.hook_q"]
+    assert torch.allclose(cache["blocks.0.attn.hook_rot_q"] - q, table.expand_as(q), atol=1e-6)
+    assert torch.allclose(cache["blocks.0.hook_resid_pre"], model.W_E[TOKENS])
+
+
+def test_scores_are_scaled_by_one_over_sqrt_d_head_with_a_causal_mask():
+    model = build_model(ModelConfig(n_layers=1, **POST))
+    assert model.blocks[0].attn.attn_scale == pytest.approx(math.sqrt(8))
+    _, cache = model.run_with_cache(TOKENS)
+    q, k = cache["blocks.0.attn.hook_rot_q"], cache["blocks.0.attn.hook_rot_k"]
+    scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(8)
+    causal = torch.ones(24, 24, dtype=torch.bool).tril()
+    got = cache["blocks.0.attn.hook_attn_scores"]
+    assert torch.allclose(got[..., causal], scores[..., causal], atol=1e-5)
+    assert torch.all(cache["blocks.0.attn.hook_pattern"][..., ~causal] == 0)
+
+
+def test_per_position_smear_has_one_alpha_per_head_and_key_position():
+    model = build_model(ModelConfig(n_layers=1, smear_keys=True, **POST,
+                                    smear_init=1 / (1 + math.exp(-1.0))))
+    attn = model.blocks[0].attn
+    assert attn.smear_logit.shape == (4, 23)
+    assert torch.allclose(attn.smear_logit, torch.ones(4, 23))  # the post's alpha = 1.0
+    with torch.no_grad():
+        attn.smear_logit.copy_(torch.randn(4, 23, generator=torch.Generator().manual_seed(1)))
+    _, cache = model.run_with_cache(TOKENS)
+    k, ks = cache["blocks.0.attn.hook_k"], cache["blocks.0.attn.hook_k_smeared"]
+    for h in range(4):
+        for t in range(1, 24):
+            s = torch.sigmoid(attn.smear_logit[h, t - 1])
+            assert torch.allclose(ks[:, t, h], s * k[:, t, h] + (1 - s) * k[:, t - 1, h], atol=1e-6)
+    assert torch.equal(ks[:, 0], k[:, 0])  # the first key is unchanged
+    with torch.no_grad():
+        attn.smear_logit.fill_(50.0)  # alpha -> +inf: no smearing
+    _, cache = model.run_with_cache(TOKENS)
+    assert torch.allclose(cache["blocks.0.attn.hook_k_smeared"], cache["blocks.0.attn.hook_k"])
+    patched = model.run_with_hooks(TOKENS, fwd_hooks=[
+        ("blocks.0.attn.hook_k_smeared", lambda x, hook: torch.zeros_like(x))])
+    assert not torch.allclose(model(TOKENS), patched)
+
+
+@pytest.mark.parametrize("n_layers, smear, expected", [
+    (1, False, 5_760), (2, False, 9_856), (1, True, 5_760 + 92), (2, True, 9_856 + 2 * 92)])
+def test_post_parameter_counts(n_layers, smear, expected):
+    trainable, _ = parameter_counts(build_model(ModelConfig(n_layers=n_layers, smear_keys=smear,
+                                                            **POST)))
+    assert trainable == expected
+
+
+def test_torch_linear_init_bounds_are_one_over_sqrt_fan_in():
+    model = build_model(ModelConfig(n_layers=2, **POST))
+    fan_in = {"W_E": 26, "W_U": 32, "W_Q": 32, "W_K": 32, "W_V": 32, "W_O": 32}
+    seen = set()
+    for name, param in model.named_parameters():
+        kind = name.split(".")[-1]
+        if kind.startswith("b_"):
+            assert torch.all(param == 0), name
+        elif kind in fan_in:
+            bound = 1 / math.sqrt(fan_in[kind])
+            assert 0.95 * bound < param.abs().max().item() <= bound, name
+            assert abs(param.mean().item()) < 0.1 * bound, name  # centred, not one-sided
+            seen.add(kind)
+    assert seen == set(fan_in)
+
+
+def test_torch_linear_init_is_deterministic_given_the_seed():
+    cfg = ModelConfig(n_layers=2, smear_keys=True, seed=3, **POST)
+    torch.manual_seed(123)  # the global RNG plays no part
+    a = build_model(cfg)
+    torch.manual_seed(456)
+    b = build_model(cfg)
+    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+        assert torch.equal(p, q), n
+    c = build_model(cfg.replace(seed=4))
+    assert not torch.equal(a.W_Q, c.W_Q)
+    assert ModelConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_old_configs_without_the_new_keys_load_as_before():
+    old = ModelConfig(n_layers=1, smear_keys=True).to_dict()
+    for key in ("smear", "init"):
+        old.pop(key)
+    cfg = ModelConfig.from_dict(old)
+    assert (cfg.positions, cfg.smear, cfg.init) == ("sinusoidal_qk", "per_head", "transformer_lens")
+    model = build_model(cfg)
+    assert model.blocks[0].attn.smear_logit.shape == (4,)
+    # TransformerLens' init: W_Q ~ N(0, (0.8/sqrt(d_model))^2), not bounded by 1/sqrt(32)
+    assert model.W_Q.abs().max().item() > 1 / math.sqrt(32)
+
+
+def test_study_models_use_the_post_code_and_keep_textbook_twins():
+    from toymech.studies.induction import experiments as ex
+
+    for name in ex.MAIN:
+        m = ex.experiment(name, "smoke").model
+        assert (m.positions, m.smear, m.init) == ("post_sinusoidal_qk", "per_position",
+                                                  "torch_linear")
+    for name in ex.TEXTBOOK:
+        m = ex.experiment(name, "smoke").model
+        assert (m.positions, m.smear, m.init) == ("sinusoidal_qk", "per_head", "transformer_lens")
+    assert ex.experiment("induction-1l-smeared", "smoke").model.smear_keys
 
 
 # --- every model family loads by path in a fresh interpreter ---------------------------------

@@ -9,8 +9,18 @@ maps it onto a ``HookedTransformerConfig`` and ``build_model`` makes the model, 
   TransformerLens' rotary code path (no positional embedding module, residual = token embedding,
   q/k after positions visible at ``hook_rot_q``/``hook_rot_k``), overriding the rotation by an
   addition.
-* ``smear_keys=True``: k_j <- s*k_j + (1-s)*k_{j-1} with s = sigmoid(alpha_h), one learnable
-  alpha per head (Olsson et al. 2022); the smeared keys pass through ``hook_k_smeared``.
+* ``positions="post_sinusoidal_qk"``: the same addition with the post code's own table
+  (``post_sinusoid_table``: column i at frequency 10000^(-2i/d_head), not the textbook
+  10000^(-2(i//2)/d_head); row 0 all zeros), so q.k carries no clean function of s - t.
+* ``smear_keys=True``: k_j <- s*k_j + (1-s)*k_{j-1} with s = sigmoid(alpha), the first key kept;
+  ``smear="per_head"``: one learnable alpha per head (Olsson et al. 2022);
+  ``smear="per_position"``: one per head and key position 1..n_ctx-1 (the post's code; parameter
+  ``smear_logit`` [n_heads, n_ctx - 1]). ``smear_init`` is the initial sigmoid(alpha) in both;
+  the post's alpha = 1.0 is ``smear_init = sigmoid(1.0)``. Smeared keys pass through
+  ``hook_k_smeared`` (positions are added after smearing).
+* ``init="torch_linear"``: every weight matrix drawn as PyTorch's ``nn.Linear`` default,
+  U(-1/sqrt(fan_in), 1/sqrt(fan_in)), from ``torch.Generator().manual_seed(cfg.seed)``
+  (``torch_linear_init``). The scores keep TransformerLens' scale 1/sqrt(d_head).
 
 Biases: TransformerLens always creates them; ``use_bias=False`` keeps them at zero and
 ``requires_grad=False`` so the trainable count matches a bias-free model (5,760 parameters for the
@@ -34,8 +44,9 @@ from transformer_lens.hook_points import HookPoint
 from .config import VARIANTS, BaselineConfig, ModelConfig
 
 def to_hooked_config(cfg: ModelConfig, device: str | torch.device = "cpu") -> HookedTransformerConfig:
-    """The ``HookedTransformerConfig`` for ``cfg`` (sinusoidal_qk uses the rotary code path)."""
-    tl_positions = "rotary" if cfg.positions == "sinusoidal_qk" else cfg.positions
+    """The ``HookedTransformerConfig`` for ``cfg`` (the additive q/k tables use the rotary code
+    path)."""
+    tl_positions = "rotary" if cfg.positions in ADDITIVE_TABLES else cfg.positions
     kwargs: dict[str, Any] = dict(
         n_layers=cfg.n_layers,
         n_heads=cfg.n_heads,
@@ -70,29 +81,51 @@ def sinusoid_table(n_ctx: int, dim: int) -> torch.Tensor:
     return table.float()
 
 
-class ToyAttention(Attention):
-    """TransformerLens ``Attention`` with additive sinusoidal q/k positions and/or smeared keys."""
+def post_sinusoid_table(n_ctx: int, d_head: int) -> torch.Tensor:
+    """[n_ctx, d_head], the induction post's table: angle A[p, i] = p / 10000^(2i/d_head) with i
+    the column itself; P[p, i] = sin(A[p, i]) for even i, cos(A[p, i]) for odd i; P[0] = 0."""
+    pos = torch.arange(n_ctx, dtype=torch.float64)[:, None]
+    freq = torch.exp(-math.log(10000.0) * 2 * torch.arange(d_head, dtype=torch.float64) / d_head)
+    angle = pos * freq
+    table = torch.where(torch.arange(d_head) % 2 == 0, torch.sin(angle), torch.cos(angle))
+    table[0] = 0.0
+    return table.float()
 
-    def __init__(self, cfg: HookedTransformerConfig, layer_id: int, additive_sinusoid: bool,
-                 smear: bool, smear_init: float = 0.73):
+
+# positions -> the table added to q and k after projection
+ADDITIVE_TABLES = {"sinusoidal_qk": sinusoid_table, "post_sinusoidal_qk": post_sinusoid_table}
+
+
+class ToyAttention(Attention):
+    """TransformerLens ``Attention`` with an additive q/k position table and/or smeared keys.
+
+    ``qk_table`` [n_ctx, d_head] or None; ``smear`` None, "per_head" or "per_position"."""
+
+    def __init__(self, cfg: HookedTransformerConfig, layer_id: int,
+                 qk_table: torch.Tensor | None, smear: str | None, smear_init: float = 0.73):
         super().__init__(cfg, "global", layer_id)
-        self.additive_sinusoid = additive_sinusoid
+        self.additive_sinusoid = qk_table is not None
         self.smear = smear
-        if additive_sinusoid:
+        if qk_table is not None:
             # Not persistent: a pure function of the shape, rebuilt on load.
-            self.register_buffer("qk_sinusoid", sinusoid_table(cfg.n_ctx, cfg.d_head),
-                                 persistent=False)
+            self.register_buffer("qk_sinusoid", qk_table, persistent=False)
         if smear:
             logit = math.log(smear_init / (1.0 - smear_init))
-            self.smear_logit = nn.Parameter(torch.full((cfg.n_heads,), logit, dtype=cfg.dtype))
+            shape = (cfg.n_heads,) if smear == "per_head" else (cfg.n_heads, cfg.n_ctx - 1)
+            self.smear_logit = nn.Parameter(torch.full(shape, logit, dtype=cfg.dtype))
             self.hook_k_smeared = HookPoint()  # [batch, pos, head_index, d_head]
 
     def calculate_qkv_matrices(self, query_input, key_input, value_input):
         q, k, v = super().calculate_qkv_matrices(query_input, key_input, value_input)
-        if self.smear:
+        if self.smear == "per_head":
             s = torch.sigmoid(self.smear_logit)[:, None]  # [head_index, 1]
             k_prev = torch.cat([k[:, :1], k[:, :-1]], dim=1)  # k_{j-1}; the first key is kept
             k = self.hook_k_smeared(s * k + (1.0 - s) * k_prev)
+        elif self.smear == "per_position":
+            n = k.shape[1]
+            s = torch.sigmoid(self.smear_logit[:, : n - 1]).T[..., None]  # [pos-1, head_index, 1]
+            rest = s * k[:, 1:] + (1.0 - s) * k[:, :-1]  # keys 1..n-1; the first key is kept
+            k = self.hook_k_smeared(torch.cat([k[:, :1], rest], dim=1))
         return q, k, v
 
     def apply_rotary(self, x, past_kv_pos_offset=0, attention_mask=None):
@@ -120,14 +153,18 @@ def build_model(cfg: ModelConfig | BaselineConfig, device: str | torch.device = 
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore", DeprecationWarning)
         model = HookedTransformer(hooked_cfg)
-    additive = cfg.positions == "sinusoidal_qk"
-    if additive or cfg.smear_keys:
+    make_table = ADDITIVE_TABLES.get(cfg.positions)
+    smear = cfg.smear if cfg.smear_keys else None
+    if make_table or smear:
         for layer, block in enumerate(model.blocks):
-            new = ToyAttention(hooked_cfg, layer, additive, cfg.smear_keys, cfg.smear_init)
+            table = make_table(cfg.n_ctx, cfg.d_head) if make_table else None
+            new = ToyAttention(hooked_cfg, layer, table, smear, cfg.smear_init)
             missing, unexpected = new.load_state_dict(block.attn.state_dict(), strict=False)
             assert not unexpected, unexpected
             block.attn = new
         model.setup()  # register the new hook points
+    if cfg.init == "torch_linear":
+        torch_linear_init(model, cfg.seed)
     if cfg.variant:
         VARIANTS[cfg.variant](model, cfg)
         model.setup()
@@ -137,6 +174,30 @@ def build_model(cfg: ModelConfig | BaselineConfig, device: str | torch.device = 
                 param.requires_grad_(False)
     model.toymech_config = cfg
     return move(model, device)
+
+
+def torch_linear_init(model: HookedTransformer, seed: int) -> None:
+    """Redraw every weight matrix as PyTorch's ``nn.Linear`` default does (kaiming_uniform with
+    a=sqrt(5)): W ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = the inputs of the map, in
+    parameter order from ``torch.Generator().manual_seed(seed)`` (TransformerLens reseeds the
+    global RNGs on construction, so they are not used). W_E counts as a bias-free Linear on
+    one-hot tokens (fan_in d_vocab); W_O's fan_in is n_heads*d_head (the concatenated heads).
+    Biases stay zero; learned positions, LayerNorm and smear parameters keep their own init."""
+    gen = torch.Generator().manual_seed(seed)
+    for name, param in model.named_parameters():
+        kind = name.split(".")[-1]
+        if kind in ("W_E", "W_U", "W_in", "W_out", "W_gate"):
+            fan_in = param.shape[0]  # [d_in, d_out]
+        elif kind in ("W_Q", "W_K", "W_V"):
+            fan_in = param.shape[1]  # [n_heads, d_model, d_head]
+        elif kind == "W_O":
+            fan_in = param.shape[0] * param.shape[1]  # [n_heads, d_head, d_model]
+        else:
+            continue
+        bound = 1.0 / math.sqrt(fan_in)
+        with torch.no_grad():
+            draw = torch.rand(param.shape, generator=gen, dtype=torch.float64)
+            param.copy_((2 * draw - 1) * bound)
 
 
 def move(model: HookedTransformer, device: str | torch.device) -> HookedTransformer:

@@ -1,4 +1,11 @@
-"""Study 1's sizes and named experiments: the post's three models and their learned-position twins.
+"""Study 1's sizes and named experiments: the post's three models, their textbook-table twins and
+their learned-position twins.
+
+The post's models (``MAIN``) are its code's exact architecture: its own additive q/k table
+(``post_sinusoid_table``: column i at frequency 10000^(-2i/d_head), row 0 zero), smeared keys with
+one alpha per head AND key position initialised at 1.0, and PyTorch's ``nn.Linear`` init.
+``TEXTBOOK`` swaps in the textbook sin/cos-pair table (whose q.k terms depend only on s - t), one
+smear alpha per head and TransformerLens' init; ``LEARNED`` learned q/k positions (shortformer).
 
 The post (see docs/sources.md, study 1) trains with AdamW, lr 1e-3, weight decay 1.0, batch 256
 of fresh sequences, 10,000 steps; ``paper`` is that, ``default`` 2,000 steps, ``smoke`` seconds.
@@ -6,12 +13,13 @@ of fresh sequences, 10,000 steps; ``paper`` is that, ``default`` 2,000 steps, ``
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import torch
 
 from ... import tasks
-from ...core import check_seed, check_size, seed_for
+from ...core import check_path_writable_dir, check_seed, check_size, seed_for
 from ...devices import make_generator, resolve_device
 from ...models import ModelConfig
 from ...tasks import Batch
@@ -28,27 +36,40 @@ SIZES = {
                                     eval_size=2048), eval_n=2048),
 }
 
-# name -> (n_layers, smeared keys, positions, description)
+# ModelConfig options of each family. The post's alpha = 1.0 is an initial sigmoid of
+# sigmoid(1.0) = 0.731 (smear_init is the initial sigmoid; its logit is stored as 1.0).
+POST_CODE = dict(positions="post_sinusoidal_qk", smear="per_position", init="torch_linear",
+                 smear_init=1.0 / (1.0 + math.exp(-1.0)))
+TEXTBOOK_TABLE = dict(positions="sinusoidal_qk")
+LEARNED_QK = dict(positions="shortformer")
+
+# name -> (n_layers, smeared keys, ModelConfig options, description)
 MODELS = {
-    "induction-1l": (1, False, "sinusoidal_qk", "1 layer, sinusoidal Q/K positions"),
-    "induction-1l-smeared": (1, True, "sinusoidal_qk", "1 layer, smeared keys, sinusoidal Q/K"),
-    "induction-2l": (2, False, "sinusoidal_qk", "2 layers, sinusoidal Q/K positions"),
-    "induction-1l-learned": (1, False, "shortformer", "1 layer, learned Q/K positions"),
-    "induction-1l-smeared-learned": (1, True, "shortformer",
+    "induction-1l": (1, False, POST_CODE, "1 layer, the post's Q/K table and init"),
+    "induction-1l-smeared": (1, True, POST_CODE,
+                             "1 layer, smeared keys (per head and position), the post's Q/K table"),
+    "induction-2l": (2, False, POST_CODE, "2 layers, the post's Q/K table and init"),
+    "induction-1l-textbook": (1, False, TEXTBOOK_TABLE, "1 layer, textbook sinusoidal Q/K"),
+    "induction-1l-smeared-textbook": (1, True, TEXTBOOK_TABLE,
+                                      "1 layer, smeared keys (per head), textbook sinusoidal Q/K"),
+    "induction-2l-textbook": (2, False, TEXTBOOK_TABLE, "2 layers, textbook sinusoidal Q/K"),
+    "induction-1l-learned": (1, False, LEARNED_QK, "1 layer, learned Q/K positions"),
+    "induction-1l-smeared-learned": (1, True, LEARNED_QK,
                                      "1 layer, smeared keys, learned Q/K positions"),
-    "induction-2l-learned": (2, False, "shortformer", "2 layers, learned Q/K positions"),
+    "induction-2l-learned": (2, False, LEARNED_QK, "2 layers, learned Q/K positions"),
 }
 MAIN = ("induction-1l", "induction-1l-smeared", "induction-2l")
+TEXTBOOK = ("induction-1l-textbook", "induction-1l-smeared-textbook", "induction-2l-textbook")
 LEARNED = ("induction-1l-learned", "induction-1l-smeared-learned", "induction-2l-learned")
 
 
 def experiment(name: str, size: str = "default", seed: int = 0) -> Experiment:
     """One of the study's models (``MODELS``) at ``size``, seeded with ``seed``."""
-    n_layers, smear, positions, _ = MODELS[name]
+    n_layers, smear, options, _ = MODELS[name]
     check_size(size)
     task = tasks.get("repeated_blocks")
     model = ModelConfig(n_layers=n_layers, n_heads=4, d_model=32, d_vocab=task.d_vocab,
-                        n_ctx=task.seq_len, positions=positions, smear_keys=smear, seed=seed)
+                        n_ctx=task.seq_len, smear_keys=smear, seed=seed, **options)
     return Experiment(task, model, SIZES[size]["train"].replace(seed=seed), name)
 
 
@@ -60,10 +81,13 @@ EXPERIMENTS = {name: Named(name, spec[3], _maker(name), "induction")
                for name, spec in MODELS.items()}
 
 
-def validate(size: str, seed: int, device: str) -> torch.device:
-    """Check the notebook's parameters (clear ValueErrors) and resolve the device, once."""
+def validate(size: str, seed: int, device: str, cache_dir: str | None = None) -> torch.device:
+    """Check the notebook's parameters (clear ValueErrors) and resolve the device, once.
+    ``cache_dir`` (None: $TOYMECH_CACHE or ~/.cache/toymech) must be a writable folder."""
     check_size(size)
     check_seed(seed)
+    if cache_dir is not None:
+        check_path_writable_dir("cache_dir", cache_dir)
     return resolve_device(device)
 
 
