@@ -5,11 +5,12 @@ plain-PyTorch baseline; ``config_from_dict`` reads either back from JSON.
 """
 
 from . import variants  # noqa: F401  (registers every structural variant)
-from .build import (ToyAttention, build_model, move, parameter_counts, sinusoid_table,
-                    to_hooked_config)
+from .build import (ToyAttention, build_model, move, parameter_counts, post_sinusoid_table,
+                    sinusoid_table, to_hooked_config, torch_linear_init)
 from .config import (BASELINE_KINDS, VARIANTS, BaselineConfig, ModelConfig, config_from_dict,
                      register_variant)
 
 __all__ = ["BASELINE_KINDS", "VARIANTS", "BaselineConfig", "ModelConfig", "ToyAttention",
            "build_model", "config_from_dict", "move", "parameter_counts", "register_variant",
-           "sinusoid_table", "to_hooked_config", "variants"]
+           "post_sinusoid_table", "sinusoid_table", "to_hooked_config", "torch_linear_init",
+           "variants"]

@@ -7,8 +7,8 @@ The public surface every study has: ``TITLE``, ``SOURCE``, ``SIZES``, ``EXPERIME
 """
 
 from .claims import CLAIMS, POST, POST_PATHS, SOURCE, numbers, scorecard
-from .experiments import (EXPERIMENTS, LEARNED, MAIN, MODELS, SIZES, eval_sets, experiment,
-                          validate)
+from .experiments import (EXPERIMENTS, LEARNED, MAIN, MODELS, SIZES, TEXTBOOK, eval_sets,
+                          experiment, validate)
 from .measure import (MECHANISM_SETS, POST_SETS, Model, ablation_table, algorithm_in_words,
                       chance_loss,
                       algorithms_text, attention_view, compare_with_post, copy_table, describe,
@@ -19,7 +19,7 @@ from .measure import (MECHANISM_SETS, POST_SETS, Model, ablation_table, algorith
 TITLE = "Induction heads on repeated letter blocks"
 
 __all__ = ["CLAIMS", "EXPERIMENTS", "LEARNED", "MAIN", "MECHANISM_SETS", "MODELS", "POST",
-           "POST_PATHS", "POST_SETS", "SIZES", "SOURCE", "TITLE", "Model", "ablation_table",
+           "POST_PATHS", "POST_SETS", "SIZES", "SOURCE", "TEXTBOOK", "TITLE", "Model", "ablation_table",
            "algorithm_in_words", "algorithms_text", "chance_loss", "attention_view", "describe", "compare_with_post", "copy_table",
            "eigenvalue_sets", "eval_sets", "experiment", "load_models", "loss_table", "measure", "measure_all",
            "mechanism_table", "mechanism_verdict", "numbers", "path_table", "scorecard",

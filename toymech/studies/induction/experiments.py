@@ -19,11 +19,12 @@ from typing import Callable
 import torch
 
 from ... import tasks
-from ...core import check_path_writable_dir, check_seed, check_size, seed_for
-from ...devices import make_generator, resolve_device
+from ...core import check_size, seed_for
+from ...devices import make_generator
 from ...models import ModelConfig
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
+from ..params import validate_run
 from ...training import Experiment, Named, TrainConfig
 
 # The one place the study's sizes live: training and evaluation per size.
@@ -81,14 +82,11 @@ EXPERIMENTS = {name: Named(name, spec[3], _maker(name), "induction")
                for name, spec in MODELS.items()}
 
 
-def validate(size: str, seed: int, device: str, cache_dir: str | None = None) -> torch.device:
-    """Check the notebook's parameters (clear ValueErrors) and resolve the device, once.
-    ``cache_dir`` (None: $TOYMECH_CACHE or ~/.cache/toymech) must be a writable folder."""
-    check_size(size)
-    check_seed(seed)
-    if cache_dir is not None:
-        check_path_writable_dir("cache_dir", cache_dir)
-    return resolve_device(device)
+def validate(size: str, seed: int, device: str, cache_dir: str | None = None,
+             threads: int | None = None) -> torch.device:
+    """Check the notebook's parameters (clear ValueErrors), apply the thread policy and resolve
+    the device, once (``toymech.studies.params.validate_run``)."""
+    return validate_run(size, seed, device, cache_dir, threads)
 
 
 def eval_sets(task: RepeatedBlocks, size: str, seed: int, device: torch.device
