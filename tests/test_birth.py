@@ -395,6 +395,13 @@ def test_claim_verdicts_on_synthetic_numbers(claim):
     assert birth.scorecard([bad]).loc[claim.statement, "verdict"] == "not reproduced"
 
 
+def test_freezing_claim_needs_a_run_that_learned():
+    claim = next(c for c in birth.CLAIMS if c.key == "freezing-harmless")
+    neither = {**_holding(), "freeze.paper.icl_acc": 0.1, "freeze.none.icl_acc": 0.1}
+    assert claim.holds(neither) is None  # both learned nothing: no evidence either way
+    assert birth.scorecard([neither]).loc[claim.statement, "verdict"] == "not measured"
+
+
 def test_claims_not_measured_and_flat_series():
     card = birth.scorecard([{"icl_acc": 0.9, "baseline.icl_acc": 0.1}])
     assert card.iloc[0]["verdict"] == "reproduced"
