@@ -225,9 +225,13 @@ class Zoo:
             results = train_stacked(models, todo[0].task, [e.train for e in todo], device=dev,
                                     callbacks=[cbs[i] for i in missing], progress=progress,
                                     log=log)
-            for e, r in zip(todo, results):
-                self.store(e, r, dev, tag, stacked=len(todo))
-        return [self.get_or_train(e, device=dev, callbacks=cbs[i], tag=tag, progress=progress,
+            # stored under each entry's lock; the trained models are returned as they are
+            fresh = {i: self.store(exps[i], r, dev, tag, stacked=len(todo))
+                     for i, r in zip(missing, results)}
+        else:
+            fresh = {}
+        return [fresh[i] if i in fresh else
+                self.get_or_train(e, device=dev, callbacks=cbs[i], tag=tag, progress=progress,
                                   log=log) for i, e in enumerate(exps)]
 
     # ----------------------------------------------------------------------------------------
