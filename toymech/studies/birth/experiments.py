@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from ... import tasks
-from ...core import check, check_bool, check_int, check_size
+from ...core import check, check_int, check_size
 from ...models import ModelConfig
 from ...models.variants import BIRTH_SIMPLIFIED, simplified_options
 from ..params import validate_run
@@ -151,10 +151,15 @@ EXPERIMENTS = {name: Named(name, description, _maker(name, kwargs), "birth")
                for name, (description, kwargs) in _NAMED.items()}
 
 
+# The notebook's optional runs (its ``also`` parameter): tied embeddings in the freezing
+# comparison, the fully trained 4-head control, the only-/no-trigger extremes.
+OPTIONAL_RUNS = ("tied", "control", "extremes")
+
+
 def validate(size: str, seed: int, device: str, trigger_mode: str = "fixed",
              n_triggers: int = 3, threads: int | None = None, *, cache_dir: str | None = None,
-             sweep_ks: Any = (1, 3, 5), sweep_steps: int | None = None, tied: bool = False,
-             run_control: bool = True, run_extremes: bool = True) -> torch.device:
+             sweep_ks: Any = (1, 3, 5), sweep_steps: int | None = None,
+             also: Any = ("control", "extremes")) -> torch.device:
     """Check the notebook's parameters (a ValueError names the bad one), set torch's CPU threads
     (``threads``; None: the thread policy of ``toymech.devices``) and resolve the device, once
     (``toymech.studies.params.validate_run``). The keyword-only ones are the notebook's others."""
@@ -166,6 +171,9 @@ def validate(size: str, seed: int, device: str, trigger_mode: str = "fixed",
         check_int(f"sweep_ks[{i}]", k, 1, vocab)
     if sweep_steps is not None:
         check_int("sweep_steps", sweep_steps, 1, 10**8)
-    for name, flag in (("tied", tied), ("run_control", run_control), ("run_extremes", run_extremes)):
-        check_bool(name, flag)
+    check(isinstance(also, (list, tuple)), "also", also,
+          f"a list of optional runs among {', '.join(OPTIONAL_RUNS)}")
+    for i, run in enumerate(also):
+        check(isinstance(run, str) and run in OPTIONAL_RUNS, f"also[{i}]", run,
+              f"one of {', '.join(OPTIONAL_RUNS)}")
     return dev
