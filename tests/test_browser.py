@@ -270,3 +270,62 @@ def test_jupyterlab_shows_executed_notebook_without_rerunning(jupyterlab, browse
     state = _lab_open(browser, base, token, "reports/executed/report_ok.ipynb", run_all=False)
     assert state["plots"] >= 2, state
     assert len(state["views"]) == 1 and state["views"][0] > 0, f"trusted view not drawn: {state}"
+
+
+# --------------------------------------------------------------------------------------------
+# The training scrubber: its slider works in a static offline page (no kernel behind it)
+# --------------------------------------------------------------------------------------------
+
+_SCRUBBER_STATE = """
+var gd = document.querySelectorAll('.js-plotly-plot')[0];
+if (!gd || !gd.data || !gd.querySelector('.slider-rail-touch-rect')) { return null; }
+return {z: gd.data[arguments[0]].z, marker: gd.layout.shapes[0].x0,
+        active: gd.layout.sliders[0].active};
+"""
+
+
+def test_scrubber_slider_moves_the_patterns_offline(browser, tmp_path):
+    """The figure embedded as reports embed it (the notebook renderer's offline text/html), then
+    a click on the slider's rail near its left end: the heatmaps show step 0's patterns."""
+    import numpy as np
+    import pandas as pd
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    from toymech import display
+    from toymech.plots import scrubber
+    from toymech.report import external_loads
+
+    rng = np.random.default_rng(0)
+    steps = [0, 2, 10, 50]
+    patterns = [rng.random((2, 4, 4)) for _ in steps]
+    curves = pd.DataFrame({"step": steps, "score": [0.0, 0.1, 0.8, 1.0]})
+    fig = scrubber(steps, patterns, ["L0H0", "L0H1"], curves=curves,
+                   token_labels=list("abcd"))
+    display.reset_bundles()
+    html = display._renderer_class()().to_mimebundle(fig.to_dict())["text/html"]
+    page = tmp_path / "scrubber.html"
+    page.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{html}</body></html>")
+    assert external_loads(page.read_text()) == []
+
+    browser.get_log("browser")
+    browser.get(page.resolve().as_uri())
+    deadline = time.monotonic() + 30
+    while (before := browser.execute_script(_SCRUBBER_STATE, 1)) is None:
+        assert time.monotonic() < deadline, "the scrubber figure was not drawn"
+        time.sleep(0.3)
+    assert np.allclose(before["z"], patterns[-1][1], atol=1e-3) and before["marker"] == 51
+
+    rail = browser.find_element("css selector", ".slider-rail-touch-rect")
+    width = rail.rect["width"]
+    ActionChains(browser).move_to_element_with_offset(rail, -width / 2 + 3, 0).click().perform()
+    deadline = time.monotonic() + 10
+    after = browser.execute_script(_SCRUBBER_STATE, 1)
+    while after["active"] != 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        after = browser.execute_script(_SCRUBBER_STATE, 1)
+    assert after["active"] == 0, after["active"]
+    assert np.allclose(after["z"], patterns[0][1], atol=1e-3), "the heatmap still shows the last step"
+    assert not np.allclose(after["z"], before["z"], atol=1e-3) and after["marker"] == 1
+    assert [m for m in browser.get_log("browser") if m["level"] == "SEVERE"] == []
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / "scrubber.png"))

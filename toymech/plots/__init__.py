@@ -140,3 +140,6 @@ def pattern_score_heatmaps(scores: Mapping[str, Mapping[str, torch.Tensor]],
             fig.update_yaxes(autorange="reversed", row=i, col=j)
     fig.update_layout(title=title, height=140 + 170 * len(models))
     return fig
+
+
+from .scrubber import scrubber  # noqa: E402,F401  (training dynamics: patterns with a step slider)

@@ -1,5 +1,5 @@
 """Checkpoints: a folder with ``model.safetensors`` + ``config.json`` (+ ``train_state.pt`` for
-resuming).
+resuming, + ``snapshots.safetensors`` for runs that recorded parameter snapshots).
 
 Integrity. ``config.json`` records ``integrity = {weights_sha256, meta_sha256}``: the sha256 of
 the weights file and of the metadata itself (without this record), and the weights file's header
@@ -8,6 +8,12 @@ or metrics history, or a config stripped of its record is found when the folder 
 ``DamagedCheckpoint``: a ValueError naming the folder and what is wrong, in one line). Weights
 holding NaN or inf are refused too. A folder without any record was written by an older
 toymech: it loads as *unverified*.
+
+Snapshots. ``snapshots.safetensors`` holds the trained parameters at each snapshot step under
+keys ``step00000300/blocks.0.attn.W_Q``; ``config.json`` lists the steps (``snapshot_steps``,
+covered by the metadata hash) and the record holds the file's sha256 (``snapshots_sha256``), so
+a missing, swapped or edited snapshots file is damage like a bad weights file. It is hashed when
+the folder is checked and parsed only when a snapshot is asked for (``load_snapshots``).
 
 Crash safety. Everything is written into a hidden folder ``.<name>.tmp-<pid>-<host>-<random>``
 beside the target and renamed into place only once complete. An existing target is first
@@ -45,7 +51,8 @@ import toymech
 from ..core import jsonable
 from ..models import build_model, config_from_dict, move
 
-CONFIG, WEIGHTS = "config.json", "model.safetensors"
+CONFIG, WEIGHTS, SNAPSHOTS = "config.json", "model.safetensors", "snapshots.safetensors"
+_SNAPSHOT_KEY = re.compile(r"^step(?P<step>\d+)/(?P<name>.+)$")
 STALE_S = 600.0  # leftovers of a writer on another host count as abandoned after 10 minutes
 HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<owner>.+)$")
@@ -231,12 +238,22 @@ def _meta_sha256(meta: dict[str, Any]) -> str:
     return _sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
 
 
+def _snapshot_state(snapshots: dict[int, dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    return {f"step{step:08d}/{name}": t.detach().cpu().contiguous().clone()
+            for step in sorted(snapshots) for name, t in snapshots[step].items()}
+
+
 def save_model(target: Path, model: torch.nn.Module, meta: dict[str, Any],
-               train_state: dict[str, Any] | None = None) -> Path:
+               train_state: dict[str, Any] | None = None,
+               snapshots: dict[int, dict[str, torch.Tensor]] | None = None) -> Path:
     """Save weights + JSON metadata (which must hold the model config under ``"model"``), with
-    the integrity record of the module docstring."""
+    the integrity record of the module docstring; ``snapshots`` (step -> parameters) go to
+    ``snapshots.safetensors``."""
     cfg = model.toymech_config
     meta = {"toymech_version": toymech.__version__, **meta, "model": cfg.to_dict()}
+    meta.pop("snapshot_steps", None)
+    if snapshots:
+        meta["snapshot_steps"] = sorted(int(s) for s in snapshots)
     hooked = getattr(model, "cfg", None)
     if hasattr(hooked, "to_dict"):
         meta["hooked_config"] = hooked.to_dict()
@@ -247,13 +264,18 @@ def save_model(target: Path, model: torch.nn.Module, meta: dict[str, Any],
     def write_config(path: Path) -> None:  # after the weights, whose hash it records
         record = {"weights_sha256": _sha256((path.parent / WEIGHTS).read_bytes()),
                   "meta_sha256": meta_sha}
+        if snapshots:
+            record["snapshots_sha256"] = _sha256((path.parent / SNAPSHOTS).read_bytes())
         _write_json({**meta, "integrity": record})(path)
 
     writers: dict[str, Callable[[Path], None]] = {
         WEIGHTS: lambda p: save_file(_state_dict(model), str(p),
                                      metadata={"toymech_meta_sha256": meta_sha}),
-        CONFIG: write_config,
     }
+    if snapshots:
+        writers[SNAPSHOTS] = lambda p: save_file(_snapshot_state(snapshots), str(p),
+                                                 metadata={"toymech_meta_sha256": meta_sha})
+    writers[CONFIG] = write_config
     if train_state is not None:
         writers["train_state.pt"] = lambda p: torch.save(train_state, p)
     return write_folder_atomically(Path(target), writers)
@@ -297,7 +319,7 @@ def inspect_folder(folder: Path, *, build: bool = True):
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"checkpoint={str(folder)!r} is not a toymech checkpoint: no such folder")
-    files = _read_files(folder, (CONFIG, WEIGHTS))
+    files = _read_files(folder, (CONFIG, WEIGHTS, SNAPSHOTS))
     raw, blob = files[CONFIG], files[WEIGHTS]
     if raw is None and blob is None:
         raise ValueError(f"checkpoint={str(folder)!r} is not a toymech checkpoint: no {CONFIG}")
@@ -322,6 +344,7 @@ def inspect_folder(folder: Path, *, build: bool = True):
         if _sha256(blob) != record["weights_sha256"]:
             raise DamagedCheckpoint(folder, f"{WEIGHTS} is not the file saved with {CONFIG} (its "
                                     "sha256 differs: replaced, truncated or edited)")
+        _check_snapshots(folder, meta, files[SNAPSHOTS])
     try:
         state = load_bytes(blob)
         header = _header_metadata(blob)
@@ -354,6 +377,52 @@ def inspect_folder(folder: Path, *, build: bool = True):
         if header.get("toymech_meta_sha256") != record["meta_sha256"]:
             raise DamagedCheckpoint(folder, f"{WEIGHTS} and {CONFIG} come from different saves")
     return meta, state, verified, model
+
+
+def _check_snapshots(folder: Path, meta: dict[str, Any], blob: bytes | None) -> None:
+    """The snapshots file against the record of a verified ``meta`` (nothing recorded: none)."""
+    record = meta["integrity"]
+    if "snapshot_steps" not in meta and "snapshots_sha256" not in record:
+        return
+    sha = record.get("snapshots_sha256")
+    if not isinstance(sha, str):
+        raise DamagedCheckpoint(folder, f"the integrity record in {CONFIG} has no snapshots_sha256 "
+                                f"although {CONFIG} lists snapshot_steps")
+    if blob is None:
+        raise DamagedCheckpoint(folder, f"{SNAPSHOTS} is missing (its sha256 is recorded in {CONFIG})")
+    if _sha256(blob) != sha:
+        raise DamagedCheckpoint(folder, f"{SNAPSHOTS} is not the file saved with {CONFIG} (its "
+                                "sha256 differs: replaced, truncated or edited)")
+
+
+def load_snapshots(folder: Path, meta: dict[str, Any],
+                   steps: set[int] | None = None) -> dict[int, dict[str, torch.Tensor]]:
+    """The snapshots of the checkpoint whose (already checked) metadata is ``meta``: step ->
+    {parameter name: tensor}, only ``steps`` when given. The file is checked again against
+    ``meta``'s record (it may have been replaced since): ``DamagedCheckpoint`` if it differs."""
+    folder = Path(folder)
+    if not meta.get("snapshot_steps"):
+        return {}
+    blob = _read_files(folder, (SNAPSHOTS,))[SNAPSHOTS]
+    if isinstance(meta.get("integrity"), dict):
+        _check_snapshots(folder, meta, blob)
+    elif blob is None:
+        raise DamagedCheckpoint(folder, f"{SNAPSHOTS} is missing ({CONFIG} lists snapshot_steps)")
+    try:
+        flat = load_bytes(blob)
+    except Exception as exc:
+        raise DamagedCheckpoint(folder, f"{SNAPSHOTS} is not a readable safetensors file "
+                                f"({type(exc).__name__}: {exc})") from None
+    out: dict[int, dict[str, torch.Tensor]] = {}
+    for key, tensor in flat.items():
+        m = _SNAPSHOT_KEY.match(key)
+        if m is None:
+            raise DamagedCheckpoint(folder, f"{SNAPSHOTS} holds a tensor named {key!r}, not "
+                                    "'step<N>/<parameter>'")
+        step = int(m["step"])
+        if steps is None or step in steps:
+            out.setdefault(step, {})[m["name"]] = tensor
+    return out
 
 
 def read_meta(folder: Path) -> dict[str, Any]:

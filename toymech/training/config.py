@@ -7,11 +7,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import (check, check_float, check_int, check_seed, check_str, dataclass_from_dict,
-                    jsonable, set_checked)
+                    is_int, jsonable, set_checked)
 
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
 SCHEDULES = ("constant", "cosine")
+MAX_SNAPSHOTS = 10_000
+
+
+def log_spaced_steps(total: int, n: int) -> tuple[int, ...]:
+    """``n`` distinct steps in ``0..total``, log-spaced: always 0 (before any update) and
+    ``total``; in between ``s_i ~ total ** (i / (n - 2))`` for i = 0..n-2 (so 1 and ``total``),
+    rounded, and pushed up to the previous step + 1 where rounding collides, so early steps are
+    dense and there are exactly ``min(n, total + 1)`` of them. ``n = 0`` gives ``()``."""
+    total = check_int("total", total, 0, 10**9)
+    n = check_int("n", n, 0, None)
+    check(n != 1, "n", n, "0 or at least 2 (step 0 and the last step are always included)")
+    if n == 0:
+        return ()
+    if n >= total + 1:
+        return tuple(range(total + 1))
+    steps, inner = [0], n - 1  # steps after 0: from 1 to total, geometrically
+    for i in range(inner):
+        target = round(total ** (i / (inner - 1))) if inner > 1 else total
+        # at least one past the previous step, and room left for the steps still to come
+        steps.append(min(max(target, steps[-1] + 1), total - (inner - 1 - i)))
+    return tuple(steps)
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -34,6 +56,9 @@ class TrainConfig:
     eval_every: int = 250
     eval_size: int = 1024
     checkpoint_every: int | None = None
+    # Parameter snapshots through training: 0 = none, n = n log-spaced steps (log_spaced_steps),
+    # or the explicit steps (0 = the initial weights, s = after s optimizer updates).
+    snapshots: int | tuple[int, ...] = 0
 
     def __post_init__(self) -> None:
         for name in ("betas", "freeze", "train_from"):
@@ -74,9 +99,31 @@ class TrainConfig:
             check(every % self.eval_every == 0, "checkpoint_every", self.checkpoint_every,
                   f"None or a multiple of eval_every={self.eval_every}")
             set_checked(self, checkpoint_every=every)
+        set_checked(self, snapshots=self._checked_snapshots())
+
+    def _checked_snapshots(self) -> int | tuple[int, ...]:
+        s = self.snapshots
+        allowed = (f"0 (none), an integer in 2..{MAX_SNAPSHOTS:,} (that many log-spaced steps) "
+                   f"or a list of steps in 0..{self.steps:,}")
+        if isinstance(s, (list, tuple)):
+            check(len(s) > 0 and all(is_int(x) and 0 <= int(x) <= self.steps for x in s),
+                  "snapshots", s, allowed)
+            return tuple(sorted({int(x) for x in s}))
+        check(is_int(s) and (int(s) == 0 or 2 <= int(s) <= MAX_SNAPSHOTS), "snapshots", s, allowed)
+        return int(s)
+
+    @property
+    def snapshot_steps(self) -> tuple[int, ...]:
+        """The steps at which the loop records parameters (sorted; empty when off)."""
+        if isinstance(self.snapshots, tuple):
+            return self.snapshots
+        return log_spaced_steps(self.steps, self.snapshots)
 
     def to_dict(self) -> dict[str, Any]:
-        return jsonable(dataclasses.asdict(self))
+        d = jsonable(dataclasses.asdict(self))
+        if self.snapshots == 0:
+            del d["snapshots"]  # so the zoo keys of runs without snapshots stay what they were
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":

@@ -11,6 +11,10 @@ Freezing is declared in ``TrainConfig.freeze`` (parameter-name patterns) and ``t
 evaluation probes plug in as callbacks; on one model, checkpoints hold everything needed to
 resume bit-for-bit on CPU (weights, optimizer, schedule, data-generator state, history).
 Nothing syncs with the host inside a step: losses stay on the device until an evaluation step.
+
+Snapshots (``TrainConfig.snapshots``): at each snapshot step s (s optimizer updates done; 0 = the
+initial weights) the loop keeps a CPU copy of every parameter that trains at some point (frozen
+ones equal the final model's), each stacked model its own slice: ``TrainResult.snapshots``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -44,6 +48,8 @@ class TrainResult:
     trainable: int
     frozen: int
     seconds: float
+    # step -> {parameter name: CPU tensor} of the parameters that train (see the module docstring)
+    snapshots: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
 
     @property
     def final(self) -> dict[str, float]:
@@ -124,6 +130,10 @@ class _Eager:
     def sync(self) -> None:
         pass
 
+    @torch.no_grad()
+    def snapshot(self) -> list[dict[str, torch.Tensor]]:
+        return [{n: p.detach().to("cpu", copy=True) for n, p in self.named.items()}]
+
 
 class _Stacked:
     """N models of one shape as stacked parameters [N, ...], evaluated under ``torch.vmap``."""
@@ -162,6 +172,12 @@ class _Stacked:
         for s, model in enumerate(self.models):
             for n, p in model.named_parameters():
                 p.copy_(self.all_params[n][s])
+
+    @torch.no_grad()
+    def snapshot(self) -> list[dict[str, torch.Tensor]]:
+        """Each model's own slice of the trained parameters, copied to the CPU."""
+        cpu = {n: p.detach().to("cpu", copy=True) for n, p in self.named.items()}
+        return [{n: p[s].clone() for n, p in cpu.items()} for s in range(len(self.models))]
 
 
 def train(model: torch.nn.Module, task: Task, cfg: TrainConfig, *,
@@ -227,11 +243,16 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
     eval_batches = [task.sample(c.eval_size, make_generator(seed_for(c.seed, "train_eval"), dev))
                     for c in cfgs]
     histories: list[list[dict[str, float]]] = [[] for _ in models]
+    snapshots: list[dict[int, dict[str, torch.Tensor]]] = [{} for _ in models]
+    snap_at = set(cfg.snapshot_steps)  # a set of ints: testing membership never syncs
     start = 0
 
     # --- phase 2: resume (single runs) ------------------------------------------------------
     if resume_from is not None:
-        histories[0], start = _resume(resume_from, models[0], task, cfg, opt, sched, gens[0], dev)
+        histories[0], start, snapshots[0] = _resume(resume_from, models[0], task, cfg, opt, sched,
+                                                    gens[0], dev)
+    if start == 0 and 0 in snap_at:
+        _record(snapshots, 0, run)
 
     # --- phase 3: the loop --------------------------------------------------------------
     window: list[torch.Tensor] = []  # losses kept on device: no host sync every step
@@ -252,6 +273,8 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
         sched.step()
         window.append(losses.detach())
         done = step + 1
+        if done in snap_at:
+            _record(snapshots, done, run)
         if done % cfg.eval_every == 0 or done == cfg.steps:
             mean = torch.stack(window).mean(0).tolist()
             window.clear()
@@ -272,7 +295,8 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
             if checkpoint_dir is not None and cfg.checkpoint_every and (
                     done % cfg.checkpoint_every == 0 or done == cfg.steps):
                 save_training_checkpoint(Path(checkpoint_dir) / f"step_{done:07d}", models[0],
-                                         task, cfg, opt, sched, gens[0], histories[0], done)
+                                         task, cfg, opt, sched, gens[0], histories[0], done,
+                                         snapshots=snapshots[0])
     run.sync()
     for m in models:
         m.eval()
@@ -281,7 +305,13 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
         last = histories[0][-1]
         log(f"[toymech] {task.name}: step {last['step']}, eval loss {last['eval_loss']:.4f}, "
             f"{(cfg.steps - start) / max(seconds * n, 1e-9):.1f} steps/s")
-    return [TrainResult(m, h, trainable, frozen, seconds) for m, h in zip(models, histories)]
+    return [TrainResult(m, h, trainable, frozen, seconds, snap)
+            for m, h, snap in zip(models, histories, snapshots)]
+
+
+def _record(snapshots: list[dict[int, dict[str, torch.Tensor]]], step: int, run) -> None:
+    for s, params in enumerate(run.snapshot()):
+        snapshots[s][step] = params
 
 
 def _check_finite(losses: list[float], step: int, cfg: TrainConfig) -> None:
@@ -309,13 +339,16 @@ def _resume(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, dev):
     opt.load_state_dict(state["optimizer"])
     sched.load_state_dict(state["scheduler"])
     gen.set_state(state["generator"].to(gen.get_state().device))
-    return state["history"], int(state["step"])
+    return state["history"], int(state["step"]), dict(state.get("snapshots", {}))
 
 
 def save_training_checkpoint(folder: Path, model, task: Task, cfg: TrainConfig, opt, sched,
-                             data_gen: torch.Generator, history, step: int) -> Path:
+                             data_gen: torch.Generator, history, step: int, *,
+                             snapshots: dict[int, dict[str, torch.Tensor]] | None = None) -> Path:
     train_state = {"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
                    "generator": data_gen.get_state().cpu(), "history": history, "step": step}
+    if snapshots:  # those taken so far, so that a resumed run ends with all of them
+        train_state["snapshots"] = snapshots
     meta = {"task": task.to_dict(), "train": cfg.to_dict(), "step": step,
             "metrics": history[-1] if history else {}}
     return checkpoints.save_model(folder, model, meta, train_state)

@@ -105,10 +105,37 @@ class ZooEntry:
     loaded: bool  # True: read from the cache; False: trained now
     path: Path
     history: list[dict[str, float]] = field(default_factory=list)
+    # step -> trained parameters (CPU); a loaded entry reads them from disk on first use
+    snapshots: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict, repr=False)
 
     @property
     def final(self) -> dict[str, float]:
         return self.history[-1] if self.history else {}
+
+    @property
+    def snapshot_steps(self) -> list[int]:
+        """The steps with a parameter snapshot (sorted; [] when the run recorded none)."""
+        return sorted(int(s) for s in self.meta.get("snapshot_steps", []))
+
+    def model_at(self, step: int) -> HookedTransformer:
+        """A fresh copy of the model (same config and device) with the parameters it had after
+        ``step`` optimizer updates (0: at initialisation); parameters that never train are the
+        final model's, which are also their initial values."""
+        available = self.snapshot_steps
+        check(step in available, "step", step,
+              f"one of the snapshot steps {available}" if available else
+              "nothing: this run recorded no snapshots (TrainConfig.snapshots)")
+        if step not in self.snapshots:
+            self.snapshots.update(checkpoints.load_snapshots(self.path, self.meta))
+        params = self.snapshots[step]
+        model = build_model(self.model.toymech_config)
+        model.load_state_dict(self.model.state_dict())
+        model = move(model, next(self.model.parameters()).device)
+        own = dict(model.named_parameters())
+        with torch.no_grad():
+            for name, value in params.items():
+                own[name].copy_(value)
+        return model.eval()
 
 
 def _notice(log, line: str) -> None:
@@ -165,9 +192,11 @@ class Zoo:
         meta = {**exp.to_dict(), "tag": tag, "key": exp.key(tag), "history": result.history,
                 "seconds": result.seconds, "device": str(device), "trainable": result.trainable,
                 "frozen": result.frozen, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), **extra}
-        checkpoints.save_model(path, result.model, meta)
+        checkpoints.save_model(path, result.model, meta, snapshots=result.snapshots)
+        if result.snapshots:
+            meta["snapshot_steps"] = sorted(result.snapshots)
         self.clean()  # what killed writers of other entries left behind
-        return ZooEntry(result.model, meta, False, path, result.history)
+        return ZooEntry(result.model, meta, False, path, result.history, dict(result.snapshots))
 
     def get_or_train(self, exp: Experiment, *, device: str | torch.device = "auto",
                      callbacks: Iterable[Callback] = (), tag: str = "", retrain: bool = False,

@@ -1,0 +1,230 @@
+"""Each study's metrics and attention patterns through training (``studies/<s>/dynamics.py``):
+promised keys, finite values, patterns that are causal distributions, a loss that falls with
+training, and known answers on hand-built weights."""
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from toymech import tasks
+from toymech.analysis import attention_patterns, probes
+from toymech.models import build_model
+from toymech.studies.birth import dynamics as bdyn
+from toymech.studies.birth import evaluate_sets, example_batch, simplified_config
+from toymech.studies.birth import experiment as birth_experiment
+from toymech.studies.induction import dynamics as idyn
+from toymech.studies.induction import experiment as induction_experiment
+from toymech.studies.random_transformers import dynamics as rdyn
+from toymech.studies.random_transformers.experiments import experiment as rt_experiment
+from toymech.training import train
+
+
+def trained(model, exp, **changes):
+    """A copy of ``model`` after a short training run of ``exp`` (``changes`` to its config)."""
+    model = copy.deepcopy(model)
+    steps = changes.get("steps", exp.train.steps)
+    cfg = exp.train.replace(eval_every=steps, eval_size=16, **changes)  # one small evaluation
+    train(model, exp.task, cfg, device="cpu", progress=False, log=None)
+    return model
+
+
+def setup(dyn, exp, probe_kwargs, train_kwargs):
+    """(probe data of seed 0, the untrained model, a briefly trained copy)."""
+    model = build_model(exp.model)
+    return (dyn.probe_data(exp.task, "smoke", 0, **probe_kwargs), model,
+            trained(model, exp, **train_kwargs))
+
+
+def before_after(dyn, fixture, keys, drop):
+    """Metrics of the untrained and the trained model: the promised keys, finite floats, the
+    compared names among them, the test loss lower by ``drop`` after training."""
+    data, model, after = fixture
+    before, late = dyn.dynamics_metrics(model, data), dyn.dynamics_metrics(after, data)
+    for m in (before, late):
+        check_metrics(m, keys)
+        assert set(dyn.DYNAMICS_METRICS) <= set(m)
+    assert late["test_loss"] < before["test_loss"] - drop
+    return before, late
+
+
+def check_metrics(metrics, keys):
+    assert set(metrics) == set(keys)
+    for key, value in metrics.items():
+        assert isinstance(value, float) and math.isfinite(value), (key, value)
+
+
+def check_patterns(result, n_heads, length, tokens=None):
+    pats, heads, labels = result
+    assert isinstance(pats, np.ndarray) and pats.dtype == np.float32
+    assert pats.shape == (n_heads, length, length)
+    assert len(heads) == n_heads and heads[0] == "L0H0" and len(set(heads)) == n_heads
+    assert len(labels) == length and all(isinstance(t, str) for t in labels)
+    if tokens is not None:
+        assert labels == tokens
+    np.testing.assert_allclose(pats.sum(-1), 1.0, atol=1e-5)  # each query: a distribution
+    assert np.all(np.triu(pats, k=1) == 0)                   # causal: no later key
+    assert np.all(pats >= 0)
+
+
+# --- induction ----------------------------------------------------------------------------------
+IND_EXP = induction_experiment("induction-2l", "smoke", 0)
+IND_KEYS = ({f"{s}_loss" for s in ("test", "doubled", "option1", "option2")}
+            | {"direct_copy", "prev_token_max", "induction_max", "kcomp_max", "kcomp_baseline"}
+            | {f"copy_{m}_L{layer}" for m in ("max", "min") for layer in (0, 1)})
+
+
+@pytest.fixture(scope="module")
+def ind():
+    return setup(idyn, IND_EXP, dict(n_eval=64), dict(lr=1e-2, steps=20, batch_size=32))
+
+
+def test_induction_metrics_keys_and_training(ind):
+    data, model, _ = ind
+    before, late = before_after(idyn, ind, IND_KEYS, 0.05)
+    assert late["kcomp_baseline"] == before["kcomp_baseline"]  # a reference line: constant
+    assert idyn.dynamics_metrics(model, data) == before  # a pure function of the model
+
+
+def test_induction_metrics_on_hand_built_weights(ind):
+    data, model, _ = ind
+    model = copy.deepcopy(model)
+    with torch.no_grad():
+        model.unembed.W_U.copy_(model.W_E.T)  # W_E W_U = W_E W_Eᵀ: PSD, every λ >= 0
+    assert idyn.dynamics_metrics(model, data)["direct_copy"] > 0.99
+    with torch.no_grad():
+        model.unembed.W_U.copy_(-model.W_E.T)  # the post's suppression: every λ <= 0
+        a0, a1 = model.blocks[0].attn, model.blocks[1].attn
+        a1.W_K[0] = a0.W_O[0].T.clone()  # L1H0's keys read exactly what L0H0 writes
+    m = idyn.dynamics_metrics(model, data)
+    assert m["direct_copy"] < -0.99
+    assert m["kcomp_max"] > 2 * m["kcomp_baseline"]
+
+
+def test_induction_patterns_and_probe_data(ind):
+    data, model, after = ind
+    T = IND_EXP.task.seq_len
+    check_patterns(idyn.dynamics_patterns(after, data), 8, T,
+                   IND_EXP.task.str_tokens(data.example))
+    pats = idyn.dynamics_patterns(after, data)[0]
+    np.testing.assert_allclose(pats[5], attention_patterns(after, data.example)[1, 1].numpy())
+    block = data.example[:IND_EXP.task.block_len].tolist()
+    assert len(set(block)) == len(block)  # an unambiguous example: distinct letters
+    again = idyn.probe_data(IND_EXP.task, "smoke", 0, n_eval=64)
+    other = idyn.probe_data(IND_EXP.task, "smoke", 1, n_eval=64)
+    assert torch.equal(again.sets["test"].tokens, data.sets["test"].tokens)
+    assert torch.equal(again.example, data.example)
+    assert not torch.equal(other.sets["test"].tokens, data.sets["test"].tokens)
+    assert set(data.sets) == {"test", "doubled", "option1", "option2"}
+    assert len(data.sets["option1"]) == 64 and data.pattern_tokens.shape == (64, T)
+
+
+# --- birth --------------------------------------------------------------------------------------
+BIRTH_EXP = birth_experiment("smoke", 0)
+BIRTH_KEYS = {"test_loss", "test_acc", "icl_loss", "icl_acc", "bigram_loss", "bigram_acc",
+              "ood_icl_acc", "probe_wk1", "probe_wk2", "probe_wo2", "probe_wf_kl", "attn_prev",
+              "attn_induction", "kcomp"}
+
+
+@pytest.fixture(scope="module")
+def birth():
+    return setup(bdyn, BIRTH_EXP, dict(n_eval=64), dict(steps=20))
+
+
+def test_birth_metrics_keys_training_and_tables(birth):
+    _, _, after = birth
+    _, late = before_after(bdyn, birth, BIRTH_KEYS, 0.05)
+    # the last snapshot reads what the study's tables read: same sets, same functions
+    ref = evaluate_sets(after, BIRTH_EXP.task, 64, 0)
+    assert late["icl_acc"] == pytest.approx(ref["test"]["icl_acc"])
+    assert late["ood_icl_acc"] == pytest.approx(ref["ood"]["icl_acc"])
+    triggers = BIRTH_EXP.task.fixed_triggers
+    assert late["probe_wk2"] == probes.model_probes(after, BIRTH_EXP.task.pi_b, triggers)[
+        "probe_wk2"]
+
+
+def test_birth_output_memory_probe_on_the_papers_construction():
+    # The paper's output memory W_O² = Σ_k e_kᵀ u_kᵀ recalls every token when d is large enough
+    # for random embeddings to be nearly orthogonal; a random W_O² recalls about 1/N of them.
+    model = build_model(simplified_config(BIRTH_EXP.task, d_model=64, seed=0))
+    data = bdyn.probe_data(BIRTH_EXP.task, "smoke", 0, n_eval=16)
+    assert bdyn.dynamics_metrics(model, data)["probe_wo2"] < 0.2
+    built = probes.construction(model, BIRTH_EXP.task.pi_b)["W_O2 (output copy)"]
+    with torch.no_grad():
+        model.blocks[1].attn.W_O[0] = built  # W_V = I in the simplified model: OV₂ = W_O²
+    assert bdyn.dynamics_metrics(model, data)["probe_wo2"] > 0.9
+
+
+def test_birth_patterns_window_and_example(birth):
+    data, model, after = birth
+    T = BIRTH_EXP.task.seq_len  # 16 at smoke: the whole sequence
+    check_patterns(bdyn.dynamics_patterns(after, data), 2, T,
+                   BIRTH_EXP.task.str_tokens(data.example))
+    # longer sequences: the first 64 positions, the patterns of the full sequence's first rows
+    task = tasks.get("bigram_triggers", length=100)
+    long = bdyn.probe_data(task, "smoke", 0, n_eval=8)
+    assert long.example.shape == (bdyn.WINDOW,)
+    model = build_model(simplified_config(task, d_model=16, seed=0))
+    pats = bdyn.dynamics_patterns(model, long)[0]
+    check_patterns((pats, [f"L{i}H0" for i in range(2)], ["x"] * 64), 2, 64)
+    full = example_batch(task, 0, 8).tokens
+    row = next(i for i in range(8) if torch.equal(full[i, :64], long.example))
+    np.testing.assert_allclose(
+        pats, attention_patterns(model, full[row])[:, 0, :64, :64].numpy(), atol=1e-6)
+    again = bdyn.probe_data(BIRTH_EXP.task, "smoke", 0, n_eval=64)
+    assert torch.equal(again.test.tokens, data.test.tokens)
+    assert torch.equal(again.example, data.example)
+
+
+# --- random transformers ------------------------------------------------------------------------
+RT_EXP = rt_experiment("parentheses", 16, "random", "smoke", 0)
+EV_KEYS = {f"ev_{b}_{layer}" for b in ("principal", "neuron")
+           for layer in ("embedding", "layer1", "layer2")} | {"ev_principal_mean"}
+
+
+@pytest.fixture(scope="module")
+def rt():
+    return setup(rdyn, RT_EXP, dict(n_eval=128, n_probe=64), dict(steps=20, lr=1e-2))
+
+
+def test_random_transformer_metrics_keys_and_training(rt):
+    _, model, after = rt
+    before, late = before_after(rdyn, rt, {"test_loss", "test_acc"} | EV_KEYS, 0.1)
+    assert late["test_acc"] > before["test_acc"]
+    # random mode: the frozen layers are untouched, only the embeddings moved
+    assert torch.equal(after.blocks[0].attn.W_Q, model.blocks[0].attn.W_Q)
+    assert late["ev_principal_embedding"] != before["ev_principal_embedding"]
+
+
+def test_random_transformer_concentration_known_cases(rt):
+    data, model, _ = rt
+    # width 8 <= k = 10: the top 10 directions hold all the variance
+    narrow = build_model(rt_experiment("parentheses", 8, "random", "smoke", 0).model)
+    assert all(v == pytest.approx(1.0) for k, v in rdyn.dynamics_metrics(narrow, data).items()
+               if k.startswith("ev_"))
+    # embeddings on one line (every token a multiple of one vector, no positions): EV_1 = 1
+    assert rdyn.dynamics_metrics(model, data)["ev_principal_embedding"] < 0.999
+    model = copy.deepcopy(model)
+    with torch.no_grad():
+        direction = torch.randn(16, generator=torch.Generator().manual_seed(0))
+        model.embed.W_E.copy_(torch.arange(1.0, model.cfg.d_vocab + 1)[:, None] * direction)
+        model.pos_embed.W_pos.zero_()
+    m = rdyn.dynamics_metrics(model, data)
+    assert m["ev_principal_embedding"] == pytest.approx(1.0)
+
+
+def test_random_transformer_patterns_and_example(rt):
+    data, _, after = rt
+    check_patterns(rdyn.dynamics_patterns(after, data), 8, len(data.example),
+                   RT_EXP.task.str_tokens(data.example))
+    assert data.example[-2] == RT_EXP.task.vocab.index("?")  # cut right after the answer
+    needle = rt_experiment("needle", 16, "random", "smoke", 0).task
+    nd = rdyn.probe_data(needle, "smoke", 0, n_eval=8, n_probe=8)
+    assert needle.str_tokens(nd.example)[-3] == "?"  # query marker, key, value: no padding
+    again = rdyn.probe_data(RT_EXP.task, "smoke", 0, n_eval=128, n_probe=64)
+    other = rdyn.probe_data(RT_EXP.task, "smoke", 1, n_eval=128, n_probe=64)
+    assert torch.equal(again.probe_tokens, data.probe_tokens)
+    assert torch.equal(again.example, data.example)
+    assert not torch.equal(other.sets["test"].tokens, data.sets["test"].tokens)

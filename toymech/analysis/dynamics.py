@@ -1,0 +1,187 @@
+"""Training dynamics: metrics at each parameter snapshot, and when each metric moved.
+
+A run trained with ``TrainConfig(snapshots=n)`` keeps its trained parameters at ``n`` log-spaced
+steps (``log_spaced_steps``); ``ZooEntry.model_at(step)`` rebuilds the model there.
+
+* ``metric_curves(entry, fn)``: ``fn(model) -> {metric: value}`` at every snapshot, as a table.
+* ``transition_step(steps, values)``: the step at which a metric has covered half (``frac``) of
+  its way from its first to its last value, interpolated between snapshots.
+* ``transitions(curves)``: that step for every metric, earliest first: which circuit forms first.
+* ``transitions_over_seeds`` / ``order_agreement``: the same over seeds (median step, spread, and
+  how often one metric moves before another).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..core import check, check_float
+from ..training.config import log_spaced_steps
+
+__all__ = ["log_spaced_steps", "metric_curves", "transition_step", "transitions",
+           "formation_order", "transitions_over_seeds", "order_agreement",
+           "patterns_over_training"]
+
+Metric = Callable[[torch.nn.Module], Mapping[str, float]]
+
+
+def _models(source: Any, steps: Iterable[int] | None) -> list[tuple[int, Callable[[], Any]]]:
+    """(step, make the model) for a ZooEntry (``model_at``) or a mapping {step: model}."""
+    if isinstance(source, Mapping):
+        available = sorted(int(s) for s in source)
+        get = lambda s: source[s]  # noqa: E731
+    else:
+        check(hasattr(source, "model_at") and hasattr(source, "snapshot_steps"), "source",
+              type(source).__name__, "a ZooEntry (with snapshots) or a mapping {step: model}")
+        available, get = list(source.snapshot_steps), source.model_at
+    check(bool(available), "source", type(source).__name__,
+          "a run with snapshots (train it with TrainConfig(snapshots=n)) or a non-empty mapping")
+    chosen = available if steps is None else sorted({int(s) for s in steps})
+    for s in chosen:
+        check(s in available, "steps", s, f"snapshot steps of the source: {available}")
+    return [(s, (lambda s=s: get(s))) for s in chosen]
+
+
+def metric_curves(source: Any, fn: Metric, steps: Iterable[int] | None = None) -> pd.DataFrame:
+    """One row per snapshot step: ``step`` and ``fn(model at step)`` (each value a float).
+
+    ``source``: a ``ZooEntry`` trained with snapshots (models from ``entry.model_at(step)``) or a
+    mapping ``{step: model}``; ``steps``: a subset of its snapshot steps (default: all). ``fn``
+    gets the model in eval mode; every call must return the same metric names.
+    """
+    rows, names = [], None
+    for step, make in _models(source, steps):
+        model = make()
+        model.eval()
+        values = dict(fn(model))
+        if names is None:
+            names, first = list(values), step
+        check(list(values) == names, "fn", sorted(values),
+              f"the same metrics at every step (step {first} gave {names})")
+        rows.append({"step": step, **{k: float(v.detach()) if isinstance(v, torch.Tensor)
+                                      else float(v) for k, v in values.items()}})
+    return pd.DataFrame(rows, columns=["step", *(names or [])])
+
+
+def transition_step(steps: Sequence[float], values: Sequence[float], frac: float = 0.5,
+                    tol: float = 1e-6) -> float | None:
+    """The first step at which a metric has moved ``frac`` of the way from its first value to
+    its last one, linearly interpolated between snapshots.
+
+    With ``v_0`` the first and ``v_end`` the last value, the progress at snapshot i is
+    ``p_i = (v_i - v_0) / (v_end - v_0)``; the answer is the first i with ``p_i >= frac``,
+    refined to ``s_{i-1} + (frac - p_{i-1}) / (p_i - p_{i-1}) * (s_i - s_{i-1})``. Rising and
+    falling metrics are alike; a metric that overshoots and comes back transitions at its FIRST
+    crossing. None when ``|v_end - v_0| < tol`` (it never moved, or only one snapshot).
+    ``steps`` must increase strictly; NaN or inf in ``values`` raises ValueError (drop those
+    rows first: a gap is not skipped silently).
+    """
+    s = np.asarray(steps, dtype=float)
+    v = np.asarray(values, dtype=float)
+    check(s.ndim == 1 and s.shape == v.shape and len(s) >= 1, "values", len(v),
+          f"one value per step ({len(s)} steps), at least one")
+    check(bool(np.all(np.diff(s) > 0)), "steps", list(s), "strictly increasing steps")
+    bad = np.flatnonzero(~np.isfinite(v))
+    check(len(bad) == 0, "values", float(v[bad[0]]) if len(bad) else None,
+          f"finite numbers (not finite at step {s[bad[0]]:g}; drop such rows first)"
+          if len(bad) else "")
+    frac = check_float("frac", frac, 0.0, 1.0, lo_open=True)
+    tol = check_float("tol", tol, 0.0)
+    delta = v[-1] - v[0]
+    if abs(delta) < tol or len(v) < 2:
+        return None
+    p = (v - v[0]) / delta
+    i = int(np.argmax(p >= frac))  # exists: p[-1] == 1 >= frac; i >= 1 as p[0] == 0 < frac
+    t = (frac - p[i - 1]) / (p[i] - p[i - 1])
+    return float(s[i - 1] + t * (s[i] - s[i - 1]))
+
+
+def transitions(curves: pd.DataFrame, metrics: Sequence[str] | None = None, frac: float = 0.5,
+                tol: float = 1e-6) -> pd.DataFrame:
+    """One row per metric of ``curves`` (as from ``metric_curves``): ``metric``, ``start``,
+    ``end`` and ``step`` (``transition_step``; NaN: it never moved), earliest step first and
+    NaN last (ties keep the order of ``metrics``): which circuit forms first."""
+    check("step" in curves.columns, "curves", list(curves.columns), "a table with a 'step' column")
+    names = [c for c in curves.columns if c != "step"] if metrics is None else list(metrics)
+    for name in names:
+        check(name in curves.columns and name != "step", "metrics", name,
+              f"columns of curves: {[c for c in curves.columns if c != 'step']}")
+    table = curves.sort_values("step")
+    rows = []
+    for name in names:
+        step = transition_step(table["step"].to_numpy(), table[name].to_numpy(), frac, tol)
+        rows.append({"metric": name, "start": float(table[name].iloc[0]),
+                     "end": float(table[name].iloc[-1]), "step": math.nan if step is None else step})
+    out = pd.DataFrame(rows, columns=["metric", "start", "end", "step"])
+    return out.sort_values("step", kind="stable", na_position="last").reset_index(drop=True)
+
+
+def formation_order(curves: pd.DataFrame, metrics: Sequence[str] | None = None,
+                    frac: float = 0.5, tol: float = 1e-6) -> list[str]:
+    """The metrics that moved, in the order of their transition steps (``transitions``)."""
+    table = transitions(curves, metrics, frac, tol)
+    return list(table.loc[table["step"].notna(), "metric"])
+
+
+def _steps_per_seed(per_seed: Sequence[pd.DataFrame], metrics: Sequence[str] | None,
+                    frac: float, tol: float) -> tuple[list[str], np.ndarray]:
+    """(metrics, transition steps [seed, metric], inf where a metric never moved)."""
+    check(len(per_seed) >= 1, "per_seed", len(per_seed), "at least one table of curves")
+    names = ([c for c in per_seed[0].columns if c != "step"] if metrics is None
+             else list(metrics))
+    steps = np.full((len(per_seed), len(names)), np.inf)
+    for i, curves in enumerate(per_seed):
+        table = transitions(curves, names, frac, tol).set_index("metric")
+        steps[i] = table.loc[names, "step"].fillna(np.inf).to_numpy()
+    return names, steps
+
+
+def order_agreement(per_seed: Sequence[pd.DataFrame], first: str, second: str,
+                    frac: float = 0.5, tol: float = 1e-6) -> float:
+    """The fraction of seeds in which ``first`` transitions strictly before ``second`` (a metric
+    that never moved counts as transitioning at infinity; ties are not "before")."""
+    names, steps = _steps_per_seed(per_seed, [first, second], frac, tol)
+    return float(np.mean(steps[:, 0] < steps[:, 1]))
+
+
+def transitions_over_seeds(per_seed: Sequence[pd.DataFrame], metrics: Sequence[str] | None = None,
+                           frac: float = 0.5, tol: float = 1e-6) -> pd.DataFrame:
+    """Transition steps over seeds (one ``metric_curves`` table per seed), one row per metric:
+    ``median``, ``min``, ``max`` of the step over the seeds where it moved, ``moved`` (how many
+    seeds), and ``before_next``: the fraction of seeds in which this metric transitions before
+    the next row's (``order_agreement``; NaN on the last row). Rows by median step, NaN last."""
+    names, steps = _steps_per_seed(per_seed, metrics, frac, tol)
+    rows = []
+    for j, name in enumerate(names):
+        moved = steps[np.isfinite(steps[:, j]), j]
+        rows.append({"metric": name, "median": float(np.median(moved)) if len(moved) else math.nan,
+                     "min": float(moved.min()) if len(moved) else math.nan,
+                     "max": float(moved.max()) if len(moved) else math.nan,
+                     "moved": int(len(moved)), "seeds": len(per_seed)})
+    out = pd.DataFrame(rows).sort_values("median", kind="stable", na_position="last")
+    order = [names.index(m) for m in out["metric"]]
+    out["before_next"] = [float(np.mean(steps[:, a] < steps[:, b]))
+                          for a, b in zip(order, order[1:])] + [math.nan]
+    return out.reset_index(drop=True)
+
+
+def patterns_over_training(source: Any, tokens: torch.Tensor, steps: Iterable[int] | None = None
+                           ) -> tuple[list[int], list[torch.Tensor], list[str]]:
+    """Attention patterns of every head on one sequence ``tokens`` [pos] at each snapshot:
+    ``(steps, patterns, head_labels)`` with each pattern [n_layers * n_heads, pos, pos] and
+    labels ``L0H0, L0H1, ...`` (the input of ``toymech.plots.scrubber``)."""
+    from .patterns import attention_patterns
+
+    out_steps, patterns = [], []
+    for step, make in _models(source, steps):
+        p = attention_patterns(make(), tokens)  # [layers, heads, q, k]
+        out_steps.append(step)
+        patterns.append(p.reshape(-1, *p.shape[2:]))
+    n_layers, n_heads = p.shape[:2]
+    labels = [f"L{l}H{h}" for l in range(n_layers) for h in range(n_heads)]
+    return out_steps, patterns, labels

@@ -1,0 +1,155 @@
+"""The training scrubber: attention patterns of every head at each snapshot, with a step slider.
+
+Every step's patterns are in the figure itself (slider steps with ``method="update"`` carry the
+heatmaps' ``z`` and the position of the step marker), so the slider works in a static, offline
+HTML report with no Python kernel behind it (ipywidgets do not survive papermill).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+
+from ..core import check, check_int
+
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+           "#7f7f7f", "#bcbd22", "#17becf"]
+
+
+def _array(x) -> np.ndarray:
+    return x.detach().cpu().float().numpy() if isinstance(x, torch.Tensor) else np.asarray(x, float)
+
+
+def _keep(n: int, per_step: int, max_steps: int, max_values: int) -> list[int]:
+    """Indices of the steps to keep: all when within both caps, else evenly spread over the
+    index (snapshots are log-spaced, so this keeps the spacing), first and last always kept."""
+    most = max(2, min(max_steps, max_values // max(per_step, 1)))
+    if n <= most:
+        return list(range(n))
+    return sorted({round(i * (n - 1) / (most - 1)) for i in range(most)})
+
+
+def _transition_points(transitions) -> dict[str, float]:
+    if transitions is None:
+        return {}
+    if isinstance(transitions, pd.DataFrame):
+        check({"metric", "step"} <= set(transitions.columns), "transitions",
+              list(transitions.columns), "a table with 'metric' and 'step' (from transitions())")
+        transitions = dict(zip(transitions["metric"], transitions["step"]))
+    return {m: float(s) for m, s in transitions.items() if s is not None and math.isfinite(s)}
+
+
+def scrubber(steps: Sequence[int], patterns: Sequence, head_labels: Sequence[str],
+             curves: pd.DataFrame | None = None,
+             transitions: pd.DataFrame | Mapping[str, float] | None = None,
+             token_labels: Sequence[str] | None = None,
+             title: str = "Attention patterns through training", *, normalize: bool = False,
+             max_steps: int = 30, max_values: int = 1_000_000, decimals: int = 3) -> go.Figure:
+    """A grid of attention heatmaps (one per head) and, with ``curves``, the metrics against
+    the step (a log axis of ``step + 1``, as step 0 is the initial model) with the selected step marked by a
+    vertical line and each metric's transition step by an ``x``; a slider selects the step.
+
+    ``patterns[i]``: [n_heads_total, T_q, T_k] at ``steps[i]`` (``patterns_over_training``);
+    ``head_labels``: one per head (``L0H1``); ``curves``: ``metric_curves`` output;
+    ``transitions``: ``transitions()`` output or {metric: step}; ``normalize`` plots each
+    metric's progress ``(v - v_first) / (v_last - v_first)`` so curves of any scale share the
+    axis. Size is capped: at most ``max_steps`` slider steps and ``max_values`` pattern numbers
+    (steps are subsampled, first and last kept), values rounded to ``decimals``. The slider
+    starts at the last step.
+    """
+    check(len(steps) == len(patterns) >= 1, "patterns", len(patterns),
+          f"one pattern array per step ({len(steps)} steps), at least one")
+    arrays = [_array(p) for p in patterns]
+    n_heads = len(head_labels)
+    for i, a in enumerate(arrays):
+        check(a.ndim == 3 and a.shape == arrays[0].shape and a.shape[0] == n_heads
+              and a.shape[1] == a.shape[2], f"patterns[{i}]", tuple(a.shape),
+              f"[n_heads={n_heads}, T, T], the same at every step")
+    T = arrays[0].shape[1]
+    if token_labels is not None:
+        check(len(token_labels) == T, "token_labels", len(token_labels), f"{T} labels (one per position)")
+    check_int("max_steps", max_steps, 2, 10_000)
+    keep = _keep(len(steps), n_heads * T * T, max_steps, max_values)
+    steps = [int(steps[i]) for i in keep]
+    zs = [np.round(arrays[i], decimals) for i in keep]
+
+    # --- layout: heads in a grid, the curves below spanning its width ----------------------
+    cols = min(n_heads, 4)
+    head_rows = math.ceil(n_heads / cols)
+    specs = [[{} for _ in range(cols)] for _ in range(head_rows)]
+    titles = list(head_labels) + [""] * (head_rows * cols - n_heads)
+    if curves is not None:
+        specs.append([{"colspan": cols}] + [None] * (cols - 1))
+        titles.append("metrics (x: transition step)")
+    fig = make_subplots(rows=len(specs), cols=cols, specs=specs, subplot_titles=titles,
+                        horizontal_spacing=0.04, vertical_spacing=0.3 / len(specs))
+    active = len(steps) - 1
+    ticks = dict(tickvals=list(range(T)), ticktext=list(token_labels)) if token_labels else {}
+    for h in range(n_heads):
+        row, col = h // cols + 1, h % cols + 1
+        fig.add_trace(go.Heatmap(z=zs[active][h].tolist(), zmin=0, zmax=1, colorscale="Blues",
+                                 showscale=(h == 0), name=head_labels[h],
+                                 colorbar=dict(len=0.5, y=1, yanchor="top", title="attn"),
+                                 hovertemplate="query %{y}, key %{x}: %{z}<extra>"
+                                               + head_labels[h] + "</extra>"), row=row, col=col)
+        fig.update_xaxes(showticklabels=bool(ticks), tickfont_size=8, **ticks, row=row, col=col)
+        fig.update_yaxes(autorange="reversed", showticklabels=bool(ticks) and col == 1,
+                         tickfont_size=8, **ticks, row=row, col=col)
+    heat = list(range(n_heads))  # trace indices of the heatmaps, in head order
+
+    layout_at = lambda s: {}  # noqa: E731  (no curves: nothing to move)
+    if curves is not None:
+        _add_curves(fig, curves, _transition_points(transitions), len(specs), normalize)
+        # The vertical line at the selected step: a shape in data units of the log axis.
+        xref = fig.get_subplot(len(specs), 1).xaxis.plotly_name.replace("axis", "")
+        yref = fig.get_subplot(len(specs), 1).yaxis.plotly_name.replace("axis", "")
+        fig.add_shape(type="line", xref=xref, yref=f"{yref} domain", x0=steps[active] + 1,
+                      x1=steps[active] + 1, y0=0, y1=1, line=dict(color="black", dash="dot"))
+        layout_at = lambda s: {"shapes[0].x0": s + 1, "shapes[0].x1": s + 1}  # noqa: E731
+        top = fig.get_subplot(len(specs), 1).yaxis.domain[1]  # the legend: right of the curves
+        fig.update_layout(legend=dict(x=1.01, y=top, yanchor="top"))
+
+    slider_steps = [dict(method="update", label=str(s),
+                         args=[{"z": [z[h].tolist() for h in range(n_heads)]}, layout_at(s), heat])
+                    for s, z in zip(steps, zs)]
+    fig.update_layout(
+        title=title, height=60 + 230 * head_rows + (320 if curves is not None else 0) + 90,
+        sliders=[dict(active=active, steps=slider_steps, currentvalue=dict(prefix="step "),
+                      pad=dict(t=40), len=1.0, x=0, y=0, yanchor="top")],
+        margin=dict(b=110))
+    return fig
+
+
+def _add_curves(fig: go.Figure, curves: pd.DataFrame, marks: dict[str, float], row: int,
+                normalize: bool) -> None:
+    check("step" in curves.columns, "curves", list(curves.columns), "a table with a 'step' column")
+    table = curves.sort_values("step")
+    x = table["step"].to_numpy(float)
+    for i, metric in enumerate(c for c in table.columns if c != "step"):
+        y = table[metric].to_numpy(float)
+        if normalize:
+            span = y[-1] - y[0]
+            y = (y - y[0]) / span if abs(span) > 1e-12 else np.zeros_like(y)
+        color = PALETTE[i % len(PALETTE)]
+        fig.add_trace(go.Scatter(x=x + 1, y=y, mode="lines+markers", name=metric,
+                                 legendgroup=metric, line=dict(color=color), marker_size=4,
+                                 customdata=x, hovertemplate="step %{customdata}: %{y:.3g}"),
+                      row=row, col=1)
+        if metric in marks and np.isfinite(y).all():
+            at = marks[metric]
+            fig.add_trace(go.Scatter(x=[at + 1], y=[float(np.interp(at, x, y))], mode="markers",
+                                     marker=dict(symbol="x", size=11, color=color),
+                                     legendgroup=metric, showlegend=False,
+                                     hovertemplate=f"{metric}: transition at step {at:.0f}"
+                                                   "<extra></extra>"), row=row, col=1)
+    # Log axis over step + 1 (step 0 is the initial model), ticks named by the step itself.
+    shown = x[sorted({round(i * (len(x) - 1) / 7) for i in range(8)})] if len(x) > 8 else x
+    fig.update_xaxes(type="log", title_text="step (log scale)", tickvals=shown + 1,
+                     ticktext=[f"{s:g}" for s in shown], row=row, col=1)
+    fig.update_yaxes(title_text="progress" if normalize else "value", row=row, col=1)

@@ -1,0 +1,138 @@
+"""Study 2 through training: the memories, the accuracies and the attention of one snapshot.
+
+``probe_data`` draws the fixed data once: the run's test (and OOD) set from its ``eval`` stream,
+as ``evaluate_sets`` does, and the sequence shown from its ``example`` stream. ``dynamics_metrics``
+and ``dynamics_patterns`` are then pure functions of a model, called at every training snapshot.
+The probes are the training callback's (``callbacks.birth_callback``), read from the same
+functions; the accuracies and attention scores here are on the evaluation set rather than the
+callback's probe batch, so the last snapshot matches the study's tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from transformer_lens import HookedTransformer
+
+from ...analysis import attention_patterns, composition_scores, probes
+from ...core import check
+from ...tasks import Batch
+from ...tasks.bigram_triggers import BigramTriggers
+from .callbacks import trigger_sets
+from .experiments import SIZES
+from .measure import eval_batches, example_batch
+
+# The paper's order of formation (global bigram first, then the induction head top-down: output
+# memory W_O², induction key W_K², previous-token key W_K¹), then in-context accuracy.
+DYNAMICS_METRICS = ("bigram_acc", "probe_wo2", "probe_wk2", "probe_wk1", "icl_acc")
+WINDOW = 64  # most positions shown by ``dynamics_patterns``
+
+
+@dataclass(frozen=True)
+class ProbeData:
+    """What every snapshot is measured on.
+
+    test / ood: the run's evaluation sets (``eval_batches``; ``ood`` None where the task has no
+        held-out triggers). triggers / non_triggers: token ids the W_K² and W_F probes run over
+        (None: all tokens, for random triggers). example: [<= WINDOW] token ids shown by
+        ``dynamics_patterns``.
+    """
+
+    task: BigramTriggers
+    test: Batch
+    ood: Batch | None
+    triggers: torch.Tensor | None
+    non_triggers: torch.Tensor | None
+    example: torch.Tensor
+
+
+def probe_data(task: BigramTriggers, size: str, seed: int, device: str | torch.device = "cpu",
+               n_eval: int | None = None, window: int = WINDOW) -> ProbeData:
+    """The fixed data of a run with seed ``seed`` at ``size`` (``n_eval`` sequences per set;
+    None: the size's ``n_eval``).
+
+    The example: of 8 sequences from the ``example`` stream, cut to their first ``window``
+    positions, the first with the most distinct triggers seen twice in the window, preferring
+    sequences where no trigger's output is itself a trigger (a chain such as a -> a repeats
+    one token to the end and hides the mechanism). The window starts at position 0, so each
+    query row keeps all of its attention (rows sum to 1); ``window`` >= the sequence length
+    shows the whole sequence.
+    """
+    n = SIZES[size]["n_eval"] if n_eval is None else n_eval
+    check(isinstance(n, int) and n >= 1, "n_eval", n_eval, "None or an integer >= 1")
+    check(isinstance(window, int) and window >= 2, "window", window, "an integer >= 2")
+    sets = eval_batches(task, n, seed, device)
+    ex = example_batch(task, seed, 8, device)
+    cut = min(window, task.seq_len)
+    row = _example_row(ex, cut)
+    triggers, non_triggers = trigger_sets(task)
+    return ProbeData(task, sets["test"], sets.get("ood"), triggers, non_triggers,
+                     ex.tokens[row, :cut])
+
+
+def _example_row(batch: Batch, cut: int) -> int:
+    """Index of the sequence ``probe_data`` shows (see there)."""
+    tokens, outputs = batch.tokens[:, :cut], batch.extras["outputs"]  # [B, cut], [B, N]
+    # in_context[b, t + 1]: tokens[b, t] is a trigger seen before (its output is in context)
+    queried = torch.zeros_like(outputs).scatter_add_(
+        1, tokens[:, :-1], batch.extras["in_context"][:, 1:cut].long())  # [B, N]
+    nxt = outputs.gather(1, outputs.clamp(min=0))  # output of each trigger's output
+    chained = ((outputs >= 0) & (nxt >= 0)).any(1)
+    score = (~chained).long() * (outputs.shape[1] + 1) + (queried > 0).sum(1)
+    return int(score.argmax())
+
+
+@torch.no_grad()
+def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, float]:
+    """The study's numbers for one snapshot (all floats):
+
+    ``test_loss``, ``test_acc``     over all targets of the test set; ``icl_loss``, ``icl_acc``
+        over its in-context targets (a trigger's output read from context), ``bigram_loss``,
+        ``bigram_acc`` over the targets after a non-trigger (``split_metrics``; NaN where the
+        set has no target of that kind, e.g. ``icl_*`` of the ``no_triggers`` variant);
+    ``ood_icl_acc``                 in-context accuracy with triggers never used as triggers in
+        training (only where the task has such a set);
+    ``probe_wk1``, ``probe_wk2``, ``probe_wo2``   argmax recall of the previous-token key W_K¹,
+        the induction key W_K² and the output memory W_O² (1.0 = a perfect associative memory);
+        ``probe_wf_kl`` KL(π_b ‖ W_F's bigram) in nats where the model has a W_F
+        (``probes.model_probes``);
+    ``attn_prev``                   layer 0's attention to the previous token (best head);
+    ``attn_induction``              layer 1's attention from an in-context query to the token after
+        an earlier copy of it (best head);
+    ``kcomp``                       the largest layer-0 -> layer-1 K-composition score.
+    """
+    dev = model.cfg.device
+    test = data.test.to(dev)
+    logits, cache = model.run_with_cache(test.tokens,
+                                         names_filter=lambda n: n.endswith("hook_pattern"))
+    m = data.task.metrics(logits, test)
+    out = {"test_loss": m["loss"], "test_acc": m["acc"]}
+    out.update({k: m[k] for k in ("icl_loss", "icl_acc", "bigram_loss", "bigram_acc")})
+    if data.ood is not None:
+        ood = data.ood.to(dev)
+        out["ood_icl_acc"] = data.task.metrics(model(ood.tokens), ood)["icl_acc"]
+    out.update(probes.model_probes(model, data.task.pi_b, data.triggers, data.non_triggers))
+    out["attn_prev"] = float(probes.previous_token_attention(cache["pattern", 0]).max())
+    out["attn_induction"] = float(probes.trigger_induction_attention(
+        cache["pattern", 1], test.tokens, test.extras["in_context"]).max())
+    out["kcomp"] = float(composition_scores(model, "K")[0, :, 1, :].max())
+    return out
+
+
+def dynamics_patterns(model: HookedTransformer, data: ProbeData
+                      ) -> tuple[np.ndarray, list[str], list[str]]:
+    """Attention of every head on ``data.example``: the first ``WINDOW`` (64) positions of one
+    example sequence, chosen for its many in-context targets (a trigger's second and later
+    occurrences, where layer 1 should attend right after the earlier occurrence). Returns
+    (float32 [n_layers * n_heads, T, T] (query, key), head labels ``"L0H0"``, the T token
+    strings (characters; space and newline shown as ␣ and ⏎)).
+
+    The model reads only the window (causal attention: positions < T never see later tokens, so
+    these are the patterns of the full sequence's first T rows, unchanged)."""
+    pats = attention_patterns(model, data.example)  # [L, H, T, T]
+    L, H = pats.shape[:2]
+    labels = [f"L{layer}H{head}" for layer in range(L) for head in range(H)]
+    return (pats.reshape(L * H, *pats.shape[2:]).float().numpy(), labels,
+            data.task.str_tokens(data.example))

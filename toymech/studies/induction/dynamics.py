@@ -1,0 +1,111 @@
+"""Study 1 through training: the numbers and the attention patterns of one model at one snapshot.
+
+``probe_data`` draws the fixed evaluation data once (the run's ``eval`` stream for the sets and
+the pattern scores, its ``example`` stream for the sequence shown); ``dynamics_metrics`` and
+``dynamics_patterns`` are then pure functions of a model, called at every training snapshot
+(``metric_curves(entry, lambda m: dynamics_metrics(m, data))``). At the last snapshot the
+numbers are those of ``measure`` (same sets, same functions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from transformer_lens import HookedTransformer
+
+from ... import analysis
+from ...core import check, seed_for
+from ...devices import make_generator
+from ...tasks import Batch
+from ...tasks.repeated_blocks import RepeatedBlocks
+from .experiments import eval_sets
+from .measure import POST_SETS
+
+# Whose transition steps the notebook compares ("which circuit forms first"). ``kcomp_max``
+# exists for 2-layer models only: keep the names a model's curves have.
+DYNAMICS_METRICS = ("direct_copy", "prev_token_max", "kcomp_max", "induction_max", "test_loss")
+PATTERN_KINDS = {"prev_token_max": "previous_token", "induction_max": "induction"}
+
+
+@dataclass(frozen=True)
+class ProbeData:
+    """What every snapshot is measured on.
+
+    sets: the post's sets (``POST_SETS``: test, doubled, option1, option2), exactly the study's
+        ``eval_sets`` (so the final snapshot matches the loss table).
+    pattern_tokens: [n_pattern, seq] test sequences for the head pattern scores (as
+        ``measure_all``).
+    example: [seq] one training-distribution sequence whose block has distinct letters (the
+        induction pattern is then unambiguous), from the ``example`` stream.
+    """
+
+    task: RepeatedBlocks
+    sets: dict[str, Batch]
+    pattern_tokens: torch.Tensor
+    example: torch.Tensor
+
+
+def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.device = "cpu",
+               n_pattern: int = 64, n_eval: int | None = None) -> ProbeData:
+    """The fixed data of a run with seed ``seed`` at ``size`` (see ``ProbeData``). ``n_eval``
+    keeps the first ``n_eval`` sequences of each set (None: all of the size's ``eval_n``; the
+    losses are most of the cost of a snapshot)."""
+    check(isinstance(n_pattern, int) and n_pattern >= 1, "n_pattern", n_pattern,
+          "an integer >= 1")
+    check(n_eval is None or (isinstance(n_eval, int) and n_eval >= 1), "n_eval", n_eval,
+          "None or an integer >= 1")
+    dev = torch.device(device)
+    sets = eval_sets(task, size, seed, dev)
+    candidates = task.sample(16, make_generator(seed_for(seed, "example"), dev)).tokens
+    block = candidates[:, :task.block_len]
+    distinct = torch.tensor([len(set(row.tolist())) == task.block_len for row in block])
+    row = int(distinct.float().argmax())  # the first with distinct letters (else row 0)
+    keep = slice(None, n_eval)
+    return ProbeData(task, {k: Batch(sets[k].tokens[keep], sets[k].scored[keep],
+                                  {e: v[keep] for e, v in sets[k].extras.items()})
+                            for k in POST_SETS if k in sets},
+                     sets["test"].tokens[:n_pattern], candidates[row])
+
+
+@torch.no_grad()
+def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, float]:
+    """The study's numbers for one snapshot (all floats, keyed by short stable names):
+
+    ``{set}_loss``         cross-entropy (nats) on each of ``data.sets``;
+    ``direct_copy``        copy metric Re(Σλ)/Σ|λ| of the direct path W_E W_U;
+    ``copy_max_L{l}``, ``copy_min_L{l}``   max / min over layer l's heads of the copy metric
+                           of the full OV circuit W_E W_V W_O W_U;
+    ``prev_token_max``, ``induction_max``  max over all heads of the previous-token and
+                           induction pattern scores Σ(A ⊙ D)/ΣA on ``data.pattern_tokens``;
+    ``kcomp_max``, ``kcomp_baseline``      (2-layer models only) the largest layer-0 -> layer-1
+                           K-composition score and the mean score of random matrices of the
+                           same shapes (constant through training: the reference line).
+    """
+    out = {f"{name}_loss": v for name, v in analysis.set_losses(model, data.sets).items()}
+    out["direct_copy"] = analysis.direct_path_copy_score(model)
+    heads = analysis.ov_copy_scores(model)  # [L, H]
+    for layer in range(heads.shape[0]):
+        out[f"copy_max_L{layer}"] = float(heads[layer].max())
+        out[f"copy_min_L{layer}"] = float(heads[layer].min())
+    scores = analysis.head_pattern_scores(model, data.pattern_tokens,
+                                          kinds=tuple(PATTERN_KINDS.values()))
+    for key, kind in PATTERN_KINDS.items():
+        out[key] = float(scores[kind].max())
+    if model.cfg.n_layers == 2:
+        out["kcomp_max"] = float(analysis.composition_scores(model, "K").max())
+        out["kcomp_baseline"] = analysis.composition_baseline(model, "K")[0]
+    return out
+
+
+def dynamics_patterns(model: HookedTransformer, data: ProbeData
+                      ) -> tuple[np.ndarray, list[str], list[str]]:
+    """Attention of every head on ``data.example`` (the whole sequence, no cropping):
+    (patterns float32 [n_layers * n_heads, seq, seq] (query, key), head labels ``"L0H1"``,
+    token strings of the sequence (letters; they repeat, so plot by position))."""
+    pats = analysis.attention_patterns(model, data.example)  # [L, H, q, k]
+    L, H = pats.shape[:2]
+    labels = [f"L{layer}H{head}" for layer in range(L) for head in range(H)]
+    return (pats.reshape(L * H, *pats.shape[2:]).float().numpy(), labels,
+            data.task.str_tokens(data.example))

@@ -1,0 +1,119 @@
+"""Study 3 through training: task accuracy, subspace concentration and attention of one snapshot.
+
+``probe_data`` draws the fixed data once, from the run's streams as ``measure`` does: the
+evaluation sets from ``eval`` (``eval_sets``), the concentration probe's sequences from ``probe``
+(``concentration_rows``), the sequence shown from ``example``. ``dynamics_metrics`` and
+``dynamics_patterns`` are then pure functions of a model, called at every training snapshot. For a
+random transformer only the embeddings and the unembedding move; its hidden states change through
+what the embeddings feed the frozen layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from transformer_lens import HookedTransformer
+
+from ...analysis import attention_patterns
+from ...analysis.subspace import concentration
+from ...core import check, seed_for
+from ...devices import make_generator
+from ...tasks.base import Batch, Task
+from ...training import evaluate
+from .experiments import size_spec
+from .measure import eval_sets
+
+# Task accuracy and loss against concentration: does the subspace concentrate before or after
+# the task is solved?
+DYNAMICS_METRICS = ("test_acc", "test_loss", "ev_principal_mean")
+WINDOW = 64  # most positions shown by ``dynamics_patterns``
+K = 10  # EV_k of the paper's Table 4
+
+
+@dataclass(frozen=True)
+class ProbeData:
+    """What every snapshot is measured on.
+
+    sets: the task's evaluation sets (``measure.eval_sets``: ``test``, and e.g. ``train`` for
+        modular addition, ``all`` for memorization). probe_tokens: [probe_n, seq] the test
+        sequences whose hidden states the concentration reads. example: [<= WINDOW] one sequence
+        shown by ``dynamics_patterns``.
+    """
+
+    task: Task
+    sets: dict[str, Batch]
+    probe_tokens: torch.Tensor
+    example: torch.Tensor
+
+
+def probe_data(task: Task, size: str, seed: int, device: str | torch.device = "cpu",
+               n_eval: int | None = None, n_probe: int | None = None,
+               window: int = WINDOW) -> ProbeData:
+    """The fixed data of a run with seed ``seed`` at ``size`` (``n_eval`` / ``n_probe``: None =
+    the size's ``eval_n`` / ``probe_n``).
+
+    The example: of 8 sequences from the ``example`` stream, the first with the latest scored
+    target (e.g. the needle sequence with the most pairs), cut after that target (padding is not
+    shown) and to at most ``window`` positions from the start (so every query row keeps all of
+    its attention).
+    """
+    spec = size_spec(size)
+    n_eval = spec.eval_n if n_eval is None else n_eval
+    n_probe = spec.probe_n if n_probe is None else n_probe
+    for name, v in (("n_eval", n_eval), ("n_probe", n_probe)):
+        check(isinstance(v, int) and v >= 2, name, v, "None or an integer >= 2")
+    check(isinstance(window, int) and window >= 2, "window", window, "an integer >= 2")
+    dev = torch.device(device)
+    sets = eval_sets(task, n_eval, seed, dev)
+    probe = task.eval_sets(n_probe, make_generator(seed_for(seed, "probe"), dev))["test"]
+    ex = task.sample(8, make_generator(seed_for(seed, "example"), dev))
+    pos = torch.arange(task.seq_len, device=ex.scored.device)
+    last = torch.where(ex.scored, pos, -1).max(1).values  # [8] last scored target, -1: none
+    row = int(last.argmax())
+    end = int(last[row]) + 1 if int(last[row]) >= 0 else task.seq_len
+    return ProbeData(task, sets, probe.tokens[:n_probe], ex.tokens[row, :min(end, window)])
+
+
+def _layer_key(layer: str) -> str:
+    return layer.replace(" ", "")  # "layer 1" -> "layer1"
+
+
+@torch.no_grad()
+def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, float]:
+    """The study's numbers for one snapshot (all floats):
+
+    ``{set}_{metric}``   the task's metrics on each evaluation set (``training.evaluate``, as
+        ``measure.run``): always ``test_loss`` and ``test_acc``; task-specific extras such as
+        ``test_kl`` (circuit imitation) or ``all_memorized_bits`` (memorization);
+    ``ev_{basis}_{layer}``  EV_10 of the hidden states (every position of the probe sequences)
+        after the embedding (``embedding``) and after each layer (``layer1``, ...), in the
+        principal and the neuron basis (``analysis.subspace.concentration``): the share of
+        variance in the top 10 directions, 1.0 when d_model <= 10;
+    ``ev_principal_mean``   EV_10 in the principal basis averaged over the layers after the
+        embedding (what ``tables.concentration_gap`` compares).
+    """
+    out = {}
+    for name, batch in data.sets.items():
+        batch = batch.to(model.cfg.device)
+        out.update({f"{name}_{k}": float(v)
+                    for k, v in evaluate(model, data.task, batch).items()})
+    ev = concentration(model, data.probe_tokens.to(model.cfg.device), K)
+    for (layer, basis), value in ev.items():
+        out[f"ev_{basis}_{_layer_key(layer)}"] = value
+    after = [v for (layer, basis), v in ev.items() if basis == "principal" and layer != "embedding"]
+    out["ev_principal_mean"] = float(np.mean(after))
+    return out
+
+
+def dynamics_patterns(model: HookedTransformer, data: ProbeData
+                      ) -> tuple[np.ndarray, list[str], list[str]]:
+    """Attention of every head on ``data.example`` (one task sequence up to its last scored
+    target, at most ``WINDOW`` positions from the start): (float32 [n_layers * n_heads, T, T]
+    (query, key), head labels ``"L0H0"``, the T token strings of the task's vocabulary)."""
+    pats = attention_patterns(model, data.example)  # [L, H, T, T]
+    L, H = pats.shape[:2]
+    labels = [f"L{layer}H{head}" for layer in range(L) for head in range(H)]
+    return (pats.reshape(L * H, *pats.shape[2:]).float().numpy(), labels,
+            data.task.str_tokens(data.example))
