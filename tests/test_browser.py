@@ -329,3 +329,43 @@ def test_scrubber_slider_moves_the_patterns_offline(browser, tmp_path):
     assert [m for m in browser.get_log("browser") if m["level"] == "SEVERE"] == []
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOTS / "scrubber.png"))
+
+
+_REPORT_SCRUBBER = """
+var plots = Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .filter(gd => gd.layout && gd.layout.sliders && gd.layout.sliders.length
+                  && gd.querySelector('.slider-rail-touch-rect'));
+if (plots.length === 0) { return null; }
+var gd = plots[0];
+gd.scrollIntoView();
+var heat = gd.data.findIndex(t => t.type === 'heatmap');
+return {n: plots.length, z: JSON.stringify(gd.data[heat].z), active: gd.layout.sliders[0].active,
+        steps: gd.layout.sliders[0].steps.length};
+"""
+
+
+@pytest.mark.parametrize("notebook", [p.stem for p in PROJECT_NOTEBOOKS])
+def test_each_report_has_a_working_step_slider(reports, browser, notebook):
+    """Every study's report holds a training-dynamics scrubber; a user's click at the left end of
+    its slider (the first snapshot) changes the attention pattern drawn, offline."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    out, _ = reports
+    browser.get_log("browser")
+    browser.get((out / f"{notebook}.html").resolve().as_uri())
+    deadline = time.monotonic() + 60
+    while (before := browser.execute_script(_REPORT_SCRUBBER)) is None:
+        assert time.monotonic() < deadline, f"{notebook}: no plotly figure with a step slider drawn"
+        time.sleep(0.5)
+    assert before["steps"] >= 2 and before["active"] == before["steps"] - 1, before
+    rail = [r for r in browser.find_elements("css selector", ".slider-rail-touch-rect")][0]
+    ActionChains(browser).move_to_element_with_offset(rail, -rail.rect["width"] / 2 + 3, 0) \
+        .click().perform()
+    deadline = time.monotonic() + 10
+    after = browser.execute_script(_REPORT_SCRUBBER)
+    while after["active"] != 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        after = browser.execute_script(_REPORT_SCRUBBER)
+    assert after["active"] == 0, f"{notebook}: the slider did not move ({after['active']})"
+    assert after["z"] != before["z"], f"{notebook}: the drawn pattern did not change"
+    assert [m for m in browser.get_log("browser") if m["level"] == "SEVERE"] == []

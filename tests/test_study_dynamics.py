@@ -228,3 +228,33 @@ def test_random_transformer_patterns_and_example(rt):
     assert torch.equal(again.probe_tokens, data.probe_tokens)
     assert torch.equal(again.example, data.example)
     assert not torch.equal(other.sets["test"].tokens, data.sets["test"].tokens)
+
+
+@pytest.mark.parametrize("study", ["induction", "birth", "random_transformers"])
+def test_through_training_walks_the_zoo_snapshots(tmp_path, study):
+    """A study's smoke experiment keeps snapshots; ``through_training`` measures each, the last
+    row equals the final model's metrics, the transitions are among the study's metrics, and the
+    scrubber has one slider step per snapshot."""
+    from toymech.studies import birth, induction, random_transformers as rt
+    from toymech.studies.trajectory import over_seeds
+    from toymech.training import Zoo
+
+    mod, exp = {"induction": (induction, lambda: induction.experiment("induction-2l", "smoke", 0)),
+                "birth": (birth, lambda: birth.experiment("smoke", 0)),
+                "random_transformers": (rt, lambda: rt_experiment("parentheses", 16, "random",
+                                                                  "smoke", 0))}[study]
+    exp = exp()
+    assert exp.train.snapshots, "the study's runs keep snapshots"
+    entry = Zoo(tmp_path).get_or_train(exp, device="cpu", progress=False, log=None)
+    data = mod.probe_data(exp.task, "smoke", 0, "cpu")
+    path = mod.through_training(entry, data, "run")
+    assert path.steps == list(exp.train.snapshot_steps) == list(path.curves["step"])
+    final = mod.dynamics_metrics(entry.model, data)
+    last = path.curves.iloc[-1]
+    assert all(math.isclose(last[k], v, rel_tol=1e-5, abs_tol=1e-6) for k, v in final.items())
+    assert set(path.transitions["metric"]) <= set(mod.DYNAMICS_METRICS)
+    assert path.sentence().startswith("run:")
+    fig = path.figure()
+    assert len(fig.layout.sliders[0].steps) == len(path.steps)
+    table = over_seeds([path, path])
+    assert set(table["seeds"]) == {2} and list(table["metric"]) == list(path.transitions["metric"])

@@ -11,6 +11,9 @@ training callback recording the memory probes), ``measure`` (batches from the ru
 streams, runs, sweeps), ``tables`` (summaries of what was measured), ``claims``.
 """
 
+from .dynamics import (DYNAMICS_METRICS, dynamics_metrics, dynamics_patterns, probe_data,
+                       through_training)
+from ..trajectory import over_seeds
 from .callbacks import PROBE_TAG, birth_callback, trigger_sets
 from .claims import CLAIMS, SOURCE, numbers, scorecard
 from .experiments import (CONTROL_SIZES, EXPERIMENTS, FREEZINGS, MODELS, SIZES, control_config,
@@ -25,7 +28,8 @@ from .tables import (FORMATION_KEYS, before_step, construction_kcomp, constructi
 
 TITLE = "Birth of a Transformer: a memory viewpoint"
 
-__all__ = ["describe", "CLAIMS", "CONTROL_ROW", "CONTROL_SIZES", "EXPERIMENTS", "EXTREMES_COLUMNS",
+__all__ = ["DYNAMICS_METRICS", "dynamics_metrics", "dynamics_patterns", "over_seeds", "probe_data",
+           "through_training", "describe", "CLAIMS", "CONTROL_ROW", "CONTROL_SIZES", "EXPERIMENTS", "EXTREMES_COLUMNS",
            "FORMATION_KEYS", "FREEZINGS", "FREEZING_ROW", "MODELS", "N_OOD_RANDOM", "PROBE_TAG",
            "SIZES", "SOURCE", "TITLE", "attention_table", "attention_view", "before_step",
            "bigram_baseline", "birth_callback", "construction_kcomp", "construction_table",

@@ -23,6 +23,7 @@ from ...tasks.bigram_triggers import BigramTriggers
 from .callbacks import trigger_sets
 from .experiments import SIZES
 from .measure import eval_batches, example_batch
+from ..trajectory import Trajectory, trajectory
 
 # The paper's order of formation (global bigram first, then the induction head top-down: output
 # memory W_O², induction key W_K², previous-token key W_K¹), then in-context accuracy.
@@ -136,3 +137,10 @@ def dynamics_patterns(model: HookedTransformer, data: ProbeData
     labels = [f"L{layer}H{head}" for layer in range(L) for head in range(H)]
     return (pats.reshape(L * H, *pats.shape[2:]).float().numpy(), labels,
             data.task.str_tokens(data.example))
+
+
+def through_training(entry, data: ProbeData, name: str = "") -> Trajectory:
+    """The run ``entry`` (trained with snapshots) through training: these metrics and patterns
+    at every snapshot, and the transition step of each of ``DYNAMICS_METRICS``."""
+    return trajectory(entry, name or entry.meta.get("name", ""), dynamics_metrics,
+                      dynamics_patterns, data, DYNAMICS_METRICS)

@@ -74,11 +74,11 @@ def control_config(task: tasks.Task, d_model: int = 128, n_heads: int = 4,
 # notebook's tables (drawn from the run's 'eval' stream).
 SIZES: dict[str, dict[str, Any]] = {
     "smoke": dict(length=16, batch=8, d_model=16, steps=6, eval_every=3, eval_size=16,
-                  optimizer="adam", lr=1e-2, n_eval=256),
+                  optimizer="adam", lr=1e-2, n_eval=256, snapshots=4),
     "default": dict(length=64, batch=64, d_model=128, steps=400, eval_every=20, eval_size=256,
-                    optimizer="adam", lr=1e-2, n_eval=256),
+                    optimizer="adam", lr=1e-2, n_eval=256, snapshots=16),
     "paper": dict(length=256, batch=512, d_model=128, steps=10_000, eval_every=100,
-                  eval_size=1024, optimizer="sgd", lr=0.2, n_eval=256),
+                  eval_size=1024, optimizer="sgd", lr=0.2, n_eval=256, snapshots=24),
 }
 CONTROL_SIZES: dict[str, dict[str, Any]] = {
     "smoke": dict(length=16, batch=8, d_model=16, steps=6, eval_every=3, eval_size=16, lr=3e-3),
@@ -109,7 +109,8 @@ def experiment(size: str = "default", seed: int = 0, *, model: str = "simplified
         train = TrainConfig(steps=steps, batch_size=s["batch"], lr=lr or s["lr"],
                             optimizer=s["optimizer"], weight_decay=1e-4, momentum=0.9,
                             freeze=freeze_patterns(freezing, tied), seed=seed,
-                            eval_every=min(s["eval_every"], steps), eval_size=s["eval_size"])
+                            eval_every=min(s["eval_every"], steps), eval_size=s["eval_size"],
+                            snapshots=s["snapshots"])
     else:
         check(freezing == "none" and not options and not tied, "freezing", freezing,
               "'none' (and no simplified-model options) for the fully trained control")

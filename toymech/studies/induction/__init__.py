@@ -6,6 +6,9 @@ The public surface every study has: ``TITLE``, ``SOURCE``, ``SIZES``, ``EXPERIME
 ``CLAIMS`` and ``scorecard``. The notebook only calls these and displays what they return.
 """
 
+from .dynamics import (DYNAMICS_METRICS, dynamics_metrics, dynamics_patterns, probe_data,
+                       through_training)
+from ..trajectory import over_seeds
 from .claims import CLAIMS, POST, POST_PATHS, SOURCE, numbers, scorecard
 from .experiments import (EXPERIMENTS, LEARNED, MAIN, MODELS, SIZES, TEXTBOOK, eval_sets,
                           experiment, validate)
@@ -18,7 +21,8 @@ from .measure import (MECHANISM_SETS, POST_SETS, Model, ablation_table, algorith
 
 TITLE = "Induction heads on repeated letter blocks"
 
-__all__ = ["CLAIMS", "EXPERIMENTS", "LEARNED", "MAIN", "MECHANISM_SETS", "MODELS", "POST",
+__all__ = ["DYNAMICS_METRICS", "dynamics_metrics", "dynamics_patterns", "over_seeds", "probe_data",
+           "through_training", "CLAIMS", "EXPERIMENTS", "LEARNED", "MAIN", "MECHANISM_SETS", "MODELS", "POST",
            "POST_PATHS", "POST_SETS", "SIZES", "SOURCE", "TEXTBOOK", "TITLE", "Model", "ablation_table",
            "algorithm_in_words", "algorithms_text", "chance_loss", "attention_view", "describe", "compare_with_post", "copy_table",
            "eigenvalue_sets", "eval_sets", "experiment", "load_models", "loss_table", "measure", "measure_all",

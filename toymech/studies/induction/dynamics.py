@@ -22,6 +22,7 @@ from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
 from .experiments import eval_sets
 from .measure import POST_SETS
+from ..trajectory import Trajectory, trajectory
 
 # Whose transition steps the notebook compares ("which circuit forms first"). ``kcomp_max``
 # exists for 2-layer models only: keep the names a model's curves have.
@@ -109,3 +110,10 @@ def dynamics_patterns(model: HookedTransformer, data: ProbeData
     labels = [f"L{layer}H{head}" for layer in range(L) for head in range(H)]
     return (pats.reshape(L * H, *pats.shape[2:]).float().numpy(), labels,
             data.task.str_tokens(data.example))
+
+
+def through_training(entry, data: ProbeData, name: str = "") -> Trajectory:
+    """The run ``entry`` (trained with snapshots) through training: these metrics and patterns
+    at every snapshot, and the transition step of each of ``DYNAMICS_METRICS``."""
+    return trajectory(entry, name or entry.meta.get("name", ""), dynamics_metrics,
+                      dynamics_patterns, data, DYNAMICS_METRICS)

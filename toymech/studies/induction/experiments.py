@@ -9,6 +9,8 @@ smear alpha per head and TransformerLens' init; ``LEARNED`` learned q/k position
 
 The post (see docs/sources.md, study 1) trains with AdamW, lr 1e-3, weight decay 1.0, batch 256
 of fresh sequences, 10,000 steps; ``paper`` is that, ``default`` 2,000 steps, ``smoke`` seconds.
+Every run keeps log-spaced snapshots of its weights (``TrainConfig.snapshots``) for the
+through-training views (``dynamics``).
 """
 
 from __future__ import annotations
@@ -29,12 +31,12 @@ from ...training import Experiment, Named, TrainConfig
 
 # The one place the study's sizes live: training and evaluation per size.
 SIZES = {
-    "smoke": dict(train=TrainConfig(steps=40, batch_size=64, eval_every=20, eval_size=256),
-                  eval_n=256),
+    "smoke": dict(train=TrainConfig(steps=40, batch_size=64, eval_every=20, eval_size=256,
+                                    snapshots=4), eval_n=256),
     "default": dict(train=TrainConfig(steps=2000, batch_size=256, eval_every=100,
-                                      eval_size=1024), eval_n=2048),
+                                      eval_size=1024, snapshots=16), eval_n=2048),
     "paper": dict(train=TrainConfig(steps=10_000, batch_size=256, eval_every=250,
-                                    eval_size=2048), eval_n=2048),
+                                    eval_size=2048, snapshots=24), eval_n=2048),
 }
 
 # ModelConfig options of each family. The post's alpha = 1.0 is an initial sigmoid of

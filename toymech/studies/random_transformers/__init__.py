@@ -8,6 +8,9 @@ they return. Modules: ``experiments`` (sizes, freezing modes, configs, plans), `
 (train/load and measure), ``tables`` (what the notebook shows), ``claims`` (the paper's claims).
 """
 
+from .dynamics import (DYNAMICS_METRICS, dynamics_grid, dynamics_metrics, dynamics_table, dynamics_patterns, probe_data,
+                       through_training)
+from ..trajectory import over_seeds
 from .claims import (CLAIMS, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PARAM,
                      PAPER_LINEARISED_W512, PAPER_RANDOM_W16_RANGE, SOURCE, numbers, scorecard)
 from .experiments import (ALGORITHMIC, EXPERIMENTS, FREEZE_MODES, PLANS, SIDE_TASKS, SIZES, Plan,
@@ -23,7 +26,8 @@ from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_
 
 TITLE = "Algorithmic capabilities of random transformers"
 
-__all__ = ["ALGORITHMIC", "CLAIMS", "EXPERIMENTS", "FREEZE_MODES", "PAPER_ABLATIONS",
+__all__ = ["DYNAMICS_METRICS", "dynamics_grid", "dynamics_table", "dynamics_metrics", "dynamics_patterns", "over_seeds", "probe_data",
+           "through_training", "ALGORITHMIC", "CLAIMS", "EXPERIMENTS", "FREEZE_MODES", "PAPER_ABLATIONS",
            "PAPER_ACCURACY", "PAPER_BITS_PER_PARAM", "PAPER_LINEARISED_W512",
            "PAPER_RANDOM_W16_RANGE", "PLANS", "SIDE_TASKS", "SIZES", "SOURCE", "TITLE", "Plan",
            "Size", "ablation_grid", "ablation_summary", "ablation_table", "accuracy_table",

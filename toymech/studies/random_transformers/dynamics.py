@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 from transformer_lens import HookedTransformer
 
@@ -21,9 +22,10 @@ from ...analysis.subspace import concentration
 from ...core import check, seed_for
 from ...devices import make_generator
 from ...tasks.base import Batch, Task
-from ...training import evaluate
-from .experiments import size_spec
-from .measure import eval_sets
+from ...training import Zoo, evaluate
+from .experiments import Plan, experiment, size_spec
+from .measure import eval_sets, seeds_of
+from ..trajectory import Trajectory, over_seeds, trajectory
 
 # Task accuracy and loss against concentration: does the subspace concentrate before or after
 # the task is solved?
@@ -117,3 +119,38 @@ def dynamics_patterns(model: HookedTransformer, data: ProbeData
     labels = [f"L{layer}H{head}" for layer in range(L) for head in range(H)]
     return (pats.reshape(L * H, *pats.shape[2:]).float().numpy(), labels,
             data.task.str_tokens(data.example))
+
+
+def through_training(entry, data: ProbeData, name: str = "") -> Trajectory:
+    """The run ``entry`` (trained with snapshots) through training: these metrics and patterns
+    at every snapshot, and the transition step of each of ``DYNAMICS_METRICS``."""
+    return trajectory(entry, name or entry.meta.get("name", ""), dynamics_metrics,
+                      dynamics_patterns, data, DYNAMICS_METRICS)
+
+
+def dynamics_grid(plan: Plan, size: str, zoo: Zoo, device: str | torch.device = "cpu",
+                  seed: int = 0, task_name: str | None = None, n_eval: int = 512
+                  ) -> dict[str, list[Trajectory]]:
+    """Through training, over the sweep's restarts: ``{mode: [Trajectory per seed]}`` for the
+    first sweep task, random at the table's large width and normal at the widest width the plan
+    trains normal models (the sweep's runs: nothing new is trained where the sweep ran). The
+    metrics are measured on ``n_eval`` test sequences of the notebook's ``eval`` stream."""
+    task_name = task_name or plan.sweep_tasks[0]
+    seeds = seeds_of(plan, seed, "sweep")
+    widths = {"random": plan.widths[-1],
+              "normal": plan.widths[-1] if plan.normal_large else max(plan.sweep_widths)}
+    out: dict[str, list[Trajectory]] = {}
+    for mode, width in widths.items():
+        exps = [experiment(task_name, width, mode, size, s) for s in seeds]
+        entries = zoo.get_or_train_many(exps, device=device)
+        data = probe_data(exps[0].task, size, seed, device, n_eval=n_eval,
+                          n_probe=min(n_eval, size_spec(size).probe_n))
+        out[mode] = [through_training(e, data, f"{task_name} {mode} w{width} seed {s}")
+                     for e, s in zip(entries, seeds)]
+    return out
+
+
+def dynamics_table(grid: dict[str, list[Trajectory]]) -> pd.DataFrame:
+    """``over_seeds`` of each mode of ``dynamics_grid``, one block of rows per mode."""
+    return pd.concat({mode: over_seeds(runs) for mode, runs in grid.items()},
+                     names=["mode", "row"]).reset_index(level="row", drop=True)

@@ -84,6 +84,7 @@ class Size:
     # (not at `paper`, which keeps one batch size for every task)
     batch_factor: dict[str, int] = field(default_factory=dict)
     plan: Plan | None = None
+    snapshots: int = 0                # log-spaced weight snapshots per run (``dynamics``)
 
 
 # default: task instances small enough that a 2-layer model of width <= 64 learns them in about
@@ -96,7 +97,7 @@ SIZES: dict[str, Size] = {
                "memorization": dict(n_keys=8, n_values=8), "char_lm": dict(length=16),
                "circuit_imitation": dict(n_tokens=16, length=8, target_width=8)},
         steps=20, side_steps=20, batch=32, eval_n=256, probe_n=256, train_eval_n=256,
-        evals_per_run=1, batch_factor={"modular_addition": 4, "memorization": 4},
+        evals_per_run=1, batch_factor={"modular_addition": 4, "memorization": 4}, snapshots=4,
         plan=Plan(ALGORITHMIC, (8, 16), (0,), False, ("parentheses",), ("E_token+U", "U"),
                   ("parentheses",), (8, 16), (0, 1), (8,), (4, 8), 8, 8, ("parentheses",), 8)),
     "default": Size(
@@ -105,7 +106,7 @@ SIZES: dict[str, Size] = {
                "memorization": dict(n_keys=48, n_values=48), "char_lm": dict(length=32),
                "circuit_imitation": dict(n_tokens=64, length=16)},
         steps=1000, side_steps=500, batch=128, eval_n=2048, probe_n=1024, train_eval_n=1024,
-        evals_per_run=5, batch_factor={"modular_addition": 4, "memorization": 4},
+        evals_per_run=5, batch_factor={"modular_addition": 4, "memorization": 4}, snapshots=12,
         plan=Plan(ALGORITHMIC, (16, 64), (0,), False, ("parentheses",),
                   ("E_token+U", "E_token+E_pos", "U"), ("parentheses",), (8, 16), (0, 1, 2),
                   (8, 16), (4, 16, 64), 32, 32, ("parentheses", "needle", "decimal_addition"),
@@ -117,7 +118,7 @@ SIZES: dict[str, Size] = {
                "memorization": dict(n_keys=512, n_values=512), "char_lm": dict(length=256),
                "circuit_imitation": dict(n_tokens=512, length=32)},
         steps=50_000, side_steps=50_000, batch=1000, eval_n=4096, probe_n=1024,
-        train_eval_n=1024, evals_per_run=5,
+        train_eval_n=1024, evals_per_run=5, snapshots=16,
         plan=Plan(ALGORITHMIC, (16, 1024), tuple(range(10)), True, ALGORITHMIC,
                   ("E_token+U", "E_token+E_pos", "U"), ALGORITHMIC,
                   (16, 32, 64, 128, 256, 512, 1024), tuple(range(10)), (64, 128, 256, 512),
@@ -165,16 +166,24 @@ def model_config(task: Task, width: int, seed: int = 0, n_layers: int = 2,
                        variant=GPT2_SCALED, seed=seed)
 
 
+# Snapshots keep the parameters that train: a few embeddings for a random transformer, the whole
+# model for a normal one, which above this width would take gigabytes per run at ``paper``.
+SNAPSHOT_MAX_NORMAL_WIDTH = 256
+
+
 def train_config(size: str = "default", mode: str = "random", seed: int = 0,
-                 task_name: str = "", **overrides: Any) -> TrainConfig:
-    """AdamW lr 1e-3, wd 1e-3, clip 1.0, warm-up (500 steps, or 10 % of short runs) + cosine."""
+                 task_name: str = "", width: int = 0, **overrides: Any) -> TrainConfig:
+    """AdamW lr 1e-3, wd 1e-3, clip 1.0, warm-up (500 steps, or 10 % of short runs) + cosine;
+    the size's weight snapshots (none for normal models wider than
+    ``SNAPSHOT_MAX_NORMAL_WIDTH``)."""
     spec = size_spec(size)
+    snapshots = spec.snapshots if mode != "normal" or width <= SNAPSHOT_MAX_NORMAL_WIDTH else 0
     steps = overrides.pop("steps", spec.side_steps if task_name in SIDE_TASKS else spec.steps)
     base = dict(steps=steps, batch_size=spec.batch * spec.batch_factor.get(task_name, 1), lr=1e-3,
                 weight_decay=1e-3, optimizer="adamw", schedule="cosine",
                 warmup_steps=min(500, steps // 10), grad_clip=1.0, freeze=freeze_patterns(mode),
                 seed=seed, eval_every=max(1, steps // spec.evals_per_run),
-                eval_size=spec.train_eval_n)
+                eval_size=spec.train_eval_n, snapshots=snapshots)
     return TrainConfig(**{**base, **overrides})
 
 
@@ -184,7 +193,7 @@ def experiment(task_name: str, width: int, mode: str = "random", size: str = "de
     """One training run of the study: task at ``size``, GPT-2-style model, freezing ``mode``."""
     task = task_for(task_name, size, **(task_overrides or {}))
     return Experiment(task, model_config(task, width, seed),
-                      train_config(size, mode, seed, task_name, **train_overrides),
+                      train_config(size, mode, seed, task_name, width, **train_overrides),
                       f"{task_name}-w{width}-{mode}-s{seed}")
 
 
@@ -193,7 +202,7 @@ def baseline_experiment(kind: str, task_name: str, width: int, size: str, seed: 
     """A plain-PyTorch baseline (``lstm`` or ``linearised``) with the study's training recipe."""
     task = task_for(task_name, size)
     cfg = BaselineConfig(kind, width, task.d_vocab, task.seq_len, seed=seed)
-    return Experiment(task, cfg, train_config(size, "normal", seed, task_name, lr=lr,
+    return Experiment(task, cfg, train_config(size, "normal", seed, task_name, width, lr=lr,
                                               **train_overrides),
                       f"{task_name}-{kind}-w{width}-s{seed}")
 

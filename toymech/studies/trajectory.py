@@ -1,0 +1,96 @@
+"""A run through training, the same way for every study: the study's metrics at every snapshot,
+each metric's transition step, and the attention patterns for the scrubber figure.
+
+A study supplies three pure functions of a model (its ``dynamics`` module): ``metrics(model,
+data) -> {name: value}``, ``patterns(model, data) -> ([heads, T, T], head labels, token labels)``
+and the names whose transition steps are compared (``DYNAMICS_METRICS``). ``trajectory`` walks the
+entry's snapshots once (``ZooEntry.model_at``) and computes both; ``over_seeds`` summarises the
+transition steps of several seeds (median, spread, how often the order holds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..analysis import dynamics
+from ..core import check
+from ..plots.scrubber import scrubber
+
+
+@dataclass
+class Trajectory:
+    """One run through training.
+
+    curves: one row per snapshot step (``step`` plus every metric);
+    transitions: ``dynamics.transitions`` of ``metrics`` (earliest first);
+    patterns: one ``[heads, T, T]`` array per snapshot step, on one fixed example.
+    """
+
+    name: str
+    metrics: tuple[str, ...]
+    curves: pd.DataFrame
+    transitions: pd.DataFrame
+    steps: list[int]
+    patterns: list[np.ndarray]
+    head_labels: list[str]
+    token_labels: list[str]
+
+    @property
+    def order(self) -> list[str]:
+        """The metrics that moved, in the order they crossed half way."""
+        return [m for m, s in zip(self.transitions["metric"], self.transitions["step"]) if s == s]
+
+    def sentence(self) -> str:
+        """The order in words, with each half-way step (numbers only; no verdict)."""
+        parts = [f"{m} (step {s:.0f})" for m, s in zip(self.transitions["metric"],
+                                                        self.transitions["step"]) if s == s]
+        still = [m for m, s in zip(self.transitions["metric"], self.transitions["step"]) if s != s]
+        text = f"{self.name}: half way first " + ", then ".join(parts) if parts else \
+            f"{self.name}: no metric moved"
+        return text + (f"; did not move: {', '.join(still)}" if still else "")
+
+    def figure(self, title: str | None = None, normalize: bool = True) -> go.Figure:
+        """The scrubber: every head's attention at the selected step, the metric curves with a
+        marker there, and the transition steps (``plots.scrubber``)."""
+        return scrubber(self.steps, self.patterns, self.head_labels,
+                        curves=self.curves[["step", *self.metrics]],
+                        transitions=self.transitions, token_labels=self.token_labels,
+                        title=title or f"{self.name} through training (move the slider)",
+                        normalize=normalize)
+
+
+def trajectory(entry: Any, name: str, metrics_fn: Callable[[Any, Any], Mapping[str, float]],
+               patterns_fn: Callable[[Any, Any], tuple], data: Any,
+               metrics: Sequence[str], tol: float = 1e-3) -> Trajectory:
+    """``entry``'s metrics and patterns at each of its snapshots (see the module docstring);
+    ``metrics``: the names whose transitions are compared (those the model lacks are dropped);
+    a metric whose first and last values differ by less than ``tol`` did not move."""
+    steps = list(getattr(entry, "snapshot_steps", []) or [])
+    check(len(steps) >= 2, "entry", getattr(entry, "path", name),
+          "a zoo entry trained with snapshots (TrainConfig(snapshots=n), n >= 2)")
+    rows, patterns, heads, tokens = [], [], [], []
+    for step in steps:
+        model = entry.model_at(step)
+        model.eval()
+        rows.append({"step": step, **{k: float(v) for k, v in metrics_fn(model, data).items()}})
+        pattern, heads, tokens = patterns_fn(model, data)
+        patterns.append(np.asarray(pattern))
+    curves = pd.DataFrame(rows)
+    keep = tuple(m for m in metrics if m in curves.columns)
+    return Trajectory(name, keep, curves, dynamics.transitions(curves, list(keep), tol=tol), steps,
+                      patterns, list(heads), list(tokens))
+
+
+def over_seeds(trajectories: Sequence[Trajectory], tol: float = 1e-3) -> pd.DataFrame:
+    """Transition steps over seeds (``dynamics.transitions_over_seeds``): per metric the median,
+    min and max half-way step, how many seeds it moved in, and the share of seeds in which it
+    moves before the next row's metric."""
+    check(len(trajectories) >= 1, "trajectories", len(trajectories), "at least one run")
+    metrics = [m for m in trajectories[0].metrics
+               if all(m in t.curves.columns for t in trajectories)]
+    return dynamics.transitions_over_seeds([t.curves for t in trajectories], metrics, tol=tol)
