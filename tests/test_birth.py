@@ -439,3 +439,23 @@ def test_numbers_from_the_measured_tables():
     assert verdicts["top-down"] == "reproduced" and verdicts["fixed-ood-rises-with-k"] == "reproduced"
     assert verdicts["random-generalises"] == "not measured"
     assert birth.formation_marks(birth.formation_table(hist))["W_K¹ previous token"] == 30
+
+
+def test_before_and_after_views_come_from_the_runs_snapshots(tmp_path):
+    """``snapshots`` reads the main run's own weight snapshots (no second training run): init
+    equals a freshly built model, the last view is the trained model."""
+    from toymech.models import build_model
+    from toymech.studies import birth
+    from toymech.training import Zoo
+
+    zoo = Zoo(tmp_path)
+    exp = birth.experiment("smoke", 0)
+    main = birth.main_run(zoo, exp, "cpu", log=None)
+    views = birth.snapshots(zoo, exp, main, "cpu", log=None)
+    assert len(zoo.entries()) == 1  # nothing else was trained
+    init, before, last = views.values()
+    fresh = build_model(exp.model, "cpu")
+    for name, p in fresh.state_dict().items():
+        assert torch.equal(init.state_dict()[name], p), name
+    assert int(list(views)[1].split()[-1]) in main.snapshot_steps
+    assert last is main.model

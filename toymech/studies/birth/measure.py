@@ -106,10 +106,16 @@ def run_row(entry: ZooEntry, task: tasks.Task, n: int = 256, seed: int = 0) -> d
 
 def snapshots(zoo: Zoo, exp: Experiment, main: ZooEntry, device="auto",
               log=print) -> dict[str, HookedTransformer]:
-    """The main run at initialisation, at the last recorded step before in-context accuracy rose
-    (``before_step``: the same run stopped early, retrained from its seed) and at the end."""
+    """The main run at initialisation, at the last step before in-context accuracy rose
+    (``before_step``) and at the end. From the run's own weight snapshots when it has them (the
+    last snapshot at or before that step); otherwise the same run stopped early, retrained from
+    its seed."""
     dev = resolve_device(device)
     step = before_step(main.history)
+    if main.snapshot_steps:
+        step = max(s for s in main.snapshot_steps if s <= step)
+        return {"init": main.model_at(0), f"step {step}": main.model_at(step),
+                f"step {exp.train.steps}": main.model}
     early = zoo.get_or_train(truncated(exp, step), device=dev, progress=False, log=log)
     return {"init": build_model(exp.model, dev), f"step {step}": early.model,
             f"step {exp.train.steps}": main.model}
