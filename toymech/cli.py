@@ -1,4 +1,4 @@
-"""The ``toymech`` command: ``train``, ``list``, ``report`` and ``lab``.
+"""The ``toymech`` command: ``train``, ``sweep``, ``list``, ``report`` and ``lab``.
 
 Exit codes scripts can rely on: 0 success; 1 a run failed (a notebook or a training run);
 2 bad input (unknown experiment, missing file, bad option), reported as ONE line on stderr
@@ -331,6 +331,23 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# sweep
+# --------------------------------------------------------------------------------------------
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from toymech.sweep import run_sweep
+
+    _check_cache(args.cache)
+    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    result = run_sweep(args.grid, cache_dir=args.cache, backend=args.backend,
+                       address=args.address, out=args.out, retries=args.retries,
+                       device=args.device, progress=not args.no_progress, log=log)
+    print(result.summary())
+    return EXIT_FAILED if result.count("failed") else EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
 # parser
 # --------------------------------------------------------------------------------------------
 
@@ -379,6 +396,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-config", metavar="FILE", help="write the experiment as JSON (- for stdout) and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or log lines")
     p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("sweep", help="train a grid of experiments into the zoo and write a results table",
+                       description="Expand a grid (JSON or YAML: experiment, size, seed, overrides, "
+                       "stack_seeds, retries, tag, name), train every trial into the zoo (trials "
+                       "already there are loaded: a sweep is resumable) and write one CSV row per "
+                       "trial. Exit code 1 if a trial failed.")
+    p.add_argument("grid", help="grid file (.json, .yaml or .yml)")
+    p.add_argument("--backend", choices=("auto", "ray", "local"), default="auto",
+                   help="ray (toymech[sweep]), local (one trial after another in this process) "
+                   "or auto: ray when installed (default: auto)")
+    p.add_argument("--address", help="join this Ray cluster (auto, HOST:6379 or ray://HOST:10001) "
+                   "instead of starting a local Ray")
+    p.add_argument("--out", help="table file (default: <zoo>/sweeps/<name>.csv)")
+    p.add_argument("--retries", type=_int_option(0, 100),
+                   help="tries after a trial's first failure (default: the grid's, else 1)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    p.add_argument("--cache", help=cache_help)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_sweep)
 
     p = sub.add_parser("list", help="tasks, experiments and cached models with their metrics",
                        description="List tasks, named experiments and the models cached in the zoo.")
