@@ -294,3 +294,62 @@ def test_sigkill_of_the_driver_then_rerun_finishes_the_sweep(tmp_path):
     while _alive(family) and time.monotonic() < deadline:
         time.sleep(1)
     assert not _alive(family), f"orphaned Ray processes of the killed sweep: {_alive(family)}"
+
+
+# ----------------------------------------------------------------------------------------------
+# explicit experiments: how the studies send their grids through the sweep
+# ----------------------------------------------------------------------------------------------
+
+
+def test_explicit_experiments_run_as_a_sweep_and_group_their_seeds(tmp_path):
+    from toymech.sweep import run_experiments
+
+    exps = [experiments.get("modular_addition", "smoke", s) for s in (0, 1)]
+    trials = expand_grid({"experiments": exps, "stack_seeds": True})
+    assert [t.group for t in trials] == [0, 0] and trials[0].id.endswith(exps[0].key())
+    res = run_experiments(exps, cache_dir=tmp_path, backend="local", stacked=True)
+    assert list(res.table["status"]) == ["ok", "ok"] and res.path.parent == tmp_path / "sweeps"
+    assert res.entry(1, "cpu").meta["train"]["seed"] == 1 and _entries(tmp_path) == 2
+    again = run_experiments(exps, cache_dir=tmp_path, backend="local", stacked=True)
+    assert again.loaded == 2 and again.path == res.path
+
+
+@pytest.mark.parametrize("spec, match", [
+    ({"experiments": []}, "experiments=.*non-empty list"),
+    ({"experiments": "x"}, "experiments=.*non-empty list"),
+    ({"experiments": None, "experiment": "modular_addition"}, "grid key='experiment'"),
+    ({"experiments": "dup"}, "each experiment once"),
+    ({"experiments": "one", "stack_seeds": "sometimes"}, "stack_seeds='sometimes'"),
+])
+def test_bad_explicit_experiments_are_refused(tmp_path, spec, match):
+    one = experiments.get("modular_addition", "smoke", 0)
+    spec = dict(spec)
+    named = {"dup": [one, one], "one": [one]}
+    if isinstance(spec["experiments"], str) and spec["experiments"] in named:
+        spec["experiments"] = named[spec["experiments"]]
+    with pytest.raises(ValueError, match=match):
+        run_sweep(spec, cache_dir=tmp_path, backend="local", progress=False, log=None)
+    assert _entries(tmp_path) == 0
+
+
+def test_studies_choose_ray_only_when_two_workers_or_a_gpu(monkeypatch):
+    from toymech.studies.grids import backend_for
+
+    monkeypatch.delenv("TOYMECH_SWEEP_BACKEND", raising=False)
+    assert backend_for("cpu", 1) == "local" and backend_for("cpu", 2) == "ray"
+    monkeypatch.setenv("TOYMECH_SWEEP_BACKEND", "local")
+    assert backend_for("cpu", 8) == "local"
+    monkeypatch.setenv("TOYMECH_SWEEP_BACKEND", "sometimes")
+    with pytest.raises(ValueError, match="TOYMECH_SWEEP_BACKEND='sometimes'"):
+        backend_for("cpu", 2)
+
+
+def test_a_failing_run_of_a_study_grid_stops_the_study(tmp_path, monkeypatch):
+    from toymech.studies.grids import train_grid
+
+    monkeypatch.setenv("TOYMECH_SWEEP_BACKEND", "local")
+    good = experiments.get("modular_addition", "smoke", 0)
+    bad = apply_overrides(good, {"train.optimizer": "sgd", "train.lr": 100.0})
+    with pytest.raises(RuntimeError, match="1 of 2 runs of the grid failed.*diverged"):
+        train_grid([good, bad], Zoo(tmp_path), "cpu")
+    assert _entries(tmp_path) == 1  # the good run is kept

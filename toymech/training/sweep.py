@@ -6,10 +6,15 @@ A grid spec (a dict, or a JSON/YAML file holding one)::
      "size": "smoke", "seed": [0, 1, 2],        # a value or a list each
      "overrides": {"model.d_model": [16, 32],   # dotted task./model./train. keys, each a list
                    "train.freeze": [[], ["blocks.*"]]},
-     "stack_seeds": false,  # true: the seeds of one grid point train together (one job)
+     "stack_seeds": false,  # true: the seeds of one grid point are one job, trained stacked
+                            # where that pays (zoo.stacking_pays); "always": stacked
      "retries": 1,          # a failing job is tried 1 + retries times
      "tag": "",             # the zoo tag of every trial
      "name": "widths"}      # the table's name: <zoo>/sweeps/<name>.csv (default: a hash)
+
+or, from Python, explicit experiments instead of a named one and its axes:
+``{"experiments": [Experiment, ...], "stack_seeds": true, "name": ...}`` (``run_experiments``:
+how the studies send their grids through the sweep).
 
 The cartesian product gives the trials: each is ``experiments.get(name, size, seed)`` with the
 overrides applied through ``to_dict`` -> ``from_dict`` (so every config check applies; derived
@@ -51,7 +56,8 @@ from .zoo import Experiment, Zoo, ZooEntry
 
 BACKENDS = ("auto", "ray", "local")
 STATUSES = ("ok", "failed", "cancelled", "pending")  # pending: only in a table of a live sweep
-SPEC_KEYS = ("experiment", "size", "seed", "overrides", "stack_seeds", "retries", "tag", "name")
+SPEC_KEYS = ("experiment", "size", "seed", "overrides", "stack_seeds", "retries", "tag", "name",
+             "experiments")
 SECTIONS = ("task", "model", "train")
 # Set by the seed axis or the experiment itself, never by an override.
 NOT_OVERRIDABLE = ("task.name", "model.seed", "train.seed")
@@ -81,6 +87,8 @@ class Trial:
     @property
     def id(self) -> str:
         """Stable across runs and machines: the name, size, seed and a hash of the overrides."""
+        if not self.size:  # an explicit experiment: its name and its zoo key
+            return f"{self.experiment}-{self.key}"
         blob = json.dumps(jsonable(self.overrides), sort_keys=True)
         return (f"{self.experiment}-{self.size}-s{self.seed}-"
                 f"{hashlib.sha256(blob.encode()).hexdigest()[:8]}")
@@ -167,6 +175,8 @@ def expand_grid(spec: dict[str, Any]) -> list[Trial]:
     check(isinstance(spec, dict), "grid", type(spec).__name__, "a dict (JSON object)")
     unknown = sorted(set(spec) - set(SPEC_KEYS))
     check(not unknown, "grid key", unknown[0] if unknown else None, f"one of {', '.join(SPEC_KEYS)}")
+    if "experiments" in spec:
+        return _explicit_trials(spec)
     check("experiment" in spec, "grid", sorted(spec), "a mapping with an 'experiment' key")
     registry = experiments.registry()
     names = _axis("experiment", spec["experiment"])
@@ -178,7 +188,7 @@ def expand_grid(spec: dict[str, Any]) -> list[Trial]:
     overrides = spec.get("overrides") or {}
     check(isinstance(overrides, dict), "overrides", overrides,
           "a mapping of dotted keys to lists of values, e.g. {'model.d_model': [16, 32]}")
-    stack = check_bool("stack_seeds", spec.get("stack_seeds", False))
+    stack = check_stack(spec.get("stack_seeds", False))
     check_retries(spec.get("retries", 1))
     tag = check_str("tag", spec.get("tag", ""), empty=True)
     if "name" in spec:
@@ -215,6 +225,35 @@ def expand_grid(spec: dict[str, Any]) -> list[Trial]:
     return trials
 
 
+def _explicit_trials(spec: dict[str, Any]) -> list[Trial]:
+    """The trials of ``{"experiments": [...]}``: each an ``Experiment`` (or its dict); with
+    ``stack_seeds``, those that differ only in their seeds form one job."""
+    both = sorted(set(spec) & {"experiment", "size", "seed", "overrides"})
+    check(not both, "grid key", both[0] if both else None,
+          "not with 'experiments' (explicit experiments carry their own size, seed and settings)")
+    items = spec["experiments"]
+    check(isinstance(items, (list, tuple)) and len(items) > 0, "experiments",
+          type(items).__name__, "a non-empty list of Experiment objects or their dicts")
+    exps = [e if isinstance(e, Experiment) else Experiment.from_dict(e) for e in items]
+    stack = check_stack(spec.get("stack_seeds", False))
+    check_retries(spec.get("retries", 1))
+    tag = check_str("tag", spec.get("tag", ""), empty=True)
+    if "name" in spec:
+        check_name(spec["name"])
+    groups: dict[str, int] = {}
+    trials = []
+    for i, exp in enumerate(exps):
+        d = exp.to_dict()
+        d["model"].pop("seed", None), d["train"].pop("seed", None), d.pop("name", None)
+        sig = json.dumps(jsonable(d), sort_keys=True)
+        group = groups.setdefault(sig, len(groups)) if stack else i
+        trials.append(Trial(i, exp.name or exp.task.name, "", exp.train.seed, {}, exp, tag, group))
+    keys = [t.key for t in trials]
+    dup = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+    check(dup is None, "experiments", dup, "each experiment once (two have the same zoo key)")
+    return trials
+
+
 def _fields(exp: Experiment, section: str) -> set[str]:
     """What an override may set in ``section``: its saved keys and its dataclass's fields
     (a field at its default may be left out of ``to_dict``, e.g. ``train.snapshots``)."""
@@ -223,6 +262,14 @@ def _fields(exp: Experiment, section: str) -> set[str]:
     if dataclasses.is_dataclass(obj):
         names |= {f.name for f in dataclasses.fields(obj) if f.init}
     return names
+
+
+def check_stack(value: Any) -> bool | str:
+    """``stack_seeds``: false, true (stacked where ``zoo.stacking_pays``) or "always"."""
+    check(isinstance(value, bool) or value == "always", "stack_seeds", value,
+          "false, true (the seeds of a grid point train as one stacked job where that pays) "
+          "or 'always'")
+    return value
 
 
 def check_retries(value: Any) -> int:
@@ -241,7 +288,11 @@ def sweep_name(spec: dict[str, Any], stem: str = "sweep") -> str:
     if spec.get("name"):
         return spec["name"]
     keys = ("experiment", "size", "seed", "overrides", "stack_seeds", "tag")
-    blob = json.dumps(jsonable({k: spec.get(k) for k in keys}), sort_keys=True)
+    what = {k: spec.get(k) for k in keys}
+    if "experiments" in spec:  # explicit experiments: their zoo keys define the sweep
+        what["experiments"] = [e.key() if isinstance(e, Experiment) else
+                               Experiment.from_dict(e).key() for e in spec["experiments"]]
+    blob = json.dumps(jsonable(what), sort_keys=True)
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem)[:60] or "sweep"
     return f"{stem}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
 
@@ -449,7 +500,7 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
               backend: str = "auto", address: str | None = None, out: str | Path | None = None,
               retries: int | None = None, device: str = "auto", progress: bool = True,
               workers: int | None = None, gpu_fraction: float = 0.25,
-              log: Callable[[str], None] | None = print) -> SweepResult:
+              keep_ray: bool = False, log: Callable[[str], None] | None = print) -> SweepResult:
     """Run every trial of ``grid`` (a spec dict or a JSON/YAML file) into the zoo at
     ``cache_dir`` and write the table (``out``, default ``<zoo>/sweeps/<name>.csv``).
 
@@ -457,6 +508,8 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
     cluster ('auto', 'host:6379', 'ray://host:10001') instead of starting one. ``retries``
     overrides the spec's. ``workers``: trials at once on an embedded Ray (default: the free cores,
     ``devices.choose_threads``). ``gpu_fraction``: the GPU share each Ray task asks for on CUDA.
+    ``keep_ray``: leave an embedded Ray this call started running for the next sweep of this
+    process (a notebook's several grids start it once; it stops when the process exits).
     Ctrl-C cancels the pending trials, writes the table (``cancelled`` rows) and re-raises.
     """
     spec = load_grid(grid) if isinstance(grid, (str, Path)) else grid
@@ -495,7 +548,8 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
         if todo:
             runner = (RayRunner(address, workers or max(1, min(choose_threads(), len(todo))),
                                 gpu_fraction, device) if which == "ray" else LocalRunner())
-        stacked = None if spec.get("stack_seeds") else False
+        stack = spec.get("stack_seeds", False)
+        stacked = True if stack == "always" else None if stack else False
 
         def submit(job: int) -> None:
             exps = [trials[i].exp.to_dict() for i in todo[job]]
@@ -528,7 +582,7 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
         raise
     finally:
         bar.close()
-        if runner is not None:
+        if runner is not None and not keep_ray:
             runner.close()
     table = write_table(rows, path)
     return SweepResult(table, trials, path, zoo.root, runner.name if runner else "none")
@@ -547,4 +601,21 @@ def _load_done(zoo: Zoo, trial: Trial) -> ZooEntry | None:
 
 __all__ = ["BACKENDS", "COLUMNS", "RESULT_COLUMNS", "STATUSES", "SweepResult", "Trial",
            "apply_overrides", "expand_grid", "load_grid", "run_job", "run_sweep", "sweep_name",
-           "write_table"]
+           "write_table", "run_experiments"]
+
+
+def run_experiments(experiments: list[Experiment], *, cache_dir: str | Path | None = None,
+                    name: str | None = None, stacked: bool | None = None,
+                    backend: str = "auto", device: str = "auto", retries: int = 1,
+                    tag: str = "", progress: bool = False, keep_ray: bool = True,
+                    workers: int | None = None, log: Callable[[str], None] | None = None
+                    ) -> SweepResult:
+    """A sweep of explicit experiments (a study's grid): ``run_sweep`` of
+    ``{"experiments": experiments}``. Those that differ only in their seeds train as one job,
+    stacked where that pays (``stacked``: None), always (True) or never (False)."""
+    spec: dict[str, Any] = {"experiments": list(experiments), "retries": retries, "tag": tag,
+                            "stack_seeds": "always" if stacked else stacked is None}
+    if name:
+        spec["name"] = name
+    return run_sweep(spec, cache_dir=cache_dir, backend=backend, device=device,
+                     progress=progress, keep_ray=keep_ray, workers=workers, log=log)

@@ -21,6 +21,7 @@ from ...models import build_model
 from ...tasks import Batch
 from ...tasks.bigram_triggers import bigram_predictor_metrics, held_out_tokens
 from ...training import Experiment, Zoo, ZooEntry
+from ..grids import train_grid
 from .callbacks import PROBE_TAG, birth_callback
 from .experiments import SIZES, experiment, truncated
 from .tables import before_step
@@ -89,6 +90,14 @@ def _get(zoo: Zoo, exp: Experiment, device, log) -> ZooEntry:
     return zoo.get_or_train(exp, device=device, tag=tag, progress=False, log=log)
 
 
+def _train_grid(zoo: Zoo, exps, device, log) -> None:
+    """Train the grid's runs that the zoo has under neither tag as one sweep
+    (``studies.grids.train_grid``); ``_get`` then reads each back."""
+    missing = [e for e in exps if not zoo.has(e, PROBE_TAG) and not zoo.has(e)]
+    if missing:
+        train_grid(missing, zoo, resolve_device(device), log=log)
+
+
 def _n_eval(size: str, n_eval: int | None) -> int:
     return SIZES[size]["n_eval"] if n_eval is None else n_eval
 
@@ -138,17 +147,18 @@ def trigger_sweep(zoo: Zoo, size: str, seed: int, ks=(1, 3, 5), modes=("fixed", 
     ``n_ood_random`` tokens out of training) and evaluate in-context accuracy on the training
     distribution ('test'), with triggers never used as triggers in training ('ood'), and on a
     set shared by all models ('non-top-K', ``shared_pool``). One row per (mode, K, set)."""
+    exps = {(mode, k): experiment(size, seed, trigger_mode=mode, n_triggers=k, steps=steps,
+                                  n_ood=n_ood_random if mode == "random" else 0)
+            for mode in modes for k in ks}
+    _train_grid(zoo, exps.values(), device, None)
     rows = []
-    for mode in modes:
-        for k in ks:
-            exp = experiment(size, seed, trigger_mode=mode, n_triggers=k, steps=steps,
-                             n_ood=n_ood_random if mode == "random" else 0)
-            entry = _get(zoo, exp, device, log)
-            results = evaluate_sets(entry.model, exp.task, _n_eval(size, n_eval), seed,
-                                    {"non-top-K": shared_pool(exp.task, n_ood_random)})
-            for name, m in results.items():
-                rows.append({"triggers": mode, "K": k, "set": name, "icl_acc": m["icl_acc"],
-                             "icl_loss": m["icl_loss"], "bigram_acc": m["bigram_acc"]})
+    for (mode, k), exp in exps.items():
+        entry = _get(zoo, exp, device, log)
+        results = evaluate_sets(entry.model, exp.task, _n_eval(size, n_eval), seed,
+                                {"non-top-K": shared_pool(exp.task, n_ood_random)})
+        for name, m in results.items():
+            rows.append({"triggers": mode, "K": k, "set": name, "icl_acc": m["icl_acc"],
+                         "icl_loss": m["icl_loss"], "bigram_acc": m["bigram_acc"]})
     return pd.DataFrame(rows)
 
 
@@ -171,6 +181,7 @@ def freezing_comparison(zoo: Zoo, size: str, seed: int, trigger_mode: str = "fix
         exps[CONTROL_ROW] = experiment(size, seed, model="control", freezing="none",
                                        trigger_mode=trigger_mode, n_triggers=n_triggers,
                                        steps=steps)
+    _train_grid(zoo, exps.values(), device, None)
     rows = {}
     for name, exp in exps.items():
         entry = _get(zoo, exp, device, log)

@@ -15,6 +15,7 @@ import torch
 from ...core import seed_for
 from ...devices import make_generator, resolve_device
 from ...tasks.base import Batch, Task
+from ..grids import train_grid
 from ...training import Experiment, Zoo, ZooEntry, evaluate
 from .claims import PAPER_LINEARISED_W512
 from .experiments import Plan, baseline_experiment, experiment, mode_of, size_spec, task_for
@@ -64,22 +65,18 @@ def run_grid(task_names: Iterable[str], widths: Iterable[int], modes: Iterable[s
              log=None, stacked: bool | None = None, **train_overrides: Any) -> pd.DataFrame:
     """Every (task, width, mode, seed) combination, one row each (see ``run``).
 
-    The missing seeds of each setting train together as stacked seeds where that pays
-    (``Zoo.get_or_train_many``; ``stacked`` forces it on or off). ``loaded`` says whether a run
-    was in the zoo before this call.
+    The grid runs as one sweep (``studies.grids.train_grid``: Ray workers or in-process, every
+    run a zoo entry, a table under ``<zoo>/sweeps/``); the seeds of each setting train together
+    as stacked seeds where that pays (``stacked`` forces it on or off). ``loaded`` says whether
+    a run was in the zoo before this call.
     """
-    seeds, widths, modes = list(seeds), list(widths), list(modes)
-    rows = []
-    for task_name in task_names:
-        for width in widths:
-            for mode in modes:
-                exps = [experiment(task_name, width, mode, size, seed, **train_overrides)
-                        for seed in seeds]
-                had = [zoo.has(e) for e in exps]
-                entries = zoo.get_or_train_many(exps, device=device, stacked=stacked, log=log)
-                rows.extend(run(exp, zoo, device, size_spec(size).eval_n, entry=entry,
-                                loaded=was) for exp, entry, was in zip(exps, entries, had))
-    return pd.DataFrame(rows)
+    exps = [experiment(task_name, width, mode, size, seed, **train_overrides)
+            for task_name in task_names for width in widths for mode in modes for seed in seeds]
+    had = [zoo.has(e) for e in exps]
+    result = train_grid(exps, zoo, device, stacked=stacked, log=log)
+    return pd.DataFrame([run(exp, zoo, device, size_spec(size).eval_n,
+                             entry=result.entry(i, str(device)), loaded=was)
+                         for i, (exp, was) in enumerate(zip(exps, had))])
 
 
 def seeds_of(p: Plan, seed: int, which: str = "table") -> list[int]:
@@ -129,7 +126,12 @@ def summarize(df: pd.DataFrame, value: str = "acc",
 def circuit_grid(target_widths: Iterable[int], student_width: int, modes: Iterable[str],
                  seeds: Iterable[int], size: str, zoo: Zoo, device="cpu", **train_overrides
                  ) -> pd.DataFrame:
-    """KL(target || student) on fresh inputs for each target width and student mode."""
+    """KL(target || student) on fresh inputs for each target width and student mode (the runs
+    train as one sweep, ``train_grid``)."""
+    seeds, modes, target_widths = list(seeds), list(modes), list(target_widths)
+    train_grid([experiment("circuit_imitation", student_width, mode, size, seed,
+                           task_overrides={"target_width": tw}, **train_overrides)
+                for tw in target_widths for mode in modes for seed in seeds], zoo, device)
     rows = []
     for tw in target_widths:
         for mode in modes:
@@ -178,9 +180,12 @@ def baseline_grid(kinds: Iterable[str], task_names: Iterable[str], width: int, s
                   seeds: Iterable[int], zoo: Zoo, device="cpu", lr: float = 1e-3
                   ) -> pd.DataFrame:
     """Test accuracy of the plain-PyTorch baselines (same tasks, schedule and clipping), trained
-    and stored by the zoo like any model."""
+    and stored by the zoo like any model (the runs train as one sweep, ``train_grid``)."""
     rows = []
     dev = resolve_device(device)
+    kinds, task_names, seeds = list(kinds), list(task_names), list(seeds)
+    train_grid([baseline_experiment(kind, task_name, width, size, seed, lr) for kind in kinds
+                for task_name in task_names for seed in seeds], zoo, dev)
     for kind in kinds:
         for task_name in task_names:
             for seed in seeds:
