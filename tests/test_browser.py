@@ -307,6 +307,7 @@ def test_scrubber_slider_moves_the_patterns_offline(browser, tmp_path):
     page.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{html}</body></html>")
     assert external_loads(page.read_text()) == []
 
+    browser.get("about:blank")  # leaving the previous page may log (JupyterLab's beforeunload)
     browser.get_log("browser")
     browser.get(page.resolve().as_uri())
     deadline = time.monotonic() + 30
@@ -351,6 +352,7 @@ def test_each_report_has_a_working_step_slider(reports, browser, notebook):
     from selenium.webdriver.common.action_chains import ActionChains
 
     out, _ = reports
+    browser.get("about:blank")  # leaving the previous page may log (JupyterLab's beforeunload)
     browser.get_log("browser")
     browser.get((out / f"{notebook}.html").resolve().as_uri())
     deadline = time.monotonic() + 60

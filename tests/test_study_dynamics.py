@@ -72,7 +72,8 @@ def check_patterns(result, n_heads, length, tokens=None):
 # --- induction ----------------------------------------------------------------------------------
 IND_EXP = induction_experiment("induction-2l", "smoke", 0)
 IND_KEYS = ({f"{s}_loss" for s in ("test", "doubled", "option1", "option2")}
-            | {"direct_copy", "prev_token_max", "induction_max", "kcomp_max", "kcomp_baseline"}
+            | {"direct_copy", "prev_token_max", "induction_max", "kcomp_max", "kcomp_baseline",
+               "qcomp_max", "qcomp_baseline", "first_block_loss", "repeat_loss"}
             | {f"copy_{m}_L{layer}" for m in ("max", "min") for layer in (0, 1)})
 
 
@@ -85,6 +86,10 @@ def test_induction_metrics_keys_and_training(ind):
     data, model, _ = ind
     before, late = before_after(idyn, ind, IND_KEYS, 0.05)
     assert late["kcomp_baseline"] == before["kcomp_baseline"]  # a reference line: constant
+    assert late["qcomp_baseline"] == before["qcomp_baseline"]
+    # the per-position split averages back to the test loss (5 first-block + 18 repeat targets)
+    assert math.isclose((5 * late["first_block_loss"] + 18 * late["repeat_loss"]) / 23,
+                        late["test_loss"], rel_tol=1e-4)
     assert idyn.dynamics_metrics(model, data) == before  # a pure function of the model
 
 

@@ -26,7 +26,8 @@ from ..trajectory import Trajectory, trajectory
 
 # Whose transition steps the notebook compares ("which circuit forms first"). ``kcomp_max``
 # exists for 2-layer models only: keep the names a model's curves have.
-DYNAMICS_METRICS = ("direct_copy", "prev_token_max", "kcomp_max", "induction_max", "test_loss")
+DYNAMICS_METRICS = ("direct_copy", "prev_token_max", "kcomp_max", "qcomp_max", "induction_max",
+                    "repeat_loss", "option1_loss")
 PATTERN_KINDS = {"prev_token_max": "previous_token", "induction_max": "induction"}
 
 
@@ -82,7 +83,11 @@ def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, flo
                            induction pattern scores Σ(A ⊙ D)/ΣA on ``data.pattern_tokens``;
     ``kcomp_max``, ``kcomp_baseline``      (2-layer models only) the largest layer-0 -> layer-1
                            K-composition score and the mean score of random matrices of the
-                           same shapes (constant through training: the reference line).
+                           same shapes (constant through training: the reference line);
+    ``qcomp_max``, ``qcomp_baseline``      the same for Q-composition;
+    ``first_block_loss``, ``repeat_loss``  the test loss per position, averaged over the first
+                           block's targets (guesses: ln 26 at best) and over the repeats (what
+                           copying can predict).
     """
     out = {f"{name}_loss": v for name, v in analysis.set_losses(model, data.sets).items()}
     out["direct_copy"] = analysis.direct_path_copy_score(model)
@@ -97,6 +102,12 @@ def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, flo
     if model.cfg.n_layers == 2:
         out["kcomp_max"] = float(analysis.composition_scores(model, "K").max())
         out["kcomp_baseline"] = analysis.composition_baseline(model, "K")[0]
+        out["qcomp_max"] = float(analysis.composition_scores(model, "Q").max())
+        out["qcomp_baseline"] = analysis.composition_baseline(model, "Q")[0]
+    per_position = analysis.per_position_loss(model, data.sets["test"])  # target t = 1..seq-1
+    first = data.task.block_len - 1
+    out["first_block_loss"] = float(per_position[:first].mean())
+    out["repeat_loss"] = float(per_position[first:].mean())
     return out
 
 
