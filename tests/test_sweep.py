@@ -74,7 +74,7 @@ def test_overrides_keep_derived_fields_consistent():
     ({"seed": []}, r"seed=\[\] is not allowed: a non-empty list"),
     ({"seed": [0, 0]}, r"seed=0 is not allowed: each value once"),
     ({"retries": -1}, r"retries=-1 is not allowed: an integer in 0..100"),
-    ({"stack_seeds": "yes"}, r"stack_seeds='yes' is not allowed: True or False"),
+    ({"stack_seeds": "yes"}, r"stack_seeds='yes' is not allowed: false, true"),
     ({"sizes": "smoke"}, r"grid key='sizes' is not allowed: one of experiment, size"),
 ])
 def test_bad_grid_is_refused_before_any_work(tmp_path, change, match):
