@@ -86,6 +86,31 @@ def trajectory(entry: Any, name: str, metrics_fn: Callable[[Any, Any], Mapping[s
                       patterns, list(heads), list(tokens))
 
 
+def flat_patterns(model: Any, task: Any, tokens: Any) -> tuple[np.ndarray, list[str], list[str]]:
+    """Every head's attention on one sequence ``tokens`` [T]: (float32 [n_layers * n_heads, T,
+    T] (query, key), head labels ``"L0H1"``, the task's token strings)."""
+    from ..analysis import attention_patterns
+
+    pats = attention_patterns(model, tokens)  # [L, H, T, T]
+    n_layers, n_heads = pats.shape[:2]
+    labels = [f"L{layer}H{head}" for layer in range(n_layers) for head in range(n_heads)]
+    return (pats.reshape(n_layers * n_heads, *pats.shape[2:]).float().numpy(), labels,
+            task.str_tokens(tokens))
+
+
+def through_training_for(metrics_fn: Callable[[Any, Any], Mapping[str, float]],
+                         patterns_fn: Callable[[Any, Any], tuple], metrics: Sequence[str]
+                         ) -> Callable[..., Trajectory]:
+    """A study's ``through_training(entry, data, name="")``: ``trajectory`` with its metrics,
+    patterns and the names whose transition steps it compares."""
+    def through_training(entry: Any, data: Any, name: str = "") -> Trajectory:
+        """The run ``entry`` (trained with snapshots) through training: the study's metrics and
+        attention patterns at every snapshot, and each compared metric's transition step."""
+        return trajectory(entry, name or entry.meta.get("name", ""), metrics_fn, patterns_fn,
+                          data, metrics)
+    return through_training
+
+
 def over_seeds(trajectories: Sequence[Trajectory], tol: float = 1e-3) -> pd.DataFrame:
     """Transition steps over seeds (``dynamics.transitions_over_seeds``): per metric the median,
     min and max half-way step, how many seeds it moved in, and the share of seeds in which it

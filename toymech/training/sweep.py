@@ -49,7 +49,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ..core import (check, check_bool, check_float, check_int, check_path_writable_dir,
+from ..core import (check, check_float, check_int, check_path_writable_dir,
                     check_path_writable_file, check_seed, is_int, check_size, check_str, jsonable)
 from ..devices import DEVICE_CHOICES, choose_threads, resolve_device
 from .zoo import Experiment, Zoo, ZooEntry

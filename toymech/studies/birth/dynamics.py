@@ -16,14 +16,14 @@ import numpy as np
 import torch
 from transformer_lens import HookedTransformer
 
-from ...analysis import attention_patterns, composition_scores, probes
+from ...analysis import composition_scores, probes
 from ...core import check
 from ...tasks import Batch
 from ...tasks.bigram_triggers import BigramTriggers
 from .callbacks import trigger_sets
 from .experiments import SIZES
 from .measure import eval_batches, example_batch
-from ..trajectory import Trajectory, trajectory
+from ..trajectory import flat_patterns, through_training_for
 
 # The paper's order of formation (global bigram first, then the induction head top-down: output
 # memory W_O², induction key W_K², previous-token key W_K¹), then in-context accuracy.
@@ -132,15 +132,7 @@ def dynamics_patterns(model: HookedTransformer, data: ProbeData
 
     The model reads only the window (causal attention: positions < T never see later tokens, so
     these are the patterns of the full sequence's first T rows, unchanged)."""
-    pats = attention_patterns(model, data.example)  # [L, H, T, T]
-    L, H = pats.shape[:2]
-    labels = [f"L{layer}H{head}" for layer in range(L) for head in range(H)]
-    return (pats.reshape(L * H, *pats.shape[2:]).float().numpy(), labels,
-            data.task.str_tokens(data.example))
+    return flat_patterns(model, data.task, data.example)
 
 
-def through_training(entry, data: ProbeData, name: str = "") -> Trajectory:
-    """The run ``entry`` (trained with snapshots) through training: these metrics and patterns
-    at every snapshot, and the transition step of each of ``DYNAMICS_METRICS``."""
-    return trajectory(entry, name or entry.meta.get("name", ""), dynamics_metrics,
-                      dynamics_patterns, data, DYNAMICS_METRICS)
+through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYNAMICS_METRICS)

@@ -22,7 +22,7 @@ from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
 from .experiments import eval_sets
 from .measure import POST_SETS
-from ..trajectory import Trajectory, trajectory
+from ..trajectory import flat_patterns, through_training_for
 
 # Whose transition steps the notebook compares ("which circuit forms first"). ``kcomp_max``
 # exists for 2-layer models only: keep the names a model's curves have.
@@ -116,15 +116,7 @@ def dynamics_patterns(model: HookedTransformer, data: ProbeData
     """Attention of every head on ``data.example`` (the whole sequence, no cropping):
     (patterns float32 [n_layers * n_heads, seq, seq] (query, key), head labels ``"L0H1"``,
     token strings of the sequence (letters; they repeat, so plot by position))."""
-    pats = analysis.attention_patterns(model, data.example)  # [L, H, q, k]
-    L, H = pats.shape[:2]
-    labels = [f"L{layer}H{head}" for layer in range(L) for head in range(H)]
-    return (pats.reshape(L * H, *pats.shape[2:]).float().numpy(), labels,
-            data.task.str_tokens(data.example))
+    return flat_patterns(model, data.task, data.example)
 
 
-def through_training(entry, data: ProbeData, name: str = "") -> Trajectory:
-    """The run ``entry`` (trained with snapshots) through training: these metrics and patterns
-    at every snapshot, and the transition step of each of ``DYNAMICS_METRICS``."""
-    return trajectory(entry, name or entry.meta.get("name", ""), dynamics_metrics,
-                      dynamics_patterns, data, DYNAMICS_METRICS)
+through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYNAMICS_METRICS)

@@ -17,7 +17,6 @@ import pandas as pd
 import torch
 from transformer_lens import HookedTransformer
 
-from ...analysis import attention_patterns
 from ...analysis.subspace import concentration
 from ...core import check, seed_for
 from ...devices import make_generator
@@ -25,7 +24,7 @@ from ...tasks.base import Batch, Task
 from ...training import Zoo, evaluate
 from .experiments import Plan, experiment, size_spec
 from .measure import eval_sets, seeds_of
-from ..trajectory import Trajectory, over_seeds, trajectory
+from ..trajectory import Trajectory, flat_patterns, over_seeds, through_training_for
 
 # Task accuracy and loss against concentration: does the subspace concentrate before or after
 # the task is solved?
@@ -114,18 +113,10 @@ def dynamics_patterns(model: HookedTransformer, data: ProbeData
     """Attention of every head on ``data.example`` (one task sequence up to its last scored
     target, at most ``WINDOW`` positions from the start): (float32 [n_layers * n_heads, T, T]
     (query, key), head labels ``"L0H0"``, the T token strings of the task's vocabulary)."""
-    pats = attention_patterns(model, data.example)  # [L, H, T, T]
-    L, H = pats.shape[:2]
-    labels = [f"L{layer}H{head}" for layer in range(L) for head in range(H)]
-    return (pats.reshape(L * H, *pats.shape[2:]).float().numpy(), labels,
-            data.task.str_tokens(data.example))
+    return flat_patterns(model, data.task, data.example)
 
 
-def through_training(entry, data: ProbeData, name: str = "") -> Trajectory:
-    """The run ``entry`` (trained with snapshots) through training: these metrics and patterns
-    at every snapshot, and the transition step of each of ``DYNAMICS_METRICS``."""
-    return trajectory(entry, name or entry.meta.get("name", ""), dynamics_metrics,
-                      dynamics_patterns, data, DYNAMICS_METRICS)
+through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYNAMICS_METRICS)
 
 
 def dynamics_grid(plan: Plan, size: str, zoo: Zoo, device: str | torch.device = "cpu",
