@@ -5,23 +5,25 @@ from __future__ import annotations
 import html
 import json
 import re
+from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
 import pytest
 from plotly.offline import get_plotlyjs
 
-from toymech.report import ReportEntry, build_reports, external_loads, write_index
+from toymech.report import ReportEntry, build_reports, external_loads, find_scorecard, scorecard_counts, write_index
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OK, FAIL = FIXTURES / "report_ok.ipynb", FIXTURES / "report_fail.ipynb"
+SCORECARD = FIXTURES / "report_scorecard.ipynb"  # ends with a real scorecard on made-up numbers
 MAX_REPORT_BYTES = 15_000_000
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("reports")
-    entries = build_reports([OK, FAIL], out_dir=out, size="default", device="cpu", seed=3, trust=False)
+    entries = build_reports([OK, FAIL, SCORECARD], out_dir=out, size="default", device="cpu", seed=3, trust=False)
     return out, {Path(e.notebook).stem: e for e in entries}
 
 
@@ -32,6 +34,7 @@ def _page(out: Path, entry: ReportEntry) -> str:
 def test_statuses_files_and_sizes(built):
     out, entries = built
     assert entries["report_ok"].status == "ok" and entries["report_ok"].error is None
+    assert entries["report_scorecard"].status == "ok"
     assert entries["report_fail"].status == "failed"
     assert entries["report_fail"].error == "RuntimeError: fixture failure on purpose (value=41)"
     for entry in entries.values():
@@ -89,8 +92,9 @@ def test_index_lists_every_report(built):
     out, _ = built
     index = (out / "index.html").read_text(encoding="utf-8")
     assert external_loads(index) == []
-    rows = re.findall(r"<tr>(.*?)</tr>", index.split("<tbody>")[1], re.S)
-    assert len(rows) == 2
+    reports = index.split('<table id="reports">')[1]
+    rows = re.findall(r"<tr>(.*?)</tr>", reports.split("<tbody>")[1], re.S)
+    assert len(rows) == 3
     by_name = {re.search(r'href="([^"]+\.html)"', r).group(1): re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows}
     ok, failed = by_name["report_ok.html"], by_name["report_fail.html"]
     assert ok[1] == "ok" and failed[1] == "failed"
@@ -108,6 +112,118 @@ def test_index_lists_every_report(built):
     assert "1 failed" in index
     data = json.loads((out / "index.json").read_text())
     assert {row["status"] for row in data} == {"ok", "failed"}
+
+
+SCORECARD_ROWS = [  # what the fixture's scorecard shows (seed 3: losses 0.08 and 0.09, gaps -1 and 1)
+    ["loss < 0.1 & falling", "the post, <Fig. 2>", "0.08", "0.085 [0.08, 0.09]", "2/2", "reproduced"],
+    ["loss is positive", "table 1", "> 0", "0.085 [0.08, 0.09]", "2/2", "reproduced"],
+    ["the gap is positive", "table 2", "1", "0 [-1, 1]", "1/2", "mixed"],
+    ["loss above 1", "table 3", "2", "0.085 [0.08, 0.09]", "0/2", "not reproduced"],
+    ["a number nobody measured", "sec. 4", "3", "n/a", "0/0", "not measured"],
+]
+COUNTS = "2 reproduced, 1 mixed, 1 not reproduced, 1 not measured"
+
+
+def _table_cells(fragment: str) -> list[list[str]]:
+    return [[html.unescape(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", fragment, re.S)]
+
+
+def test_scorecard_at_the_top_of_its_report(built):
+    out, entries = built
+    page = _page(out, entries["report_scorecard"])
+    body = page[page.index("<body"):]
+    title = body.index('id="Scorecard-fixture"')
+    section_start = body.index('<section class="toymech-scorecard" id="toymech-scorecard">')
+    section = body[section_start:body.index("</section>", section_start)]
+    # Under the title, above the first code cell and its output ("measured ..." is printed there).
+    assert title < section_start < body.index('class="jp-Cell jp-CodeCell') < body.index("measured 2 seeds from seed=3")
+    assert "Reproduction scorecard (computed at the end of this run)" in section
+    assert f'<p class="toymech-scorecard-counts">{COUNTS}</p>' in section
+    header, *rows = _table_cells(section)
+    assert header == ["claim", "source", "source's number", "ours", "seeds agreeing", "verdict"]
+    assert rows == SCORECARD_ROWS
+    # Text is escaped, and the notebook's own output is still at the end.
+    assert "loss &lt; 0.1 &amp; falling" in section and "<Fig. 2>" not in page
+    assert body.rindex('class="dataframe"') > section_start
+    assert external_loads(page) == []
+    for name in ("report_ok", "report_fail"):
+        assert 'id="toymech-scorecard"' not in _page(out, entries[name])
+    # The executed notebook is kept as papermill wrote it: no placeholder cell.
+    executed = nbformat.read(out / entries["report_scorecard"].executed, as_version=4)
+    assert [c.cell_type for c in executed.cells] == ["markdown", "code", "code", "code", "markdown", "code"]
+    assert not any("toymech" in c.metadata for c in executed.cells)
+
+
+def test_index_shows_each_scorecard_with_counts(built):
+    out, entries = built
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert index.index('<section id="scorecards">') < index.index('<table id="reports">')
+    cards = dict(re.findall(r'<div class="scorecard" id="scorecard-([^"]+)">(.*?)</div>', index, re.S))
+    assert sorted(cards) == ["report_fail", "report_ok", "report_scorecard"]
+    card = cards["report_scorecard"]
+    assert '<a href="report_scorecard.html">Scorecard fixture</a>' in card
+    assert f'<p class="scorecard-counts">{COUNTS}</p>' in card
+    assert _table_cells(card)[1:] == SCORECARD_ROWS
+    assert "loss &lt; 0.1 &amp; falling" in card and "<Fig. 2>" not in index
+    assert '<a href="report_fail.html">Failing fixture</a>' in cards["report_fail"]
+    assert "no scorecard (the run failed before it)" in cards["report_fail"]
+    assert "no scorecard (the notebook does not display one)" in cards["report_ok"]
+    assert "<table" not in cards["report_fail"] + cards["report_ok"]
+    assert external_loads(index) == []
+    data = {row["html"]: row for row in json.loads((out / "index.json").read_text())}
+    assert data["report_scorecard.html"]["scorecard"]["rows"] == SCORECARD_ROWS
+    assert data["report_fail.html"]["scorecard"] is None
+
+
+def _output_cell(source: str, frame=None, error: bool = False):
+    cell = nbformat.v4.new_code_cell(source, execution_count=1)
+    if frame is not None:
+        cell.outputs = [nbformat.v4.new_output("execute_result", data={"text/html": frame._repr_html_(),
+                                                                       "text/plain": repr(frame)}, execution_count=1)]
+    if error:
+        cell.outputs = [nbformat.v4.new_output("error", ename="KeyError", evalue="x", traceback=[])]
+    return cell
+
+
+def test_find_scorecard_prefers_the_scorecard_call_then_the_columns():
+    import pandas as pd
+
+    def card(verdict):
+        row = {"claim": "c", "ours": "1", "seeds agreeing": "1/1", "verdict": verdict}
+        return pd.DataFrame([row]).set_index("claim")
+
+    other = pd.DataFrame({"a": [1, 2]})
+    shown_later = _output_cell("card", card("mixed"))
+    called = _output_cell("study.scorecard([study.numbers(m)])", card("reproduced"))
+    nb = nbformat.v4.new_notebook(cells=[called, shown_later, _output_cell("table", other)])
+    assert find_scorecard(nb) == {"columns": ["claim", "ours", "seeds agreeing", "verdict"],
+                                  "rows": [["c", "1", "1/1", "reproduced"]]}
+    # The call failed: the table with a scorecard's columns is used instead.
+    nb.cells[0] = _output_cell("study.scorecard([study.numbers(m)])", error=True)
+    assert find_scorecard(nb)["rows"] == [["c", "1", "1/1", "mixed"]]
+    nb.cells[1] = _output_cell("card = study.scorecard(per_seed)")  # assigned, never shown
+    assert find_scorecard(nb) is None
+    assert find_scorecard(nbformat.v4.new_notebook()) is None
+
+
+def test_scorecard_counts_order_and_unknown_verdicts():
+    rows = [["x", v] for v in ("mixed", "reproduced", "odd", "mixed", "not measured")]
+    counts = scorecard_counts({"columns": ["claim", "verdict"], "rows": rows})
+    assert counts == "1 reproduced, 2 mixed, 1 not measured, 1 odd"
+    assert scorecard_counts({"columns": ["claim", "value"], "rows": rows}) == ""
+
+
+def test_write_index_keeps_earlier_scorecards(tmp_path):
+    card = {"columns": ["claim", "seeds agreeing", "verdict"], "rows": [["<b>a</b>", "3/3", "reproduced"]]}
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.html").write_text("x")
+    write_index(tmp_path, [ReportEntry(**{**asdict(_entry("a")), "title": "Study A", "scorecard": card})])
+    write_index(tmp_path, [_entry("b", status="failed")])  # re-render another notebook
+    index = (tmp_path / "index.html").read_text()
+    assert '<a href="a.html">Study A</a>' in index and '<p class="scorecard-counts">1 reproduced</p>' in index
+    assert "<td>&lt;b&gt;a&lt;/b&gt;</td>" in index and "<b>a</b>" not in index
+    assert "no scorecard (the run failed before it)" in index
 
 
 def _entry(name: str, status: str = "ok") -> ReportEntry:

@@ -13,6 +13,12 @@ writes, under ``out_dir``:
   toymech. Entries of earlier runs whose reports still exist are kept, so re-rendering one
   notebook keeps the others listed.
 
+Each notebook ends by displaying its study's scorecard (``study.scorecard(...)``, a DataFrame: one
+row per claim with the source's number, ours, seeds agreeing and the verdict). The report copies
+that table to its top, under the title, and the index shows every report's scorecard with a count
+of its verdicts ("2 reproduced, 1 mixed"); a run that failed before it shows "no scorecard". The
+executed ``.ipynb`` is left exactly as papermill wrote it.
+
 A failed notebook still gets a report, with the failing cell and its error at the top; its entry
 has ``status == "failed"`` and the caller decides the exit code.
 """
@@ -35,6 +41,9 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+from .report_scorecards import (SCORECARD_HEADING, find_scorecard, scorecard_counts,
+                                scorecard_table_html)
 
 __all__ = ["ReportEntry", "build_reports", "write_index", "external_loads", "TEMPLATE_NAME"]
 
@@ -62,6 +71,8 @@ class ReportEntry:
     size_bytes: int = 0
     error: str | None = None  # "ValueError: ..." for a failed run
     parameters: dict = field(default_factory=dict)
+    title: str = ""  # the notebook's first heading
+    scorecard: dict | None = None  # {"columns": [...], "rows": [[...], ...]}, see find_scorecard
 
     @property
     def ok(self) -> bool:
@@ -164,8 +175,10 @@ def _failure_from_exception(exc: BaseException) -> dict:
     }
 
 
-def _prepare_for_html(nb) -> Any:
-    """A copy of the executed notebook fit for static HTML."""
+def _prepare_for_html(nb, scorecard: bool = False) -> Any:
+    """A copy of the executed notebook fit for static HTML; with ``scorecard``, a placeholder
+    cell under the title where the template puts the scorecard (see ``_render_html``)."""
+    import nbformat
     from papermill.execute import ERROR_MARKER_TAG
 
     nb = copy.deepcopy(nb)
@@ -194,6 +207,11 @@ def _prepare_for_html(nb) -> Any:
             outputs.append(output)
         if "outputs" in cell:
             cell.outputs = outputs
+    if scorecard:
+        # An empty raw cell renders as nothing; the template's rawcell block puts the scorecard
+        # there (HTML in the cell itself would go through nbconvert's sanitiser).
+        at = 1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0
+        nb.cells.insert(at, nbformat.v4.new_raw_cell("", metadata={"toymech": "scorecard"}))
     return nb
 
 
@@ -232,9 +250,31 @@ def _render_notes(nb) -> list[str]:
 def _render_html(nb, run: dict) -> str:
     from nbconvert import HTMLExporter
 
+    card = run.get("scorecard")
+    if card:
+        run = {**run, "scorecard_heading": SCORECARD_HEADING, "scorecard_html": scorecard_table_html(card),
+               "scorecard_counts": scorecard_counts(card)}
     exporter = HTMLExporter(template_name=TEMPLATE_NAME, extra_template_basedirs=[str(_TEMPLATES_DIR)])
-    body, _ = exporter.from_notebook_node(_prepare_for_html(nb), resources={"toymech": run})
+    body, _ = exporter.from_notebook_node(_prepare_for_html(nb, bool(card)), resources={"toymech": run})
     return body
+
+
+# The reproduction scorecard. Read back from the notebook's own HTML output rather than recomputed:
+# the report shows exactly what this run displayed, and the notebooks stay as they are.
+
+def _title(nb, fallback: str) -> str:
+    """The first heading of the notebook's first markdown cell (papermill's error banner skipped)."""
+    from papermill.execute import ERROR_MARKER_TAG
+
+    for cell in nb.cells:
+        if cell.cell_type != "markdown" or ERROR_MARKER_TAG in cell.metadata.get("tags", []):
+            continue
+        for line in cell.source.splitlines():
+            match = re.match(r"\s{0,3}#{1,6}\s+(.*?)[\s#]*$", line)
+            if match and match.group(1):
+                return match.group(1)
+        break
+    return fallback
 
 
 _TRUST_LOCK = threading.Lock()
@@ -346,6 +386,9 @@ def build_reports(
             "versions": versions,
             "failure": failure,
             "notes": _render_notes(nb),
+            # Only from this run's output: an input notebook stored with outputs must not pass
+            # off old numbers as this run's.
+            "scorecard": find_scorecard(nb) if executed.is_file() else None,
         }
         report.write_text(_render_html(nb, run), encoding="utf-8")
         entry = ReportEntry(
@@ -362,6 +405,8 @@ def build_reports(
             size_bytes=report.stat().st_size,
             error=f"{failure['ename']}: {failure['evalue']}" if failure else None,
             parameters=extra_parameters,
+            title=_title(nb, path.stem),
+            scorecard=run["scorecard"],
         )
         if on_done:
             on_done(index, entry)
@@ -417,11 +462,15 @@ def write_index(out_dir: str | Path, entries: Sequence[ReportEntry]) -> Path:
     (out / "index.json").write_text(json.dumps([asdict(e) for e in rows], indent=1), encoding="utf-8")
 
     import jinja2
+    import markupsafe
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_TEMPLATES_DIR), autoescape=True)
     view = [
         {**asdict(e), "name": Path(e.notebook).stem,
-         "extra": ", ".join(f"{k}={v!r}" for k, v in e.parameters.items())}
+         "extra": ", ".join(f"{k}={v!r}" for k, v in e.parameters.items()),
+         # Built (and escaped) by scorecard_table_html, so the template must not escape it again.
+         "scorecard_html": markupsafe.Markup(scorecard_table_html(e.scorecard)) if e.scorecard else None,
+         "scorecard_counts": scorecard_counts(e.scorecard) if e.scorecard else ""}
         for e in rows
     ]
     page = env.get_template("reports_index.html.j2").render(rows=view, n_failed=sum(not e.ok for e in rows))
