@@ -353,3 +353,21 @@ def test_a_failing_run_of_a_study_grid_stops_the_study(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="1 of 2 runs of the grid failed.*diverged"):
         train_grid([good, bad], Zoo(tmp_path), "cpu")
     assert _entries(tmp_path) == 1  # the good run is kept
+
+
+def test_a_study_grid_runs_on_local_ray_like_in_process(tmp_path, monkeypatch):
+    """Notebook 03's grid function through the embedded Ray (two one-thread workers) and
+    in-process: the same rows; each left a sweep table in the zoo."""
+    from toymech.studies import random_transformers as rt
+
+    tables = {}
+    for backend in ("ray", "local"):
+        monkeypatch.setenv("TOYMECH_SWEEP_BACKEND", backend)
+        zoo = Zoo(tmp_path / backend)
+        tables[backend] = rt.run_grid(["parentheses"], [8], ["normal", "random"], [0, 1],
+                                      "smoke", zoo, "cpu")
+        assert len(list((zoo.root / "sweeps").glob("*.csv"))) == 1 and _entries(zoo.root) == 4
+    if ray.is_initialized():
+        ray.shutdown()
+    cols = ["task", "width", "mode", "seed", "acc"]
+    pd.testing.assert_frame_equal(tables["ray"][cols], tables["local"][cols], rtol=1e-4)
