@@ -11,6 +11,9 @@ Freezing is declared in ``TrainConfig.freeze`` (parameter-name patterns) and ``t
 evaluation probes plug in as callbacks; on one model, checkpoints hold everything needed to
 resume bit-for-bit on CPU (weights, optimizer, schedule, data-generator state, history).
 Nothing syncs with the host inside a step: losses stay on the device until an evaluation step.
+A single model's step computes its logits with ``toymech.models.fast_forward`` where that supports
+the model (the attention-only toys: same math and Parameters, no hook points); environment
+variable ``TOYMECH_FAST=0`` makes it call ``model(tokens)`` instead. Evaluation always does.
 
 Snapshots (``TrainConfig.snapshots``): at each snapshot step s (s optimizer updates done; 0 = the
 initial weights) the loop keeps a CPU copy of every parameter that trains at some point (frozen
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +36,7 @@ from torch.func import functional_call, stack_module_state
 from ..core import check, seed_for
 from ..devices import make_generator, resolve_device
 from ..models import move, parameter_counts
+from ..models.fast import fast_forward
 from ..tasks.base import Task
 from . import checkpoints
 from .config import TrainConfig
@@ -114,15 +119,22 @@ def evaluate(model: torch.nn.Module, task: Task, batch) -> dict[str, float]:
 
 
 class _Eager:
-    """One model with its own parameters and optimizer: the plain PyTorch step."""
+    """One model with its own parameters and optimizer: the plain PyTorch step.
+
+    The step uses ``toymech.models.fast.fast_forward`` (the same math from the same Parameters,
+    without hook points) where it supports the model; ``TOYMECH_FAST=0`` turns it off."""
 
     def __init__(self, model: torch.nn.Module, cfg: TrainConfig):
         self.models, self.cfg = [model], cfg
         self.named = {n: p for n, p in model.named_parameters() if p.requires_grad}
         self.params = list(self.named.values())
+        flag = os.environ.get("TOYMECH_FAST", "1")
+        check(flag in ("0", "1"), "TOYMECH_FAST", flag, "0 (call the model) or 1 (the default)")
+        fast = fast_forward(model) if flag == "1" else None
+        self.forward = fast or model
 
     def loss(self, task: Task, batches) -> torch.Tensor:
-        return task.loss(self.models[0](batches[0].tokens), batches[0])[None]
+        return task.loss(self.forward(batches[0].tokens), batches[0])[None]
 
     def clip(self) -> None:
         torch.nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip)

@@ -1,0 +1,146 @@
+"""A hook-free forward pass for the attention-only toys, for the training step.
+
+``fast_forward(model)`` returns ``tokens -> logits`` computing exactly what ``model(tokens)``
+computes (up to float rounding), straight from the model's own parameters: one fused QKV matmul
+per layer (the weights concatenated inside the call, so gradients reach the same Parameters the
+optimizer holds), attention as two batched matmuls with the scale and a precomputed additive
+causal mask folded into ``baddbmm``, no hook points, einops or generic code paths. The model stays
+the ordinary ``HookedTransformer``: analysis and evaluation keep calling ``model(...)``.
+
+Supported (anything else gives None and the caller uses ``model(tokens)``): a plain
+``HookedTransformer``, ``attn_only``, no normalization, causal attention by TransformerLens'
+``Attention`` or toymech's ``ToyAttention`` (additive q/k tables ``sinusoidal_qk`` /
+``post_sinusoidal_qk``, smeared keys ``per_head`` / ``per_position``), positions ``standard``,
+``shortformer`` or an additive table, no hooks attached. Biases are always applied (zero ones
+cost a fused add), so ``use_bias`` either way is the same math.
+
+Per layer, with x [batch, pos, d_model] the residual stream and P the per-position term:
+    [q | k | v] = x [W_Q | W_K | W_V] + [b_Q | b_K | b_V] + P_pre
+    (shortformer: P_pre = [pos W_Q | pos W_K | 0]; table T without smear: [T | T | 0];
+     table with smear: [T | 0 | 0] and T added to k after smearing)
+    k_j <- s_j k_j + (1 - s_j) k_{j-1}  (smear, s_0 = 1)
+    x <- x + softmax(q k^T / attn_scale + M) v W_O + b_O,  M[i, j] = -inf for j > i
+logits = x W_U + b_U.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from transformer_lens import HookedTransformer
+from transformer_lens.components import Attention, Embed, PosEmbed, TransformerBlock, Unembed
+
+from .build import ToyAttention
+
+Forward = Callable[[torch.Tensor], torch.Tensor]
+
+# HookedTransformerConfig fields whose non-default values change the forward pass.
+_OFF = {"post_embedding_ln": False, "use_attention_sinks": False, "clip_qkv": None,
+        "use_logn_attn": False, "n_key_value_heads": None, "attention_dir": "causal",
+        "original_architecture": None, "use_split_qkv_input": False, "use_attn_in": False,
+        "use_normalization_before_and_after": False, "use_qk_norm": False,
+        "normalization_type": None, "attn_only": True}
+
+
+def _supported(model: torch.nn.Module) -> bool:
+    if type(model) is not HookedTransformer:  # a subclass may override forward
+        return False
+    cfg = model.cfg
+    if any(getattr(cfg, k, v) != v for k, v in _OFF.items()):
+        return False
+    for cap in (cfg.output_logits_soft_cap, cfg.attn_scores_soft_cap):
+        if cap is not None and cap > 0:
+            return False
+    if type(model.embed) is not Embed or type(model.unembed) is not Unembed:
+        return False
+    kind = cfg.positional_embedding_type
+    if kind in ("standard", "shortformer"):
+        if type(model.pos_embed) is not PosEmbed:
+            return False
+    elif kind != "rotary":
+        return False
+    for block in model.blocks:
+        attn = block.attn
+        if type(block) is not TransformerBlock or type(attn) not in (Attention, ToyAttention):
+            return False
+        if getattr(attn, "_attention_dir_override", None) not in (None, "causal"):
+            return False
+        toy = type(attn) is ToyAttention
+        if kind == "rotary" and not (toy and attn.additive_sinusoid):
+            return False  # true rotary is not reproduced here
+        if toy and kind != "rotary" and attn.additive_sinusoid:
+            return False
+    # Hooks attached to the model would be skipped: keep the hooked forward then.
+    return not any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
+                   for m in model.modules())
+
+
+def fast_forward(model: torch.nn.Module) -> Forward | None:
+    """``tokens [batch, pos] -> logits [batch, pos, d_vocab]`` equal to ``model(tokens)`` for the
+    models described in the module docstring, else None."""
+    if not _supported(model):
+        return None
+    cfg = model.cfg
+    n_heads, d_head = cfg.n_heads, cfg.d_head
+    kind = cfg.positional_embedding_type
+    masks: dict[tuple, torch.Tensor] = {}
+
+    def causal_mask(n: int, like: torch.Tensor) -> torch.Tensor:
+        key = (n, like.device, like.dtype)
+        if key not in masks:
+            full = torch.full((n, n), float("-inf"), device=like.device, dtype=like.dtype)
+            masks[key] = torch.triu(full, diagonal=1)  # [pos, pos]: 0 on and below the diagonal
+        return masks[key]
+
+    def layer(x: torch.Tensor, attn, pos: torch.Tensor | None) -> torch.Tensor:
+        batch, n, d_model = x.shape
+        hd = n_heads * d_head
+        w = torch.cat([attn.W_Q, attn.W_K, attn.W_V], 0)  # [3*head, d_model, d_head]
+        w = w.permute(1, 0, 2).reshape(d_model, 3 * hd)
+        bias = torch.cat([attn.b_Q, attn.b_K, attn.b_V], 0).reshape(3 * hd)
+        table = attn.qk_sinusoid[:n] if getattr(attn, "additive_sinusoid", False) else None
+        smear = getattr(attn, "smear", None)
+        if pos is not None:  # shortformer: positions enter q and k inputs, never v
+            pre = torch.cat([pos @ w[:, : 2 * hd], pos.new_zeros(n, hd)], 1) + bias
+            qkv = torch.matmul(x, w) + pre
+        else:
+            qkv = torch.addmm(bias, x.reshape(batch * n, d_model), w)
+        # -> [3, batch, head, pos, d_head], one copy for q, k and v together
+        qkv = qkv.view(batch, n, 3, n_heads, d_head).permute(2, 0, 3, 1, 4).contiguous()
+        q, k, v = qkv.unbind(0)
+        if smear is not None:
+            logit = attn.smear_logit
+            if smear == "per_head":
+                s = torch.sigmoid(logit)[:, None, None]  # [head, 1, 1]
+            else:
+                s = torch.sigmoid(logit[:, : n - 1])  # [head, pos - 1]
+                s = torch.cat([s.new_ones(n_heads, 1), s], 1)[..., None]  # the first key kept
+            k_prev = torch.cat([k[:, :, :1], k[:, :, :-1]], 2)
+            k = s * k + (1.0 - s) * k_prev
+        if table is not None:
+            q, k = q + table, k + table
+        q = q.reshape(batch * n_heads, n, d_head)
+        k = k.reshape(batch * n_heads, n, d_head)
+        scores = torch.baddbmm(causal_mask(n, x), q, k.transpose(1, 2), alpha=1.0 / attn.attn_scale)
+        z = torch.bmm(scores.softmax(-1), v.reshape(batch * n_heads, n, d_head))
+        z = z.view(batch, n_heads, n, d_head).transpose(1, 2).reshape(batch * n, hd)
+        out = torch.addmm(attn.b_O, z, attn.W_O.reshape(hd, d_model))
+        return x + out.view(batch, n, d_model)
+
+    def forward(tokens: torch.Tensor) -> torch.Tensor:
+        n = tokens.shape[1]
+        x = F.embedding(tokens, model.embed.W_E)
+        pos = None
+        if kind == "standard":
+            x = x + model.pos_embed.W_pos[:n]
+        elif kind == "shortformer":
+            pos = model.pos_embed.W_pos[:n]
+        for block in model.blocks:
+            x = layer(x, block.attn, pos)
+        batch, _, d_model = x.shape
+        logits = torch.addmm(model.unembed.b_U, x.reshape(batch * n, d_model), model.unembed.W_U)
+        return logits.view(batch, n, -1)
+
+    return forward
