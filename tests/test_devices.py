@@ -4,6 +4,12 @@ import torch
 from toymech import devices
 
 
+@pytest.fixture(autouse=True)
+def private_claims(monkeypatch, tmp_path):
+    """Thread claims of toymech processes running elsewhere on this machine stay out."""
+    monkeypatch.setattr(devices, "_claims_dir", lambda: tmp_path / "claims")
+
+
 def test_explicit_threads_win_and_are_checked(monkeypatch):
     monkeypatch.setenv("TOYMECH_THREADS", "3")
     assert devices.choose_threads(2) == 2
@@ -39,5 +45,36 @@ def test_apply_threads_sets_torch_and_says_so_once(monkeypatch):
         assert torch.get_num_threads() == 1
         devices.apply_threads(1, log=lines.append)
         assert len(lines) == 1 and "threads: 1 (as asked)" in lines[0]
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_other_toymech_processes_count_as_busy_and_an_automatic_choice_gives_way(
+        monkeypatch, tmp_path):
+    """A sibling's claim (a live pid: our parent) takes its cores even before the load average
+    shows it; a dead process's claim is removed; ``rebalance`` lowers an automatic choice when a
+    sibling appears, never an explicit one."""
+    import os
+
+    monkeypatch.setattr(devices, "_CHOSEN", {})
+    tmp_path = tmp_path / "claims"
+    monkeypatch.delenv("TOYMECH_THREADS", raising=False)
+    monkeypatch.setattr(devices, "usable_cores", lambda: 2)
+    monkeypatch.setattr(devices.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    before = torch.get_num_threads()
+    try:
+        assert devices.apply_threads(log=None) == 2  # alone on a quiet machine: both cores
+        assert (tmp_path / str(os.getpid())).read_text() == "2"
+        (tmp_path / "999999999").write_text("2")  # a process that no longer exists
+        assert devices.claimed_by_others() == 0 and not (tmp_path / "999999999").exists()
+        assert devices.rebalance(log=None) == 2
+        (tmp_path / str(os.getppid())).write_text("1")  # a sibling starts with one thread
+        assert devices.free_cores() == 1 and devices.choose_threads() == 1
+        lines = []
+        assert devices.rebalance(log=lines.append) == 1 and torch.get_num_threads() == 1
+        assert "other toymech processes now claim 1 of 2 cores" in lines[0]
+        assert (tmp_path / str(os.getpid())).read_text() == "1"
+        devices.apply_threads(2, log=None)  # explicit: kept whatever the siblings do
+        assert devices.rebalance(log=None) == 2
     finally:
         torch.set_num_threads(before)

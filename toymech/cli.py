@@ -317,11 +317,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
             Path(args.dump_config).write_text(text + "\n", encoding="utf-8")
             print(f"wrote {args.dump_config}", file=sys.stderr)
         return EXIT_OK
-    from toymech.devices import resolve_device
+    from toymech.devices import apply_threads, resolve_device
 
     resolve_device(args.device)
     zoo = Zoo(args.cache)
     log = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
+    apply_threads(args.threads, log=log)  # explicit, $TOYMECH_THREADS, else the free cores
     entry = zoo.get_or_train(experiment, device=args.device, retrain=args.retrain,
                              progress=not args.quiet, log=log)
     label = experiment.name or experiment.task.name
@@ -340,6 +341,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     _check_cache(args.cache)
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    from toymech.devices import apply_threads
+
+    apply_threads(None, log=log)  # the in-process runner's threads: the thread policy
     result = run_sweep(args.grid, cache_dir=args.cache, backend=args.backend,
                        address=args.address, out=args.out, retries=args.retries,
                        device=args.device, progress=not args.no_progress, log=log)
@@ -374,6 +378,7 @@ _seed = _int_option(0, 2**62 - 1, "2**62 - 1")  # == toymech.core.check_seed
 _steps = _int_option(1, 10**8)  # == TrainConfig.steps
 _jobs = _int_option(1, 256)
 _port = _int_option(1, 65_535)
+_threads = _int_option(1, 4096)  # == toymech.devices.choose_threads
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -394,6 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", help=cache_help)
     p.add_argument("--retrain", action="store_true", help="train even if the zoo has this model")
     p.add_argument("--dump-config", metavar="FILE", help="write the experiment as JSON (- for stdout) and exit")
+    p.add_argument("--threads", type=_threads, help="torch CPU threads (default: $TOYMECH_THREADS, "
+                   "else the cores not busy with other work or other toymech processes)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or log lines")
     p.set_defaults(func=_cmd_train)
 

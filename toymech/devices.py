@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import tempfile
+from pathlib import Path
 
 import torch
 
@@ -40,8 +43,60 @@ def make_generator(seed: int, device: torch.device) -> torch.Generator:
 # Tiny models on a shared CPU run fastest on one thread per process: two torch threads per
 # process beside another busy process were measured 5-7x slower than one. So the default is the
 # cores that are actually free (affinity minus the 1-minute load), divided among the processes
-# the job starts, never more than that.
+# the job starts, never more than that. Other toymech processes of this user count as busy
+# from the moment they choose (each leaves a claim file holding its thread count), which the
+# lagging load average cannot see; an automatic choice is lowered at the loop's evaluation steps
+# (``rebalance``) when another toymech process started meanwhile.
 _CHOSEN: dict[str, object] = {}
+
+
+def _claims_dir() -> Path:
+    return Path(tempfile.gettempdir()) / f"toymech-threads-{os.getuid() if hasattr(os, 'getuid') else 0}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def claimed_by_others() -> int:
+    """Torch threads claimed by this user's other live toymech processes (claims of dead ones
+    are removed)."""
+    total, folder = 0, _claims_dir()
+    if not folder.is_dir():
+        return 0
+    for item in folder.iterdir():
+        if not item.name.isdigit() or int(item.name) == os.getpid():
+            continue
+        if not _alive(int(item.name)):
+            item.unlink(missing_ok=True)
+            continue
+        try:
+            total += max(0, int(item.read_text().strip() or 0))
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def _claim(n: int) -> None:
+    """Record this process's thread count (removed at exit; a dead process's claim is ignored)."""
+    try:
+        folder = _claims_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / str(os.getpid())
+        tmp = folder / f".{os.getpid()}.tmp"
+        tmp.write_text(str(n))
+        os.replace(tmp, path)
+        if not _CHOSEN.get("atexit"):
+            atexit.register(lambda: path.unlink(missing_ok=True))
+            _CHOSEN["atexit"] = True
+    except OSError:
+        pass  # a read-only temp dir: the load average alone decides
 
 
 def usable_cores() -> int:
@@ -53,12 +108,15 @@ def usable_cores() -> int:
 
 
 def free_cores() -> int:
-    """Usable cores minus the ones other work keeps busy (1-minute load average), at least 1."""
+    """Usable cores minus the ones other work keeps busy: the 1-minute load average, or the
+    threads other toymech processes claimed if that is more (they may have just started), at
+    least 1."""
     cores = usable_cores()
     try:
         busy = os.getloadavg()[0]
     except (AttributeError, OSError):
         busy = 0.0
+    busy = max(busy, claimed_by_others())
     return max(1, min(cores, int(cores - busy + 0.5)))
 
 
@@ -89,4 +147,26 @@ def apply_threads(threads: int | None = None, jobs: int = 1, log=print) -> int:
             f"automatic: {free_cores()} of {usable_cores()} cores free, {jobs} process(es)")
         log(f"[toymech] torch CPU threads: {n} ({how})")
     _CHOSEN["threads"] = n
+    explicit = threads is not None or bool(os.environ.get("TOYMECH_THREADS"))
+    _CHOSEN["auto_jobs"] = None if explicit else jobs
+    _claim(n)
     return n
+
+
+def rebalance(log=print) -> int:
+    """Lower an automatic thread choice when other toymech processes now claim the cores it
+    took (called at the loop's evaluation steps); explicit choices are kept. Returns the
+    threads in use."""
+    jobs = _CHOSEN.get("auto_jobs")
+    current = torch.get_num_threads()
+    if not jobs or not claimed_by_others():
+        return current
+    n = max(1, (usable_cores() - claimed_by_others()) // int(jobs))
+    if n < current:
+        torch.set_num_threads(n)
+        _CHOSEN["threads"] = n
+        _claim(n)
+        if log:
+            log(f"[toymech] torch CPU threads: {n} (automatic: other toymech processes now "
+                f"claim {claimed_by_others()} of {usable_cores()} cores)")
+    return torch.get_num_threads()

@@ -34,7 +34,7 @@ import torch
 from torch.func import functional_call, stack_module_state
 
 from ..core import check, seed_for
-from ..devices import make_generator, resolve_device
+from ..devices import make_generator, rebalance, resolve_device
 from ..models import move, parameter_counts
 from ..models.fast import fast_forward
 from ..tasks.base import Task
@@ -292,6 +292,8 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
             window.clear()
             _check_finite(mean, done, cfg)
             run.sync()
+            if dev.type == "cpu":
+                rebalance(log)  # another toymech process may have started: share the cores
             for s, m in enumerate(models):
                 row = {"step": done, "train_loss": mean[s], "lr": opt.param_groups[0]["lr"]}
                 row.update({f"eval_{k}": v for k, v in evaluate(m, task, eval_batches[s]).items()})
