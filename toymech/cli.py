@@ -343,7 +343,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     from toymech.devices import apply_threads
 
-    apply_threads(None, log=log)  # the in-process runner's threads: the thread policy
+    # the in-process runner's threads by the thread policy (quietly: a bad grid's error is the
+    # only line it prints; Ray workers use one thread each)
+    apply_threads(None, log=None)
     result = run_sweep(args.grid, cache_dir=args.cache, backend=args.backend,
                        address=args.address, out=args.out, retries=args.retries,
                        device=args.device, progress=not args.no_progress, log=log)

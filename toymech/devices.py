@@ -159,14 +159,15 @@ def rebalance(log=print) -> int:
     threads in use."""
     jobs = _CHOSEN.get("auto_jobs")
     current = torch.get_num_threads()
-    if not jobs or not claimed_by_others():
+    others = claimed_by_others() if jobs else 0
+    if not others:
         return current
-    n = max(1, (usable_cores() - claimed_by_others()) // int(jobs))
+    n = max(1, (usable_cores() - others) // int(jobs))
     if n < current:
         torch.set_num_threads(n)
         _CHOSEN["threads"] = n
         _claim(n)
         if log:
             log(f"[toymech] torch CPU threads: {n} (automatic: other toymech processes now "
-                f"claim {claimed_by_others()} of {usable_cores()} cores)")
+                f"claim {others} of {usable_cores()} cores)")
     return torch.get_num_threads()

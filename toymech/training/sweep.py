@@ -52,7 +52,7 @@ import pandas as pd
 from ..core import (check, check_float, check_int, check_path_writable_dir,
                     check_path_writable_file, check_seed, is_int, check_size, check_str, jsonable)
 from ..devices import DEVICE_CHOICES, choose_threads, resolve_device
-from .zoo import Experiment, Zoo, ZooEntry
+from .zoo import Experiment, Zoo, ZooEntry, seedless_key
 
 BACKENDS = ("auto", "ray", "local")
 STATUSES = ("ok", "failed", "cancelled", "pending")  # pending: only in a table of a live sweep
@@ -243,10 +243,7 @@ def _explicit_trials(spec: dict[str, Any]) -> list[Trial]:
     groups: dict[str, int] = {}
     trials = []
     for i, exp in enumerate(exps):
-        d = exp.to_dict()
-        d["model"].pop("seed", None), d["train"].pop("seed", None), d.pop("name", None)
-        sig = json.dumps(jsonable(d), sort_keys=True)
-        group = groups.setdefault(sig, len(groups)) if stack else i
+        group = groups.setdefault(seedless_key(exp), len(groups)) if stack else i
         trials.append(Trial(i, exp.name or exp.task.name, "", exp.train.seed, {}, exp, tag, group))
     keys = [t.key for t in trials]
     dup = next((k for i, k in enumerate(keys) if k in keys[:i]), None)

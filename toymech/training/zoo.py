@@ -396,13 +396,19 @@ class Zoo:
             lock.release()
 
 
+def seedless_key(exp: Experiment) -> str:
+    """What defines ``exp`` apart from its seeds (and name): equal for runs that differ only in
+    their seeds, i.e. that can train together as stacked seeds."""
+    d = exp.to_dict()
+    d.pop("name", None)
+    d["model"].pop("seed", None)
+    d["train"].pop("seed", None)
+    return json.dumps(jsonable(d), sort_keys=True)
+
+
 def _same_but_seed(exps: Sequence[Experiment]) -> bool:
     """True when the experiments differ only in their seeds (model and train)."""
-    def strip(e: Experiment):
-        model = {k: v for k, v in e.model.to_dict().items() if k != "seed"}
-        return e.task.to_dict(), model, e.train.replace(seed=0)
-    first = strip(exps[0])
-    return all(strip(e) == first for e in exps[1:])
+    return len({seedless_key(e) for e in exps}) == 1
 
 
 def stacking_pays(exp: Experiment, device: torch.device) -> bool:
