@@ -48,6 +48,11 @@ case "$cmd" in
     PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m toymech report --jobs "$n" "$@" ;;
   test)
     ensure_env
+    # One pytest worker per usable core (TOYMECH_TEST_WORKERS overrides; 1 runs in-process);
+    # each worker then uses one torch thread. Tests sharing the executed notebooks stay on one
+    # worker (loadgroup). Later pytest arguments win (e.g. -n 0).
+    workers="${TOYMECH_TEST_WORKERS:-$("$(env_dir)/bin/python" -c 'import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())')}"
+    if [ "$workers" -gt 1 ] 2>/dev/null; then set -- -n "$workers" --dist loadgroup "$@"; fi
     PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m pytest "$@" ;;
   lab)
     ensure_env

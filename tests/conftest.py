@@ -7,7 +7,21 @@ import torch
 
 # Tests never touch the user's cache and never reach the network.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-torch.set_num_threads(min(2, torch.get_num_threads()))
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Several pytest workers (./run.sh test): each gets its share of the cores, and the notebook
+    # kernels and subprocesses it starts see the others' claims through the thread policy.
+    _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    torch.set_num_threads(max(1, min(2, torch.get_num_threads() // _workers)))
+else:
+    torch.set_num_threads(min(2, torch.get_num_threads()))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (--dist loadgroup) the tests that read the executed notebooks share one
+    worker, so the notebooks still execute once per run."""
+    for item in items:
+        if "smoke_reports" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("smoke_reports"))
 
 
 @pytest.fixture(autouse=True)

@@ -459,3 +459,32 @@ def test_before_and_after_views_come_from_the_runs_snapshots(tmp_path):
         assert torch.equal(init.state_dict()[name], p), name
     assert int(list(views)[1].split()[-1]) in main.snapshot_steps
     assert last is main.model
+
+
+# --- the main run over seeds -------------------------------------------------------------------------
+def test_seed_table_and_agreement_lines_use_the_claims_tests():
+    good, bad = _holding(), {**_holding(), **FAILING["top-down"], **FAILING["induction-forms"]}
+    per_seed = {0: good, 1: bad, 2: good}
+    table = birth.seed_table(per_seed)
+    assert list(table["top-down"]) == ["yes", "no", "yes"]
+    assert list(table["induction-forms"]) == ["yes", "no", "yes"]
+    assert table.loc[0, "memories, first to last"] == "W_O² < W_K² < W_K¹"
+    assert table.loc[1, "memories, first to last"] == "W_O² < W_K¹ < W_K²"
+    lines = birth.agreement_lines(per_seed)
+    assert lines[0].endswith(": 2/3 seeds") and lines[1].endswith(": 3/3 seeds")
+    # a seed that did not measure the probes is left out of that claim's count
+    lines = birth.agreement_lines({0: good, 1: {"icl_acc": 0.9, "baseline.icl_acc": 0.1}})
+    assert lines[2].endswith(": 1/1 seeds")
+
+
+def test_main_runs_reuse_the_notebooks_seed_and_measure_each_seed(tmp_path):
+    zoo = Zoo(tmp_path)
+    exp = birth.experiment("smoke", 5)
+    main = birth.main_run(zoo, exp, "cpu", log=None)
+    runs = birth.main_runs(zoo, "smoke", 5, "cpu")
+    assert list(runs) == [5, 6] and runs[5].loaded and runs[5].path == main.path
+    per_seed = birth.seed_numbers(runs, "smoke", "cpu")
+    assert set(per_seed) == {5, 6}
+    assert "construction.W_K2.trained" in per_seed[6]  # from the run's initial snapshot
+    assert per_seed[5]["baseline.icl_acc"] != per_seed[6]["baseline.icl_acc"] or \
+        per_seed[5]["icl_acc"] != per_seed[6]["icl_acc"]

@@ -212,7 +212,7 @@ def jupyterlab(tmp_path_factory, monkeypatch_module):
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / "config"), "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
     log = open(root / "lab.log", "w")
     server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 240  # a loaded CI machine renders late
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -238,7 +238,7 @@ def _lab_open(driver, base: str, token: str, relative: str, run_all: bool) -> di
     time.sleep(2)  # the kernel session starts after the notebook panel
     if run_all:
         driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 240  # a loaded CI machine renders late
     state = driver.execute_script(_LAB_STATE)
     while time.monotonic() < deadline:
         # A notebook that is only opened has nothing to wait for but its saved outputs; its last

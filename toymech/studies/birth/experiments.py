@@ -71,14 +71,15 @@ def control_config(task: tasks.Task, d_model: int = 128, n_heads: int = 4,
 # --- sizes: the one place they live ---------------------------------------------------------------
 # Per size: sequence length, batch, width, steps, evaluation cadence and held-out batch of the
 # training loop, optimizer and learning rate. ``n_eval``: sequences per evaluation set of the
-# notebook's tables (drawn from the run's 'eval' stream).
+# notebook's tables (drawn from the run's 'eval' stream). ``seeds``: how many seeds (the notebook's
+# and the next ones) train the main run, over which its claims are assessed.
 SIZES: dict[str, dict[str, Any]] = {
     "smoke": dict(length=16, batch=8, d_model=16, steps=6, eval_every=3, eval_size=16,
-                  optimizer="adam", lr=1e-2, n_eval=256, snapshots=4),
+                  optimizer="adam", lr=1e-2, n_eval=256, snapshots=4, seeds=2),
     "default": dict(length=64, batch=64, d_model=128, steps=400, eval_every=20, eval_size=256,
-                    optimizer="adam", lr=1e-2, n_eval=256, snapshots=16),
+                    optimizer="adam", lr=1e-2, n_eval=256, snapshots=16, seeds=5),
     "paper": dict(length=256, batch=512, d_model=128, steps=10_000, eval_every=100,
-                  eval_size=1024, optimizer="sgd", lr=0.2, n_eval=256, snapshots=24),
+                  eval_size=1024, optimizer="sgd", lr=0.2, n_eval=256, snapshots=24, seeds=10),
 }
 CONTROL_SIZES: dict[str, dict[str, Any]] = {
     "smoke": dict(length=16, batch=8, d_model=16, steps=6, eval_every=3, eval_size=16, lr=3e-3),

@@ -29,14 +29,19 @@ from ...tasks.repeated_blocks import RepeatedBlocks
 from ..params import validate_run
 from ...training import Experiment, Named, TrainConfig
 
-# The one place the study's sizes live: training and evaluation per size.
+# The one place the study's sizes live: training and evaluation per size, and how many seeds
+# the claims are assessed over (``seeds``: the notebook's seed and the next ones); ``twins``: the
+# textbook/learned families of the mechanism check ("2l": their 2-layer models only, "all": the
+# three models of each; at ``default`` the post's models over 5 seeds take the time).
 SIZES = {
     "smoke": dict(train=TrainConfig(steps=40, batch_size=64, eval_every=20, eval_size=256,
-                                    snapshots=4), eval_n=256),
+                                    snapshots=4), eval_n=256, seeds=2, twins="2l"),
     "default": dict(train=TrainConfig(steps=2000, batch_size=256, eval_every=100,
-                                      eval_size=1024, snapshots=16), eval_n=2048),
+                                      eval_size=1024, snapshots=16), eval_n=2048, seeds=5,
+                    twins="2l"),
     "paper": dict(train=TrainConfig(steps=10_000, batch_size=256, eval_every=250,
-                                    eval_size=2048, snapshots=24), eval_n=2048),
+                                    eval_size=2048, snapshots=24), eval_n=2048, seeds=10,
+                  twins="all"),
 }
 
 # ModelConfig options of each family. The post's alpha = 1.0 is an initial sigmoid of
@@ -64,6 +69,13 @@ MODELS = {
 MAIN = ("induction-1l", "induction-1l-smeared", "induction-2l")
 TEXTBOOK = ("induction-1l-textbook", "induction-1l-smeared-textbook", "induction-2l-textbook")
 LEARNED = ("induction-1l-learned", "induction-1l-smeared-learned", "induction-2l-learned")
+
+
+def twins(size: str) -> tuple[str, ...]:
+    """The textbook- and learned-position models the mechanism check trains at ``size``."""
+    check_size(size)
+    every = TEXTBOOK + LEARNED
+    return every if SIZES[size]["twins"] == "all" else tuple(n for n in every if "-2l-" in n)
 
 
 def experiment(name: str, size: str = "default", seed: int = 0) -> Experiment:
