@@ -7,6 +7,11 @@ interleaved (so load changes hit all alike), medians and ratios against the plai
 * toymech    : ``toymech.training.train`` (uses the fast forward; target >= 1.0x plain);
 * toymech-0  : ``train`` with ``TOYMECH_FAST=0`` (the hooked forward, as before the fast path).
 
+MFU: the FLOPs of one training step are counted analytically (every matmul of the forward pass,
+x 3 for forward + backward) and divided by the step time, against the fp32 matmul peak measured in
+the same run on the same threads (``--peak-size`` square matmuls); the gap between the two is what
+the step spends outside large matmuls (small batched matmuls, softmax, copies, dispatch).
+
 ``--whole-process`` also times ``toymech train induction-2l --size paper --steps N`` as a
 subprocess against a subprocess running the plain loop for N steps (start-up included).
 
@@ -149,6 +154,31 @@ def whole_process(steps: int, threads: int | None, device: str, repeats: int) ->
     print(f"ratio (speed) toymech/plain = {p / o:.2f}")
 
 
+def step_flops(batch: int, n_layers: int = 2, n_heads: int = 4, d_model: int = 32,
+               d_vocab: int = 26, n_ctx: int = 24) -> float:
+    """FLOPs of one training step of the toy: 2 * multiply-adds of every forward matmul (fused
+    QKV, output projection, attention scores and mixing per layer, unembedding), x 3 for the
+    backward pass (two matmuls per forward one)."""
+    tokens, d_head = batch * n_ctx, d_model // n_heads
+    per_layer = tokens * 4 * d_model * d_model + 2 * batch * n_heads * n_ctx * n_ctx * d_head
+    forward = 2 * (n_layers * per_layer + tokens * d_model * d_vocab)
+    return 3.0 * forward
+
+
+def matmul_peak(device: torch.device, n: int = 1024, repeats: int = 10) -> float:
+    """fp32 GFLOP/s of square n x n matmuls on ``device`` with the current threads (median)."""
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    a @ b
+    times = []
+    for _ in range(repeats):
+        _sync(device)
+        t = time.perf_counter()
+        a @ b
+        _sync(device)
+        times.append(time.perf_counter() - t)
+    return 2 * n ** 3 / _median(times) / 1e9
+
+
 def _median(xs: list[float]) -> float:
     return sorted(xs)[len(xs) // 2]
 
@@ -160,6 +190,7 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--peak-size", type=int, default=1024)
     ap.add_argument("--whole-process", action="store_true")
     ap.add_argument("--process-steps", type=int, default=3000)
     ap.add_argument("--process-repeats", type=int, default=1)
@@ -187,6 +218,12 @@ def main() -> None:
             print(f"{name:10s}: {_median(xs):7.1f} steps/s  {_median(xs) / p:5.2f}x plain  "
                   f"(runs: {', '.join(f'{x:.1f}' for x in xs)})")
         print("target: toymech >= 1.00x plain")
+        peak, flops = matmul_peak(device, args.peak_size), step_flops(args.batch_size)
+        print(f"MFU: {flops / 1e6:.0f} MFLOP per step (analytic); fp32 matmul peak "
+              f"{peak:.1f} GFLOP/s ({args.peak_size}^3, measured now)")
+        for name, xs in runs.items():
+            got = _median(xs) * flops / 1e9
+            print(f"  {name:10s}: {got:6.1f} GFLOP/s = {100 * got / peak:4.1f} % of the peak")
     if args.whole_process:
         whole_process(args.process_steps, args.threads, args.device, args.process_repeats)
 
