@@ -16,6 +16,7 @@ else:
     torch.set_num_threads(min(2, torch.get_num_threads()))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the groups
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (--dist loadgroup) the tests that read the executed notebooks share one
     worker, so the notebooks still execute once per run."""

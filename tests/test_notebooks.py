@@ -43,3 +43,15 @@ def test_bad_parameter_fails_early_with_a_clear_message(notebook, tmp_path):
     code = [c for c in nb.cells if c.cell_type == "code"]
     failed = [i for i, c in enumerate(code) if any(o.output_type == "error" for o in c.outputs)]
     assert failed and failed[0] <= 3  # parameters, injected parameters, setup
+
+
+def test_notebook_readers_are_grouped_on_one_worker(request):
+    """Under ./run.sh test (pytest-xdist, --dist loadgroup) every test that reads the executed
+    notebooks carries the group in its node id, so the notebooks execute once per run (a pytest /
+    xdist combination that drops the group would execute them once per worker)."""
+    readers = [i for i in request.session.items if "smoke_reports" in i.fixturenames]
+    if not readers:
+        pytest.skip("no notebook-reading test selected in this run")
+    assert all(i.get_closest_marker("xdist_group") for i in readers)
+    if getattr(request.config.option, "loadgroup", False):  # on an xdist worker with loadgroup
+        assert all(i.nodeid.endswith("@smoke_reports") for i in readers), readers[0].nodeid

@@ -75,11 +75,12 @@ def control_config(task: tasks.Task, d_model: int = 128, n_heads: int = 4,
 # and the next ones) train the main run, over which its claims are assessed.
 SIZES: dict[str, dict[str, Any]] = {
     "smoke": dict(length=16, batch=8, d_model=16, steps=6, eval_every=3, eval_size=16,
-                  optimizer="adam", lr=1e-2, n_eval=256, snapshots=4, seeds=2),
+                  optimizer="adam", lr=1e-2, n_eval=256, snapshots=4, seeds=2, sgd_lr=1.0),
     "default": dict(length=64, batch=64, d_model=128, steps=400, eval_every=20, eval_size=256,
-                    optimizer="adam", lr=1e-2, n_eval=256, snapshots=16, seeds=5),
+                    optimizer="adam", lr=1e-2, n_eval=256, snapshots=16, seeds=5, sgd_lr=1.0),
     "paper": dict(length=256, batch=512, d_model=128, steps=10_000, eval_every=100,
-                  eval_size=1024, optimizer="sgd", lr=0.2, n_eval=256, snapshots=24, seeds=10),
+                  eval_size=1024, optimizer="sgd", lr=0.2, n_eval=256, snapshots=24, seeds=10,
+                  adam_lr=1e-2),
 }
 CONTROL_SIZES: dict[str, dict[str, Any]] = {
     "smoke": dict(length=16, batch=8, d_model=16, steps=6, eval_every=3, eval_size=16, lr=3e-3),
@@ -95,20 +96,25 @@ def experiment(size: str = "default", seed: int = 0, *, model: str = "simplified
                trigger_mode: str = "fixed", n_triggers: int = 3, variant: str = "mixed",
                n_ood: int = 0, freezing: str = "paper", tied: bool = False, ff: bool = True,
                steps: int | None = None, lr: float | None = None, name: str = "",
-               **options: Any) -> Experiment:
+               optimizer: str | None = None, **options: Any) -> Experiment:
     """One Birth experiment at ``size``. ``model``: "simplified" (the paper's, frozen as
     ``freezing`` says) or "control" (fully trained 2-layer 4-head pre-LN, AdamW, no freezing).
-    ``options`` go to the simplified model's variant options (emb_std, init_std, attn_scale)."""
+    ``options`` go to the simplified model's variant options (emb_std, init_std, attn_scale).
+    ``optimizer``: the simplified model's optimizer, "adam" or "sgd" (with momentum 0.9, the
+    paper's); None: the size's (``SIZES``). SGD's learning rate is the size's ``sgd_lr``."""
     check_size(size)
     check(model in MODELS, "model", model, f"one of {MODELS}")
     s = (SIZES if model == "simplified" else CONTROL_SIZES)[size]
     steps = s["steps"] if steps is None else steps
     task = tasks.get("bigram_triggers", n_triggers=n_triggers, trigger_mode=trigger_mode,
                      length=s["length"], variant=variant, n_ood=n_ood)
+    check(optimizer in (None, "adam", "sgd"), "optimizer", optimizer, "None, 'adam' or 'sgd'")
     if model == "simplified":
         cfg = simplified_config(task, s["d_model"], seed, tied=tied, ff=ff, **options)
-        train = TrainConfig(steps=steps, batch_size=s["batch"], lr=lr or s["lr"],
-                            optimizer=s["optimizer"], weight_decay=1e-4, momentum=0.9,
+        opt = optimizer or s["optimizer"]
+        size_lr = s["lr"] if opt == s["optimizer"] else s["sgd_lr"] if opt == "sgd" else s["adam_lr"]
+        train = TrainConfig(steps=steps, batch_size=s["batch"], lr=lr or size_lr,
+                            optimizer=opt, weight_decay=1e-4, momentum=0.9,
                             freeze=freeze_patterns(freezing, tied), seed=seed,
                             eval_every=min(s["eval_every"], steps), eval_size=s["eval_size"],
                             snapshots=s["snapshots"])
@@ -119,9 +125,11 @@ def experiment(size: str = "default", seed: int = 0, *, model: str = "simplified
         train = TrainConfig(steps=steps, batch_size=s["batch"], lr=lr or s["lr"],
                             optimizer="adamw", weight_decay=1e-4, seed=seed,
                             eval_every=min(s["eval_every"], steps), eval_size=s["eval_size"])
+    check(model == "simplified" or optimizer is None, "optimizer", optimizer,
+          "None for the control (AdamW)")
     data = f"{trigger_mode}-K{n_triggers}" if variant == "mixed" else variant
     return Experiment(task, cfg, train, name or f"birth-{model}-{data}-{freezing}"
-                      f"{'-tied' if tied else ''}")
+                      f"{'-tied' if tied else ''}{'-' + optimizer if optimizer else ''}")
 
 
 def truncated(exp: Experiment, steps: int) -> Experiment:
