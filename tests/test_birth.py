@@ -488,3 +488,18 @@ def test_main_runs_reuse_the_notebooks_seed_and_measure_each_seed(tmp_path):
     assert "construction.W_K2.trained" in per_seed[6]  # from the run's initial snapshot
     assert per_seed[5]["baseline.icl_acc"] != per_seed[6]["baseline.icl_acc"] or \
         per_seed[5]["icl_acc"] != per_seed[6]["icl_acc"]
+
+
+def test_optimizer_comparison_counts_each_optimizers_seeds():
+    good, bad = _holding(), {**_holding(), **FAILING["top-down"]}
+    table = birth.optimizer_table({"adam": {0: bad, 1: good}, "sgd": {0: good, 1: good, 2: good}})
+    assert table.loc["adam", "top-down"] == "1/2" and table.loc["sgd", "top-down"] == "3/3"
+    assert table.loc["sgd", "seeds"] == 3 and table.loc["sgd", "half W_O² (median)"] == 100.0
+    assert birth.other_optimizer("default") == "sgd" and birth.other_optimizer("paper") == "adam"
+    sgd = birth.experiment("default", 0, optimizer="sgd")
+    assert sgd.train.optimizer == "sgd" and sgd.train.momentum == 0.9 and sgd.name.endswith("-sgd")
+    assert birth.experiment("default", 0, optimizer="adam").key() == birth.experiment("default", 0).key()
+    with pytest.raises(ValueError, match="optimizer='rmsprop'"):
+        birth.experiment("default", 0, optimizer="rmsprop")
+    with pytest.raises(ValueError, match="optimizer='sgd'"):
+        birth.experiment("default", 0, model="control", freezing="none", optimizer="sgd")

@@ -22,14 +22,16 @@ from .measure import (CONTROL_ROW, EXTREMES_COLUMNS, FREEZING_ROW, N_OOD_RANDOM,
                       attention_view, bigram_baseline, eval_batches, evaluate_sets,
                       example_batch, extremes_table, freezing_comparison, main_run, run_row,
                       sequence_marks, shared_pool, snapshots, trigger_sweep)
-from .seeds import MAIN_CLAIMS, agreement_lines, main_runs, seed_numbers, seed_table, seeds_of
+from .seeds import (MAIN_CLAIMS, agreement_lines, main_runs, optimizer_table, other_optimizer,
+                    seed_numbers, seed_table, seeds_of)
 from .tables import (FORMATION_KEYS, before_step, construction_kcomp, construction_table, describe,
                      dynamics_summary, formation_marks, formation_table, freezing_summary,
                      half_step, kcomp_summary, sweep_summary, sweep_table)
 
 TITLE = "Birth of a Transformer: a memory viewpoint"
 
-__all__ = ["MAIN_CLAIMS", "agreement_lines", "main_runs", "seed_numbers", "seed_table", "seeds_of",
+__all__ = ["MAIN_CLAIMS", "agreement_lines", "main_runs", "optimizer_table", "other_optimizer",
+           "seed_numbers", "seed_table", "seeds_of",
            "DYNAMICS_METRICS", "dynamics_metrics", "dynamics_patterns", "over_seeds", "probe_data",
            "through_training", "describe", "CLAIMS", "CONTROL_ROW", "CONTROL_SIZES", "EXPERIMENTS", "EXTREMES_COLUMNS",
            "FORMATION_KEYS", "FREEZINGS", "FREEZING_ROW", "MODELS", "N_OOD_RANDOM", "PROBE_TAG",

@@ -33,11 +33,14 @@ def seeds_of(size: str, seed: int) -> tuple[int, ...]:
 
 
 def main_runs(zoo: Zoo, size: str, seed: int, device="auto", trigger_mode: str = "fixed",
-              n_triggers: int = 3, log=None) -> dict[int, ZooEntry]:
-    """The main run (``main_run``'s experiment, probe callback) for every seed: {seed: entry}."""
+              n_triggers: int = 3, log=None, optimizer: str | None = None
+              ) -> dict[int, ZooEntry]:
+    """The main run (``main_run``'s experiment, probe callback) for every seed: {seed: entry};
+    ``optimizer`` ("adam" / "sgd"; None: the size's) trains it with another optimizer."""
     dev = resolve_device(device)
     seeds = seeds_of(size, seed)
-    exps = [experiment(size, s, trigger_mode=trigger_mode, n_triggers=n_triggers) for s in seeds]
+    exps = [experiment(size, s, trigger_mode=trigger_mode, n_triggers=n_triggers,
+                       optimizer=optimizer) for s in seeds]
     entries = zoo.get_or_train_many(
         exps, device=dev, tag=PROBE_TAG, log=log,
         callbacks=[[birth_callback(e.task, seed=e.train.seed)] for e in exps])
@@ -45,7 +48,8 @@ def main_runs(zoo: Zoo, size: str, seed: int, device="auto", trigger_mode: str =
 
 
 def seed_numbers(runs: Mapping[int, ZooEntry], size: str, device="auto",
-                 trigger_mode: str = "fixed", n_triggers: int = 3) -> dict[int, dict[str, float]]:
+                 trigger_mode: str = "fixed", n_triggers: int = 3
+                 ) -> dict[int, dict[str, float]]:
     """Each seed's ``numbers``: its history, the exact bigram model on its own test set and,
     where the run kept its initial weights, the construction table."""
     dev = resolve_device(device)
@@ -105,3 +109,35 @@ def agreement_lines(per_seed: Mapping[int, Mapping[str, float]]) -> list[str]:
         held = [h for h in (_holds(key, n) for n in per_seed.values()) if h is not None]
         lines.append(f"{_claim(key).statement}: {sum(held)}/{len(held)} seeds")
     return lines
+
+
+def other_optimizer(size: str) -> str:
+    """The optimizer the comparison trains beside the size's own: SGD beside Adam, or Adam beside
+    the paper's SGD (at ``paper``)."""
+    return "sgd" if SIZES[size]["optimizer"] == "adam" else "adam"
+
+
+def optimizer_table(per_optimizer: Mapping[str, Mapping[int, Mapping[str, float]]]
+                    ) -> pd.DataFrame:
+    """Per optimizer: each main-run claim's seeds agreeing (k/n, the claim's own test), the median
+    final in-context accuracy and the median half-way step of each memory."""
+    rows = []
+    for name, per_seed in per_optimizer.items():
+        seeds = list(per_seed.values())
+        row: dict[str, object] = {"optimizer": name, "seeds": len(seeds)}
+        row["in-context acc (median)"] = _median([n.get("icl_acc") for n in seeds])
+        for m in ("W_O2", "W_K2", "W_K1"):
+            row[f"half {HALF[m].split()[0]} (median)"] = _median([n.get(f"half.{m}") for n in seeds])
+        for key in MAIN_CLAIMS:
+            held = [h for h in (_holds(key, n) for n in seeds) if h is not None]
+            row[key] = f"{sum(held)}/{len(held)}"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("optimizer").round(3)
+
+
+def _median(values) -> float:
+    vals = sorted(v for v in values if v is not None and v == v)
+    if not vals:
+        return float("nan")
+    mid = len(vals) // 2
+    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
