@@ -10,6 +10,7 @@ stacked seeds where that was measured to pay (``Zoo.get_or_train_many``).
 
 from __future__ import annotations
 
+import statistics
 from typing import Mapping
 
 import pandas as pd
@@ -136,8 +137,5 @@ def optimizer_table(per_optimizer: Mapping[str, Mapping[int, Mapping[str, float]
 
 
 def _median(values) -> float:
-    vals = sorted(v for v in values if v is not None and v == v)
-    if not vals:
-        return float("nan")
-    mid = len(vals) // 2
-    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+    vals = [v for v in values if v is not None and v == v]  # measured, not NaN
+    return statistics.median(vals) if vals else float("nan")
