@@ -19,7 +19,7 @@ from ... import analysis
 from ...core import check_int
 from ...tasks import Batch
 from ...training import Zoo
-from .claims import SHORT, numbers
+from .claims import CLAIMS, SHORT, numbers
 from .experiments import MAIN, SIZES, experiment
 from .measure import POST_SETS, Model
 
@@ -95,21 +95,34 @@ def seed_table(per_seed: Mapping[int, Mapping[str, float]]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("seed").round(3)
 
 
+def _agree(key: str, seeds: Sequence[Mapping[str, float]]) -> str:
+    """"k/n" for the claim ``key``, with the claim's own test (seeds that lack its numbers are
+    left out of n)."""
+    claim = next(c for c in CLAIMS if c.key == key)
+    held = []
+    for x in seeds:
+        try:
+            held.append(bool(claim.holds(x)))
+        except KeyError:
+            pass
+    return f"{sum(held)}/{len(held)}"
+
+
 def agreement_lines(per_seed: Mapping[int, Mapping[str, float]]) -> list[str]:
-    """The headline comparisons as "k/n seeds" sentences, computed from the numbers."""
+    """The headline comparisons as "k/n seeds" sentences, computed with the claims' own tests."""
     seeds = list(per_seed.values())
-    n = len(seeds)
-    two = sum(_prefers(x, "2l") == "option 1" for x in seeds)
-    smeared = sum(_prefers(x, "smeared") == "option 2" for x in seeds)
     both = sum(_prefers(x, "2l") == "option 1" and _prefers(x, "smeared") == "option 2"
                for x in seeds)
-    counts = [f"{int(x.get('smeared.suppressing_heads', -1))}" for x in seeds]
-    direct = sum(x.get("2l.direct_copy", 0.0) < SUPPRESSING for x in seeds)
+    counts = [str(int(x["smeared.suppressing_heads"])) if "smeared.suppressing_heads" in x
+              else "n/a" for x in seeds]
+    heads = int(seeds[0].get("smeared.heads", 0)) if seeds else 0
     return [
-        f"2-layer prefers option 1 (copy the first block) in {two}/{n} seeds",
-        f"1-layer smeared prefers option 2 (copy the most recent block) in {smeared}/{n} seeds",
-        f"the post's disagreement (both at once) in {both}/{n} seeds",
+        f"2-layer prefers option 1 (copy the first block) in {_agree('2l-option1', seeds)} seeds",
+        f"1-layer smeared prefers option 2 (copy the most recent block) in "
+        f"{_agree('smeared-option2', seeds)} seeds",
+        f"the post's disagreement (both at once) in {both}/{len(seeds)} seeds",
         f"suppressing heads in the 1-layer smeared model, per seed: {', '.join(counts)} (of "
-        f"{int(seeds[0].get('smeared.heads', 0)) if seeds else 0} heads)",
-        f"the 2-layer direct path suppresses the current letter in {direct}/{n} seeds",
+        f"{heads} heads)",
+        f"the 2-layer direct path suppresses the current letter in "
+        f"{_agree('direct-suppresses', seeds)} seeds",
     ]
