@@ -258,6 +258,11 @@ def test_every_plan_builds_valid_experiments(size):
         assert exp.train.steps == rt.SIZES[size].side_steps
     rt.experiment("char_lm", p.lm_width, "normal", size)
     assert len(names) == 4 * 2 * 2
+    for task, width, lr in p.short_budget:  # a raised lr is a different zoo entry, same name
+        exp = rt.experiment(task, width, "random", size, lr=lr)
+        assert exp.train.lr == lr != rt.experiment(task, width, "random", size).train.lr
+    if size == "default":  # claims over >= 5 restarts where the sweep trains them
+        assert len(p.sweep_seeds) >= 5 and p.short_budget
     if size == "paper":
         exp = rt.experiment("modular_addition", 1024, "random", "paper")
         assert (exp.task.p, exp.train.steps, exp.train.warmup_steps) == (199, 50_000, 500)
@@ -273,6 +278,7 @@ def _numbers(random_small, random_large, normal, e_u, e_u_decimal, e_pos_modular
                   f"acc.{t}.normal.small": normal, f"acc.{t}.normal.large": normal,
                   f"acc.{t}.E_token+U.large": e_u, f"acc.{t}.E_token+E_pos.large": 0.9,
                   f"acc.{t}.U.large": u})
+    n["acc.modular_addition.random.short"] = random_large
     n["acc.decimal_addition.E_token+U.large"] = e_u_decimal
     n["acc.modular_addition.E_token+E_pos.large"] = e_pos_modular
     n.update({"mem.bits.normal": bits[0], "mem.bits.random": bits[1], "lm.loss.normal": lm[0],
@@ -337,3 +343,49 @@ def test_numbers_from_tables_per_seed():
                     "verdict"] == "reproduced"
     assert card.loc[next(c.statement for c in rt.CLAIMS if c.key == "bits-normal-above-random"),
                     "seeds agreeing"] == "1/2"
+
+
+def test_per_seed_numbers_join_the_sweep_and_the_short_budget_runs():
+    import pandas as pd
+    p = rt.plan("default")
+    small, large = p.widths
+    row = lambda task, width, mode, seed, acc: dict(task=task, width=width, mode=mode, seed=seed,
+                                                    acc=acc)
+    main = pd.DataFrame([row("needle", small, "random", 0, 0.5), row("needle", large, "random", 0, 0.6),
+                         row("parentheses", small, "random", 0, 0.7),
+                         row("parentheses", large, "random", 0, 0.99)])
+    # the sweep repeats seed 0's parentheses runs (same zoo entries) and adds seeds 1..4
+    sweep = pd.DataFrame([row("parentheses", small, "random", 0, 0.7),
+                          row("parentheses", large, "random", 0, 0.99)]
+                         + [row("parentheses", w, "random", s, a) for s in range(1, 5)
+                            for w, a in ((small, 0.6), (large, 0.98 if s < 4 else 0.8))])
+    short = pd.DataFrame([dict(task="modular_addition", width=w, mode="random", seed=s, lr=1e-2,
+                               acc=a) for s in range(5) for w, a in ((64, 0.3), (128, 0.9 + s / 50))])
+    per_seed = rt.per_seed_numbers(p, 0, main, sweep, short=short)
+    assert len(per_seed) == len(set(p.table_seeds) | set(p.sweep_seeds)) == 5
+    assert per_seed[0]["acc.needle.random.large"] == 0.6 and "acc.needle.random.large" not in per_seed[1]
+    assert [n["acc.parentheses.random.large"] for n in per_seed] == [0.99, 0.98, 0.98, 0.98, 0.8]
+    # the widest short-budget run is the claim's number
+    assert [n["acc.modular_addition.random.short"] for n in per_seed] == pytest.approx(
+        [0.9, 0.92, 0.94, 0.96, 0.98])
+    card = rt.scorecard(per_seed)
+    by_key = {c.key: c.statement for c in rt.CLAIMS}
+    assert card.loc[by_key["random-solves-parentheses"], "seeds agreeing"] == "4/5"
+    assert card.loc[by_key["random-solves-needle"], "seeds agreeing"] == "0/1"
+    assert card.loc[by_key["random-solves-modular_addition-short"], "seeds agreeing"] == "2/5"
+    table = rt.short_budget_table(short, main)
+    assert list(table["width"]) == [64, 128] and list(table["solved"]) == ["0/5", "2/5"]
+    assert "study lr, width 64" not in table  # no modular addition in main: no reference column
+
+
+def test_short_budget_grid_trains_the_plans_runs_over_the_sweep_seeds(tmp_path):
+    p = rt.plan("smoke")
+    zoo = Zoo(tmp_path / "zoo")
+    short = rt.short_budget_grid(p, "smoke", zoo, "cpu", seed=3)
+    assert sorted(short["seed"]) == [3 + s for s in p.sweep_seeds]
+    assert set(short["lr"]) == {lr for _, _, lr in p.short_budget}
+    assert (short["task"] == p.short_budget[0][0]).all() and short["acc"].between(0, 1).all()
+    again = rt.short_budget_grid(p, "smoke", zoo, "cpu", seed=3)  # the zoo's entries, reloaded
+    assert again["loaded"].all() and (again["acc"] == short["acc"]).all()
+    empty = rt.short_budget_grid(rt.plan("paper"), "paper", zoo, "cpu")
+    assert empty.empty and "acc" in empty

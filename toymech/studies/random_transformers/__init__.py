@@ -12,17 +12,20 @@ from .dynamics import (DYNAMICS_METRICS, dynamics_grid, dynamics_metrics, dynami
                        through_training)
 from ..trajectory import over_seeds
 from .claims import (CLAIMS, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PARAM,
-                     PAPER_LINEARISED_W512, PAPER_RANDOM_W16_RANGE, SOURCE, numbers, scorecard)
+                     PAPER_LINEARISED_W512, PAPER_RANDOM_W16_RANGE, SOURCE, numbers, per_seed_numbers,
+                     scorecard)
 from .experiments import (ALGORITHMIC, EXPERIMENTS, FREEZE_MODES, PLANS, SIDE_TASKS, SIZES, Plan,
                           Size, baseline_experiment, experiment, freeze_patterns, mode_of,
                           model_config, plan, size_spec, task_for, train_config, validate)
 from .measure import (ablation_grid, baseline_grid, circuit_grid, concentration_grid,
                       concentration_rows, eval_sets, evaluate_sets, load, needle_example, run,
-                      run_grid, run_table, seeds_of, summarize, sweep_grid)
+                      run_grid, run_table, seeds_of, short_budget_grid, summarize,
+                      sweep_grid)
 from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_table,
                      circuit_table, concentration_gap, concentration_table, describe, lm_table,
                      memorization_summary, memorization_table, needle_attention, needle_caption,
-                     paper_ablations, sweep_table, task_examples, width_table, zoo_note)
+                     paper_ablations, short_budget_table, sweep_table, task_examples,
+                     width_table, zoo_note)
 
 TITLE = "Algorithmic capabilities of random transformers"
 
@@ -36,6 +39,7 @@ __all__ = ["DYNAMICS_METRICS", "dynamics_grid", "dynamics_table", "dynamics_metr
            "concentration_table", "describe", "eval_sets", "evaluate_sets", "experiment",
            "freeze_patterns", "load", "lm_table", "memorization_summary", "memorization_table",
            "mode_of", "model_config", "needle_attention", "needle_caption", "needle_example",
-           "numbers", "paper_ablations", "plan", "run", "run_grid", "run_table", "scorecard",
+           "numbers", "paper_ablations", "per_seed_numbers", "short_budget_grid",
+           "short_budget_table", "plan", "run", "run_grid", "run_table", "scorecard",
            "seeds_of", "size_spec", "summarize", "sweep_grid", "sweep_table", "task_examples",
            "task_for", "train_config", "validate", "width_table", "zoo_note"]

@@ -5,6 +5,8 @@ dict of named numbers; each ``Claim`` reads from it; ``scorecard(per_seed)`` ass
 claim over seeds (``toymech.studies.claims``). Keys (accuracies are fractions in [0, 1]):
 
     acc.<task>.<mode>.small|large   test accuracy at the plan's small / large width
+    acc.<task>.random.short         test accuracy of the plan's ``short_budget`` run (a random
+                                    transformer with a raised learning rate; widest such run)
     mem.bits.<mode>                 memorized bits per trainable parameter (median over widths)
     lm.loss.<mode>                  language-modelling test loss (nats per character)
     conc.<task>.<mode>              EV of the top-10 principal directions after layers 1..L
@@ -25,7 +27,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from ..claims import Claim, Numbers, scorecard as _scorecard
-from .experiments import ALGORITHMIC
+from .experiments import ALGORITHMIC, Plan
 
 SOURCE = ('Z. Zhong, J. Andreas, "Algorithmic Capabilities of Random Transformers", NeurIPS 2024 '
           "(arXiv:2410.04368) and its code; see docs/sources.md, study 3")
@@ -62,10 +64,12 @@ def _rows(df: pd.DataFrame | None, seed: int | None) -> pd.DataFrame | None:
 def numbers(main: pd.DataFrame, widths: tuple[int, int], *, abl: pd.DataFrame | None = None,
             mem: pd.DataFrame | None = None, lm: pd.DataFrame | None = None,
             circ: pd.DataFrame | None = None, conc: pd.DataFrame | None = None,
-            base: pd.DataFrame | None = None, seed: int | None = None) -> dict[str, float]:
+            base: pd.DataFrame | None = None, short: pd.DataFrame | None = None,
+            seed: int | None = None) -> dict[str, float]:
     """The named numbers (module docstring) of the run's tables, restricted to ``seed`` (None:
-    medians over every seed). Tables: rows of ``run_grid`` (main, abl, lm), ``memorization_table``,
-    ``circuit_grid``, ``concentration_rows``, ``baseline_grid``."""
+    medians over every seed). Tables: rows of ``run_grid`` (main, abl, lm; ``main`` may also
+    hold the width sweep's rows), ``memorization_table``, ``circuit_grid``,
+    ``concentration_rows``, ``baseline_grid``, ``short_budget_grid`` (short)."""
     out: dict[str, float] = {}
     label = {widths[0]: "small", widths[1]: "large"}
     for df in (_rows(main, seed), _rows(abl, seed)):
@@ -73,6 +77,10 @@ def numbers(main: pd.DataFrame, widths: tuple[int, int], *, abl: pd.DataFrame | 
             for (task, width, mode), acc in df.groupby(["task", "width", "mode"])["acc"].median().items():
                 if width in label:
                     out[f"acc.{task}.{mode}.{label[width]}"] = float(acc)
+    if (s := _rows(short, seed)) is not None and len(s):
+        for task, rows in s.groupby("task"):
+            widest = rows[rows["width"] == rows["width"].max()]
+            out[f"acc.{task}.random.short"] = float(widest["acc"].median())
     if (m := _rows(mem, seed)) is not None:
         out.update({f"mem.bits.{k}": float(v)
                     for k, v in m.groupby("mode")["bits_per_param"].median().items()})
@@ -156,8 +164,17 @@ def _concentration_gap(n: Numbers) -> float | None:
     return min(n[f"conc.{t}.random"] - n[f"conc.{t}.normal"] for t in ts) if ts else None
 
 
+def _solves_short(task: str) -> Claim:
+    key = f"acc.{task}.random.short"
+    return Claim(f"random-solves-{task}-short", f"a random transformer solves {task} once a "
+                 "raised learning rate makes up for the short step budget (plan's short_budget)",
+                 "the paper, accuracy table", "100 % at width 1024 (lr 1e-3, ~50k steps)",
+                 value=lambda n: 100 * n[key], holds=lambda n: n[key] >= SOLVED, unit="%")
+
+
 CLAIMS: tuple[Claim, ...] = (
     *(_solves(t) for t in ALGORITHMIC),
+    _solves_short("modular_addition"),
     Claim("width-helps-random", "widening a random transformer raises its accuracy",
           "the paper, accuracy table", f"{PAPER_RANDOM_W16_RANGE[0]}-{PAPER_RANDOM_W16_RANGE[1]} % "
           "at width 16 -> 100 % at width 1024",
@@ -206,6 +223,18 @@ CLAIMS: tuple[Claim, ...] = (
           holds=lambda n: n["baseline.linearised.parentheses"]
           > n["baseline.linearised.needle"] + 0.10, unit="points (parentheses - needle)"),
 )
+
+
+def per_seed_numbers(p: Plan, seed: int, main: pd.DataFrame, sweep: pd.DataFrame | None = None,
+                     **tables: pd.DataFrame | None) -> list[dict[str, float]]:
+    """``numbers`` for each of the run's seeds (the table's, then the sweep's: ``seed`` plus the
+    plan's offsets), the table's rows joined with the width sweep's (a run in both counts once).
+    A seed that only the sweep trained has the sweep's tasks and the ``short`` runs; the
+    scorecard counts each claim over the seeds that measured it."""
+    rows = main if sweep is None or not len(sweep) else pd.concat([main, sweep], ignore_index=True)
+    rows = rows.drop_duplicates(subset=["task", "width", "mode", "seed"])
+    seeds = dict.fromkeys(seed + s for s in (*p.table_seeds, *p.sweep_seeds))
+    return [numbers(rows, p.widths, seed=s, **tables) for s in seeds]
 
 
 def scorecard(per_seed: Sequence[Mapping[str, Any]]) -> pd.DataFrame:

@@ -66,6 +66,9 @@ class Plan:
     lm_width: int
     baseline_tasks: tuple[str, ...]
     baseline_width: int
+    # (task, width, lr): random transformers trained with a learning rate raised to make up for
+    # a step budget far below the paper's (its ~50k steps at lr 1e-3), over the sweep's seeds
+    short_budget: tuple[tuple[str, int, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,8 @@ SIZES: dict[str, Size] = {
         steps=20, side_steps=20, batch=32, eval_n=256, probe_n=256, train_eval_n=256,
         evals_per_run=1, batch_factor={"modular_addition": 4, "memorization": 4}, snapshots=4,
         plan=Plan(ALGORITHMIC, (8, 16), (0,), False, ("parentheses",), ("E_token+U", "U"),
-                  ("parentheses",), (8, 16), (0, 1), (8,), (4, 8), 8, 8, ("parentheses",), 8)),
+                  ("parentheses",), (8, 16), (0, 1), (8,), (4, 8), 8, 8, ("parentheses",), 8,
+                  (("modular_addition", 16, 1e-2),))),
     "default": Size(
         tasks={"modular_addition": dict(p=23), "needle": dict(max_pairs=4, n_keys=8, n_values=8),
                "decimal_addition": dict(n_digits=2), "parentheses": dict(max_len=16),
@@ -108,9 +112,9 @@ SIZES: dict[str, Size] = {
         steps=1000, side_steps=500, batch=128, eval_n=2048, probe_n=1024, train_eval_n=1024,
         evals_per_run=5, batch_factor={"modular_addition": 4, "memorization": 4}, snapshots=12,
         plan=Plan(ALGORITHMIC, (16, 64), (0,), False, ("parentheses",),
-                  ("E_token+U", "E_token+E_pos", "U"), ("parentheses",), (8, 16), (0, 1, 2),
+                  ("E_token+U", "E_token+E_pos", "U"), ("parentheses",), (8, 16), (0, 1, 2, 3, 4),
                   (8, 16), (4, 16, 64), 32, 32, ("parentheses", "needle", "decimal_addition"),
-                  16)),
+                  16, (("modular_addition", 128, 1e-2),))),
     "paper": Size(
         tasks={"modular_addition": dict(p=199),
                "needle": dict(max_pairs=30, n_keys=128, n_values=128),

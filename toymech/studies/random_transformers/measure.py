@@ -115,6 +115,17 @@ def sweep_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0) -> pd.
     return pd.concat(parts, ignore_index=True)
 
 
+def short_budget_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0
+                      ) -> pd.DataFrame:
+    """The plan's ``short_budget`` runs: random transformers on (task, width) with a raised
+    learning rate, over the sweep's restarts; one row each, with its ``lr`` (empty without any)."""
+    seeds = seeds_of(p, seed, "sweep")
+    parts = [run_grid([task_name], [width], ["random"], seeds, size, zoo, device, lr=lr)
+             .assign(lr=lr) for task_name, width, lr in p.short_budget]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["task", "width", "mode", "seed", "acc", "lr"])
+
+
 def summarize(df: pd.DataFrame, value: str = "acc",
               by: tuple[str, ...] = ("task", "width", "mode")) -> pd.DataFrame:
     """Median, min, max and count of ``value`` over seeds, per group."""

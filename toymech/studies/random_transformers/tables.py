@@ -10,7 +10,8 @@ import torch
 from ...core import seed_for
 from ...devices import make_generator
 from ...tasks.base import Task
-from .claims import ALGORITHMIC, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PARAM
+from .claims import (ALGORITHMIC, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PARAM,
+                     SOLVED)
 from .experiments import Plan, size_spec, task_for
 
 
@@ -85,6 +86,24 @@ def paper_ablations() -> pd.DataFrame:
 def sweep_table(sweep_summary: pd.DataFrame) -> pd.DataFrame:
     return sweep_summary.pivot(index=["task", "width"], columns="mode",
                                values=["median", "min", "max"]).round(3)
+
+
+def short_budget_table(short: pd.DataFrame, main: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per (task, width, lr) of the ``short_budget`` runs: median, min and max test accuracy over
+    restarts, how many restarts solved the task (accuracy >= ``SOLVED``), and beside it the same
+    task's random transformer at the study's own learning rate (the widest in ``main``)."""
+    out = []
+    for (task, width, lr), g in short.groupby(["task", "width", "lr"]):
+        acc = g["acc"]
+        row = {"task": task, "width": width, "lr": lr, "median": acc.median(), "min": acc.min(),
+               "max": acc.max(), "solved": f"{int((acc >= SOLVED).sum())}/{len(acc)}"}
+        if main is not None and len(main):
+            ref = main[(main["task"] == task) & (main["mode"] == "random")]
+            if len(ref):
+                widest = ref[ref["width"] == ref["width"].max()]
+                row[f"study lr, width {int(widest['width'].iloc[0])}"] = widest["acc"].median()
+        out.append(row)
+    return pd.DataFrame(out).round(3)
 
 
 def memorization_table(df: pd.DataFrame, task: Task) -> pd.DataFrame:
