@@ -78,3 +78,43 @@ def test_other_toymech_processes_count_as_busy_and_an_automatic_choice_gives_way
         assert devices.rebalance(log=None) == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_an_automatic_choice_takes_the_cores_its_siblings_left_and_gives_them_back(
+        monkeypatch, tmp_path):
+    """The report's share (``TOYMECH_THREADS`` marked ``TOYMECH_THREADS_AUTO=1``) stays
+    automatic: raised once no other toymech process claims cores and the load average shows
+    them idle, lowered again when a foreign job loads the machine; a user's own
+    ``TOYMECH_THREADS`` never moves."""
+    import os
+
+    monkeypatch.setattr(devices, "_CHOSEN", {})
+    monkeypatch.setattr(devices, "usable_cores", lambda: 2)
+    load = [2.9]  # three notebooks were running on two cores
+    monkeypatch.setattr(devices.os, "getloadavg", lambda: (load[0], 0.0, 0.0))
+    monkeypatch.setenv("TOYMECH_THREADS", "1")
+    monkeypatch.setenv("TOYMECH_THREADS_AUTO", "1")
+    claims = tmp_path / "claims"
+    before = torch.get_num_threads()
+    try:
+        lines = []
+        assert devices.apply_threads(log=lines.append) == 1 and "report's cores" in lines[0]
+        (claims / str(os.getppid())).write_text("1")  # a sibling notebook still runs
+        load[0] = 1.0
+        assert devices.rebalance(log=None) == 1  # its claim holds the other core
+        (claims / str(os.getppid())).unlink()  # it finished, the load average still sees it
+        load[0] = 1.8
+        assert devices.rebalance(log=None) == 1
+        load[0] = 1.1  # now only this process is busy
+        assert devices.rebalance(log=lines.append) == 2 and torch.get_num_threads() == 2
+        assert "1-minute load 1.1 on 2 cores" in lines[-1]
+        assert (claims / str(os.getpid())).read_text() == "2"
+        assert devices.initial_threads() == 1  # what the grids size their workers by
+        load[0] = 3.0  # a foreign job started beside our two threads
+        assert devices.rebalance(log=None) == 1
+        monkeypatch.delenv("TOYMECH_THREADS_AUTO")  # the user's own number: kept
+        devices.apply_threads(log=None)
+        load[0] = 0.5
+        assert devices.rebalance(log=None) == 1
+    finally:
+        torch.set_num_threads(before)

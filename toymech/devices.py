@@ -45,8 +45,9 @@ def make_generator(seed: int, device: torch.device) -> torch.Generator:
 # cores that are actually free (affinity minus the 1-minute load), divided among the processes
 # the job starts, never more than that. Other toymech processes of this user count as busy
 # from the moment they choose (each leaves a claim file holding its thread count), which the
-# lagging load average cannot see; an automatic choice is lowered at the loop's evaluation steps
-# (``rebalance``) when another toymech process started meanwhile.
+# lagging load average cannot see; an automatic choice follows the free cores at the loop's
+# evaluation steps (``rebalance``): lowered when another toymech process started meanwhile,
+# raised when the others have finished and the load average shows the cores idle.
 _CHOSEN: dict[str, object] = {}
 
 
@@ -139,35 +140,60 @@ def choose_threads(threads: int | None = None, jobs: int = 1) -> int:
 
 
 def apply_threads(threads: int | None = None, jobs: int = 1, log=print) -> int:
-    """Set torch's CPU threads by ``choose_threads`` and say so once per process."""
+    """Set torch's CPU threads by ``choose_threads`` and say so once per process. The choice
+    stays automatic (``rebalance`` may change it) unless ``threads`` or ``$TOYMECH_THREADS``
+    asked for a number; ``TOYMECH_THREADS_AUTO=1`` marks a ``$TOYMECH_THREADS`` that was itself
+    an automatic choice (``toymech report`` passes each notebook its share that way)."""
     n = choose_threads(threads, jobs)
     torch.set_num_threads(n)
+    from_env = bool(os.environ.get("TOYMECH_THREADS")) and threads is None
+    auto_env = from_env and os.environ.get("TOYMECH_THREADS_AUTO") == "1"
     if log and _CHOSEN.get("threads") != n:
-        how = "as asked" if threads is not None else (
-            f"automatic: {free_cores()} of {usable_cores()} cores free, {jobs} process(es)")
+        how = ("as asked" if threads is not None or (from_env and not auto_env) else
+               "automatic: this notebook's share of the report's cores" if auto_env else
+               f"automatic: {free_cores()} of {usable_cores()} cores free, {jobs} process(es)")
         log(f"[toymech] torch CPU threads: {n} ({how})")
-    _CHOSEN["threads"] = n
-    explicit = threads is not None or bool(os.environ.get("TOYMECH_THREADS"))
+    _CHOSEN["threads"] = _CHOSEN["initial"] = n
+    explicit = threads is not None or (from_env and not auto_env)
     _CHOSEN["auto_jobs"] = None if explicit else jobs
     _claim(n)
     return n
 
 
+def initial_threads() -> int:
+    """The thread count this process chose at the start (``apply_threads``), whatever
+    ``rebalance`` did since; torch's current count if it never chose."""
+    return int(_CHOSEN.get("initial") or torch.get_num_threads())
+
+
 def rebalance(log=print) -> int:
-    """Lower an automatic thread choice when other toymech processes now claim the cores it
-    took (called at the loop's evaluation steps); explicit choices are kept. Returns the
-    threads in use."""
+    """Follow the free cores with an automatic thread choice (called at the loop's evaluation
+    steps); explicit choices are kept. Returns the threads in use.
+
+    Lowered when other toymech processes now claim the cores it took; with no other toymech
+    process left, set to the cores the 1-minute load leaves beside this process's own threads:
+    raised when the notebooks it shared the machine with have finished (once the load average
+    has seen them go), lowered again when another job starts."""
     jobs = _CHOSEN.get("auto_jobs")
     current = torch.get_num_threads()
-    others = claimed_by_others() if jobs else 0
-    if not others:
+    if not jobs:
         return current
-    n = max(1, (usable_cores() - others) // int(jobs))
-    if n < current:
+    others = claimed_by_others()
+    if others:
+        n = min(current, max(1, (usable_cores() - others) // int(jobs)))
+        why = f"other toymech processes now claim {others} of {usable_cores()} cores"
+    else:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            return current
+        cores = usable_cores()
+        n = max(1, min(cores, int(cores - max(0.0, load - current) + 0.5)))
+        why = f"no other toymech process; 1-minute load {load:.1f} on {cores} cores"
+    if n != current:
         torch.set_num_threads(n)
         _CHOSEN["threads"] = n
         _claim(n)
         if log:
-            log(f"[toymech] torch CPU threads: {n} (automatic: other toymech processes now "
-                f"claim {others} of {usable_cores()} cores)")
+            log(f"[toymech] torch CPU threads: {n} (automatic: {why})")
     return torch.get_num_threads()

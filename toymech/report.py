@@ -429,8 +429,9 @@ def build_reports(
 def _kernel_threads(jobs: int):
     """Give each kernel its share of the free cores (kernels inherit the environment:
     ``TOYMECH_THREADS`` for toymech's thread policy, ``OMP_NUM_THREADS`` for torch itself):
-    oversubscribed torch threads slow everyone down many times over. A user's own setting of
-    either variable wins."""
+    oversubscribed torch threads slow everyone down many times over. The share stays automatic
+    (``TOYMECH_THREADS_AUTO``): a kernel whose siblings have finished takes the cores they
+    left (``devices.rebalance``). A user's own setting of either variable wins."""
     from toymech.devices import choose_threads
 
     if "OMP_NUM_THREADS" in os.environ or "TOYMECH_THREADS" in os.environ:
@@ -438,11 +439,12 @@ def _kernel_threads(jobs: int):
         return
     n = str(choose_threads(None, jobs))
     os.environ["OMP_NUM_THREADS"] = os.environ["TOYMECH_THREADS"] = n
+    os.environ["TOYMECH_THREADS_AUTO"] = "1"  # a share, not a user's number: it may follow the load
     try:
         yield
     finally:
-        os.environ.pop("OMP_NUM_THREADS", None)
-        os.environ.pop("TOYMECH_THREADS", None)
+        for name in ("OMP_NUM_THREADS", "TOYMECH_THREADS", "TOYMECH_THREADS_AUTO"):
+            os.environ.pop(name, None)
 
 
 def _load_previous(out: Path) -> list[ReportEntry]:

@@ -19,6 +19,7 @@ from typing import Sequence
 import torch
 
 from ..core import check
+from ..devices import initial_threads
 from ..training import Experiment, Zoo
 from ..training.sweep import BACKENDS, SweepResult, run_experiments
 
@@ -39,7 +40,7 @@ def train_grid(experiments: Sequence[Experiment], zoo: Zoo, device: torch.device
     """Train (or find in the zoo) every experiment of a study's grid as one sweep; the seeds of
     a setting train together, stacked where that pays (``stacked`` forces it). A trial that
     fails (after one retry) stops the study with its error, as a failing run would."""
-    workers = max(1, torch.get_num_threads())
+    workers = max(1, initial_threads())  # the notebook's share, not what rebalance made of it
     result = run_experiments(list(experiments), cache_dir=zoo.root, stacked=stacked,
                              backend=backend_for(device, workers), device=str(device),
                              workers=workers, log=log)
