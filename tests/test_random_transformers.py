@@ -360,7 +360,8 @@ def test_per_seed_numbers_join_the_sweep_and_the_short_budget_runs():
                          + [row("parentheses", w, "random", s, a) for s in range(1, 5)
                             for w, a in ((small, 0.6), (large, 0.98 if s < 4 else 0.8))])
     short = pd.DataFrame([dict(task="modular_addition", width=w, mode="random", seed=s, lr=1e-2,
-                               acc=a) for s in range(5) for w, a in ((64, 0.3), (128, 0.9 + s / 50))])
+                               acc=a, train_acc=1.0) for s in range(5)
+                          for w, a in ((64, 0.3), (128, 0.9 + s / 50))])
     per_seed = rt.per_seed_numbers(p, 0, main, sweep, short=short)
     assert len(per_seed) == len(set(p.table_seeds) | set(p.sweep_seeds)) == 5
     assert per_seed[0]["acc.needle.random.large"] == 0.6 and "acc.needle.random.large" not in per_seed[1]
@@ -373,8 +374,15 @@ def test_per_seed_numbers_join_the_sweep_and_the_short_budget_runs():
     assert card.loc[by_key["random-solves-parentheses"], "seeds agreeing"] == "4/5"
     assert card.loc[by_key["random-solves-needle"], "seeds agreeing"] == "0/1"
     assert card.loc[by_key["random-solves-modular_addition-short"], "seeds agreeing"] == "2/5"
+    # the claims over all four tasks: only where a seed measured all four (here: none)
+    for key in ("width-helps-random", "random-close-to-normal"):
+        assert card.loc[by_key[key], "verdict"] == "not measured"
+    everything = {**HOLDS, "acc.needle.random.large": 0.2}
+    assert rt.scorecard([everything, per_seed[1]]).loc[by_key["random-close-to-normal"],
+                                                        "seeds agreeing"] == "0/1"
     table = rt.short_budget_table(short, main)
     assert list(table["width"]) == [64, 128] and list(table["solved"]) == ["0/5", "2/5"]
+    assert (table["train split, median"] == 1.0).all()
     assert "study lr, width 64" not in table  # no modular addition in main: no reference column
 
 
@@ -382,9 +390,10 @@ def test_short_budget_grid_trains_the_plans_runs_over_the_sweep_seeds(tmp_path):
     p = rt.plan("smoke")
     zoo = Zoo(tmp_path / "zoo")
     short = rt.short_budget_grid(p, "smoke", zoo, "cpu", seed=3)
-    assert sorted(short["seed"]) == [3 + s for s in p.sweep_seeds]
-    assert set(short["lr"]) == {lr for _, _, lr in p.short_budget}
-    assert (short["task"] == p.short_budget[0][0]).all() and short["acc"].between(0, 1).all()
+    expected = sorted((t, w, lr, 3 + s) for t, w, lr in p.short_budget for s in p.sweep_seeds)
+    assert sorted(short[["task", "width", "lr", "seed"]].itertuples(index=False, name=None)) \
+        == expected
+    assert short["acc"].between(0, 1).all()
     again = rt.short_budget_grid(p, "smoke", zoo, "cpu", seed=3)  # the zoo's entries, reloaded
     assert again["loaded"].all() and (again["acc"] == short["acc"]).all()
     empty = rt.short_budget_grid(rt.plan("paper"), "paper", zoo, "cpu")

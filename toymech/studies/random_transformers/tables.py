@@ -90,13 +90,17 @@ def sweep_table(sweep_summary: pd.DataFrame) -> pd.DataFrame:
 
 def short_budget_table(short: pd.DataFrame, main: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per (task, width, lr) of the ``short_budget`` runs: median, min and max test accuracy over
-    restarts, how many restarts solved the task (accuracy >= ``SOLVED``), and beside it the same
-    task's random transformer at the study's own learning rate (the widest in ``main``)."""
+    restarts, how many restarts solved the task (accuracy >= ``SOLVED``), the median accuracy on
+    the task's training split where it has one (a model that memorized its training pairs
+    scores high there and not on the test pairs), and the same task's random transformer at the
+    study's own learning rate (the widest in ``main``)."""
     out = []
     for (task, width, lr), g in short.groupby(["task", "width", "lr"]):
         acc = g["acc"]
         row = {"task": task, "width": width, "lr": lr, "median": acc.median(), "min": acc.min(),
                "max": acc.max(), "solved": f"{int((acc >= SOLVED).sum())}/{len(acc)}"}
+        if "train_acc" in g:  # the task's training split: memorized vs generalized
+            row["train split, median"] = g["train_acc"].median()
         if main is not None and len(main):
             ref = main[(main["task"] == task) & (main["mode"] == "random")]
             if len(ref):
