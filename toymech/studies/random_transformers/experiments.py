@@ -97,8 +97,8 @@ class Size:
 # reaches 70-100 % on its training pairs in 1,000 steps (at lr 1e-3, or width 64, far less),
 # the largest memorization this budget buys; whether it generalizes is what the run measures
 # (seed 0 scored 0 % on the held-out pairs, also with weight decay 0.1 or 1.0; p = 59 and 97
-# learn nothing in 1,000 steps); paper: the paper's sizes (p = 199, 30 pairs, 10 digits, 60 parentheses,
-# a 512 x 512 table).
+# learn nothing in 1,000 steps). paper: the paper's sizes (p = 199, 30 pairs, 10 digits,
+# 60 parentheses, a 512 x 512 table).
 SIZES: dict[str, Size] = {
     "smoke": Size(
         tasks={"modular_addition": dict(p=11), "needle": dict(max_pairs=3, n_keys=8, n_values=8),

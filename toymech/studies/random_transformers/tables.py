@@ -13,6 +13,7 @@ from ...tasks.base import Task
 from .claims import (ALGORITHMIC, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PARAM,
                      SOLVED)
 from .experiments import Plan, size_spec, task_for
+from .measure import summarize
 
 
 def task_examples(size: str, seed: int = 0) -> pd.DataFrame:
@@ -94,20 +95,21 @@ def short_budget_table(short: pd.DataFrame, main: pd.DataFrame | None = None) ->
     the task's training split where it has one (a model that memorized its training pairs
     scores high there and not on the test pairs), and the same task's random transformer at the
     study's own learning rate (the widest in ``main``)."""
-    out = []
-    for (task, width, lr), g in short.groupby(["task", "width", "lr"]):
-        acc = g["acc"]
-        row = {"task": task, "width": width, "lr": lr, "median": acc.median(), "min": acc.min(),
-               "max": acc.max(), "solved": f"{int((acc >= SOLVED).sum())}/{len(acc)}"}
-        if "train_acc" in g:  # the task's training split: memorized vs generalized
-            row["train split, median"] = g["train_acc"].median()
-        if main is not None and len(main):
-            ref = main[(main["task"] == task) & (main["mode"] == "random")]
-            if len(ref):
-                widest = ref[ref["width"] == ref["width"].max()]
-                row[f"study lr, width {int(widest['width'].iloc[0])}"] = widest["acc"].median()
-        out.append(row)
-    return pd.DataFrame(out).round(3)
+    by = ["task", "width", "lr"]
+    out = summarize(short, by=tuple(by)).drop(columns="runs")
+    groups = short.groupby(by)
+    solved, runs = groups["acc"].agg(lambda a: int((a >= SOLVED).sum())), groups.size()
+    out["solved"] = [f"{k}/{n}" for k, n in zip(solved, runs)]
+    if "train_acc" in short:  # the task's training split: memorized vs generalized
+        out["train split, median"] = groups["train_acc"].median().to_numpy()
+    random = main[main["mode"] == "random"] if main is not None and len(main) else None
+    for task in out["task"].unique():
+        ref = random[random["task"] == task] if random is not None else []
+        if len(ref):
+            widest = ref[ref["width"] == ref["width"].max()]
+            out.loc[out["task"] == task, f"study lr, width {int(widest['width'].iloc[0])}"] = \
+                widest["acc"].median()
+    return out.round(3)
 
 
 def memorization_table(df: pd.DataFrame, task: Task) -> pd.DataFrame:
