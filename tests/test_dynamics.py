@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from toymech import experiments, tasks
-from toymech.analysis import (formation_order, log_spaced_steps, metric_curves, order_agreement,
-                              patterns_over_training, transition_step, transitions,
+from toymech.analysis import (formation_order, order_agreement, transition_step, transitions,
                               transitions_over_seeds)
+from toymech.training.config import log_spaced_steps
 from toymech.models import ModelConfig, build_model
 from toymech.plots import scrubber
 from toymech.training import Experiment, TrainConfig, Zoo, train
@@ -202,9 +202,11 @@ def test_snapshots_replaced_after_loading_are_refused_lazily(snap_zoo, tmp_path)
 @pytest.mark.parametrize("values, expected", [
     ([0.0, 0.2, 0.8, 1.0], 15.0),   # up: half way between steps 10 (0.2) and 20 (0.8)
     ([3.0, 2.8, 2.2, 2.0], 15.0),   # down, the same shape
-    ([0.0, 3.0, 0.5, 1.0], 10 / 6),  # overshoot: the FIRST crossing of the half-way value
+    ([0.0, 3.0, 0.5, 1.0], 5.0),    # overshoot: half way to its extreme (3.0), not to the end
+    ([0.0, 0.6, 3.0, 1.0], 10 + 10 * 0.9 / 2.4),  # a bump at 0.6 (past half the END value) is
+                                                  # not the transition: half of the peak is
     ([1.0, 1.0, 1.0, 1.0], None),   # flat: never moved
-    ([0.0, 1.0, 0.5, 0.0], None),   # back where it started: never moved
+    ([0.0, 1.0, 0.5, 0.0], 5.0),    # a rise and a fall back: it moved (half way to the peak)
     ([0.0, 0.5, 0.5, 1.0], 10.0),   # reaching frac exactly at a snapshot
 ])
 def test_transition_step(values, expected):
@@ -254,27 +256,6 @@ def test_transitions_over_seeds():
     assert table.set_index("metric").loc["flat", "moved"] == 0
     assert order_agreement(per_seed, "early", "late") == pytest.approx(2 / 3)
     assert order_agreement(per_seed, "late", "flat") == 1.0  # a metric that never moved is last
-
-
-def test_metric_curves_from_a_mapping_and_from_an_entry(tmp_path):
-    models = {s: build_model(ModelConfig(n_layers=1, d_vocab=26, n_ctx=24, seed=s)) for s in (0, 3, 1)}
-    curves = metric_curves(models, lambda m: {"wq": m.W_Q.norm(), "seed": m.toymech_config.seed})
-    assert list(curves.columns) == ["step", "wq", "seed"] and list(curves["step"]) == [0, 1, 3]
-    assert list(curves["seed"]) == [0, 1, 3]
-    assert list(metric_curves(models, lambda m: {"x": 1.0}, steps=[3])["step"]) == [3]
-    with pytest.raises(ValueError, match="steps=2 is not allowed"):
-        metric_curves(models, lambda m: {"x": 1.0}, steps=[2])
-    entry = Zoo(tmp_path).get_or_train(_exp(0), device="cpu", progress=False, log=None)
-    curves = metric_curves(entry, lambda m: {"wq": m.W_Q.norm().item()})
-    assert list(curves["step"]) == entry.snapshot_steps
-    assert curves["wq"].iloc[-1] == pytest.approx(entry.model.W_Q.norm().item())
-    steps, patterns, labels = patterns_over_training(entry, entry_tokens(entry))
-    assert steps == entry.snapshot_steps and labels == [f"L0H{h}" for h in range(entry.model.cfg.n_heads)]
-    assert patterns[0].shape == (len(labels), 8, 8)
-
-
-def entry_tokens(entry):
-    return tasks.from_dict(entry.meta["task"]).sample(1, torch.Generator().manual_seed(0)).tokens[0, :8]
 
 
 # --------------------------------------------------------------------------------------------

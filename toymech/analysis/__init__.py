@@ -3,9 +3,9 @@
 from .circuits import (COMPOSITION_MODES, composition_baseline, composition_scores, copy_score,
                        direct_path, direct_path_copy_score, eigenvalues, full_ov_circuits,
                        ov_copy_scores)
-from .dynamics import (formation_order, log_spaced_steps, metric_curves, order_agreement,
-                       patterns_over_training, transition_step, transitions,
+from .dynamics import (formation_order, order_agreement, transition_step, transitions,
                        transitions_over_seeds)
+from .heads import head_label, head_labels
 from .evaluation import (COMPOSITION_PATHS, ablation_losses, composition_path_losses,
                          head_ablation_hooks, per_position_loss, set_losses)
 from .patterns import (DETECTORS, attention_patterns, detection_patterns, head_pattern_scores,
@@ -16,8 +16,8 @@ __all__ = [
     "attention_patterns", "composition_baseline", "composition_path_losses",
     "composition_scores", "copy_score", "detection_patterns", "direct_path",
     "direct_path_copy_score", "eigenvalues", "formation_order", "full_ov_circuits",
-    "head_ablation_hooks", "head_pattern_scores", "log_spaced_steps", "metric_curves",
-    "order_agreement", "ov_copy_scores", "pattern_scores", "patterns_over_training",
+    "head_ablation_hooks", "head_label", "head_labels", "head_pattern_scores", 
+    "order_agreement", "ov_copy_scores", "pattern_scores",
     "per_position_loss", "set_losses", "transition_step", "transitions", "transitions_over_seeds",
 ]
 from . import probes  # noqa: E402  (Birth study: memory-recall probes, linear probes, callback)

@@ -1,12 +1,14 @@
-"""Training dynamics: metrics at each parameter snapshot, and when each metric moved.
+"""Training dynamics: when each metric moved, from its values at the run's snapshots.
 
 A run trained with ``TrainConfig(snapshots=n)`` keeps its trained parameters at ``n`` log-spaced
-steps (``log_spaced_steps``); ``ZooEntry.model_at(step)`` rebuilds the model there.
+steps; ``toymech.studies.trajectory`` measures a study's metrics at each of them (a table of
+curves: one row per step). The functions here read such tables:
 
-* ``metric_curves(entry, fn)``: ``fn(model) -> {metric: value}`` at every snapshot, as a table.
 * ``transition_step(steps, values)``: the step at which a metric has covered half (``frac``) of
-  its way from its first to its last value, interpolated between snapshots.
-* ``transitions(curves)``: that step for every metric, earliest first: which circuit forms first.
+  its way from its first value to the value farthest from it over the run (its extreme),
+  interpolated between snapshots; a metric that overshoots and settles back is not moved in time
+  by the overshoot;
+* ``transitions(curves)``: that step for every metric, earliest first: which circuit forms first;
 * ``transitions_over_seeds`` / ``order_agreement``: the same over seeds (median step, spread, and
   how often one metric moves before another).
 """
@@ -14,72 +16,31 @@ steps (``log_spaced_steps``); ``ZooEntry.model_at(step)`` rebuilds the model the
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
-import torch
 
 from ..core import check, check_float
-from ..training.config import log_spaced_steps
 
-__all__ = ["log_spaced_steps", "metric_curves", "transition_step", "transitions",
-           "formation_order", "transitions_over_seeds", "order_agreement",
-           "patterns_over_training"]
-
-Metric = Callable[[torch.nn.Module], Mapping[str, float]]
-
-
-def _models(source: Any, steps: Iterable[int] | None) -> list[tuple[int, Callable[[], Any]]]:
-    """(step, make the model) for a ZooEntry (``model_at``) or a mapping {step: model}."""
-    if isinstance(source, Mapping):
-        available = sorted(int(s) for s in source)
-        get = lambda s: source[s]  # noqa: E731
-    else:
-        check(hasattr(source, "model_at") and hasattr(source, "snapshot_steps"), "source",
-              type(source).__name__, "a ZooEntry (with snapshots) or a mapping {step: model}")
-        available, get = list(source.snapshot_steps), source.model_at
-    check(bool(available), "source", type(source).__name__,
-          "a run with snapshots (train it with TrainConfig(snapshots=n)) or a non-empty mapping")
-    chosen = available if steps is None else sorted({int(s) for s in steps})
-    for s in chosen:
-        check(s in available, "steps", s, f"snapshot steps of the source: {available}")
-    return [(s, (lambda s=s: get(s))) for s in chosen]
-
-
-def metric_curves(source: Any, fn: Metric, steps: Iterable[int] | None = None) -> pd.DataFrame:
-    """One row per snapshot step: ``step`` and ``fn(model at step)`` (each value a float).
-
-    ``source``: a ``ZooEntry`` trained with snapshots (models from ``entry.model_at(step)``) or a
-    mapping ``{step: model}``; ``steps``: a subset of its snapshot steps (default: all). ``fn``
-    gets the model in eval mode; every call must return the same metric names.
-    """
-    rows, names = [], None
-    for step, make in _models(source, steps):
-        model = make()
-        model.eval()
-        values = dict(fn(model))
-        if names is None:
-            names, first = list(values), step
-        check(list(values) == names, "fn", sorted(values),
-              f"the same metrics at every step (step {first} gave {names})")
-        rows.append({"step": step, **{k: float(v.detach()) if isinstance(v, torch.Tensor)
-                                      else float(v) for k, v in values.items()}})
-    return pd.DataFrame(rows, columns=["step", *(names or [])])
+__all__ = ["transition_step", "transitions", "formation_order", "transitions_over_seeds",
+           "order_agreement"]
 
 
 def transition_step(steps: Sequence[float], values: Sequence[float], frac: float = 0.5,
                     tol: float = 1e-6) -> float | None:
-    """The first step at which a metric has moved ``frac`` of the way from its first value to
-    its last one, linearly interpolated between snapshots.
+    """The first step at which a metric has moved ``frac`` of the way from its first value to its
+    extreme (the value farthest from the first over the run), linearly interpolated.
 
-    With ``v_0`` the first and ``v_end`` the last value, the progress at snapshot i is
-    ``p_i = (v_i - v_0) / (v_end - v_0)``; the answer is the first i with ``p_i >= frac``,
-    refined to ``s_{i-1} + (frac - p_{i-1}) / (p_i - p_{i-1}) * (s_i - s_{i-1})``. Rising and
-    falling metrics are alike; a metric that overshoots and comes back transitions at its FIRST
-    crossing. None when ``|v_end - v_0| < tol`` (it never moved, or only one snapshot).
-    ``steps`` must increase strictly; NaN or inf in ``values`` raises ValueError (drop those
-    rows first: a gap is not skipped silently).
+    With ``v_0`` the first value and ``v_x`` the extreme (``argmax |v_i - v_0|``), the progress at
+    snapshot i is ``p_i = (v_i - v_0) / (v_x - v_0)``; the answer is the first i with
+    ``p_i >= frac``, refined to ``s_{i-1} + (frac - p_{i-1}) / (p_i - p_{i-1}) * (s_i - s_{i-1})``.
+    Rising and falling metrics are alike. Scaling by the extreme rather than the last value means a
+    metric that peaks at 2.6x its final value transitions half way up its rise, not at the first
+    small bump that happens to be half of the (lower) final value. None when
+    ``|v_x - v_0| < tol`` (it never moved, or only one snapshot). ``steps`` must increase
+    strictly; NaN or inf in ``values`` raises ValueError (drop those rows first: a gap is not
+    skipped silently).
     """
     s = np.asarray(steps, dtype=float)
     v = np.asarray(values, dtype=float)
@@ -92,18 +53,20 @@ def transition_step(steps: Sequence[float], values: Sequence[float], frac: float
           if len(bad) else "")
     frac = check_float("frac", frac, 0.0, 1.0, lo_open=True)
     tol = check_float("tol", tol, 0.0)
-    delta = v[-1] - v[0]
-    if abs(delta) < tol or len(v) < 2:
+    if len(v) < 2:
+        return None
+    delta = v[int(np.argmax(np.abs(v - v[0])))] - v[0]
+    if abs(delta) < tol:
         return None
     p = (v - v[0]) / delta
-    i = int(np.argmax(p >= frac))  # exists: p[-1] == 1 >= frac; i >= 1 as p[0] == 0 < frac
+    i = int(np.argmax(p >= frac))  # exists: p at the extreme is 1; i >= 1 as p[0] == 0 < frac
     t = (frac - p[i - 1]) / (p[i] - p[i - 1])
     return float(s[i - 1] + t * (s[i] - s[i - 1]))
 
 
 def transitions(curves: pd.DataFrame, metrics: Sequence[str] | None = None, frac: float = 0.5,
                 tol: float = 1e-6) -> pd.DataFrame:
-    """One row per metric of ``curves`` (as from ``metric_curves``): ``metric``, ``start``,
+    """One row per metric of ``curves`` (one row per snapshot step): ``metric``, ``start``,
     ``end`` and ``step`` (``transition_step``; NaN: it never moved), earliest step first and
     NaN last (ties keep the order of ``metrics``): which circuit forms first."""
     check("step" in curves.columns, "curves", list(curves.columns), "a table with a 'step' column")
@@ -168,20 +131,3 @@ def transitions_over_seeds(per_seed: Sequence[pd.DataFrame], metrics: Sequence[s
     out["before_next"] = [float(np.mean(steps[:, a] < steps[:, b]))
                           for a, b in zip(order, order[1:])] + [math.nan]
     return out.reset_index(drop=True)
-
-
-def patterns_over_training(source: Any, tokens: torch.Tensor, steps: Iterable[int] | None = None
-                           ) -> tuple[list[int], list[torch.Tensor], list[str]]:
-    """Attention patterns of every head on one sequence ``tokens`` [pos] at each snapshot:
-    ``(steps, patterns, head_labels)`` with each pattern [n_layers * n_heads, pos, pos] and
-    labels ``L0H0, L0H1, ...`` (the input of ``toymech.plots.scrubber``)."""
-    from .patterns import attention_patterns
-
-    out_steps, patterns = [], []
-    for step, make in _models(source, steps):
-        p = attention_patterns(make(), tokens)  # [layers, heads, q, k]
-        out_steps.append(step)
-        patterns.append(p.reshape(-1, *p.shape[2:]))
-    n_layers, n_heads = p.shape[:2]
-    labels = [f"L{l}H{h}" for l in range(n_layers) for h in range(n_heads)]
-    return out_steps, patterns, labels

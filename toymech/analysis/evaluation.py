@@ -10,6 +10,7 @@ from jaxtyping import Float
 from transformer_lens import HookedTransformer
 
 from ..core import check
+from .heads import head_label
 from ..tasks.base import Batch, masked_cross_entropy
 
 
@@ -54,7 +55,7 @@ def ablation_losses(model: HookedTransformer, sets: dict[str, Batch]
     out = {"none": set_losses(model, sets)}
     for layer in range(L):
         for head in range(H):
-            out[f"L{layer}H{head}"] = set_losses(
+            out[head_label(layer, head)] = set_losses(
                 model, sets, head_ablation_hooks([(layer, head)], L, H))
     return out
 

@@ -1,26 +1,43 @@
 """The parameters every study notebook shares, checked in one place.
 
-``validate_run(size, seed, device, cache_dir, threads)`` checks them (one ValueError each, naming
-the parameter), applies the thread policy (``toymech.devices.apply_threads``: ``threads`` if
-given, else the free cores shared among the processes of the job) and resolves the device once;
-each study's ``validate`` calls it, then checks its own parameters.
+``validate_run(size, seed, device, n_seeds=None, cache_dir=None, threads=None)`` checks them
+(one ValueError each, naming the parameter), applies the thread policy
+(``toymech.devices.apply_threads``: ``threads`` if given, else the free cores shared among the
+processes of the job) and resolves the device once; each study's ``validate`` calls it, then
+checks its own parameters.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ..core import check_path_writable_dir, check_seed, check_size
+from ..core import check_int, check_path_writable_dir, check_seed, check_size
 from ..devices import apply_threads, resolve_device
+from .protocol import check_n_seeds
 
 
-def validate_run(size: str, seed: int, device: str | torch.device, cache_dir: str | None = None,
+def validate_run(size: str, seed: int, device: str | torch.device = "auto",
+                 n_seeds: int | None = None, cache_dir: str | None = None,
                  threads: int | None = None) -> torch.device:
     check_size(size)
     check_seed(seed)
+    check_n_seeds(n_seeds)
     if cache_dir is not None:
         check_path_writable_dir("cache_dir", cache_dir)
+    if threads is not None:
+        check_int("threads", threads, 1, 1024)
     dev = resolve_device(device)
     if dev.type == "cpu":
         apply_threads(threads)
     return dev
+
+
+def check_options(name: str, values, allowed) -> tuple[str, ...]:
+    """A list of option names, each one of ``allowed`` (e.g. a notebook's ``also``)."""
+    from ..core import check
+    check(isinstance(values, (list, tuple)), name, values,
+          f"a list of names among {', '.join(allowed) or '(none)'}")
+    for i, v in enumerate(values):
+        check(isinstance(v, str) and v in allowed, f"{name}[{i}]", v,
+              f"one of {', '.join(allowed) or '(none)'}")
+    return tuple(values)

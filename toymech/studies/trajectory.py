@@ -18,6 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..analysis import dynamics
+from ..analysis.heads import head_labels
 from ..core import check
 from ..plots.scrubber import scrubber
 
@@ -93,7 +94,7 @@ def flat_patterns(model: Any, task: Any, tokens: Any) -> tuple[np.ndarray, list[
 
     pats = attention_patterns(model, tokens)  # [L, H, T, T]
     n_layers, n_heads = pats.shape[:2]
-    labels = [f"L{layer}H{head}" for layer in range(n_layers) for head in range(n_heads)]
+    labels = head_labels(n_layers, n_heads)
     return (pats.reshape(n_layers * n_heads, *pats.shape[2:]).float().numpy(), labels,
             task.str_tokens(tokens))
 

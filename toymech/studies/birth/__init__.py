@@ -1,45 +1,52 @@
 """Study 2: Birth of a Transformer, a memory viewpoint (Bietti et al. 2023; see docs/sources.md,
 study 2).
 
-The public surface every study has: ``TITLE``, ``SOURCE``, ``SIZES``, ``EXPERIMENTS``,
-``validate``, the functions that train and measure (``main_run``, ``trigger_sweep``,
-``freezing_comparison``, ``extremes_table``, ...), tables, ``CLAIMS``, ``numbers`` and
-``scorecard``. The notebook only calls these and displays what they return.
+The study protocol (``toymech.studies.protocol``): ``TITLE``, ``SOURCE``, ``SIZES``,
+``EXPERIMENTS``, ``CLAIMS``, ``validate``, ``seeds_of``, ``experiments``, ``eval_sets``,
+``measure_seed``, ``numbers``, ``scorecard``, ``probe_data``, ``dynamics_metrics``,
+``through_training``, ``describe``; plus the study's runs and tables (``main_run``,
+``trigger_sweep``, ``freezing_comparison``, ``extremes_table``, ...). The notebook only calls
+these and displays what they return.
 
 Modules: ``experiments`` (sizes, freezings, configs, named experiments), ``callbacks`` (the
 training callback recording the memory probes), ``measure`` (batches from the run's seed
-streams, runs, sweeps), ``tables`` (summaries of what was measured), ``claims``.
+streams, runs, sweeps), ``tables`` (summaries of what was measured), ``claims``, ``seeds``
+(the main run over seeds), ``dynamics`` (through training).
 """
 
+from .callbacks import PROBE_TAG, birth_callback, trigger_sets
+from .claims import CLAIMS, HALF, MAIN_CLAIMS, SOURCE, half_and_rise, numbers, scorecard
 from .dynamics import (DYNAMICS_METRICS, dynamics_metrics, dynamics_patterns, probe_data,
                        through_training)
+from .experiments import (EXPERIMENTS, FREEZINGS, MODELS, OPTIONAL_RUNS, SIZES, control_config,
+                          experiment, experiments, freeze_patterns, seeds_of, simplified_config,
+                          truncated, validate)
+from .measure import (CONTROL_ROW, EXTREMES, EXTREMES_COLUMNS, FREEZING_LABELS, N_OOD_RANDOM,
+                      attention_table, attention_view, bigram_baseline, eval_sets,
+                      evaluate_sets, example_batch, extremes_experiments, extremes_rows,
+                      extremes_table, freezing_comparison, freezing_experiments, freezing_rows,
+                      main_run, sequence_marks, shared_pool, snapshots, sweep_experiments,
+                      sweep_rows, trigger_sweep)
+from .seeds import main_runs, measure_seed, optimizer_table, other_optimizer, seed_table
+from .tables import (FORMATION_KEYS, before_step, construction_kcomp, construction_table,
+                     describe, dynamics_summary, formation_marks, formation_table,
+                     freezing_summary, kcomp_summary, sweep_summary, sweep_table)
 from ..trajectory import over_seeds
-from .callbacks import PROBE_TAG, birth_callback, trigger_sets
-from .claims import CLAIMS, SOURCE, numbers, scorecard
-from .experiments import (CONTROL_SIZES, EXPERIMENTS, FREEZINGS, MODELS, SIZES, control_config,
-                          experiment, freeze_patterns, simplified_config, truncated, validate)
-from .measure import (CONTROL_ROW, EXTREMES_COLUMNS, FREEZING_ROW, N_OOD_RANDOM, attention_table,
-                      attention_view, bigram_baseline, eval_batches, evaluate_sets,
-                      example_batch, extremes_table, freezing_comparison, main_run, run_row,
-                      sequence_marks, shared_pool, snapshots, trigger_sweep)
-from .seeds import (MAIN_CLAIMS, agreement_lines, main_runs, optimizer_table, other_optimizer,
-                    seed_numbers, seed_table, seeds_of)
-from .tables import (FORMATION_KEYS, before_step, construction_kcomp, construction_table, describe,
-                     dynamics_summary, formation_marks, formation_table, freezing_summary,
-                     half_step, kcomp_summary, sweep_summary, sweep_table)
 
 TITLE = "Birth of a Transformer: a memory viewpoint"
 
-__all__ = ["MAIN_CLAIMS", "agreement_lines", "main_runs", "optimizer_table", "other_optimizer",
-           "seed_numbers", "seed_table", "seeds_of",
-           "DYNAMICS_METRICS", "dynamics_metrics", "dynamics_patterns", "over_seeds", "probe_data",
-           "through_training", "describe", "CLAIMS", "CONTROL_ROW", "CONTROL_SIZES", "EXPERIMENTS", "EXTREMES_COLUMNS",
-           "FORMATION_KEYS", "FREEZINGS", "FREEZING_ROW", "MODELS", "N_OOD_RANDOM", "PROBE_TAG",
-           "SIZES", "SOURCE", "TITLE", "attention_table", "attention_view", "before_step",
-           "bigram_baseline", "birth_callback", "construction_kcomp", "construction_table",
-           "control_config", "dynamics_summary", "eval_batches", "evaluate_sets",
-           "example_batch", "experiment", "extremes_table", "formation_marks", "formation_table",
-           "freeze_patterns", "freezing_comparison", "freezing_summary", "half_step",
-           "kcomp_summary", "main_run", "numbers", "run_row", "scorecard", "sequence_marks",
+__all__ = ["CLAIMS", "CONTROL_ROW", "DYNAMICS_METRICS", "EXPERIMENTS", "EXTREMES",
+           "EXTREMES_COLUMNS", "FORMATION_KEYS", "FREEZINGS", "FREEZING_LABELS", "HALF",
+           "MAIN_CLAIMS", "MODELS", "N_OOD_RANDOM", "OPTIONAL_RUNS", "PROBE_TAG", "SIZES", "SOURCE",
+           "TITLE", "attention_table", "attention_view", "before_step", "bigram_baseline",
+           "birth_callback", "construction_kcomp", "construction_table", "control_config",
+           "describe", "dynamics_metrics", "dynamics_patterns", "dynamics_summary", "eval_sets",
+           "evaluate_sets", "example_batch", "experiment", "experiments", "extremes_experiments",
+           "extremes_rows", "extremes_table", "freezing_experiments", "freezing_rows",
+           "sweep_experiments", "sweep_rows",
+           "formation_marks", "formation_table", "freeze_patterns", "freezing_comparison",
+           "freezing_summary", "half_and_rise", "kcomp_summary", "main_run", "main_runs",
+           "measure_seed", "numbers", "optimizer_table", "other_optimizer", "over_seeds",
+           "probe_data", "scorecard", "seed_table", "seeds_of", "sequence_marks",
            "shared_pool", "simplified_config", "snapshots", "sweep_summary", "sweep_table",
-           "trigger_sets", "truncated", "validate"]
+           "through_training", "trigger_sets", "truncated", "validate"]

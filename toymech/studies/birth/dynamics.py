@@ -22,7 +22,8 @@ from ...tasks import Batch
 from ...tasks.bigram_triggers import BigramTriggers
 from .callbacks import trigger_sets
 from .experiments import SIZES
-from .measure import eval_batches, example_batch
+from ..protocol import size_of
+from .measure import eval_sets, example_batch
 from ..trajectory import flat_patterns, through_training_for
 
 # The paper's order of formation (global bigram first, then the induction head top-down: output
@@ -35,13 +36,16 @@ WINDOW = 64  # most positions shown by ``dynamics_patterns``
 class ProbeData:
     """What every snapshot is measured on.
 
-    test / ood: the run's evaluation sets (``eval_batches``; ``ood`` None where the task has no
+    size, seed: the run's size and seed (the probe batch and the baselines derive from them).
+    test / ood: the run's evaluation sets (``eval_sets``; ``ood`` None where the task has no
         held-out triggers). triggers / non_triggers: token ids the W_K² and W_F probes run over
         (None: all tokens, for random triggers). example: [<= WINDOW] token ids shown by
         ``dynamics_patterns``.
     """
 
     task: BigramTriggers
+    size: str
+    seed: int
     test: Batch
     ood: Batch | None
     triggers: torch.Tensor | None
@@ -50,7 +54,7 @@ class ProbeData:
 
 
 def probe_data(task: BigramTriggers, size: str, seed: int, device: str | torch.device = "cpu",
-               n_eval: int | None = None, window: int = WINDOW) -> ProbeData:
+               *, n_eval: int | None = None, window: int = WINDOW) -> ProbeData:
     """The fixed data of a run with seed ``seed`` at ``size`` (``n_eval`` sequences per set;
     None: the size's ``n_eval``).
 
@@ -61,15 +65,15 @@ def probe_data(task: BigramTriggers, size: str, seed: int, device: str | torch.d
     query row keeps all of its attention (rows sum to 1); ``window`` >= the sequence length
     shows the whole sequence.
     """
-    n = SIZES[size]["n_eval"] if n_eval is None else n_eval
+    n = size_of(SIZES, size).n_eval if n_eval is None else n_eval
     check(isinstance(n, int) and n >= 1, "n_eval", n_eval, "None or an integer >= 1")
     check(isinstance(window, int) and window >= 2, "window", window, "an integer >= 2")
-    sets = eval_batches(task, n, seed, device)
+    sets = eval_sets(task, size, seed, device, n=n)
     ex = example_batch(task, seed, 8, device)
     cut = min(window, task.seq_len)
     row = _example_row(ex, cut)
     triggers, non_triggers = trigger_sets(task)
-    return ProbeData(task, sets["test"], sets.get("ood"), triggers, non_triggers,
+    return ProbeData(task, size, seed, sets["test"], sets.get("ood"), triggers, non_triggers,
                      ex.tokens[row, :cut])
 
 

@@ -17,15 +17,17 @@ docs/sources.md, study 2) trains with SGD, lr 0.2, batch 512, T = 256 for 10,000
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from ... import tasks
-from ...core import check, check_int, check_size
+from ...core import check, check_int
 from ...models import ModelConfig
 from ...models.variants import BIRTH_SIMPLIFIED, simplified_options
-from ..params import validate_run
+from ..params import check_options, validate_run
+from ..protocol import StudySize, seeds_for, size_of
 from ...training import Experiment, Named, TrainConfig
 
 # --- freezing as data ------------------------------------------------------------------------
@@ -69,30 +71,63 @@ def control_config(task: tasks.Task, d_model: int = 128, n_heads: int = 4,
 
 
 # --- sizes: the one place they live ---------------------------------------------------------------
-# Per size: sequence length, batch, width, steps, evaluation cadence and held-out batch of the
-# training loop, optimizer and learning rate. ``n_eval``: sequences per evaluation set of the
-# notebook's tables (drawn from the run's 'eval' stream). ``seeds``: how many seeds (the notebook's
-# and the next ones) train the main run, over which its claims are assessed. The probes run every
-# ``eval_every`` steps: every 5 of 400 at ``default`` resolves the order in which the memories form
-# (every 20 tied W_O² and W_K² in most seeds). ``sgd_lr`` / ``adam_lr``: the other optimizer's
-# learning rate (the paper trains with SGD, momentum 0.9; at ``default``'s 400 steps of batch 64
-# SGD needs lr 3.0 to form the mechanism: 0.3 reached in-context accuracy 0.28, 1.0 0.80, 3.0 0.95).
-SIZES: dict[str, dict[str, Any]] = {
-    "smoke": dict(length=16, batch=8, d_model=16, steps=6, eval_every=3, eval_size=16,
-                  optimizer="adam", lr=1e-2, n_eval=256, snapshots=4, seeds=2, sgd_lr=3.0),
-    "default": dict(length=64, batch=64, d_model=128, steps=400, eval_every=5, eval_size=256,
-                    optimizer="adam", lr=1e-2, n_eval=256, snapshots=16, seeds=5, sgd_lr=3.0),
-    "paper": dict(length=256, batch=512, d_model=128, steps=10_000, eval_every=100,
-                  eval_size=1024, optimizer="sgd", lr=0.2, n_eval=256, snapshots=24, seeds=10,
-                  adam_lr=1e-2),
+@dataclass(frozen=True)
+class ControlSize:
+    """The fully trained control's settings at one size (AdamW)."""
+
+    length: int
+    batch: int
+    d_model: int
+    steps: int
+    eval_every: int
+    eval_size: int
+    lr: float
+
+
+@dataclass(frozen=True)
+class BirthSize(StudySize):
+    """Per size: sequence length, batch, width, steps, the probes' cadence (``eval_every``: the
+    loop's evaluation, where the callback records the probes) and held-out batch, optimizer and
+    learning rate (``other_lr``: the other optimizer's, for the optional comparison), sequences per
+    evaluation set (``n_eval``, the run's 'eval' stream), snapshots, the sweep's and freezing
+    runs' steps (``sweep_steps``), and the control's settings. ``n_seeds``: seeds of the main run,
+    over which its claims are assessed."""
+
+    length: int = 64
+    batch: int = 64
+    d_model: int = 128
+    steps: int = 400
+    eval_every: int = 5
+    eval_size: int = 256
+    optimizer: str = "sgd"
+    lr: float = 3.0
+    other_lr: float = 1e-2
+    n_eval: int = 256
+    snapshots: int = 16
+    sweep_steps: int = 400
+    control: ControlSize | None = None
+
+
+# The probes run every ``eval_every`` steps: every 5 of 400 at ``default`` resolves the order in
+# which the memories form. The paper trains with SGD (momentum 0.9, lr 0.2, batch 512, T = 256,
+# 10k steps): ``paper`` is that. At ``default``'s 400 steps of batch 64, SGD needs lr 3.0 to form
+# the mechanism (measured: lr 0.3 reached in-context accuracy 0.28, 1.0 0.80, 3.0 0.95); Adam at
+# 1e-2 is the optional comparison (``also=("optimizers",)``).
+SIZES: dict[str, BirthSize] = {
+    "smoke": BirthSize(n_seeds=2, length=16, batch=8, d_model=16, steps=6, eval_every=3,
+                       eval_size=16, optimizer="adam", lr=1e-2, other_lr=3.0, n_eval=256,
+                       snapshots=4, sweep_steps=6,
+                       control=ControlSize(16, 8, 16, 6, 3, 16, 3e-3)),
+    "default": BirthSize(n_seeds=3, length=64, batch=64, d_model=128, steps=400, eval_every=5,
+                         eval_size=256, optimizer="adam", lr=1e-2, other_lr=3.0, n_eval=256,
+                         snapshots=16, sweep_steps=400,
+                         control=ControlSize(64, 64, 128, 400, 50, 256, 3e-3)),
+    "paper": BirthSize(n_seeds=10, length=256, batch=512, d_model=128, steps=10_000,
+                       eval_every=100, eval_size=1024, optimizer="sgd", lr=0.2, other_lr=1e-2,
+                       n_eval=256, snapshots=24, sweep_steps=10_000,
+                       control=ControlSize(256, 512, 128, 10_000, 100, 1024, 1e-2)),
 }
-CONTROL_SIZES: dict[str, dict[str, Any]] = {
-    "smoke": dict(length=16, batch=8, d_model=16, steps=6, eval_every=3, eval_size=16, lr=3e-3),
-    "default": dict(length=64, batch=64, d_model=128, steps=400, eval_every=50, eval_size=256,
-                    lr=3e-3),
-    "paper": dict(length=256, batch=512, d_model=128, steps=10_000, eval_every=100,
-                  eval_size=1024, lr=1e-2),
-}
+seeds_of = seeds_for(SIZES)
 MODELS = ("simplified", "control")
 
 
@@ -106,35 +141,35 @@ def experiment(size: str = "default", seed: int = 0, *, model: str = "simplified
     ``options`` go to the simplified model's variant options (emb_std, init_std, attn_scale).
     ``optimizer``: the simplified model's optimizer, "adam" or "sgd" (with momentum 0.9, the
     paper's); None: the size's (``SIZES``). SGD's learning rate is the size's ``sgd_lr``."""
-    check_size(size)
+    spec = size_of(SIZES, size)
     check(model in MODELS, "model", model, f"one of {MODELS}")
-    s = (SIZES if model == "simplified" else CONTROL_SIZES)[size]
-    steps = s["steps"] if steps is None else steps
+    s = spec if model == "simplified" else spec.control
+    steps = s.steps if steps is None else steps
     task = tasks.get("bigram_triggers", n_triggers=n_triggers, trigger_mode=trigger_mode,
-                     length=s["length"], variant=variant, n_ood=n_ood)
+                     length=s.length, variant=variant, n_ood=n_ood)
     check(optimizer in (None, "adam", "sgd"), "optimizer", optimizer, "None, 'adam' or 'sgd'")
     if model == "simplified":
-        cfg = simplified_config(task, s["d_model"], seed, tied=tied, ff=ff, **options)
-        opt = optimizer or s["optimizer"]
-        size_lr = s["lr"] if opt == s["optimizer"] else s["sgd_lr"] if opt == "sgd" else s["adam_lr"]
-        train = TrainConfig(steps=steps, batch_size=s["batch"], lr=lr or size_lr,
+        cfg = simplified_config(task, s.d_model, seed, tied=tied, ff=ff, **options)
+        opt = optimizer or s.optimizer
+        size_lr = s.lr if opt == s.optimizer else s.other_lr
+        train = TrainConfig(steps=steps, batch_size=s.batch, lr=lr or size_lr,
                             optimizer=opt, weight_decay=1e-4, momentum=0.9,
                             freeze=freeze_patterns(freezing, tied), seed=seed,
-                            eval_every=min(s["eval_every"], steps), eval_size=s["eval_size"],
-                            snapshots=s["snapshots"])
+                            eval_every=min(s.eval_every, steps), eval_size=s.eval_size,
+                            snapshots=s.snapshots)
     else:
         check(freezing == "none" and not options and not tied, "freezing", freezing,
               "'none' (and no simplified-model options) for the fully trained control")
-        cfg = control_config(task, s["d_model"], seed=seed)
-        train = TrainConfig(steps=steps, batch_size=s["batch"], lr=lr or s["lr"],
+        cfg = control_config(task, s.d_model, seed=seed)
+        train = TrainConfig(steps=steps, batch_size=s.batch, lr=lr or s.lr,
                             optimizer="adamw", weight_decay=1e-4, seed=seed,
-                            eval_every=min(s["eval_every"], steps), eval_size=s["eval_size"])
+                            eval_every=min(s.eval_every, steps), eval_size=s.eval_size)
     check(model == "simplified" or optimizer is None, "optimizer", optimizer,
           "None for the control (AdamW)")
     data = f"{trigger_mode}-K{n_triggers}" if variant == "mixed" else variant
     return Experiment(task, cfg, train, name or f"birth-{model}-{data}-{freezing}"
                       f"{'-tied' if tied else ''}"
-                      f"{'-' + optimizer if optimizer and optimizer != s['optimizer'] else ''}")
+                      f"{'-' + optimizer if optimizer and optimizer != spec.optimizer else ''}")
 
 
 def truncated(exp: Experiment, steps: int) -> Experiment:
@@ -167,18 +202,25 @@ EXPERIMENTS = {name: Named(name, description, _maker(name, kwargs), "birth")
 
 
 # The notebook's optional runs (its ``also`` parameter): tied embeddings in the freezing
-# comparison, the fully trained 4-head control, the only-/no-trigger extremes.
+# comparison, the fully trained 4-head control, the only-/no-trigger extremes, the main run with
+# the other optimizer. Off by default: the laptop run keeps to the claims with a source number.
 OPTIONAL_RUNS = ("tied", "control", "extremes", "optimizers")
 
 
-def validate(size: str, seed: int, device: str, trigger_mode: str = "fixed",
-             n_triggers: int = 3, threads: int | None = None, *, cache_dir: str | None = None,
+def experiments(size: str, seeds) -> list[Experiment]:
+    """The main run (the simplified model, fixed triggers, K = 3) for every seed of ``seeds``."""
+    return [experiment(size, s) for s in seeds]
+
+
+def validate(size: str, seed: int, device: str | torch.device = "auto", *,
+             n_seeds: int | None = None, cache_dir: str | None = None,
+             threads: int | None = None, trigger_mode: str = "fixed", n_triggers: int = 3,
              sweep_ks: Any = (1, 3, 5), sweep_steps: int | None = None,
-             also: Any = ("control", "optimizers")) -> torch.device:
+             also: Any = ()) -> torch.device:
     """Check the notebook's parameters (a ValueError names the bad one), set torch's CPU threads
     (``threads``; None: the thread policy of ``toymech.devices``) and resolve the device, once
-    (``toymech.studies.params.validate_run``). The keyword-only ones are the notebook's others."""
-    dev = validate_run(size, seed, device, cache_dir, threads)
+    (``toymech.studies.params.validate_run``)."""
+    dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
     vocab = experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers).task.d_vocab
     check(isinstance(sweep_ks, (list, tuple)) and len(sweep_ks) >= 1, "sweep_ks", sweep_ks,
           "a non-empty list of trigger counts K")
@@ -186,9 +228,5 @@ def validate(size: str, seed: int, device: str, trigger_mode: str = "fixed",
         check_int(f"sweep_ks[{i}]", k, 1, vocab)
     if sweep_steps is not None:
         check_int("sweep_steps", sweep_steps, 1, 10**8)
-    check(isinstance(also, (list, tuple)), "also", also,
-          f"a list of optional runs among {', '.join(OPTIONAL_RUNS)}")
-    for i, run in enumerate(also):
-        check(isinstance(run, str) and run in OPTIONAL_RUNS, f"also[{i}]", run,
-              f"one of {', '.join(OPTIONAL_RUNS)}")
+    check_options("also", also, OPTIONAL_RUNS)
     return dev

@@ -23,6 +23,7 @@ from ...tasks.bigram_triggers import bigram_predictor_metrics, held_out_tokens
 from ...training import Experiment, Zoo, ZooEntry
 from ..grids import train_grid
 from .callbacks import PROBE_TAG, birth_callback
+from ..protocol import size_of
 from .experiments import SIZES, experiment, truncated
 from .tables import before_step
 
@@ -30,12 +31,15 @@ N_OOD_RANDOM = 16  # tokens the random-trigger runs of the sweep hold out of the
 
 
 # --- batches -------------------------------------------------------------------------------------
-def eval_batches(task: tasks.Task, n: int, seed: int, device: str | torch.device = "cpu",
-                 pools: Mapping[str, torch.Tensor] | None = None) -> dict[str, Batch]:
+def eval_sets(task: tasks.Task, size: str, seed: int, device: str | torch.device = "cpu", *,
+              n: int | None = None, pools: Mapping[str, torch.Tensor] | None = None
+              ) -> dict[str, Batch]:
     """The evaluation sets of a run with seed ``seed``: ``task.eval_sets`` (test, and ood where
-    the task has held-out triggers), then one set per ``pools`` entry (random triggers drawn
-    from that [N] bool mask), all from one generator of the run's 'eval' stream."""
+    the task has held-out triggers; ``n`` sequences each, None: the size's ``n_eval``), then one
+    set per ``pools`` entry (random triggers drawn from that [N] bool mask), all from one
+    generator of the run's 'eval' stream."""
     gen = make_generator(seed_for(seed, "eval"), resolve_device(device))
+    n = _n_eval(size, n)
     sets = task.eval_sets(n, gen)
     for name, pool in (pools or {}).items():
         sets[name] = task.sample_from_pool(n, gen, pool)
@@ -58,21 +62,21 @@ def sequence_marks(task: tasks.Task, batch: Batch, index: int = 0, length: int =
     return task.str_tokens(seq), is_trigger, batch.extras["in_context"][index][:length]
 
 
-def bigram_baseline(task: tasks.Task, seed: int, n: int = 256,
-                    device: str | torch.device = "cpu") -> dict[str, float]:
+def bigram_baseline(task: tasks.Task, size: str, seed: int, device: str | torch.device = "cpu"
+                    ) -> dict[str, float]:
     """Metrics of the exact bigram model (knows π_b, nothing in context) on the run's test set,
     and the share of targets that are in-context targets (``in_context_share``)."""
-    test = eval_batches(task, n, seed, device)["test"]
+    test = eval_sets(task, size, seed, device)["test"]
     out = bigram_predictor_metrics(task, test)
     out["in_context_share"] = float(test.extras["in_context"][:, 1:].float().mean())
     return out
 
 
 @torch.no_grad()
-def evaluate_sets(model: HookedTransformer, task: tasks.Task, n: int = 256, seed: int = 0,
+def evaluate_sets(model: HookedTransformer, task: tasks.Task, size: str, seed: int = 0,
                   pools: Mapping[str, torch.Tensor] | None = None) -> dict[str, dict[str, float]]:
-    """Task metrics (loss/acc, icl_*, bigram_*) on each of ``eval_batches`` (test, ood, pools)."""
-    sets = eval_batches(task, n, seed, model.cfg.device, pools)
+    """Task metrics (loss/acc, icl_*, bigram_*) on each of ``eval_sets`` (test, ood, pools)."""
+    sets = eval_sets(task, size, seed, model.cfg.device, pools=pools)
     return {name: task.metrics(model(b.tokens), b) for name, b in sets.items()}
 
 
@@ -99,18 +103,7 @@ def _train_grid(zoo: Zoo, exps, device, log) -> None:
 
 
 def _n_eval(size: str, n_eval: int | None) -> int:
-    return SIZES[size]["n_eval"] if n_eval is None else n_eval
-
-
-def run_row(entry: ZooEntry, task: tasks.Task, n: int = 256, seed: int = 0) -> dict[str, float]:
-    """One table row for a trained zoo entry: final in-distribution and OOD metrics, the
-    trainable/frozen parameter counts and the training wall time."""
-    sets = evaluate_sets(entry.model, task, n, seed)
-    row = {k: v for k, v in sets["test"].items() if k in ("icl_acc", "bigram_acc", "loss")}
-    if "ood" in sets:
-        row["ood_icl_acc"] = sets["ood"]["icl_acc"]
-    row.update({k: entry.meta.get(k) for k in ("trainable", "frozen", "seconds")})
-    return row
+    return size_of(SIZES, size).n_eval if n_eval is None else n_eval
 
 
 def snapshots(zoo: Zoo, exp: Experiment, main: ZooEntry, device="auto",
@@ -140,21 +133,27 @@ def shared_pool(task: tasks.Task, n_ood_random: int = N_OOD_RANDOM) -> torch.Ten
     return pool
 
 
-def trigger_sweep(zoo: Zoo, size: str, seed: int, ks=(1, 3, 5), modes=("fixed", "random"),
-                  steps: int | None = None, n_ood_random: int = N_OOD_RANDOM, device="auto",
-                  n_eval: int | None = None, log=print) -> pd.DataFrame:
-    """Train the simplified model for each trigger mode and K (random triggers hold
-    ``n_ood_random`` tokens out of training) and evaluate in-context accuracy on the training
-    distribution ('test'), with triggers never used as triggers in training ('ood'), and on a
-    set shared by all models ('non-top-K', ``shared_pool``). One row per (mode, K, set)."""
-    exps = {(mode, k): experiment(size, seed, trigger_mode=mode, n_triggers=k, steps=steps,
+def sweep_experiments(size: str, seed: int, ks=(1, 3, 5), modes=("fixed", "random"),
+                      steps: int | None = None, n_ood_random: int = N_OOD_RANDOM
+                      ) -> dict[tuple[str, int], Experiment]:
+    """The trigger sweep's runs: {(mode, K): Experiment} (``steps``: None, the size's
+    ``sweep_steps``; random triggers hold ``n_ood_random`` tokens out of training)."""
+    steps = size_of(SIZES, size).sweep_steps if steps is None else steps
+    return {(mode, k): experiment(size, seed, trigger_mode=mode, n_triggers=k, steps=steps,
                                   n_ood=n_ood_random if mode == "random" else 0)
             for mode in modes for k in ks}
-    _train_grid(zoo, exps.values(), device, None)
+
+
+def sweep_rows(models: Mapping[tuple[str, int], HookedTransformer],
+               exps: Mapping[tuple[str, int], Experiment], size: str, seed: int,
+               n_ood_random: int = N_OOD_RANDOM) -> pd.DataFrame:
+    """The sweep's table from its models (trained, or untrained for a null): in-context accuracy
+    on the training distribution ('test'), with triggers never used as triggers in training
+    ('ood'), and on a set shared by all models ('non-top-K', ``shared_pool``). One row per
+    (mode, K, set)."""
     rows = []
     for (mode, k), exp in exps.items():
-        entry = _get(zoo, exp, device, log)
-        results = evaluate_sets(entry.model, exp.task, _n_eval(size, n_eval), seed,
+        results = evaluate_sets(models[mode, k], exp.task, size, seed,
                                 {"non-top-K": shared_pool(exp.task, n_ood_random)})
         for name, m in results.items():
             rows.append({"triggers": mode, "K": k, "set": name, "icl_acc": m["icl_acc"],
@@ -162,55 +161,118 @@ def trigger_sweep(zoo: Zoo, size: str, seed: int, ks=(1, 3, 5), modes=("fixed", 
     return pd.DataFrame(rows)
 
 
-FREEZING_ROW = "simplified, freeze={}"  # row names of freezing_comparison
+def trigger_sweep(zoo: Zoo, size: str, seed: int, ks=(1, 3, 5), modes=("fixed", "random"),
+                  steps: int | None = None, n_ood_random: int = N_OOD_RANDOM, device="auto",
+                  log=print) -> pd.DataFrame:
+    """Train (or load) the sweep's runs (``sweep_experiments``) and tabulate them
+    (``sweep_rows``)."""
+    exps = sweep_experiments(size, seed, ks, modes, steps, n_ood_random)
+    _train_grid(zoo, exps.values(), device, None)
+    models = {key: _get(zoo, exp, device, log).model for key, exp in exps.items()}
+    return sweep_rows(models, exps, size, seed, n_ood_random)
+
+
 CONTROL_ROW = "control: 4 heads, pre-LN, all trained"
+FREEZING_LABELS = {"paper": "the paper's freezing", "learned_pos": "learned positions",
+                   "learned_embeddings": "learned embeddings", "none": "everything trained"}
+
+
+def freezing_experiments(size: str, seed: int, trigger_mode: str = "fixed",
+                         n_triggers: int = 3, freezings=("paper", "learned_pos", "none"),
+                         tied: bool = False, control: bool = False, steps: int | None = None
+                         ) -> dict[tuple[str, str], Experiment]:
+    """The freezing comparison's runs: {(row label, freezing): Experiment} (``steps``: None, the
+    size's ``sweep_steps``; the freezing of the control row is "control")."""
+    steps = size_of(SIZES, size).sweep_steps if steps is None else steps
+    setups = [(f, False) for f in freezings] + ([("paper", True)] if tied else [])
+    exps = {(FREEZING_LABELS[f] + (", tied embeddings" if t else ""), f):
+            experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers,
+                       freezing=f, tied=t, steps=steps) for f, t in setups}
+    if control:
+        exps[CONTROL_ROW, "control"] = experiment(size, seed, model="control", freezing="none",
+                                                  trigger_mode=trigger_mode,
+                                                  n_triggers=n_triggers, steps=steps)
+    return exps
+
+
+def freezing_rows(runs: Mapping[tuple[str, str], Any], exps: Mapping[tuple[str, str], Experiment],
+                  size: str, seed: int) -> pd.DataFrame:
+    """The freezing table from its runs (zoo entries, or bare models for a null): per row the
+    ``freezing`` it used, final metrics, OOD in-context accuracy, memory probes, K-composition,
+    trainable/frozen parameter counts and wall time (entries only)."""
+    rows = {}
+    for (label, freezing), exp in exps.items():
+        run = runs[label, freezing]
+        model = run if isinstance(run, HookedTransformer) else run.model
+        metrics = evaluate_sets(model, exp.task, size, seed)
+        row: dict[str, Any] = {k: v for k, v in metrics["test"].items()
+                               if k in ("icl_acc", "bigram_acc", "loss")}
+        if "ood" in metrics:
+            row["ood_icl_acc"] = metrics["ood"]["icl_acc"]
+        if not isinstance(run, HookedTransformer):
+            row.update({k: run.meta.get(k) for k in ("trainable", "frozen", "seconds")})
+        trig = exp.task.fixed_triggers if exp.task.trigger_mode == "fixed" else None
+        row.update(probes.model_probes(model, exp.task.pi_b, trig))
+        row["kcomp"] = float(analysis.composition_scores(model, "K")[0, :, 1, :].max())
+        rows[label] = {"freezing": freezing if freezing != "control" else None,
+                       **{k: float(v) for k, v in row.items() if v is not None}}
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def freezing_comparison(zoo: Zoo, size: str, seed: int, trigger_mode: str = "fixed",
                         n_triggers: int = 3, freezings=("paper", "learned_pos", "none"),
-                        tied: bool = False, control: bool = True, steps: int | None = None,
-                        device="auto", n_eval: int | None = None, log=print) -> pd.DataFrame:
-    """One row per training setup: the paper's freezing and the alternatives (and tied
-    embeddings, and the fully trained 4-head control): final metrics, OOD in-context accuracy,
-    memory probes, K-composition, trainable/frozen parameter counts and wall time."""
-    setups = [(f, False) for f in freezings] + ([("paper", True)] if tied else [])
-    exps = {FREEZING_ROW.format(f) + (", tied" if t else ""):
-            experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers,
-                       freezing=f, tied=t, steps=steps) for f, t in setups}
-    if control:
-        exps[CONTROL_ROW] = experiment(size, seed, model="control", freezing="none",
-                                       trigger_mode=trigger_mode, n_triggers=n_triggers,
-                                       steps=steps)
+                        tied: bool = False, control: bool = False, steps: int | None = None,
+                        device="auto", log=print) -> pd.DataFrame:
+    """Train (or load) the freezing comparison's runs (``freezing_experiments``: the paper's
+    freezing and the alternatives, tied embeddings, the fully trained 4-head control) and
+    tabulate them (``freezing_rows``)."""
+    exps = freezing_experiments(size, seed, trigger_mode, n_triggers, freezings, tied, control,
+                                steps)
     _train_grid(zoo, exps.values(), device, None)
-    rows = {}
-    for name, exp in exps.items():
-        entry = _get(zoo, exp, device, log)
-        row: dict[str, Any] = run_row(entry, exp.task, _n_eval(size, n_eval), seed)
-        trig = exp.task.fixed_triggers if trigger_mode == "fixed" else None
-        row.update(probes.model_probes(entry.model, exp.task.pi_b, trig))
-        row["kcomp"] = float(analysis.composition_scores(entry.model, "K")[0, :, 1, :].max())
-        rows[name] = row
-    return pd.DataFrame(rows).T.astype(float)
+    runs = {key: _get(zoo, exp, device, log) for key, exp in exps.items()}
+    return freezing_rows(runs, exps, size, seed)
 
 
 EXTREMES_COLUMNS = ("icl_acc", "bigram_acc", "loss", "probe_wk1", "probe_wk2", "probe_wo2",
                     "probe_wf_kl")
+EXTREMES = {"mixed": ("mixed", "paper"), "only_triggers": ("only_triggers", "paper"),
+            "only_triggers, unfrozen": ("only_triggers", "none"),
+            "no_triggers": ("no_triggers", "paper")}
+
+
+def extremes_experiments(size: str, seed: int, steps: int | None = None
+                         ) -> dict[str, Experiment]:
+    """The extremes' runs: {row name: Experiment} (``steps``: None, half the size's
+    ``sweep_steps``)."""
+    steps = max(1, size_of(SIZES, size).sweep_steps // 2) if steps is None else steps
+    return {name: experiment(size, seed, trigger_mode="random", variant=variant,
+                             freezing=freezing, steps=steps)
+            for name, (variant, freezing) in EXTREMES.items()}
+
+
+def extremes_rows(models: Mapping[str, HookedTransformer], exps: Mapping[str, Experiment],
+                  size: str, seed: int) -> pd.DataFrame:
+    """The extremes table from its models: final metrics and the memory probes (over all
+    tokens), ``EXTREMES_COLUMNS``."""
+    rows = {}
+    for name, exp in exps.items():
+        row = evaluate_sets(models[name], exp.task, size, seed)["test"]
+        row.update(probes.model_probes(models[name], exp.task.pi_b))
+        rows[name] = row
+    table = pd.DataFrame(rows).T.astype(float)
+    return table[[c for c in EXTREMES_COLUMNS if c in table]]
 
 
 def extremes_table(zoo: Zoo, size: str, seed: int, steps: int | None = None, device="auto",
-                   n_eval: int | None = None, log=print) -> pd.DataFrame:
+                   log=print) -> pd.DataFrame:
     """The reviewers' two extremes next to the mixed data (random triggers, K=3): every token a
-    trigger ('only_triggers': a random successor function per sequence) and a plain bigram chain
-    ('no_triggers'). Final metrics and the memory probes (over all tokens), ``EXTREMES_COLUMNS``."""
-    rows = {}
-    for variant in ("mixed", "only_triggers", "no_triggers"):
-        exp = experiment(size, seed, trigger_mode="random", variant=variant, steps=steps)
-        entry = _get(zoo, exp, device, log)
-        row = evaluate_sets(entry.model, exp.task, _n_eval(size, n_eval), seed)["test"]
-        row.update(probes.model_probes(entry.model, exp.task.pi_b))
-        rows[variant] = row
-    table = pd.DataFrame(rows).T.astype(float)
-    return table[[c for c in EXTREMES_COLUMNS if c in table]]
+    trigger ('only_triggers': a random successor function per sequence; also trained with every
+    matrix unfrozen, the setting a reviewer disputes) and a plain bigram chain ('no_triggers')
+    (``extremes_experiments``, ``extremes_rows``)."""
+    exps = extremes_experiments(size, seed, steps)
+    _train_grid(zoo, exps.values(), device, None)
+    models = {name: _get(zoo, exp, device, log).model for name, exp in exps.items()}
+    return extremes_rows(models, exps, size, seed)
 
 
 # --- attention before and after -------------------------------------------------------------------
@@ -225,14 +287,14 @@ def attention_view(models: Mapping[str, HookedTransformer], task: tasks.Task,
 
 
 @torch.no_grad()
-def attention_table(models: Mapping[str, HookedTransformer], task: tasks.Task, seed: int,
-                    n: int = 64) -> pd.DataFrame:
+def attention_table(models: Mapping[str, HookedTransformer], task: tasks.Task, size: str,
+                    seed: int, n: int = 64) -> pd.DataFrame:
     """Per model, on the run's test set (``n`` sequences, 'eval' stream): layer 0's attention to
     the previous token, layer 1's attention to the output after an earlier copy of the current
     trigger (head 0 of each), in-context and bigram accuracy."""
     rows = {}
     for name, m in models.items():
-        b = eval_batches(task, n, seed, m.cfg.device)["test"]
+        b = eval_sets(task, size, seed, m.cfg.device, n=n)["test"]
         logits, cache = m.run_with_cache(b.tokens,
                                          names_filter=lambda k: k.endswith("hook_pattern"))
         metrics = task.metrics(logits, b)

@@ -11,6 +11,7 @@ from transformer_lens import HookedTransformer
 
 from ... import tasks
 from ...analysis import probes
+from .claims import half_and_rise
 
 History = Sequence[Mapping[str, float]]
 
@@ -23,28 +24,15 @@ FORMATION_KEYS = {"bigram acc": "cb_bigram_acc", "W_F bigram KL": "probe_wf_kl",
 MARKED = ("bigram acc", "W_O² output copy", "W_K² induction key", "W_K¹ previous token")
 
 
-def half_step(history: History, key: str) -> float:
-    """First step at which ``key`` has covered half of its change from the first recorded value
-    to its final value (NaN when absent or when it does not change)."""
-    pts = [(r["step"], r[key]) for r in history if key in r and r[key] == r[key]]
-    if len(pts) < 2 or pts[-1][1] == pts[0][1]:
-        return float("nan")
-    v0, v1 = pts[0][1], pts[-1][1]
-    for step, v in pts:
-        if (v - v0) / (v1 - v0) >= 0.5:
-            return float(step)
-    return float("nan")
-
-
 def formation_table(history: History) -> pd.DataFrame:
-    """Per memory / metric: its first and final value and the half-way step, sorted by it (the
-    order in which the pieces form)."""
+    """Per memory / metric: its first and final value and the half-way step (half of the way to
+    its extreme, ``claims.half_and_rise``), sorted by it (the order in which the pieces form)."""
     rows = []
     for label, key in FORMATION_KEYS.items():
         pts = [r[key] for r in history if key in r]
         if pts:
             rows.append({"memory / metric": label, "key": key, "first": pts[0],
-                         "final": pts[-1], "half-way step": half_step(history, key)})
+                         "final": pts[-1], "half-way step": half_and_rise(history, key)[0]})
     return pd.DataFrame(rows).sort_values("half-way step").set_index("memory / metric")
 
 
@@ -68,7 +56,7 @@ def dynamics_summary(history: History, baseline: Mapping[str, float]) -> list[st
     """Sentences with the run's final accuracies beside the exact bigram model's, the half-way
     steps and the final probes (numbers only; the verdicts are the claims')."""
     f = history[-1]
-    h = {label: half_step(history, key) for label, key in FORMATION_KEYS.items()}
+    h = {label: half_and_rise(history, key)[0] for label, key in FORMATION_KEYS.items()}
     nan = float("nan")
     return [
         f"in-context accuracy {f['cb_icl_acc']:.3f} at step {f['step']} (exact bigram model: "
@@ -123,8 +111,8 @@ def freezing_summary(table: pd.DataFrame) -> list[str]:
     return [f"{name}: in-context {r['icl_acc']:.3f} (OOD {r.get('ood_icl_acc', nan):.3f}), "
             f"bigram {r['bigram_acc']:.3f}; probes W_K¹ {r.get('probe_wk1', nan):.2f}, "
             f"W_K² {r['probe_wk2']:.2f}, W_O² {r['probe_wo2']:.2f}; K-composition "
-            f"{r['kcomp']:.3f}; {r['trainable']:,.0f} trainable parameters"
-            for name, r in table.astype(float).iterrows()]
+            f"{r['kcomp']:.3f}; {r.get('trainable', nan):,.0f} trainable parameters"
+            for name, r in table.drop(columns=["freezing"], errors="ignore").astype(float).iterrows()]
 
 
 # --- the hand-built construction ------------------------------------------------------------------
@@ -173,10 +161,15 @@ def construction_kcomp(model: HookedTransformer, task: tasks.Task) -> float:
     return float((ov1 @ qk2.T).norm() / (ov1.norm() * qk2.norm()))
 
 
-def describe(exp, size: str, seed: int, device) -> str:
-    """The run's settings in one line, for the notebook's first output."""
+def describe(size: str, seed: int, device, *, n_seeds: int | None = None,
+             trigger_mode: str = "fixed", n_triggers: int = 3) -> str:
+    """The run's settings in words (from the size, not typed), for the notebook's first output."""
+    from .experiments import experiment, seeds_of
+    exp = experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers)
     task, train = exp.task, exp.train
-    return (f"size={size}, device={device}, seed={seed}: T={task.seq_len}, batch "
-            f"{train.batch_size}, d={exp.model.d_model}, {train.steps} steps ({train.optimizer}, "
-            f"lr {train.lr}); {task.trigger_mode} triggers, K={task.n_triggers}; "
-            f"vocabulary N={task.d_vocab}")
+    seeds = seeds_of(size, seed, n_seeds)
+    return (f"size {size} on {device}: sequences of T={task.seq_len}, batch {train.batch_size}, "
+            f"width d={exp.model.d_model}, {train.steps:,} steps of {train.optimizer} (lr "
+            f"{train.lr:g}; the paper: SGD, lr 0.2, 10,000 steps of batch 512 at T=256); "
+            f"{task.trigger_mode} triggers, K={task.n_triggers}; vocabulary N={task.d_vocab}; "
+            f"the main run over {len(seeds)} seeds ({', '.join(map(str, seeds))})")

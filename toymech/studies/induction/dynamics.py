@@ -35,8 +35,8 @@ PATTERN_KINDS = {"prev_token_max": "previous_token", "induction_max": "induction
 class ProbeData:
     """What every snapshot is measured on.
 
-    sets: the post's sets (``POST_SETS``: test, doubled, option1, option2), exactly the study's
-        ``eval_sets`` (so the final snapshot matches the loss table).
+    sets: the study's ``eval_sets`` (the post's sets ``POST_SETS`` and the mechanism sets), so
+        the final snapshot matches the loss table; the snapshots' losses read the post's sets.
     pattern_tokens: [n_pattern, seq] test sequences for the head pattern scores (as
         ``measure_all``).
     example: [seq] one training-distribution sequence whose block has distinct letters (the
@@ -50,7 +50,7 @@ class ProbeData:
 
 
 def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.device = "cpu",
-               n_pattern: int = 64, n_eval: int | None = None) -> ProbeData:
+               *, n_pattern: int = 64, n_eval: int | None = None) -> ProbeData:
     """The fixed data of a run with seed ``seed`` at ``size`` (see ``ProbeData``). ``n_eval``
     keeps the first ``n_eval`` sequences of each set (None: all of the size's ``eval_n``; the
     losses are most of the cost of a snapshot)."""
@@ -67,7 +67,7 @@ def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.d
     keep = slice(None, n_eval)
     return ProbeData(task, {k: Batch(sets[k].tokens[keep], sets[k].scored[keep],
                                   {e: v[keep] for e, v in sets[k].extras.items()})
-                            for k in POST_SETS if k in sets},
+                            for k in sets},
                      sets["test"].tokens[:n_pattern], candidates[row])
 
 
@@ -89,7 +89,8 @@ def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, flo
                            block's targets (guesses: ln 26 at best) and over the repeats (what
                            copying can predict).
     """
-    out = {f"{name}_loss": v for name, v in analysis.set_losses(model, data.sets).items()}
+    post = {k: data.sets[k] for k in POST_SETS if k in data.sets}
+    out = {f"{name}_loss": v for name, v in analysis.set_losses(model, post).items()}
     out["direct_copy"] = analysis.direct_path_copy_score(model)
     heads = analysis.ov_copy_scores(model)  # [L, H]
     for layer in range(heads.shape[0]):

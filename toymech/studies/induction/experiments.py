@@ -16,33 +16,46 @@ through-training views (``dynamics``).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
 from ... import tasks
-from ...core import check_size, seed_for
+from ...core import check, check_seed, seed_for
 from ...devices import make_generator
 from ...models import ModelConfig
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
-from ..params import validate_run
+from ..params import check_options, validate_run
+from ..protocol import StudySize, seeds_for, size_of
 from ...training import Experiment, Named, TrainConfig
 
-# The one place the study's sizes live: training and evaluation per size, and how many seeds
-# the claims are assessed over (``seeds``: the notebook's seed and the next ones); ``twins``: the
-# textbook/learned families of the mechanism check ("2l": their 2-layer models only, "all": the
-# three models of each; at ``default`` the post's models over 5 seeds take the time).
+# The one place the study's sizes live: training and evaluation per size, how many seeds the
+# claims are assessed over by default (``n_seeds``: the notebook's seed and the next ones; the
+# notebooks' ``n_seeds`` parameter changes it), and which textbook/learned twins the mechanism
+# comparison trains when it is asked for (``twins``: "2l" their 2-layer models, "all" all three;
+# the comparison is optional at smoke and default: ``also=("twins",)``).
+@dataclass(frozen=True)
+class InductionSize(StudySize):
+    train: TrainConfig = TrainConfig()
+    eval_n: int = 2048     # sequences per evaluation set
+    twins: str = "2l"
+
+
 SIZES = {
-    "smoke": dict(train=TrainConfig(steps=40, batch_size=64, eval_every=20, eval_size=256,
-                                    snapshots=4), eval_n=256, seeds=2, twins="2l"),
-    "default": dict(train=TrainConfig(steps=2000, batch_size=256, eval_every=100,
-                                      eval_size=1024, snapshots=16), eval_n=2048, seeds=5,
-                    twins="2l"),
-    "paper": dict(train=TrainConfig(steps=10_000, batch_size=256, eval_every=250,
-                                    eval_size=2048, snapshots=24), eval_n=2048, seeds=10,
-                  twins="all"),
+    "smoke": InductionSize(n_seeds=2, train=TrainConfig(steps=40, batch_size=64, eval_every=20,
+                                                        eval_size=256, snapshots=4),
+                           eval_n=256),
+    "default": InductionSize(n_seeds=3, train=TrainConfig(steps=2000, batch_size=256,
+                                                          eval_every=100, eval_size=1024,
+                                                          snapshots=16)),
+    "paper": InductionSize(n_seeds=10, train=TrainConfig(steps=10_000, batch_size=256,
+                                                         eval_every=250, eval_size=2048,
+                                                         snapshots=24), twins="all"),
 }
+seeds_of = seeds_for(SIZES)
+OPTIONAL_RUNS = ("twins",)  # the notebook's ``also``: the textbook / learned-position twins
 
 # ModelConfig options of each family. The post's alpha = 1.0 is an initial sigmoid of
 # sigmoid(1.0) = 0.731 (smear_init is the initial sigmoid; its logit is stored as 1.0).
@@ -73,19 +86,19 @@ LEARNED = ("induction-1l-learned", "induction-1l-smeared-learned", "induction-2l
 
 def twins(size: str) -> tuple[str, ...]:
     """The textbook- and learned-position models the mechanism check trains at ``size``."""
-    check_size(size)
     every = TEXTBOOK + LEARNED
-    return every if SIZES[size]["twins"] == "all" else tuple(n for n in every if "-2l-" in n)
+    return every if size_of(SIZES, size).twins == "all" else tuple(n for n in every if "-2l-" in n)
 
 
 def experiment(name: str, size: str = "default", seed: int = 0) -> Experiment:
     """One of the study's models (``MODELS``) at ``size``, seeded with ``seed``."""
+    check(name in MODELS, "name", name, f"one of {', '.join(MODELS)}")
     n_layers, smear, options, _ = MODELS[name]
-    check_size(size)
+    spec = size_of(SIZES, size)
     task = tasks.get("repeated_blocks")
     model = ModelConfig(n_layers=n_layers, n_heads=4, d_model=32, d_vocab=task.d_vocab,
                         n_ctx=task.seq_len, smear_keys=smear, seed=seed, **options)
-    return Experiment(task, model, SIZES[size]["train"].replace(seed=seed), name)
+    return Experiment(task, model, spec.train.replace(seed=check_seed(seed)), name)
 
 
 def _maker(name: str) -> Callable[[str, int], Experiment]:
@@ -96,14 +109,24 @@ EXPERIMENTS = {name: Named(name, spec[3], _maker(name), "induction")
                for name, spec in MODELS.items()}
 
 
-def validate(size: str, seed: int, device: str, cache_dir: str | None = None,
-             threads: int | None = None) -> torch.device:
-    """Check the notebook's parameters (clear ValueErrors), apply the thread policy and resolve
-    the device, once (``toymech.studies.params.validate_run``)."""
-    return validate_run(size, seed, device, cache_dir, threads)
+def experiments(size: str, seeds) -> list[Experiment]:
+    """The post's three models (``MAIN``) for every seed of ``seeds``, at ``size``."""
+    return [experiment(name, size, s) for s in seeds for name in MAIN]
 
 
-def eval_sets(task: RepeatedBlocks, size: str, seed: int, device: torch.device
+def validate(size: str, seed: int, device: str | torch.device = "auto", *,
+             n_seeds: int | None = None, cache_dir: str | None = None,
+             threads: int | None = None, also=()) -> torch.device:
+    """Check the notebook's parameters (clear ValueErrors: ``also`` a list of
+    ``OPTIONAL_RUNS``), apply the thread policy and resolve the device, once
+    (``toymech.studies.params.validate_run``)."""
+    dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
+    check_options("also", also, OPTIONAL_RUNS)
+    return dev
+
+
+def eval_sets(task: RepeatedBlocks, size: str, seed: int, device: str | torch.device = "cpu"
               ) -> dict[str, Batch]:
     """The study's evaluation sets, drawn from the run's ``eval`` stream."""
-    return task.eval_sets(SIZES[size]["eval_n"], make_generator(seed_for(seed, "eval"), device))
+    return task.eval_sets(size_of(SIZES, size).eval_n,
+                          make_generator(seed_for(seed, "eval"), torch.device(device)))

@@ -15,8 +15,11 @@ from ... import analysis
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
 from ...training import Zoo, ZooEntry
-from .claims import POST, POST_PATHS
-from .experiments import experiment
+from ...core import seed_for
+from ...devices import make_generator
+from ..protocol import size_of
+from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
+from .experiments import SIZES, experiment, seeds_of
 
 POST_SETS = ("test", "doubled", "option1", "option2")
 MECHANISM_SETS = ("predictable", "shifted", "period5", "period7")
@@ -27,17 +30,18 @@ class Model:
     """A trained model of the study with everything the notebook shows about it."""
 
     name: str
-    entry: ZooEntry
+    entry: ZooEntry | None
     losses: dict[str, float] = field(default_factory=dict)
     direct_copy: float = float("nan")
     head_copy: torch.Tensor | None = None
     pattern_scores: dict[str, torch.Tensor] = field(default_factory=dict)
     ablations: dict[str, dict[str, float]] = field(default_factory=dict)
     paths: dict[str, float] = field(default_factory=dict)  # 2-layer: composition_path_losses
+    module: HookedTransformer | None = None  # a model without a zoo entry (e.g. untrained)
 
     @property
     def model(self) -> HookedTransformer:
-        return self.entry.model
+        return self.module if self.module is not None else self.entry.model
 
 
 def load_models(names, size: str, seed: int, device: torch.device,
@@ -87,7 +91,7 @@ def copy_table(models: dict[str, Model]) -> pd.DataFrame:
         L, H = m.head_copy.shape
         for layer in range(L):
             for head in range(H):
-                row[f"L{layer}H{head}"] = float(m.head_copy[layer, head])
+                row[analysis.head_label(layer, head)] = float(m.head_copy[layer, head])
         rows.append(row)
     return pd.DataFrame(rows).set_index("model").round(3)
 
@@ -133,7 +137,8 @@ def ablation_table(m: Model) -> pd.DataFrame:
 
 def _heads(scores: torch.Tensor, pred) -> list[str]:
     L, H = scores.shape
-    return [f"L{l}H{h}" for l in range(L) for h in range(H) if pred(float(scores[l, h]))]
+    return [analysis.head_label(l, h) for l in range(L) for h in range(H)
+            if pred(float(scores[l, h]))]
 
 
 def eigenvalue_sets(model: HookedTransformer) -> dict[str, torch.Tensor]:
@@ -142,7 +147,7 @@ def eigenvalue_sets(model: HookedTransformer) -> dict[str, torch.Tensor]:
     ov = analysis.eigenvalues(analysis.full_ov_circuits(model))
     for layer in range(ov.shape[0]):
         for head in range(ov.shape[1]):
-            out[f"L{layer}H{head}"] = ov[layer, head]
+            out[analysis.head_label(layer, head)] = ov[layer, head]
     return out
 
 
@@ -151,7 +156,7 @@ def attention_view(model: HookedTransformer, task: RepeatedBlocks, tokens: torch
     from ...display import attention_view as view
     pats = analysis.attention_patterns(model, tokens)  # [L, H, q, k]
     L, H = pats.shape[:2]
-    names = [f"L{l}H{h}" for l in range(L) for h in range(H)]
+    names = analysis.head_labels(L, H)
     return view(task.str_tokens(tokens), pats.reshape(L * H, *pats.shape[2:]), names)
 
 
@@ -169,14 +174,14 @@ def algorithm_in_words(m: Model, chance: float, two_layer_baseline: float | None
         k_baseline = (two_layer_baseline if two_layer_baseline is not None
                       else analysis.composition_baseline(m.model, "K")[0])
     sents = []
-    if m.direct_copy < -0.5:
+    if m.direct_copy < SUPPRESSING:
         sents.append(f"The direct path suppresses the current letter (copy metric "
                      f"{m.direct_copy:+.2f}): never predict the letter just seen.")
     else:
         sents.append(f"The direct path does not suppress the current letter (copy metric "
                      f"{m.direct_copy:+.2f}).")
-    copiers = _heads(m.head_copy, lambda v: v > 0.5)
-    suppressors = _heads(m.head_copy, lambda v: v < -0.5)
+    copiers = _heads(m.head_copy, lambda v: v > COPYING)
+    suppressors = _heads(m.head_copy, lambda v: v < SUPPRESSING)
     if copiers:
         sents.append(f"Heads {', '.join(copiers)} copy the letter they attend to.")
     if suppressors:
@@ -209,38 +214,17 @@ def algorithm_in_words(m: Model, chance: float, two_layer_baseline: float | None
     return " ".join(sents)
 
 
-def compare_with_post(models: dict[str, Model], floor: float) -> list[str]:
-    """Sentences comparing our measured losses with the post's, for the notebook."""
-    lines = []
-    for name, m in models.items():
-        post = POST.get(name, {})
-        parts = [f"{s} {m.losses[s]:.2f} (post {post[s]:.2f})" for s in POST_SETS
-                 if s in post and s in m.losses]
-        if parts:
-            lines.append(f"{name}: " + ", ".join(parts) + f"; floor {floor:.3f}.")
-    a, b = models.get("induction-1l-smeared"), models.get("induction-2l")
-    if a and b:
-        pref = lambda m: "option 1 (copy the first block)" if m.losses["option1"] < m.losses[
-            "option2"] else "option 2 (copy the most recent block)"
-        same = pref(a) == pref(b)
-        lines.append(f"Out of distribution the 1-layer smeared model prefers {pref(a)} and the "
-                     f"2-layer model {pref(b)}: the post's disagreement is "
-                     f"{'NOT reproduced' if same else 'reproduced'}.")
-        lines.append(f"In distribution they differ by {abs(a.losses['test'] - b.losses['test']):.2f}"
-                     f" nats (post: 0.16).")
-    for name, m in models.items():
-        if "doubled" in m.losses:
-            rel = 100 * (m.losses["doubled"] / m.losses["test"] - 1)
-            lines.append(f"{name}: doubled letters cost {rel:+.0f} % over the test loss "
-                         f"(post: +86 % for 1-layer smeared, +65 % for 2-layer).")
-    return lines
-
-
-def describe(task: RepeatedBlocks, sets: dict[str, Batch], size: str, seed: int,
-             device: torch.device) -> str:
-    """The run's settings and one training sequence, for the notebook's first output."""
-    return (f"size={size}, device={device}, seed={seed}; loss floor {task.loss_floor:.3f} nats, "
-            f"chance {math.log(task.n_letters):.3f}\nexample: {task.decode(sets['test'].tokens[0])}")
+def describe(size: str, seed: int, device: str | torch.device, *, n_seeds: int | None = None
+             ) -> str:
+    """The run's settings in words (from the size, not typed), and one training sequence."""
+    task, spec = RepeatedBlocks(), size_of(SIZES, size)
+    seeds = seeds_of(size, seed, n_seeds)
+    example = task.sample(1, make_generator(seed_for(seed, "example"), torch.device("cpu")))
+    return (f"size {size} on {device}: {spec.train.steps:,} training steps of batch "
+            f"{spec.train.batch_size} per model (the post: 10,000 of 256), {len(seeds)} seeds "
+            f"({', '.join(map(str, seeds))}); loss floor {task.loss_floor:.3f} nats, uniform guess "
+            f"{math.log(task.n_letters):.3f}. A training sequence: "
+            f"{task.decode(example.tokens[0])}")
 
 
 def training_summary(models: dict[str, Model]) -> str:
@@ -264,13 +248,6 @@ def algorithms_text(models: dict[str, Model], chance: float, k_baseline: float |
     """``algorithm_in_words`` for every model, one paragraph each."""
     return "\n\n".join(f"{name}:\n  {algorithm_in_words(m, chance, k_baseline)}"
                        for name, m in models.items())
-
-
-def verdict_lines(models: dict[str, Model], floor: float, chance: float) -> str:
-    """The comparison with the post and each model's mechanism verdict, as bullet lines."""
-    lines = compare_with_post(models, floor)
-    lines += [f"{name}: {mechanism_verdict(m.losses, chance)}" for name, m in models.items()]
-    return "\n".join(f"- {line}" for line in lines)
 
 
 def chance_loss(task: RepeatedBlocks) -> float:

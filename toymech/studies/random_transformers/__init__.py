@@ -12,15 +12,18 @@ from .dynamics import (DYNAMICS_METRICS, dynamics_grid, dynamics_metrics, dynami
                        through_training)
 from ..trajectory import over_seeds
 from .claims import (CLAIMS, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PARAM,
-                     PAPER_LINEARISED_W512, PAPER_RANDOM_W16_RANGE, SOURCE, numbers, per_seed_numbers,
-                     scorecard)
+                     PAPER_FROZEN_LSTM_NEEDLE, PAPER_LINEARISED_W512, SOURCE, numbers,
+                     per_seed_numbers, scorecard)
 from .experiments import (ALGORITHMIC, EXPERIMENTS, FREEZE_MODES, PLANS, SIDE_TASKS, SIZES, Plan,
-                          Size, baseline_experiment, experiment, freeze_patterns, mode_of,
-                          model_config, plan, size_spec, task_for, train_config, validate)
-from .measure import (ablation_grid, baseline_grid, circuit_grid, concentration_grid,
-                      concentration_rows, eval_sets, evaluate_sets, load, needle_example, run,
-                      run_grid, run_table, seeds_of, short_budget_grid, summarize,
-                      sweep_grid)
+                          Size, baseline_experiment, experiment, experiments, freeze_patterns,
+                          mode_of, model_config, plan, seeds_of, size_spec, task_for,
+                          train_config, validate)
+from .measure import (BASELINE_KINDS, ablation_grid, baseline_exp, baseline_grid, baseline_row,
+                      circuit_experiments, circuit_grid, circuit_row, concentration_grid,
+                      concentration_rows, eval_sets, evaluate_sets, load, needle_example,
+                      plan_seeds, row_for, run, run_grid, run_table, short_budget_grid,
+                      summarize, sweep_grid)
+from .seeds import measure_data, measure_seed, untrained_runs
 from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_table,
                      circuit_table, concentration_gap, concentration_table, describe, lm_table,
                      memorization_summary, memorization_table, needle_attention, needle_caption,
@@ -29,10 +32,11 @@ from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_
 
 TITLE = "Algorithmic capabilities of random transformers"
 
-__all__ = ["DYNAMICS_METRICS", "dynamics_grid", "dynamics_table", "dynamics_metrics", "dynamics_patterns", "over_seeds", "probe_data",
+__all__ = ["BASELINE_KINDS", "PAPER_FROZEN_LSTM_NEEDLE", "baseline_exp", "baseline_row",
+           "circuit_experiments", "circuit_row", "experiments", "measure_data", "measure_seed",
+           "plan_seeds", "row_for", "untrained_runs", "DYNAMICS_METRICS", "dynamics_grid", "dynamics_table", "dynamics_metrics", "dynamics_patterns", "over_seeds", "probe_data",
            "through_training", "ALGORITHMIC", "CLAIMS", "EXPERIMENTS", "FREEZE_MODES", "PAPER_ABLATIONS",
-           "PAPER_ACCURACY", "PAPER_BITS_PER_PARAM", "PAPER_LINEARISED_W512",
-           "PAPER_RANDOM_W16_RANGE", "PLANS", "SIDE_TASKS", "SIZES", "SOURCE", "TITLE", "Plan",
+           "PAPER_ACCURACY", "PAPER_BITS_PER_PARAM", "PAPER_LINEARISED_W512", "PLANS", "SIDE_TASKS", "SIZES", "SOURCE", "TITLE", "Plan",
            "Size", "ablation_grid", "ablation_summary", "ablation_table", "accuracy_table",
            "baseline_experiment", "baseline_grid", "baseline_table", "circuit_grid",
            "circuit_table", "concentration_gap", "concentration_grid", "concentration_rows",

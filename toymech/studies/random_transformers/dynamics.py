@@ -23,7 +23,7 @@ from ...devices import make_generator
 from ...tasks.base import Batch, Task
 from ...training import Zoo, evaluate
 from .experiments import Plan, experiment, size_spec
-from .measure import eval_sets, seeds_of
+from .measure import eval_sets, plan_seeds
 from ..trajectory import Trajectory, flat_patterns, over_seeds, through_training_for
 
 # Task accuracy and loss against concentration: does the subspace concentrate before or after
@@ -49,7 +49,7 @@ class ProbeData:
     example: torch.Tensor
 
 
-def probe_data(task: Task, size: str, seed: int, device: str | torch.device = "cpu",
+def probe_data(task: Task, size: str, seed: int, device: str | torch.device = "cpu", *,
                n_eval: int | None = None, n_probe: int | None = None,
                window: int = WINDOW) -> ProbeData:
     """The fixed data of a run with seed ``seed`` at ``size`` (``n_eval`` / ``n_probe``: None =
@@ -67,7 +67,7 @@ def probe_data(task: Task, size: str, seed: int, device: str | torch.device = "c
         check(isinstance(v, int) and v >= 2, name, v, "None or an integer >= 2")
     check(isinstance(window, int) and window >= 2, "window", window, "an integer >= 2")
     dev = torch.device(device)
-    sets = eval_sets(task, n_eval, seed, dev)
+    sets = eval_sets(task, size, seed, dev, n=n_eval)
     probe = task.eval_sets(n_probe, make_generator(seed_for(seed, "probe"), dev))["test"]
     ex = task.sample(8, make_generator(seed_for(seed, "example"), dev))
     pos = torch.arange(task.seq_len, device=ex.scored.device)
@@ -120,14 +120,14 @@ through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYN
 
 
 def dynamics_grid(plan: Plan, size: str, zoo: Zoo, device: str | torch.device = "cpu",
-                  seed: int = 0, task_name: str | None = None, n_eval: int = 512
-                  ) -> dict[str, list[Trajectory]]:
+                  seed: int = 0, task_name: str | None = None, n_eval: int = 512,
+                  n_seeds: int | None = None) -> dict[str, list[Trajectory]]:
     """Through training, over the sweep's restarts: ``{mode: [Trajectory per seed]}`` for the
     first sweep task, random at the table's large width and normal at the widest width the plan
     trains normal models (the sweep's runs: nothing new is trained where the sweep ran). The
     metrics are measured on ``n_eval`` test sequences of the notebook's ``eval`` stream."""
     task_name = task_name or plan.sweep_tasks[0]
-    seeds = seeds_of(plan, seed, "sweep")
+    seeds = plan_seeds(size, seed, "sweep", n_seeds)
     widths = {"random": plan.widths[-1],
               "normal": plan.widths[-1] if plan.normal_large else max(plan.sweep_widths)}
     out: dict[str, list[Trajectory]] = {}

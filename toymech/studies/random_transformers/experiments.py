@@ -34,6 +34,7 @@ from ...models import BaselineConfig, ModelConfig
 from ...models.variants import GPT2_SCALED
 from ...tasks.base import Task
 from ..params import validate_run
+from ..protocol import StudySize, seeds_for
 from ...training import Experiment, Named, TrainConfig
 
 FREEZE_MODES: dict[str, tuple[str, ...]] = {
@@ -53,13 +54,14 @@ class Plan:
 
     table_tasks: tuple[str, ...]
     widths: tuple[int, int]            # (small, large) for the accuracy table
-    table_seeds: tuple[int, ...]       # offsets from the notebook's seed
+    table_n_seeds: int                 # the first this many of the run's seeds train the table,
+                                       # the ablations and the side studies (the width sweep and
+                                       # the short-budget runs train every seed)
     normal_large: bool                 # also train normal models at the large width
     ablation_tasks: tuple[str, ...]
     ablation_modes: tuple[str, ...]
     sweep_tasks: tuple[str, ...]
     sweep_widths: tuple[int, ...]
-    sweep_seeds: tuple[int, ...]
     memorization_widths: tuple[int, ...]
     circuit_target_widths: tuple[int, ...]
     circuit_student_width: int
@@ -72,18 +74,19 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class Size:
-    """Everything that changes with ``size``."""
+class Size(StudySize):
+    """Everything that changes with ``size`` (``n_seeds``: restarts of the width sweep and the
+    short-budget runs; the accuracy table and the side studies use the plan's ``table_seeds``)."""
 
-    tasks: dict[str, dict[str, Any]]  # task parameters (``task_for``)
-    steps: int                        # training steps (algorithmic tasks, memorization)
-    side_steps: int                   # training steps of ``SIDE_TASKS``
-    batch: int
-    eval_n: int                       # test sequences per evaluation (``evaluate_sets``)
-    probe_n: int                      # sequences read by the concentration probe
-    train_eval_n: int                 # the batch logged during training (drawn like training data:
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # task parameters (``task_for``)
+    steps: int = 1000                 # training steps (algorithmic tasks, memorization)
+    side_steps: int = 500             # training steps of ``SIDE_TASKS``
+    batch: int = 128
+    eval_n: int = 2048                # test sequences per evaluation (``evaluate_sets``)
+    probe_n: int = 1024               # sequences read by the concentration probe
+    train_eval_n: int = 1024          # the batch logged during training (drawn like training data:
                                       # for modular addition, training pairs, not held-out ones)
-    evals_per_run: int                # history rows per run
+    evals_per_run: int = 5            # history rows per run
     # 3-token tasks are cheap per sequence and scored once: larger batches at the same cost
     # (not at `paper`, which keeps one batch size for every task)
     batch_factor: dict[str, int] = field(default_factory=dict)
@@ -101,41 +104,42 @@ class Size:
 # 60 parentheses, a 512 x 512 table).
 SIZES: dict[str, Size] = {
     "smoke": Size(
-        tasks={"modular_addition": dict(p=11), "needle": dict(max_pairs=3, n_keys=8, n_values=8),
+        n_seeds=2, tasks={"modular_addition": dict(p=11), "needle": dict(max_pairs=3, n_keys=8, n_values=8),
                "decimal_addition": dict(n_digits=2), "parentheses": dict(max_len=8),
                "memorization": dict(n_keys=8, n_values=8), "char_lm": dict(length=16),
                "circuit_imitation": dict(n_tokens=16, length=8, target_width=8)},
         steps=20, side_steps=20, batch=32, eval_n=256, probe_n=256, train_eval_n=256,
         evals_per_run=1, batch_factor={"modular_addition": 4, "memorization": 4}, snapshots=4,
-        plan=Plan(ALGORITHMIC, (8, 16), (0,), False, ("parentheses",), ("E_token+U", "U"),
-                  ("parentheses",), (8, 16), (0, 1), (8,), (4, 8), 8, 8, ("parentheses",), 8,
+        plan=Plan(ALGORITHMIC, (8, 16), 1, False, ("parentheses",), ("E_token+U", "U"),
+                  ("parentheses",), (8, 16), (8,), (4, 8), 8, 8, ("parentheses",), 8,
                   (("modular_addition", 8, 1e-2), ("modular_addition", 16, 1e-2)))),
     "default": Size(
-        tasks={"modular_addition": dict(p=23), "needle": dict(max_pairs=4, n_keys=8, n_values=8),
+        n_seeds=3, tasks={"modular_addition": dict(p=23), "needle": dict(max_pairs=4, n_keys=8, n_values=8),
                "decimal_addition": dict(n_digits=2), "parentheses": dict(max_len=16),
                "memorization": dict(n_keys=48, n_values=48), "char_lm": dict(length=32),
                "circuit_imitation": dict(n_tokens=64, length=16)},
         steps=1000, side_steps=500, batch=128, eval_n=2048, probe_n=1024, train_eval_n=1024,
         evals_per_run=5, batch_factor={"modular_addition": 4, "memorization": 4}, snapshots=12,
-        plan=Plan(ALGORITHMIC, (16, 64), (0,), False, ("parentheses",),
-                  ("E_token+U", "E_token+E_pos", "U"), ("parentheses",), (16, 32), (0, 1, 2, 3, 4),
+        plan=Plan(ALGORITHMIC, (16, 64), 1, False, ("parentheses",),
+                  ("E_token+U", "E_token+E_pos", "U"), ("parentheses",), (16, 32),
                   (8, 16), (4, 16, 64), 32, 32, ("parentheses", "needle", "decimal_addition"),
                   16, (("modular_addition", 128, 1e-2),))),
     "paper": Size(
-        tasks={"modular_addition": dict(p=199),
+        n_seeds=10, tasks={"modular_addition": dict(p=199),
                "needle": dict(max_pairs=30, n_keys=128, n_values=128),
                "decimal_addition": dict(n_digits=10), "parentheses": dict(max_len=60),
                "memorization": dict(n_keys=512, n_values=512), "char_lm": dict(length=256),
                "circuit_imitation": dict(n_tokens=512, length=32)},
         steps=50_000, side_steps=50_000, batch=1000, eval_n=4096, probe_n=1024,
         train_eval_n=1024, evals_per_run=5, snapshots=16,
-        plan=Plan(ALGORITHMIC, (16, 1024), tuple(range(10)), True, ALGORITHMIC,
+        plan=Plan(ALGORITHMIC, (16, 1024), 10, True, ALGORITHMIC,
                   ("E_token+U", "E_token+E_pos", "U"), ALGORITHMIC,
-                  (16, 32, 64, 128, 256, 512, 1024), tuple(range(10)), (64, 128, 256, 512),
+                  (16, 32, 64, 128, 256, 512, 1024), (64, 128, 256, 512),
                   (8, 16, 32, 64, 128, 256), 512, 512,
                   ("parentheses", "needle", "decimal_addition"), 512)),
 }
 PLANS: dict[str, Plan] = {name: s.plan for name, s in SIZES.items()}
+seeds_of = seeds_for(SIZES)
 
 
 def size_spec(size: str) -> Size:
@@ -230,9 +234,21 @@ EXPERIMENTS = {
     for t in ALGORITHMIC for m in ("normal", "random")}
 
 
-def validate(size: str, seed: int, device: str = "auto", threads: int | None = 1,
-             cache_dir: str | None = None) -> torch.device:
+def experiments(size: str, seeds) -> list[Experiment]:
+    """The accuracy table's runs (normal and random at the small width, random at the large
+    one) for every seed of ``seeds``."""
+    p = plan(size)
+    small, large = p.widths
+    return [experiment(t, w, mode, size, s) for s in seeds for t in p.table_tasks
+            for w, modes in ((small, ("normal", "random")),
+                             (large, ("normal", "random") if p.normal_large else ("random",)))
+            for mode in modes]
+
+
+def validate(size: str, seed: int, device: str | torch.device = "auto", *,
+             n_seeds: int | None = None, cache_dir: str | None = None,
+             threads: int | None = None) -> torch.device:
     """Check the notebook's parameters (ValueError naming the bad one), set the number of torch
-    CPU threads (these models are tiny: one thread is the fastest; None: the thread policy of
-    ``toymech.devices``) and resolve the device (``toymech.studies.params.validate_run``)."""
-    return validate_run(size, seed, device, cache_dir, threads)
+    CPU threads (None: the thread policy of ``toymech.devices``) and resolve the device
+    (``toymech.studies.params.validate_run``)."""
+    return validate_run(size, seed, device, n_seeds, cache_dir, threads)

@@ -12,28 +12,33 @@ from typing import Any, Iterable
 import pandas as pd
 import torch
 
+from ...analysis.chance import chance_levels
 from ...core import seed_for
 from ...devices import make_generator, resolve_device
 from ...tasks.base import Batch, Task
 from ..grids import train_grid
 from ...training import Experiment, Zoo, ZooEntry, evaluate
 from .claims import PAPER_LINEARISED_W512
-from .experiments import Plan, baseline_experiment, experiment, mode_of, size_spec, task_for
+from .experiments import (Plan, baseline_experiment, experiment, mode_of, plan, seeds_of,
+                          size_spec, task_for)
 
 
-def eval_sets(task: Task, n: int, seed: int, device: str | torch.device = "cpu"
-              ) -> dict[str, Batch]:
-    """The task's evaluation sets for a run with seed ``seed`` (its ``eval`` stream)."""
+def eval_sets(task: Task, size: str, seed: int, device: str | torch.device = "cpu", *,
+              n: int | None = None) -> dict[str, Batch]:
+    """The task's evaluation sets for a run with seed ``seed`` (its ``eval`` stream; ``n``
+    sequences, None: the size's ``eval_n``)."""
+    n = size_spec(size).eval_n if n is None else n
     return task.eval_sets(n, make_generator(seed_for(seed, "eval"), torch.device(device)))
 
 
 @torch.no_grad()
-def evaluate_sets(model, task: Task, n: int, seed: int, device: str | torch.device | None = None
+def evaluate_sets(model, task: Task, size: str, seed: int,
+                  device: str | torch.device | None = None
                   ) -> dict[str, dict[str, float]]:
     """The task's metrics on each of its evaluation sets (``eval_sets``; device: the model's)."""
     dev = next(model.parameters()).device if device is None else torch.device(device)
     return {name: evaluate(model, task, batch)
-            for name, batch in eval_sets(task, n, seed, dev).items()}
+            for name, batch in eval_sets(task, size, seed, dev).items()}
 
 
 def load(zoo: Zoo, exp: Experiment, device: str | torch.device = "cpu"):
@@ -41,23 +46,36 @@ def load(zoo: Zoo, exp: Experiment, device: str | torch.device = "cpu"):
     return zoo.get_or_train(exp, device=device, progress=False, log=None).model
 
 
-def run(exp: Experiment, zoo: Zoo, device: str | torch.device = "cpu", eval_n: int = 2048,
-        log=None, entry: ZooEntry | None = None, loaded: bool | None = None) -> dict[str, Any]:
-    """Train (or load) ``exp`` and return one table row: test metrics, parameter counts, time.
-
-    Metrics are measured on the run's own evaluation sets (seed ``exp.train.seed``). ``entry``:
-    the zoo entry if the caller already has it; ``loaded``: whether it was in the zoo before
-    (default: the entry's own flag)."""
-    entry = entry or zoo.get_or_train(exp, device=device, progress=False, log=log)
-    metrics = evaluate_sets(entry.model, exp.task, eval_n, exp.train.seed, device)
+def row_for(exp: Experiment, model, size: str, meta: dict | None = None,
+            loaded: bool | None = None) -> dict[str, Any]:
+    """One table row for ``model`` (trained, or untrained for a null): held-out metrics on the
+    run's own evaluation sets (seed ``exp.train.seed``), the task's chance on the same test set
+    (``chance``: the best trivial predictor, ``analysis.chance``; whole answers for tasks scored
+    on several tokens), and where ``meta`` (the zoo entry's) is given parameter counts and time."""
+    dev = next(model.parameters()).device
+    sets = eval_sets(exp.task, size, exp.train.seed, dev)
+    metrics = {name: evaluate(model, exp.task, batch) for name, batch in sets.items()}
+    levels = chance_levels(exp.task, sets["test"])
     row = {"task": exp.task.name, "width": exp.model.d_model, "mode": mode_of(exp.train.freeze),
-           "seed": exp.model.seed, "trainable": entry.meta.get("trainable"),
-           "seconds": entry.meta.get("seconds"),
-           "loaded": entry.loaded if loaded is None else loaded}
+           "seed": exp.model.seed, "chance": levels.get("seq_acc", levels["acc"]),
+           "chance_loss": levels["loss"]}
+    if meta is not None:
+        row.update({"trainable": meta.get("trainable"), "seconds": meta.get("seconds"),
+                    "loaded": loaded})
     for set_name, values in metrics.items():
         for key, value in values.items():
             row[key if set_name == "test" else f"{set_name}_{key}"] = value
     return row
+
+
+def run(exp: Experiment, zoo: Zoo, size: str, device: str | torch.device = "cpu",
+        log=None, entry: ZooEntry | None = None, loaded: bool | None = None) -> dict[str, Any]:
+    """Train (or load) ``exp`` and return its table row (``row_for``). ``entry``: the zoo entry if
+    the caller already has it; ``loaded``: whether it was in the zoo before (default: the
+    entry's own flag)."""
+    entry = entry or zoo.get_or_train(exp, device=device, progress=False, log=log)
+    return row_for(exp, entry.model, size, entry.meta,
+                   entry.loaded if loaded is None else loaded)
 
 
 def run_grid(task_names: Iterable[str], widths: Iterable[int], modes: Iterable[str],
@@ -74,21 +92,27 @@ def run_grid(task_names: Iterable[str], widths: Iterable[int], modes: Iterable[s
             for task_name in task_names for width in widths for mode in modes for seed in seeds]
     had = [zoo.has(e) for e in exps]
     result = train_grid(exps, zoo, device, stacked=stacked, log=log)
-    return pd.DataFrame([run(exp, zoo, device, size_spec(size).eval_n,
+    return pd.DataFrame([run(exp, zoo, size, device,
                              entry=result.entry(i, str(device)), loaded=was)
                          for i, (exp, was) in enumerate(zip(exps, had))])
 
 
-def seeds_of(p: Plan, seed: int, which: str = "table") -> list[int]:
-    """The run's seeds: the notebook's ``seed`` plus the plan's offsets (``table`` / ``sweep``)."""
-    return [seed + s for s in (p.table_seeds if which == "table" else p.sweep_seeds)]
+def plan_seeds(size: str, seed: int, which: str = "table", n_seeds: int | None = None
+               ) -> list[int]:
+    """The seeds a part of the plan trains: every seed of ``seeds_of(size, seed, n_seeds)`` for
+    the width sweep and the short-budget runs (``which="sweep"``), the first ``table_n_seeds`` of
+    them for the accuracy table, the ablations and the side studies (``"table"``)."""
+    from ...core import check
+    check(which in ("table", "sweep"), "which", which, "'table' or 'sweep'")
+    seeds = list(seeds_of(size, seed, n_seeds))
+    return seeds if which == "sweep" else seeds[:plan(size).table_n_seeds]
 
 
-def run_table(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0, log=None
-              ) -> pd.DataFrame:
+def run_table(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0, log=None,
+              n_seeds: int | None = None) -> pd.DataFrame:
     """The accuracy table's runs: normal and random at the small width, random (and normal if
-    ``p.normal_large``) at the large width; seeds ``seed + p.table_seeds``."""
-    seeds = seeds_of(p, seed)
+    ``p.normal_large``) at the large width; seeds ``plan_seeds(size, seed, "table")``."""
+    seeds = plan_seeds(size, seed, "table", n_seeds)
     small, large = p.widths
     parts = [run_grid(p.table_tasks, [small], ["normal", "random"], seeds, size, zoo, device, log),
              run_grid(p.table_tasks, [large], ["normal", "random"] if p.normal_large
@@ -96,16 +120,18 @@ def run_table(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0, log=Non
     return pd.concat(parts, ignore_index=True)
 
 
-def ablation_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0) -> pd.DataFrame:
+def ablation_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
+                  n_seeds: int | None = None) -> pd.DataFrame:
     """The ablation modes at the large width on the plan's ablation tasks."""
-    return run_grid(p.ablation_tasks, [p.widths[-1]], p.ablation_modes, seeds_of(p, seed), size,
-                    zoo, device)
+    return run_grid(p.ablation_tasks, [p.widths[-1]], p.ablation_modes,
+                    plan_seeds(size, seed, "table", n_seeds), size, zoo, device)
 
 
-def sweep_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0) -> pd.DataFrame:
+def sweep_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
+               n_seeds: int | None = None) -> pd.DataFrame:
     """Normal and random over the sweep widths, plus the table's large width for random (and
-    for normal where the plan trains it), with the sweep's restarts."""
-    seeds = seeds_of(p, seed, "sweep")
+    for normal where the plan trains it), over every seed of the run."""
+    seeds = plan_seeds(size, seed, "sweep", n_seeds)
     parts = [run_grid(p.sweep_tasks, p.sweep_widths, ["normal", "random"], seeds, size, zoo,
                       device)]
     large = p.widths[-1]
@@ -115,11 +141,12 @@ def sweep_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0) -> pd.
     return pd.concat(parts, ignore_index=True)
 
 
-def short_budget_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0
-                      ) -> pd.DataFrame:
+def short_budget_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
+                      n_seeds: int | None = None) -> pd.DataFrame:
     """The plan's ``short_budget`` runs: random transformers on (task, width) with a raised
-    learning rate, over the sweep's restarts; one row each, with its ``lr`` (empty without any)."""
-    seeds = seeds_of(p, seed, "sweep")
+    learning rate, over every seed of the run; one row each, with its ``lr`` (empty without
+    any)."""
+    seeds = plan_seeds(size, seed, "sweep", n_seeds)
     parts = [run_grid([task_name], [width], ["random"], seeds, size, zoo, device, lr=lr)
              .assign(lr=lr) for task_name, width, lr in p.short_budget]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
@@ -134,25 +161,36 @@ def summarize(df: pd.DataFrame, value: str = "acc",
                          "runs": g.count()}).reset_index()
 
 
+def circuit_experiments(target_widths: Iterable[int], student_width: int, modes: Iterable[str],
+                        seeds: Iterable[int], size: str, **train_overrides
+                        ) -> dict[tuple[int, str, int], Experiment]:
+    """The circuit-imitation runs: {(target width, mode, seed): Experiment}."""
+    return {(tw, mode, seed): experiment("circuit_imitation", student_width, mode, size, seed,
+                                         task_overrides={"target_width": tw}, **train_overrides)
+            for tw in target_widths for mode in modes for seed in seeds}
+
+
+def circuit_row(exp: Experiment, model, size: str, meta: dict | None = None) -> dict[str, Any]:
+    """One circuit-imitation row: KL(target || student) on fresh inputs, top-1 agreement."""
+    row = row_for(exp, model, size, meta)
+    return {"target_width": exp.task.target_width,
+            "student": f"{row['mode']}, width {exp.model.d_model}", "mode": row["mode"],
+            "seed": row["seed"], "kl": row["kl"], "agree": row["acc"],
+            "trainable": row.get("trainable")}
+
+
 def circuit_grid(target_widths: Iterable[int], student_width: int, modes: Iterable[str],
                  seeds: Iterable[int], size: str, zoo: Zoo, device="cpu", **train_overrides
                  ) -> pd.DataFrame:
     """KL(target || student) on fresh inputs for each target width and student mode (the runs
     train as one sweep, ``train_grid``)."""
-    seeds, modes, target_widths = list(seeds), list(modes), list(target_widths)
-    train_grid([experiment("circuit_imitation", student_width, mode, size, seed,
-                           task_overrides={"target_width": tw}, **train_overrides)
-                for tw in target_widths for mode in modes for seed in seeds], zoo, device)
+    exps = circuit_experiments(target_widths, student_width, modes, seeds, size,
+                               **train_overrides)
+    train_grid(list(exps.values()), zoo, device)
     rows = []
-    for tw in target_widths:
-        for mode in modes:
-            for seed in seeds:
-                exp = experiment("circuit_imitation", student_width, mode, size, seed,
-                                 task_overrides={"target_width": tw}, **train_overrides)
-                row = run(exp, zoo, device, size_spec(size).eval_n)
-                rows.append({"target_width": tw, "student": f"{mode}, width {student_width}",
-                             "mode": mode, "seed": seed, "kl": row["kl"], "agree": row["acc"],
-                             "trainable": row["trainable"]})
+    for exp in exps.values():
+        entry = zoo.get_or_train(exp, device=device, progress=False, log=None)
+        rows.append(circuit_row(exp, entry.model, size, entry.meta))
     return pd.DataFrame(rows)
 
 
@@ -187,28 +225,53 @@ def concentration_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0
     return concentration_rows(models, task_of, size_spec(size).probe_n, device=device, seed=seed)
 
 
+BASELINE_KINDS = ("lstm", "linearised", "lstm-frozen")  # lstm-frozen: only embed/unembed train
+
+
+def baseline_exp(kind: str, task_name: str, width: int, size: str, seed: int, lr: float = 1e-3
+                 ) -> Experiment:
+    """A baseline run: ``lstm``, ``linearised``, or ``lstm-frozen`` (the LSTM with its recurrent
+    layers frozen at random init: the rebuttal's random LSTM)."""
+    from ...core import check
+    check(kind in BASELINE_KINDS, "kind", kind, f"one of {', '.join(BASELINE_KINDS)}")
+    if kind == "lstm-frozen":
+        return baseline_experiment("lstm", task_name, width, size, seed, lr, freeze=("lstm.*",))
+    return baseline_experiment(kind, task_name, width, size, seed, lr)
+
+
+def baseline_row(kind: str, exp: Experiment, model, size: str, meta: dict | None = None
+                 ) -> dict[str, Any]:
+    """One baseline row: held-out accuracy (``seq_acc`` too where the task scores several
+    tokens), the task's chance on the same test set, the paper's linearised number."""
+    sets = eval_sets(exp.task, size, exp.model.seed, next(model.parameters()).device)
+    metrics = evaluate(model, exp.task, sets["test"])
+    levels = chance_levels(exp.task, sets["test"])
+    row = {"model": kind, "task": exp.task.name, "width": exp.model.d_model,
+           "seed": exp.model.seed, "acc": metrics["acc"],
+           "chance": levels.get("seq_acc", levels["acc"]),
+           "paper_w512": PAPER_LINEARISED_W512.get(exp.task.name) if kind == "linearised"
+           else None}
+    if "seq_acc" in metrics:
+        row["seq_acc"] = metrics["seq_acc"]
+    if meta is not None:
+        row.update({"trainable": meta.get("trainable"), "seconds": meta.get("seconds")})
+    return row
+
+
 def baseline_grid(kinds: Iterable[str], task_names: Iterable[str], width: int, size: str,
                   seeds: Iterable[int], zoo: Zoo, device="cpu", lr: float = 1e-3
                   ) -> pd.DataFrame:
-    """Test accuracy of the plain-PyTorch baselines (same tasks, schedule and clipping), trained
-    and stored by the zoo like any model (the runs train as one sweep, ``train_grid``)."""
-    rows = []
+    """Held-out accuracy of the plain-PyTorch baselines (same tasks, schedule and clipping),
+    trained and stored by the zoo like any model (the runs train as one sweep, ``train_grid``)."""
     dev = resolve_device(device)
     kinds, task_names, seeds = list(kinds), list(task_names), list(seeds)
-    train_grid([baseline_experiment(kind, task_name, width, size, seed, lr) for kind in kinds
-                for task_name in task_names for seed in seeds], zoo, dev)
-    for kind in kinds:
-        for task_name in task_names:
-            for seed in seeds:
-                exp = baseline_experiment(kind, task_name, width, size, seed, lr)
-                entry = zoo.get_or_train(exp, device=dev, progress=False, log=None)
-                metrics = evaluate_sets(entry.model, exp.task, size_spec(size).eval_n, seed,
-                                        dev)["test"]
-                rows.append({"model": kind, "task": task_name, "width": width, "seed": seed,
-                             "acc": metrics["acc"], "trainable": entry.meta["trainable"],
-                             "seconds": entry.meta["seconds"],
-                             "paper_w512": PAPER_LINEARISED_W512.get(task_name)
-                             if kind == "linearised" else None})
+    exps = {(k, t, s): baseline_exp(k, t, width, size, s, lr)
+            for k in kinds for t in task_names for s in seeds}
+    train_grid(list(exps.values()), zoo, dev)
+    rows = []
+    for (kind, _, _), exp in exps.items():
+        entry = zoo.get_or_train(exp, device=dev, progress=False, log=None)
+        rows.append(baseline_row(kind, exp, entry.model, size, entry.meta))
     return pd.DataFrame(rows)
 
 

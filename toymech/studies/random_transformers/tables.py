@@ -7,6 +7,7 @@ from typing import Sequence
 import pandas as pd
 import torch
 
+from ...analysis.heads import head_label
 from ...core import seed_for
 from ...devices import make_generator
 from ...tasks.base import Task
@@ -29,12 +30,18 @@ def task_examples(size: str, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def describe(size: str, device, zoo_root) -> str:
-    """A line on the run's settings (size, device, zoo, steps, batch and plan)."""
-    s = size_spec(size)
-    return (f"size={size}, device={device}, CUDA available: {torch.cuda.is_available()}, "
-            f"zoo: {zoo_root}\nsteps per run {s.steps} (circuit imitation, LM: {s.side_steps}), "
-            f"batch {s.batch}; plan: {s.plan}")
+def describe(size: str, seed: int, device, *, n_seeds: int | None = None) -> str:
+    """The run's settings in words (from the size and its plan, not typed)."""
+    from .experiments import seeds_of
+    s, p = size_spec(size), size_spec(size).plan
+    seeds = seeds_of(size, seed, n_seeds)
+    table = seeds[:p.table_n_seeds]
+    return (f"size {size} on {device}: {s.steps:,} training steps per run (language modelling and "
+            f"circuit imitation {s.side_steps:,}; the paper: ~50,000), batch {s.batch}; widths "
+            f"{p.widths[0]} and {p.widths[1]} for the accuracy table (the paper: 16 to 1024); the "
+            f"width sweep ({', '.join(map(str, p.sweep_widths))}) and the short-budget runs over "
+            f"{len(seeds)} seeds, the table and side studies over {len(table)} "
+            f"({', '.join(map(str, table))})")
 
 
 def zoo_note(df: pd.DataFrame) -> str:
@@ -169,7 +176,7 @@ def needle_attention(tokens: Sequence[str], patterns: Sequence[torch.Tensor]) ->
     rows = []
     for layer, pattern in enumerate(patterns):
         for head, top in enumerate(pattern[:, q].argmax(-1).tolist()):
-            rows.append({"head": f"L{layer}H{head}", "most attended": top,
+            rows.append({"head": head_label(layer, head), "most attended": top,
                          "attention there": round(float(pattern[head, q, top]), 3),
                          "matching key at": keys, "its value at": [k + 1 for k in keys],
                          "attends the key or value": top in keys or top in [k + 1 for k in keys]})

@@ -1,0 +1,159 @@
+"""The study protocol: the one surface every study package has, written down once.
+
+A study is a package ``toymech/studies/<name>/`` whose ``__init__`` exposes:
+
+=====================  ===========================================================================
+name                   role
+=====================  ===========================================================================
+``TITLE``              the study's title (str)
+``SOURCE``             the source it reproduces, cited by its public name (docs/sources.md)
+``SIZES``              {"smoke", "default", "paper"} -> a frozen ``StudySize`` subclass: the one
+                       place the study's sizes live (training, evaluation, ``n_seeds``)
+``EXPERIMENTS``        {name: ``Named``}: the study's named experiments (names prefixed by it)
+``CLAIMS``             tuple of ``Claim`` (``toymech.studies.claims``)
+``validate``           ``(size, seed, device="auto", *, n_seeds=None, cache_dir=None, threads=None,
+                       **study options)``: checks the notebook's parameters (ValueError naming
+                       the bad one), applies the thread policy, resolves the device once
+``seeds_of``           ``(size, seed, n_seeds=None)``: the seeds claims are assessed over
+``experiments``        ``(size, seeds)``: the ``Experiment`` list the study's main runs train for
+                       those seeds (what ``toymech train`` or a sweep would make)
+``eval_sets``          ``(task, size, seed, device="cpu")``: named evaluation batches, drawn from
+                       the run's ``eval`` stream
+``measure_seed``       ``(runs, data)``: one seed's named numbers (a flat {name: float}) from its
+                       trained runs and evaluation data: the only input of the claims
+``numbers``            ``(measured)``: the flattening ``measure_seed`` ends with
+``scorecard``          ``(per_seed, size=None, seeds=None)``: the claims assessed over seeds
+``probe_data``         ``(task, size, seed, device="cpu")``: the fixed data every training
+                       snapshot is measured on
+``dynamics_metrics``   ``(model, data)``: the study's numbers for one snapshot
+``through_training``   ``(entry, data, name="")``: a ``Trajectory`` over the run's snapshots
+``describe``           ``(size, seed, device, **study options)``: the run's settings in a line
+=====================  ===========================================================================
+
+``tests/test_studies.py`` checks every study and the template against ``SIGNATURES`` with
+``inspect.signature``, so a study that drifts fails CI. Studies are registered in ``STUDIES`` (the
+one list; ``toymech list studies`` shows it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable, Mapping
+
+from ..core import SIZES as SIZE_NAMES, check, check_int, check_seed, check_size
+
+# The registry: package name under toymech.studies -> the notebook that shows it.
+STUDIES: dict[str, str] = {
+    "induction": "notebooks/01_induction_repeated_blocks.ipynb",
+    "birth": "notebooks/02_birth_of_a_transformer.ipynb",
+    "random_transformers": "notebooks/03_random_transformers.ipynb",
+}
+TEMPLATE = "_template"
+
+MAX_SEEDS = 1000
+
+DATA = ("TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS")
+
+# name -> the parameters every study's function starts with: (name, kind, has a default).
+# A study may add keyword-only parameters with defaults after these (``**options`` below).
+P, K = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
+SIGNATURES: dict[str, tuple[tuple[str, Any, bool], ...]] = {
+    "validate": (("size", P, False), ("seed", P, False), ("device", P, True),
+                 ("n_seeds", K, True), ("cache_dir", K, True), ("threads", K, True)),
+    "seeds_of": (("size", P, False), ("seed", P, False), ("n_seeds", P, True)),
+    "experiments": (("size", P, False), ("seeds", P, False)),
+    "eval_sets": (("task", P, False), ("size", P, False), ("seed", P, False), ("device", P, True)),
+    "measure_seed": (("runs", P, False), ("data", P, False)),
+    "numbers": (("measured", P, False),),
+    "scorecard": (("per_seed", P, False), ("size", P, True), ("seeds", P, True)),
+    "probe_data": (("task", P, False), ("size", P, False), ("seed", P, False), ("device", P, True)),
+    "dynamics_metrics": (("model", P, False), ("data", P, False)),
+    "through_training": (("entry", P, False), ("data", P, False), ("name", P, True)),
+    "describe": (("size", P, False), ("seed", P, False), ("device", P, False)),
+}
+OPEN_ENDED = ("validate", "describe", "probe_data", "eval_sets")  # may add keyword-only options
+
+
+@dataclass(frozen=True)
+class StudySize:
+    """What every study's size has: how many seeds its claims are assessed over by default.
+    Each study subclasses it with its own fields (frozen dataclasses: read as attributes)."""
+
+    n_seeds: int
+
+    def __post_init__(self) -> None:
+        check_int("n_seeds", self.n_seeds, 1, MAX_SEEDS)
+
+    def replace(self, **changes: Any) -> "StudySize":
+        return dataclasses.replace(self, **changes)
+
+
+def size_of(sizes: Mapping[str, StudySize], size: Any) -> StudySize:
+    """``sizes[size]``, with an unknown size a ValueError naming it."""
+    return sizes[check_size(size)]
+
+
+def check_n_seeds(n_seeds: Any) -> int | None:
+    """None (the size's default) or a count of seeds in 1..MAX_SEEDS."""
+    return None if n_seeds is None else check_int("n_seeds", n_seeds, 1, MAX_SEEDS)
+
+
+def seeds_for(sizes: Mapping[str, StudySize]) -> Callable[..., tuple[int, ...]]:
+    """A study's ``seeds_of`` over its ``SIZES`` (the one definition of it)."""
+
+    def seeds_of(size: str, seed: int, n_seeds: int | None = None) -> tuple[int, ...]:
+        """The seeds a claim is assessed over: ``seed, seed + 1, ...``, ``n_seeds`` of them (None:
+        the size's ``n_seeds``: 2 at smoke, 3 at default, 10 at paper). The first ones are the
+        same whatever the count, so a run with more seeds reuses the zoo entries of a shorter one."""
+        spec = size_of(sizes, size)
+        seed = check_seed(seed)
+        n = check_n_seeds(n_seeds) or spec.n_seeds
+        return tuple(range(seed, seed + n))
+
+    return seeds_of
+
+
+def study(name: str) -> ModuleType:
+    """The study package ``name`` (one of ``STUDIES``, or the template)."""
+    check(name in STUDIES or name == TEMPLATE, "study", name, f"one of {', '.join(STUDIES)}")
+    return importlib.import_module(f"toymech.studies.{name}")
+
+
+def all_studies() -> list[ModuleType]:
+    """Every registered study package, in the registry's order."""
+    return [study(name) for name in STUDIES]
+
+
+def surface_problems(module: ModuleType) -> list[str]:
+    """What ``module`` lacks or states differently from the protocol (empty: it conforms)."""
+    problems = [f"missing {name}" for name in (*DATA, *SIGNATURES) if not hasattr(module, name)]
+    sizes = getattr(module, "SIZES", None)
+    if isinstance(sizes, Mapping):
+        if set(sizes) != set(SIZE_NAMES):
+            problems.append(f"SIZES has {sorted(sizes)}, not {list(SIZE_NAMES)}")
+        problems += [f"SIZES[{k!r}] is not a StudySize" for k, v in sizes.items()
+                     if not isinstance(v, StudySize)]
+    for name, want in SIGNATURES.items():
+        fn = getattr(module, name, None)
+        if fn is None:
+            continue
+        params = list(inspect.signature(fn).parameters.values())
+        head = [(p.name, p.kind, p.default is not inspect.Parameter.empty)
+                for p in params[:len(want)]]
+        if head != list(want):
+            problems.append(f"{name}{inspect.signature(fn)} does not start with "
+                            f"({', '.join(n for n, _, _ in want)}) as the protocol states")
+            continue
+        extra = params[len(want):]
+        if extra and name not in OPEN_ENDED:
+            problems.append(f"{name} has extra parameters {[p.name for p in extra]}")
+        for p in extra:
+            if p.kind not in (K, inspect.Parameter.VAR_KEYWORD) or (
+                    p.kind == K and p.default is inspect.Parameter.empty):
+                problems.append(f"{name}: extra parameter {p.name!r} must be keyword-only "
+                                "with a default")
+    return problems

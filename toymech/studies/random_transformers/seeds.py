@@ -1,0 +1,85 @@
+"""Study 3 over seeds: one seed's named numbers from the run's tables (``measure_seed``), and the
+same tables built from UNTRAINED models through the study's own measurement code
+(``untrained_runs``): the null world every claim must fail.
+
+``runs`` (the first argument of ``measure_seed``) are the study's tables, as the notebook builds
+them: ``main`` (rows of ``run_grid``: the accuracy table, the width sweep, the ablations), and
+where measured ``mem`` (``memorization_table``), ``lm``, ``circ`` (``circuit_grid``), ``conc``
+(``concentration_rows``), ``base`` (``baseline_grid``), ``short`` (``short_budget_grid``); ``data``
+(``measure_data``) says which seed and the plan's widths.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pandas as pd
+
+from ...models import build_model
+from .claims import numbers
+from .experiments import ALGORITHMIC, FREEZE_MODES, experiment, plan, task_for
+from .measure import (BASELINE_KINDS, baseline_exp, baseline_row, circuit_experiments,
+                      circuit_row, concentration_rows, row_for, size_spec)
+from .tables import memorization_table
+
+
+def measure_data(size: str, seed: int) -> dict[str, Any]:
+    """What ``measure_seed`` needs besides the tables: the seed and the plan's widths."""
+    return {"seed": seed, "widths": plan(size).widths}
+
+
+def measure_seed(runs: Mapping[str, pd.DataFrame | None], data: Mapping[str, Any]
+                 ) -> dict[str, float]:
+    """One seed's ``numbers`` from the study's tables (module docstring); rows of other seeds
+    in the tables are ignored."""
+    return numbers({**{k: v for k, v in runs.items() if v is not None}, **data})
+
+
+def _untrained(exp):
+    return build_model(exp.model, "cpu").eval()
+
+
+def untrained_runs(size: str, seed: int) -> dict[str, pd.DataFrame]:
+    """The study's tables for ``seed`` with every model left at its initialisation (no step):
+    the accuracy table and every ablation mode on the four algorithmic tasks, memorization,
+    language modelling, circuit imitation, concentration, the baselines and the short-budget
+    runs, each row computed by the function the notebook's tables use."""
+    p = plan(size)
+    rows = []
+    for task in ALGORITHMIC:
+        for width in p.widths:
+            for mode in FREEZE_MODES:
+                exp = experiment(task, width, mode, size, seed)
+                rows.append(row_for(exp, _untrained(exp), size))
+    short = [dict(row_for(e, _untrained(e), size), lr=lr) for t, w, lr in p.short_budget
+             for e in [experiment(t, w, "random", size, seed, lr=lr)]]
+    side = {name: [row_for(e, _untrained(e), size) for mode in ("normal", "random")
+                   for e in [experiment(name, width, mode, size, seed)]]
+            for name, width in (("memorization", p.memorization_widths[-1]),
+                                ("char_lm", p.lm_width))}
+    circ = [circuit_row(e, _untrained(e), size) for e in circuit_experiments(
+        p.circuit_target_widths, p.circuit_student_width, ("normal", "random"), [seed],
+        size).values()]
+    conc_models = {(t, m): _untrained(experiment(t, p.widths[0], m, size, seed))
+                   for t in ("memorization", "char_lm") for m in ("normal", "random")}
+    conc = concentration_rows(conc_models, {t: task_for(t, size) for t, _ in conc_models},
+                              size_spec(size).probe_n, seed=seed)
+    base = [baseline_row(k, e, _untrained(e), size) for k in BASELINE_KINDS
+            for t in ("parentheses", "needle", "decimal_addition")
+            for e in [baseline_exp(k, t, p.baseline_width, size, seed)]]
+    mem = pd.DataFrame(side["memorization"]).assign(trainable=1.0)
+    mem = mem.assign(trainable=[_trainable(experiment("memorization", p.memorization_widths[-1],
+                                                      m, size, seed)) for m in mem["mode"]])
+    return {"main": pd.DataFrame(rows), "short": pd.DataFrame(short),
+            "mem": memorization_table(mem, task_for("memorization", size)),
+            "lm": pd.DataFrame(side["char_lm"]), "circ": pd.DataFrame(circ), "conc": conc,
+            "base": pd.DataFrame(base)}
+
+
+def _trainable(exp) -> int:
+    """Trainable parameters of ``exp`` under its freezing (as the training loop counts them)."""
+    from ...training import apply_freeze
+    from ...models import parameter_counts
+    model = _untrained(exp)
+    apply_freeze(model, exp.train.freeze)
+    return parameter_counts(model)[0]
