@@ -6,7 +6,8 @@ from toymech.studies.claims import Claim, assess, scorecard, verdict
 
 
 @pytest.mark.parametrize("agree, measured, expected", [
-    (0, 0, "not measured"), (0, 3, "not reproduced"), (1, 1, "reproduced"), (3, 3, "reproduced"),
+    (0, 0, "not measured"), (0, 3, "not reproduced"), (1, 1, "consistent (1 seed)"),
+    (3, 3, "reproduced"),
     (2, 3, "mixed"), (4, 5, "reproduced"), (3, 5, "mixed"), (8, 10, "reproduced"),
     (7, 10, "mixed"), (1, 10, "mixed"),
 ])
@@ -37,4 +38,6 @@ def test_scorecard_rows():
     card = scorecard([CLAIM], [{"a": 0.0, "b": 1.0}])
     row = card.loc["a is below b"]
     assert row["ours"] == "1 nats" and row["seeds agreeing"] == "1/1"
-    assert row["verdict"] == "reproduced" and row["source's number"] == "a < b"
+    assert row["verdict"] == "consistent (1 seed)" and row["source's number"] == "a < b"
+    card = scorecard([CLAIM], [{"a": 0.0, "b": 1.0}] * 3, "default", [0, 1, 2])
+    assert card.loc["a is below b", "verdict"] == "reproduced"

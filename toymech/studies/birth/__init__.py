@@ -27,7 +27,9 @@ from .measure import (CONTROL_ROW, EXTREMES, EXTREMES_COLUMNS, FREEZING_LABELS, 
                       extremes_table, freezing_comparison, freezing_experiments, freezing_rows,
                       main_run, sequence_marks, shared_pool, snapshots, sweep_experiments,
                       sweep_rows, trigger_sweep)
-from .seeds import main_runs, measure_seed, optimizer_table, other_optimizer, seed_table
+from .seeds import (findings, main_runs, measure_seed, optimizer_table, other_optimizer,
+                    seed_table)
+from ..findings import not_run
 from .tables import (FORMATION_KEYS, before_step, construction_kcomp, construction_table,
                      describe, dynamics_summary, formation_marks, formation_table,
                      freezing_summary, kcomp_summary, sweep_summary, sweep_table)
@@ -41,7 +43,7 @@ __all__ = ["CLAIMS", "CONTROL_ROW", "DYNAMICS_METRICS", "EXPERIMENTS", "EXTREMES
            "TITLE", "attention_table", "attention_view", "before_step", "bigram_baseline",
            "birth_callback", "construction_kcomp", "construction_table", "control_config",
            "describe", "dynamics_metrics", "dynamics_patterns", "dynamics_summary", "eval_sets",
-           "evaluate_sets", "example_batch", "experiment", "experiments", "extremes_experiments",
+           "evaluate_sets", "example_batch", "findings", "not_run", "experiment", "experiments", "extremes_experiments",
            "extremes_rows", "extremes_table", "freezing_experiments", "freezing_rows",
            "sweep_experiments", "sweep_rows",
            "formation_marks", "formation_table", "freeze_patterns", "freezing_comparison",

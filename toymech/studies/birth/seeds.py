@@ -136,3 +136,32 @@ def optimizer_table(per_optimizer: Mapping[str, Mapping[int, Mapping[str, float]
 def _median(values) -> float:
     vals = [v for v in values if v is not None and v == v]  # measured, not NaN
     return statistics.median(vals) if vals else float("nan")
+
+
+def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, size: str):
+    """"What this run found": whether the induction mechanism formed and in what order its
+    memories did over seeds, the scorecard's counts, what did not reproduce, and the run's budget
+    against the paper's, all computed (``studies.findings``)."""
+    from ..findings import Findings, misses, scorecard_sentence
+    seeds = list(per_seed.values())
+    lines = []
+    formed = [n for n in seeds if "icl_acc" in n and "baseline.icl_acc" in n]
+    if formed:
+        accs = sorted(n["icl_acc"] for n in formed)
+        lines.append(f"The induction head's in-context accuracy ends at {statistics.median(accs):.2f}"
+                     f" (median of {len(accs)} seeds; range {accs[0]:.2f}-{accs[-1]:.2f}) against "
+                     f"{statistics.median(n['baseline.icl_acc'] for n in formed):.2f} for the exact "
+                     "bigram model, which knows the global statistics and nothing in context.")
+    orders = [_order(n) for n in seeds]
+    if any(o != "n/a" for o in orders):
+        top = max(set(orders), key=orders.count)
+        lines.append(f"The memories crossed half way in the order {top} in {orders.count(top)} of "
+                     f"{len(orders)} seeds (the paper: W_O² < W_K² < W_K¹).")
+    lines.append(scorecard_sentence(card))
+    lines.append(misses(card))
+    spec = size_of(SIZES, size)
+    if spec.steps < 10_000:
+        lines.append(f"Each main run trained {spec.steps:,} steps of batch {spec.batch} at "
+                     f"T={spec.length} with {spec.optimizer}; the paper: 10,000 steps of batch 512 "
+                     "at T=256 with SGD.")
+    return Findings(lines)

@@ -18,7 +18,8 @@ from .measure import (MECHANISM_SETS, POST_SETS, Model, ablation_table, algorith
                       algorithms_text, attention_view, chance_loss, copy_table, describe,
                       eigenvalue_sets, load_models, loss_table, measure, measure_all,
                       mechanism_table, mechanism_verdict, path_table, training_summary)
-from .seeds import load_seeds, measure_seed, measure_seeds, seed_table
+from .seeds import findings, load_seeds, measure_seed, measure_seeds, seed_table
+from ..findings import not_run
 from ..trajectory import over_seeds
 
 TITLE = "Induction heads on repeated letter blocks"
@@ -28,8 +29,8 @@ __all__ = ["CLAIMS", "COPYING", "DYNAMICS_METRICS", "EXPERIMENTS", "LEARNED", "M
            "SOURCE", "SUPPRESSING", "TEXTBOOK", "TITLE", "TOL", "Model", "ablation_table",
            "algorithm_in_words", "algorithms_text", "attention_view", "chance_loss",
            "copy_table", "describe", "dynamics_metrics", "dynamics_patterns",
-           "eigenvalue_sets", "eval_sets", "experiment", "experiments", "floor_and_chance",
+           "eigenvalue_sets", "eval_sets", "findings", "experiment", "experiments", "floor_and_chance",
            "load_models", "load_seeds", "loss_table", "measure", "measure_all",
-           "measure_seed", "measure_seeds", "mechanism_table", "mechanism_verdict", "numbers",
+           "measure_seed", "measure_seeds", "mechanism_table", "mechanism_verdict", "not_run", "numbers",
            "over_seeds", "path_table", "probe_data", "scorecard", "seed_table", "seeds_of",
            "through_training", "training_summary", "twins", "validate"]

@@ -47,10 +47,9 @@ COPYING, SUPPRESSING = 0.5, -0.5
 
 # Tolerances, each with its reason (nats unless stated).
 TOL = {
-    # A loss "near the post's": the post trains 10,000 steps; at default (2,000) the seeds' test
-    # losses spread by about 0.1-0.2 and sit below or above the post's by up to ~0.4 (measured,
-    # see the note in docs/sources.md), so 0.5 nats tells "the post's regime" (far from the
-    # uniform guess at 3.26) from a model that learned something else.
+    # A loss "near the post's": the post trains 10,000 steps, default 2,000 (measured over 3
+    # seeds: 2-layer 1.71 [1.68, 1.73], still falling; smeared 1.33; 1-layer 2.64). Half a nat is
+    # about a quarter of the way from the post's 2-layer loss to the uniform guess (3.26).
     "near": 0.5,
     # "Nearly identically in distribution": the post's two models differ by 0.16.
     "tie": 0.3,
@@ -117,8 +116,8 @@ def _near(short: str, target: float, source: str) -> Claim:
                  value=lambda n: n[key], holds=lambda n: abs(n[key] - target) <= TOL["near"],
                  unit="nats", reference=_chance,
                  test=f"|test loss - {target:.2f}| <= {TOL['near']} nats",
-                 why="the post trains 10,000 steps; seeds spread by ~0.1-0.2 nats; a uniform "
-                     "guess is 3.26")
+                 why="the post trains 10,000 steps, default 2,000 (the 2-layer model is still "
+                     "falling there); seeds spread by ~0.05 nats; a uniform guess is 3.26")
 
 
 def _label(short: str) -> str:
@@ -132,6 +131,16 @@ def _gap(n: Numbers, short: str, worse: str, better: str) -> float:
 
 def _doubled_pct(n: Numbers, short: str) -> float:
     return 100 * (n[f"{short}.doubled"] / n[f"{short}.test"] - 1)
+
+
+def _doubled(short: str, source_value: str) -> Claim:
+    return Claim(f"{short}-doubled-costs", f"{_label(short)}: sequences of doubled letters "
+                 "(AABBCC) have a much higher loss than average", "the post, 2A and its table",
+                 source_value, value=lambda n: _doubled_pct(n, short),
+                 holds=lambda n: _doubled_pct(n, short) >= TOL["doubled_pct"],
+                 unit="% over the test loss",
+                 test=f"doubled loss >= test loss x (1 + {TOL['doubled_pct']:.0f} %)",
+                 why="untrained models score both sets alike (ln 26); the post: +65 % and more")
 
 
 def _content_based(n: Numbers, short: str) -> bool:
@@ -201,14 +210,8 @@ CLAIMS: tuple[Claim, ...] = (
                            and _gap(n, "smeared", "option1", "option2") >= TOL["option_smeared"]),
           unit="nats (smaller of the two gaps)",
           test="both preferences above, in the same seed", why="as the two claims above"),
-    Claim("doubled-costs-all", "sequences of doubled letters (AABBCC) have a much higher loss "
-          "than average in all three models", "the post, 2A and its table",
-          "+86 % (smeared), +65 % (2-layer)",
-          value=lambda n: min(_doubled_pct(n, s) for s in MODELS),
-          holds=lambda n: min(_doubled_pct(n, s) for s in MODELS) >= TOL["doubled_pct"],
-          unit="% (smallest increase of the three)",
-          test=f"doubled loss >= test loss x (1 + {TOL['doubled_pct']:.0f} %) in each model",
-          why="untrained models score both sets alike (ln 26)"),
+    *(_doubled(short, pct) for short, pct in (("smeared", "+86 %"), ("2l", "+65 %"),
+                                                  ("1l", "'much higher' (no number)"))),
     Claim("direct-suppresses-all", "the direct path of all three models never repeats the "
           "current letter (copy metric very close to -1)", "the post, 1A / evidence",
           "very close to -1.0",

@@ -103,3 +103,47 @@ def seed_table(per_seed: Mapping[int, Mapping[str, float]]) -> pd.DataFrame:
         rows.append(row)
     table = pd.DataFrame(rows).set_index("seed").round(3)
     return table.join(verdict_table(CLAIMS, per_seed))
+
+
+_MECHANISM = {"content-based": "by induction (content): it also solves a shifted start and other "
+                               "block lengths",
+              "relative position": "by a fixed offset back: a shifted start is solved, other block "
+                                   "lengths are not",
+              "absolute position": "by absolute position, not by induction: it fails with a "
+                                   "shifted start and with other block lengths",
+              "mixed": "partly by content: other block lengths are solved, a shifted start is not",
+              "not solved": "not at all yet: the predictable letters are not solved in "
+                            "distribution"}
+
+
+def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, size: str):
+    """"What this run found": the mechanism each model uses over seeds (the mechanism check), the
+    out-of-distribution preferences, the scorecard's counts, what did not reproduce, and the
+    run's budget against the post's, all computed (``studies.findings``)."""
+    from ..findings import Findings, misses, scorecard_sentence
+    from .experiments import SIZES
+    from .measure import mechanism_verdict
+    lines = []
+    seeds = list(per_seed.values())
+    for short, label in (("2l", "The 2-layer model"), ("smeared", "The 1-layer smeared model")):
+        verdicts = [mechanism_verdict({k: n[f"{short}.{k}"] for k in MECHANISM_SETS
+                                       if f"{short}.{k}" in n}, n["chance.loss"])
+                    for n in seeds if "chance.loss" in n]
+        if verdicts:
+            top, count = max(((v, verdicts.count(v)) for v in set(verdicts)), key=lambda x: x[1])
+            key = next(k for k in _MECHANISM if top.startswith(k))
+            lines.append(f"{label} predicts the repeated letters {_MECHANISM[key]} "
+                         f"({count} of {len(verdicts)} seeds).")
+    prefs = [(_prefers(n, "2l"), _prefers(n, "smeared")) for n in seeds]
+    if prefs:
+        lines.append(f"Out of distribution the 2-layer model has the lower loss on option 1 (copy "
+                     f"the first block) in {sum(a == 'option 1' for a, _ in prefs)} of "
+                     f"{len(prefs)} seeds, the smeared model on option 2 (the most recent "
+                     f"block) in {sum(b == 'option 2' for _, b in prefs)} of {len(prefs)}.")
+    lines.append(scorecard_sentence(card))
+    lines.append(misses(card))
+    steps = SIZES[size].train.steps
+    if steps < 10_000:
+        lines.append(f"Each model trained {steps:,} steps, the post's {10_000:,}: losses sit "
+                     "where a shorter run leaves them.")
+    return Findings(lines)
