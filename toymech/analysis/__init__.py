@@ -25,3 +25,4 @@ from .subspace import BASES, concentration, explained_variance, hidden_states  #
 from . import patching  # noqa: E402  (causal tests: activation and path patching)
 from .patching import (Patched, composition_paths, downstream, logit_diff, patch_heads,  # noqa: E402,F401
                        patch_layers, path_patch, scored_loss, spread, target_logprob)
+from . import llc  # noqa: E402  (the local learning coefficient, SGLD)
