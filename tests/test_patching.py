@@ -115,6 +115,21 @@ def test_path_patching_separates_k_from_q_and_v_composition():
     assert torch.isnan(grid["k"][1, 0, 0, 0])  # no path backwards
 
 
+def test_input_patching_finds_the_key_side():
+    model = induction_circuit(0, 1)
+    clean, corrupted, metric = induction_pair(seed=5)
+    eff = {s: float(P.patch_inputs(model, clean, corrupted, metric, (1, 1, s)).effect)
+           for s in "qkv"}
+    assert eff["k"] == pytest.approx(1.0, abs=0.02), eff
+    # noising: the clean run attends sharply, so only its keys can spoil it (denoising the
+    # values of the corrupted run, which attends diffusely, moves it a little: -0.15)
+    noised = {s: float(P.patch_inputs(model, clean, corrupted, metric, (1, 1, s),
+                                      direction="noise").effect) for s in "qkv"}
+    assert noised["k"] > 0.95 and abs(noised["q"]) < 0.02 and abs(noised["v"]) < 0.02, noised
+    decoy = P.patch_inputs(model, clean, corrupted, metric, [(1, 0, "k"), (1, 0, "q")])
+    assert abs(float(decoy.effect)) < 0.02
+
+
 def test_path_patching_with_a_moved_circuit_moves_the_answer():
     model = induction_circuit(1, 1)
     clean, corrupted, metric = induction_pair(seed=3)

@@ -247,8 +247,24 @@ def _index_device(data: Any) -> torch.device:
 
 
 def task_loss(model: torch.nn.Module, batch: Batch) -> torch.Tensor:
-    """Mean cross-entropy over a task batch's scored targets (the task's training loss)."""
-    return masked_cross_entropy(model(batch.tokens), batch)
+    """Mean cross-entropy over a task batch's scored targets (the task's training loss). The
+    chains are a training-like loop of gradient steps, so they use the training step's
+    hook-free forward where it supports the model (``models.fast.fast_forward``: the same
+    math from the same Parameters; ``TOYMECH_FAST=0`` turns it off)."""
+    forward = _forwards.get(id(model))
+    if forward is None:
+        forward = _fast(model) or model
+        _forwards[id(model)] = forward
+    return masked_cross_entropy(forward(batch.tokens), batch)
+
+
+_forwards: dict[int, Callable] = {}
+
+
+def _fast(model: torch.nn.Module):
+    import os
+    from ..models.fast import fast_forward
+    return fast_forward(model) if os.environ.get("TOYMECH_FAST", "1") == "1" else None
 
 
 def task_llc(model: torch.nn.Module, pool: Batch, settings: SGLDSettings = SGLDSettings()
@@ -257,7 +273,10 @@ def task_llc(model: torch.nn.Module, pool: Batch, settings: SGLDSettings = SGLDS
     samples whose mean loss L_n is)."""
     check(isinstance(pool, Batch), "pool", type(pool).__name__, "a toymech Batch")
     pool = pool.to(next(model.parameters()).device)
-    return estimate_llc(model, task_loss, pool, settings, n=int(pool.target_mask.sum()))
+    try:
+        return estimate_llc(model, task_loss, pool, settings, n=int(pool.target_mask.sum()))
+    finally:
+        _forwards.clear()  # the chains' model copies are gone
 
 
 def calibrate(model: torch.nn.Module, loss_fn: LossFn, data: Any, lrs: Sequence[float],

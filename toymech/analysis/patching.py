@@ -264,6 +264,36 @@ def patch_layers(model: HookedTransformer, clean: torch.Tensor, corrupted: torch
                    run_metric(model, corrupted, metric), direction)
 
 
+@torch.no_grad()
+def patch_inputs(model: HookedTransformer, clean: torch.Tensor, corrupted: torch.Tensor,
+                 metric: Metric, receivers, *, direction: str = "denoise",
+                 positions: torch.Tensor | None = None) -> Patched:
+    """Replace the q, k or v input of receiver heads (``(layer, head, "q"|"k"|"v")``, one or a
+    list) by the source run's: every path into that input at once (e.g. the token a head reads
+    through its values). ``positions`` [pos] or [batch, pos]: only there. values: 0-d."""
+    clean, corrupted = _pair(model, clean, corrupted)
+    direction = _direction(direction)
+    receivers = _receivers(model, receivers, [(-1, 0)])
+    check(all(isinstance(r, tuple) and len(r) == 3 for r in receivers), "receivers", receivers,
+          "(layer, head, 'q'|'k'|'v') inputs")
+    source, target = (clean, corrupted) if direction == "denoise" else (corrupted, clean)
+    where = _position_mask(positions, tuple(clean.shape), clean.device)
+    with split_inputs(model):
+        cache = _cache(model, source, ("_input",))
+        hooks = []
+        for layer, head, s in receivers:
+            name = f"blocks.{layer}.hook_{s}_input"
+
+            def hook(x, hook, src=cache[name], head=head):
+                x = x.clone()
+                x[:, :, head] = torch.where(where[..., None], src[:, :, head], x[:, :, head])
+                return x
+            hooks.append((name, hook))
+        value = run_metric(model, target, metric, hooks)
+    return Patched(torch.tensor(value), run_metric(model, clean, metric),
+                   run_metric(model, corrupted, metric), direction)
+
+
 # --- path patching ---------------------------------------------------------------------------
 def _one_receiver(r) -> bool:
     return r == "logits" or (isinstance(r, tuple) and (
@@ -277,7 +307,7 @@ def _one_head(h) -> bool:
 def _receivers(model: HookedTransformer, receivers, senders: list[Head]) -> list:
     """Normalised receivers, each after every sender: (l, h, "q"/"k"/"v"), ("mlp", l), "logits"."""
     L, H = model.cfg.n_layers, model.cfg.n_heads
-    first = min(l for l, _ in senders)
+    first = min(l for l, _ in senders)  # (-1, 0): no sender, every layer can receive
     items = [receivers] if _one_receiver(receivers) else list(receivers)
     check(bool(items), "receivers", receivers, "at least one receiver")
     out = []
