@@ -27,3 +27,5 @@ from .patching import (Patched, composition_paths, downstream, logit_diff, patch
                        patch_inputs,
                        patch_layers, path_patch, scored_loss, spread, target_logprob)
 from . import llc  # noqa: E402  (the local learning coefficient, SGLD)
+from .llc import (LLCCurve, SGLDSettings, estimate_llc, llc_through_training,  # noqa: E402,F401
+                  stage_boundaries, task_llc)

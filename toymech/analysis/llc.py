@@ -291,12 +291,12 @@ def calibrate(model: torch.nn.Module, loss_fn: LossFn, data: Any, lrs: Sequence[
 
 def choose(table: pd.DataFrame) -> dict[str, float] | None:
     """The setting a sweep picks: among healthy rows (finite, no negative chain, flat), the
-    smallest step size (least discretisation bias), then the smallest localisation (least
-    pull toward w*). None when no row is healthy."""
+    smallest localisation γ (it pulls the chains toward w* and shrinks λ̂ most), then the
+    smallest step size (least discretisation bias). None when no row is healthy."""
     ok = table[table["healthy"]]
     if ok.empty:
         return None
-    row = ok.sort_values(["lr", "gamma"]).iloc[0]
+    row = ok.sort_values(["gamma", "lr"]).iloc[0]
     return {"lr": float(row["lr"]), "gamma": float(row["gamma"])}
 
 
@@ -362,3 +362,38 @@ def boundary_table(boundaries: Sequence[float], transitions: pd.DataFrame) -> pd
         rows.append({"metric": metric, "transition step": step, "nearest LLC boundary": near,
                      "decades apart": dist})
     return pd.DataFrame(rows)
+
+
+@dataclass
+class LLCCurve:
+    """λ̂ through training: ``curve`` (one ``LLCResult.row`` per snapshot step), ``results``
+    {step: LLCResult} (the chains' traces), ``boundaries`` (``stage_boundaries`` of the healthy
+    steps) and the settings used."""
+
+    curve: pd.DataFrame
+    results: dict[int, LLCResult]
+    boundaries: list[float]
+    settings: SGLDSettings
+
+    def table(self, transitions: pd.DataFrame) -> pd.DataFrame:
+        """``boundary_table`` against circuit transition steps (metric, step)."""
+        return boundary_table(self.boundaries, transitions)
+
+    def figure(self, transitions: pd.DataFrame | None = None, title: str | None = None):
+        from ..plots.llc import llc_curve
+        return llc_curve(self.curve, self.boundaries, transitions,
+                         **({"title": title} if title else {}))
+
+    def traces(self, max_panels: int = 4):
+        from ..plots.llc import chain_traces
+        return chain_traces(self.results, max_panels=max_panels)
+
+
+def llc_through_training(entry: Any, pool: Batch, settings: SGLDSettings,
+                         steps: Sequence[int] | None = None, min_change: float = 0.1
+                         ) -> LLCCurve:
+    """``llc_over_training`` plus the stage boundaries of the steps whose checks passed."""
+    curve, results = llc_over_training(entry, pool, settings, steps)
+    ok = curve[curve["healthy"]]
+    bounds = stage_boundaries(ok["step"].tolist(), ok["llc"].tolist(), min_change)
+    return LLCCurve(curve, dict(zip(curve["step"].tolist(), results)), bounds, settings)
