@@ -73,6 +73,13 @@ def test_a_redundant_parameter_lowers_the_coefficient():
     assert r.llc < 0.6 * r.parameters / 2
 
 
+def test_frozen_parameters_stay_at_w_star():
+    model, data = fitted(3, seed=4, redundant=True)
+    r = L.estimate_llc(model, squared_loss, data, SETTINGS.replace(chains=1, draws=48, burnin=0),
+                       freeze=("v",))
+    assert r.parameters == 3 and r.finite
+
+
 def test_a_step_too_large_diverges_and_the_sweep_avoids_it():
     model, data = fitted(2, seed=2)
     small = SETTINGS.replace(chains=2, draws=240, burnin=20)

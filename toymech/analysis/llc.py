@@ -30,6 +30,7 @@ task's model and to every snapshot of a run; ``stage_boundaries`` reads stages o
 from __future__ import annotations
 
 import copy
+import fnmatch
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -188,13 +189,16 @@ def _full_loss(model, loss_fn: LossFn, data: Any, chunk: int) -> float:
 
 
 def estimate_llc(model: torch.nn.Module, loss_fn: LossFn, data: Any,
-                 settings: SGLDSettings = SGLDSettings(), n: int | None = None) -> LLCResult:
+                 settings: SGLDSettings = SGLDSettings(), n: int | None = None,
+                 freeze: Sequence[str] = ()) -> LLCResult:
     """λ̂ at the model's current parameters w* (see the module docstring).
 
     ``loss_fn(model, minibatch)``: the mean per-sample negative log-likelihood (a 0-d tensor);
     ``data``: the n samples (a ``Batch``, a tensor or a tuple of tensors indexed on their first
     dimension), drawn with replacement; ``n``: the sample count in nβ (default: the number of
-    items in ``data``). The caller's model is not changed (the chains run on a copy)."""
+    items in ``data``); ``freeze``: parameter-name patterns (fnmatch, as
+    ``TrainConfig.freeze``) that stay at w*, e.g. what the run never trained. The caller's
+    model is not changed (the chains run on a copy)."""
     check(isinstance(settings, SGLDSettings), "settings", type(settings).__name__,
           "an SGLDSettings")
     size = _size(data)
@@ -204,7 +208,8 @@ def estimate_llc(model: torch.nn.Module, loss_fn: LossFn, data: Any,
     start = time.perf_counter()
     work, star = copy.deepcopy(model), copy.deepcopy(model)
     work.train(False), star.train(False)
-    params = [p for p in work.parameters() if p.requires_grad]
+    params = [p for name, p in work.named_parameters()
+              if p.requires_grad and not any(fnmatch.fnmatch(name, pat) for pat in freeze)]
     check(bool(params), "model", type(model).__name__, "a model with trainable parameters")
     anchor = [p.detach().clone() for p in params]
     device = params[0].device
@@ -267,14 +272,15 @@ def _fast(model: torch.nn.Module):
     return fast_forward(model) if os.environ.get("TOYMECH_FAST", "1") == "1" else None
 
 
-def task_llc(model: torch.nn.Module, pool: Batch, settings: SGLDSettings = SGLDSettings()
-             ) -> LLCResult:
+def task_llc(model: torch.nn.Module, pool: Batch, settings: SGLDSettings = SGLDSettings(),
+             freeze: Sequence[str] = ()) -> LLCResult:
     """λ̂ of a task model on a fixed pool of sequences; n = the pool's scored targets (the
-    samples whose mean loss L_n is)."""
+    samples whose mean loss L_n is); ``freeze``: see ``estimate_llc``."""
     check(isinstance(pool, Batch), "pool", type(pool).__name__, "a toymech Batch")
     pool = pool.to(next(model.parameters()).device)
     try:
-        return estimate_llc(model, task_loss, pool, settings, n=int(pool.target_mask.sum()))
+        return estimate_llc(model, task_loss, pool, settings, n=int(pool.target_mask.sum()),
+                            freeze=freeze)
     finally:
         _forwards.clear()  # the chains' model copies are gone
 
@@ -303,15 +309,17 @@ def choose(table: pd.DataFrame) -> dict[str, float] | None:
 def llc_over_training(entry: Any, pool: Batch, settings: SGLDSettings,
                       steps: Sequence[int] | None = None) -> tuple[pd.DataFrame, list[LLCResult]]:
     """λ̂ at each snapshot of a zoo entry (``entry.model_at``): one ``LLCResult.row`` per step
-    (with ``step``), and the results (their traces are the convergence check)."""
+    (with ``step``), and the results (their traces are the convergence check). Only the
+    parameters the run trained move (its ``TrainConfig.freeze`` stays at w*)."""
     available = list(getattr(entry, "snapshot_steps", []) or [])
     check(len(available) >= 1, "entry", type(entry).__name__, "a zoo entry with snapshots")
     chosen = available if steps is None else list(steps)
     for s in chosen:
         check(s in available, "steps", s, f"snapshot steps of the entry: {available}")
+    freeze = tuple(getattr(entry, "meta", {}).get("train", {}).get("freeze", ()))
     results, rows = [], []
     for s in chosen:
-        r = task_llc(entry.model_at(s), pool, settings)
+        r = task_llc(entry.model_at(s), pool, settings, freeze)
         results.append(r)
         rows.append({"step": s, **r.row()})
     return pd.DataFrame(rows), results

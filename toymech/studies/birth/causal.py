@@ -29,8 +29,10 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ...analysis import patching as P
-from ...core import check, seed_for
+from ...analysis.llc import LLCCurve, SGLDSettings, llc_through_training
+from ...core import check, check_size, seed_for
 from ...devices import make_generator
+from ...tasks import Batch
 from ...tasks.bigram_triggers import BigramTriggers
 from ..claims import Claim
 
@@ -215,3 +217,36 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
                                                          n["causal.v_share"])),
           unit="share of log p(a) restored"),
 )
+
+
+# --- the local learning coefficient ----------------------------------------------------------
+# Only the matrices the run trains move (W_K¹, W_K², W_O², W_F: 65,536 parameters at d = 128;
+# the run's freeze patterns stay at w*). Settings from a sweep on the trained default main run
+# (seed 0, Adam, 400 steps), a pool of 256 sequences of 64 (n = 16,128 targets, nβ = 1,665),
+# 2 chains x 150 draws after 50 burn-in steps, batches of 16: lr 3e-5, γ 300 -> 17.8 (flat,
+# healthy); ``choose`` takes the smallest healthy γ, then lr. One chain step costs about 25
+# times study 1's (T = 64, d = 128, the hooked forward), so at ``default`` the curve is off by
+# default (``LLC_ON``); at ``paper`` it runs.
+LLC_SETTINGS = {
+    "smoke": SGLDSettings(lr=3e-5, gamma=300.0, chains=1, draws=24, burnin=4, batch_size=8),
+    "default": SGLDSettings(lr=3e-5, gamma=300.0, chains=2, draws=150, burnin=50,
+                            batch_size=16),
+    "paper": SGLDSettings(lr=3e-5, gamma=300.0, chains=4, draws=400, burnin=100,
+                          batch_size=16),
+}
+LLC_POOL = {"smoke": 32, "default": 256, "paper": 256}
+LLC_ON = {"smoke": True, "default": False, "paper": True}
+
+
+def llc_pool(task: BigramTriggers, size: str, seed: int,
+             device: str | torch.device = "cpu") -> Batch:
+    """The fixed sequences the LLC's L_n is over (``probe`` stream; ``LLC_POOL[size]``)."""
+    check_size(size)
+    return task.sample(LLC_POOL[size], make_generator(seed_for(seed, "probe"), torch.device(device)))
+
+
+def llc_curve(entry, task: BigramTriggers, size: str, seed: int,
+              steps: list[int] | None = None) -> LLCCurve:
+    """λ̂ at the snapshots of the main run ``entry`` with the size's settings."""
+    dev = next(entry.model.parameters()).device
+    return llc_through_training(entry, llc_pool(task, size, seed, dev), LLC_SETTINGS[size], steps)
