@@ -103,7 +103,7 @@ def test_causal_metrics_per_snapshot_are_floats(study):
     if study == "induction":
         model = build_model(ind.experiment("induction-2l", "smoke", 0).model)
         out = IC.causal_metrics(model, IC.causal_data(tasks.get("repeated_blocks"), 0, n=16))
-        assert {"pref_clean", "share_k", "share_q", "share_v", "layer1_restores"} <= set(out)
+        assert {"pref_clean", "k_drop", "q_drop", "v_drop", "layer1_restored"} <= set(out)
     elif study == "birth":
         exp = birth.experiment("smoke", 0)
         out = BC.causal_metrics(build_model(exp.model), BC.causal_data(exp.task, 0, n=16))

@@ -115,6 +115,13 @@ def test_stage_boundaries_are_the_turns_of_the_curve():
     assert table["nearest LLC boundary"].iloc[0] == 8.0
     assert table["decades apart"].iloc[0] == pytest.approx(math.log10(10 / 8))
     assert np.isnan(table["nearest LLC boundary"].iloc[1])
+    # a monotone curve has no turn, but a half-way step (unhealthy snapshots left out)
+    curve = pd.DataFrame({"step": [0, 10, 100, 1000], "llc": [-5.0, 10.0, 20.0, 30.0],
+                          "healthy": [False, True, True, True]})
+    lc = L.LLCCurve(curve, {}, [], SETTINGS)
+    assert lc.half_step == pytest.approx(100.0)
+    row = lc.table(pd.DataFrame({"metric": ["m"], "step": [1000.0]})).iloc[0]
+    assert row["decades from LLC half-way"] == pytest.approx(1.0)
 
 
 def test_task_llc_over_snapshots(tmp_path):

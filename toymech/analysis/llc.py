@@ -383,9 +383,28 @@ class LLCCurve:
     boundaries: list[float]
     settings: SGLDSettings
 
+    @property
+    def half_step(self) -> float:
+        """The step at which λ̂ (healthy steps only) is half way from its first to its last
+        value (``dynamics.transition_step``, as for the circuit metrics); NaN if it did not
+        move: a monotone curve has no turn but still has this."""
+        from .dynamics import transition_step
+        ok = self.curve[self.curve["healthy"]]
+        if len(ok) < 2:
+            return float("nan")
+        step = transition_step(ok["step"].to_numpy(), ok["llc"].to_numpy())
+        return float("nan") if step is None else step
+
     def table(self, transitions: pd.DataFrame) -> pd.DataFrame:
-        """``boundary_table`` against circuit transition steps (metric, step)."""
-        return boundary_table(self.boundaries, transitions)
+        """``boundary_table`` against circuit transition steps (metric, step), with the LLC's
+        own half-way step and each transition's distance from it (decades)."""
+        out = boundary_table(self.boundaries, transitions)
+        half = self.half_step
+        out["LLC half-way step"] = half
+        out["decades from LLC half-way"] = [
+            abs(math.log10(s) - math.log10(half)) if s == s and s > 0 and half == half
+            else float("nan") for s in out["transition step"]]
+        return out
 
     def figure(self, transitions: pd.DataFrame | None = None, title: str | None = None):
         from ..plots.llc import llc_curve

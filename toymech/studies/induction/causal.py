@@ -207,16 +207,24 @@ def causal_numbers(models: Mapping[str, HookedTransformer], data: CausalData) ->
 
 
 def causal_metrics(model: HookedTransformer, data: CausalData) -> dict[str, float]:
-    """The main patching effects of one model, cheap enough for every training snapshot
-    (about 15 forward passes): ``pref_clean``, ``recent_min``, and for 2-layer models
-    ``share_{q,k,v}`` and ``layer1_restores``."""
+    """The main patching effects of one model, in logits (defined at every snapshot, also
+    before anything is learned, where shares of a vanishing gap would be noise), cheap enough
+    for every training snapshot (about 15 forward passes): ``pref_clean`` (the option-1
+    preference), ``recent_min`` and, for 2-layer models, ``{q,k,v}_drop`` (the preference lost
+    when that path from layer 0 is noised) and ``layer1_restored`` (the preference gained by
+    patching layer 1's attention output from option-1 into option-2 runs)."""
     metric = preference_metric(data)
     out = {"pref_clean": P.run_metric(model, data.option1.to(model.cfg.device), metric),
            "recent_min": float(recent_letter_effects(model, data).min())}
     if model.cfg.n_layers == 2:
-        shares = composition_shares(model, data)
-        out.update({f"share_{p}": shares[p] for p in "qkv"})
-        out["layer1_restores"] = float(layer_restores(model, data)[1])
+        H = model.cfg.n_heads
+        for path in "qkv":
+            p = P.path_patch(model, data.option1, data.unrelated, metric,
+                             [(0, h) for h in range(H)], [(1, h, path) for h in range(H)],
+                             direction="noise")
+            out[f"{path}_drop"] = p.clean - float(p.values)
+        layers = P.patch_layers(model, data.option1, data.option2, metric, site="attn_out")
+        out["layer1_restored"] = float(layers.values[1]) - layers.corrupted
     return out
 
 
