@@ -201,7 +201,8 @@ def _cache(model, tokens, suffixes: tuple[str, ...]):
     return cache
 
 
-def _replace_head(source_z: torch.Tensor, head: int, mask: torch.Tensor):
+def replace_head(source_z: torch.Tensor, head: int, mask: torch.Tensor):
+    """A ``hook_z`` hook putting ``source_z[:, :, head]`` where ``mask`` [batch, pos] holds."""
     def hook(z, hook):
         z[:, :, head] = torch.where(mask[..., None], source_z[:, :, head], z[:, :, head])
         return z
@@ -231,7 +232,7 @@ def patch_heads(model: HookedTransformer, clean: torch.Tensor, corrupted: torch.
         src = z[f"blocks.{layer}.attn.hook_z"]
         for head in range(H):
             for i, mask in enumerate(masks):
-                hook = (f"blocks.{layer}.attn.hook_z", _replace_head(src, head, mask))
+                hook = (f"blocks.{layer}.attn.hook_z", replace_head(src, head, mask))
                 values[layer, head, i] = run_metric(model, target, metric, [hook])
     return Patched(values if per_position else values[..., 0], run_metric(model, clean, metric),
                    run_metric(model, corrupted, metric), direction)

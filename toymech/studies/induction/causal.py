@@ -175,7 +175,7 @@ def recent_letter_effects(model: HookedTransformer, data: CausalData) -> torch.T
     for layer in range(L):
         name = f"blocks.{layer}.attn.hook_z"
         for head in range(H):
-            hook = (name, P._replace_head(z[name], head, everywhere))
+            hook = (name, P.replace_head(z[name], head, everywhere))
             out[layer, head] = base - P.run_metric(model, tokens.to(model.cfg.device),
                                                    centred_recent, [hook])
     return out
