@@ -22,3 +22,10 @@ __all__ = [
 ]
 from . import probes  # noqa: E402  (Birth study: memory-recall probes, linear probes, callback)
 from .subspace import BASES, concentration, explained_variance, hidden_states  # noqa: E402,F401
+from . import patching  # noqa: E402  (causal tests: activation and path patching)
+from .patching import (Patched, composition_paths, downstream, logit_diff, patch_heads,  # noqa: E402,F401
+                       patch_inputs,
+                       patch_layers, path_patch, scored_loss, spread, target_logprob)
+from . import llc  # noqa: E402  (the local learning coefficient, SGLD)
+from .llc import (LLCCurve, SGLDSettings, estimate_llc, llc_through_training,  # noqa: E402,F401
+                  stage_boundaries, task_llc)
