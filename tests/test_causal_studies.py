@@ -13,7 +13,7 @@ from toymech.studies.birth import causal as BC
 from toymech.studies.claims import assess
 from toymech.studies.induction import causal as IC
 from toymech.studies.random_transformers import causal as RC
-from toymech.studies.random_transformers import experiments as RX
+from toymech.studies.random_transformers import design as RX
 
 SEEDS = (0, 1, 2)
 

@@ -6,9 +6,9 @@ import torch
 from toymech import tasks
 from toymech.devices import make_generator
 from toymech.models import ModelConfig, build_model, fast_forward
-from toymech.studies.birth.experiments import simplified_config
-from toymech.studies.induction.experiments import MODELS, experiment
-from toymech.studies.random_transformers.experiments import model_config
+from toymech.studies.birth.design import simplified_config
+from toymech.studies.induction.design import MODELS, experiment
+from toymech.studies.random_transformers.design import model_config
 from toymech.training import TrainConfig, train
 from toymech.training.loop import _Eager
 

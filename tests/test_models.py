@@ -193,7 +193,7 @@ def test_old_configs_without_the_new_keys_load_as_before():
 
 
 def test_study_models_use_the_post_code_and_keep_textbook_twins():
-    from toymech.studies.induction import experiments as ex
+    from toymech.studies.induction import design as ex
 
     for name in ex.MAIN:
         m = ex.experiment(name, "smoke").model

@@ -8,8 +8,8 @@ import torch
 from toymech import analysis as A, experiments, tasks
 from toymech.analysis import patching as P
 from toymech.models import ModelConfig, build_model
-from toymech.studies.birth.experiments import simplified_config
-from toymech.studies.random_transformers.experiments import model_config as gpt2_config
+from toymech.studies.birth.design import simplified_config
+from toymech.studies.random_transformers.design import model_config as gpt2_config
 
 V, T = 8, 8          # vocabulary, context
 C, SCALE = 10.0, 10.0  # attention sharpness (scores C²/sqrt(d_head)), logit scale

@@ -18,7 +18,7 @@ from toymech.studies.birth import experiment as birth_experiment
 from toymech.studies.induction import dynamics as idyn
 from toymech.studies.induction import experiment as induction_experiment
 from toymech.studies.random_transformers import dynamics as rdyn
-from toymech.studies.random_transformers.experiments import experiment as rt_experiment
+from toymech.studies.random_transformers.design import experiment as rt_experiment
 from toymech.training import train
 
 

@@ -5,7 +5,7 @@ train and measure, ``CLAIMS``, ``numbers`` and ``scorecard``. See CONTRIBUTING.m
 """
 
 from .claims import CLAIMS, SOURCE, numbers, scorecard
-from .experiments import EXPERIMENTS, SIZES, experiment, validate
+from .design import EXPERIMENTS, SIZES, experiment, validate
 from .measure import run
 
 TITLE = "Template study: a 2-layer transformer on parenthesis balancing"

@@ -7,7 +7,7 @@ import torch
 from ...core import seed_for
 from ...devices import make_generator
 from ...training import Zoo, evaluate
-from .experiments import SIZES, experiment
+from .design import SIZES, experiment
 
 
 def run(size: str, seed: int, device: torch.device, cache_dir=None) -> dict[str, float]:

@@ -18,7 +18,7 @@ from .callbacks import PROBE_TAG, birth_callback, trigger_sets
 from .claims import CLAIMS, HALF, MAIN_CLAIMS, SOURCE, half_and_rise, numbers, scorecard
 from .dynamics import (DYNAMICS_METRICS, dynamics_metrics, dynamics_patterns, probe_data,
                        through_training)
-from .experiments import (EXPERIMENTS, FREEZINGS, MODELS, OPTIONAL_RUNS, SIZES, control_config,
+from .design import (EXPERIMENTS, FREEZINGS, MODELS, OPTIONAL_RUNS, SIZES, control_config,
                           experiment, experiments, freeze_patterns, seeds_of, simplified_config,
                           truncated, validate)
 from .measure import (CONTROL_ROW, EXTREMES, EXTREMES_COLUMNS, FREEZING_LABELS, N_OOD_RANDOM,

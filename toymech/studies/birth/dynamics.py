@@ -21,7 +21,7 @@ from ...core import check
 from ...tasks import Batch
 from ...tasks.bigram_triggers import BigramTriggers
 from .callbacks import trigger_sets
-from .experiments import SIZES
+from .design import SIZES
 from ..protocol import size_of
 from .measure import eval_sets, example_batch
 from ..trajectory import flat_patterns, through_training_for

@@ -24,7 +24,7 @@ from ...training import Experiment, Zoo, ZooEntry
 from ..grids import train_grid
 from .callbacks import PROBE_TAG, birth_callback
 from ..protocol import size_of
-from .experiments import SIZES, experiment, truncated
+from .design import SIZES, experiment, truncated
 from .tables import before_step
 
 N_OOD_RANDOM = 16  # tokens the random-trigger runs of the sweep hold out of their trigger pool

@@ -25,7 +25,7 @@ from ..protocol import size_of
 from .callbacks import PROBE_TAG, birth_callback
 from .claims import CLAIMS, HALF, MAIN_CLAIMS, numbers
 from .dynamics import ProbeData
-from .experiments import SIZES, experiment, seeds_of
+from .design import SIZES, experiment, seeds_of
 from .measure import bigram_baseline
 from .tables import construction_table
 

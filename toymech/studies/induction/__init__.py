@@ -12,7 +12,7 @@ from .claims import (CLAIMS, COPYING, POST, POST_PATHS, SOURCE, SUPPRESSING, TOL
                      floor_and_chance, numbers, scorecard)
 from .dynamics import (DYNAMICS_METRICS, dynamics_metrics, dynamics_patterns, probe_data,
                        through_training)
-from .experiments import (EXPERIMENTS, LEARNED, MAIN, MODELS, OPTIONAL_RUNS, SIZES, TEXTBOOK,
+from .design import (EXPERIMENTS, LEARNED, MAIN, MODELS, OPTIONAL_RUNS, SIZES, TEXTBOOK,
                           eval_sets, experiment, experiments, seeds_of, twins, validate)
 from .measure import (MECHANISM_SETS, POST_SETS, Model, ablation_table, algorithm_in_words,
                       algorithms_text, attention_view, chance_loss, copy_table, describe,

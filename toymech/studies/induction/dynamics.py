@@ -20,7 +20,7 @@ from ...core import check, seed_for
 from ...devices import make_generator
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
-from .experiments import eval_sets
+from .design import eval_sets
 from .measure import POST_SETS
 from ..trajectory import flat_patterns, through_training_for
 

@@ -19,7 +19,7 @@ from ...core import seed_for
 from ...devices import make_generator
 from ..protocol import size_of
 from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
-from .experiments import SIZES, experiment, seeds_of
+from .design import SIZES, experiment, seeds_of
 
 POST_SETS = ("test", "doubled", "option1", "option2")
 MECHANISM_SETS = ("predictable", "shifted", "period5", "period7")

@@ -22,7 +22,7 @@ from ...training import Zoo
 from ..claims import verdict_table
 from .claims import CLAIMS, SHORT, floor_and_chance, numbers
 from .dynamics import ProbeData, probe_data
-from .experiments import MAIN, experiment, seeds_of
+from .design import MAIN, experiment, seeds_of
 from .measure import MECHANISM_SETS, POST_SETS, Model
 
 
@@ -121,7 +121,7 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
     out-of-distribution preferences, the scorecard's counts, what did not reproduce, and the
     run's budget against the post's, all computed (``studies.findings``)."""
     from ..findings import Findings, misses, scorecard_sentence
-    from .experiments import SIZES
+    from .design import SIZES
     from .measure import mechanism_verdict
     lines = []
     seeds = list(per_seed.values())

@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from ..claims import Claim, Numbers, need, scorecard as _scorecard
-from .experiments import ALGORITHMIC, Plan
+from .design import ALGORITHMIC, Plan
 
 SOURCE = ('Z. Zhong, J. Andreas, "Algorithmic Capabilities of Random Transformers", NeurIPS 2024 '
           "(arXiv:2410.04368), its public reviews and rebuttal, and its code; see "

@@ -22,7 +22,7 @@ from ...core import check, seed_for
 from ...devices import make_generator
 from ...tasks.base import Batch, Task
 from ...training import Zoo, evaluate
-from .experiments import Plan, experiment, size_spec
+from .design import Plan, experiment, size_spec
 from .measure import eval_sets, plan_seeds
 from ..trajectory import Trajectory, flat_patterns, over_seeds, through_training_for
 

@@ -19,7 +19,7 @@ from ...tasks.base import Batch, Task
 from ..grids import train_grid
 from ...training import Experiment, Zoo, ZooEntry, evaluate
 from .claims import PAPER_LINEARISED_W512
-from .experiments import (Plan, baseline_experiment, experiment, mode_of, plan, seeds_of,
+from .design import (Plan, baseline_experiment, experiment, mode_of, plan, seeds_of,
                           size_spec, task_for)
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ...models import build_model
 from .claims import numbers
-from .experiments import ALGORITHMIC, FREEZE_MODES, experiment, plan, task_for
+from .design import ALGORITHMIC, FREEZE_MODES, experiment, plan, task_for
 from .measure import (BASELINE_KINDS, baseline_exp, baseline_row, circuit_experiments,
                       circuit_row, concentration_rows, row_for, size_spec)
 from .tables import memorization_table
@@ -83,3 +83,41 @@ def _trainable(exp) -> int:
     model = _untrained(exp)
     apply_freeze(model, exp.train.freeze)
     return parameter_counts(model)[0]
+
+
+def findings(per_seed, card: pd.DataFrame, size: str):
+    """"What this run found": which tasks the normal and the random models solve at this budget
+    (over the seeds that trained them), the scorecard's counts, what did not reproduce, and the
+    run's budget against the paper's, all computed (``studies.findings``)."""
+    import statistics
+    from ..findings import Findings, misses, scorecard_sentence
+    from .claims import _solved
+    from .design import size_spec
+    from ..claims import Measured
+    lines = []
+    for mode, width in (("normal", "small"), ("random", "large")):
+        solved, measured = [], 0
+        for task in ALGORITHMIC:
+            votes = []
+            for n in per_seed:
+                try:
+                    votes.append(_solved(Measured(n), f"acc.{task}.{mode}.{width}", task))
+                except KeyError:
+                    pass
+            if votes:
+                measured += 1
+                if statistics.mean(votes) >= 0.5:
+                    solved.append(task)
+        if measured:
+            w = plan(size).widths[0 if width == "small" else 1]
+            lines.append(f"{mode.capitalize()} transformers of width {w} solve "
+                         f"{len(solved)} of the {measured} algorithmic tasks at this budget"
+                         f"{': ' + ', '.join(solved) if solved else ''} (held-out accuracy, whole "
+                         "answers, in most seeds).")
+    lines.append(scorecard_sentence(card))
+    lines.append(misses(card))
+    spec = size_spec(size)
+    if spec.steps < 50_000:
+        lines.append(f"Each run trained {spec.steps:,} steps (the paper: ~50,000) at widths up to "
+                     f"{max(plan(size).widths)} (the paper: 1,024).")
+    return Findings(lines)
