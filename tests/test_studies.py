@@ -1,41 +1,97 @@
-"""Every study has the same public surface (the template included)."""
+"""Every study has the protocol's surface (``toymech.studies.protocol``), the template included,
+checked with ``inspect.signature``; the registry is the one list of studies."""
 
 import importlib
+import inspect
+import re
+import types
+from pathlib import Path
 
 import pytest
 
 from toymech import core, experiments
-from toymech.studies import all_studies
+from toymech.studies import protocol
+from toymech.studies.protocol import STUDIES, surface_problems
 
-SURFACE = ("TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "validate", "CLAIMS", "numbers",
-           "scorecard")
-STUDIES = [m.__name__ for m in all_studies()] + ["toymech.studies._template"]
-
-
-def test_the_three_studies_are_found():
-    names = {m.__name__.rsplit(".", 1)[-1] for m in all_studies()}
-    assert {"induction", "birth", "random_transformers"} <= names and "_template" not in names
+ROOT = Path(__file__).resolve().parents[1]
+ALL = [*STUDIES, protocol.TEMPLATE]
 
 
-@pytest.mark.parametrize("name", STUDIES)
-def test_same_surface(name):
-    study = importlib.import_module(name)
-    missing = [a for a in SURFACE if not hasattr(study, a)]
-    assert not missing, missing
+def test_the_registry_lists_the_studies_and_their_notebooks():
+    assert set(STUDIES) == {"induction", "birth", "random_transformers"}
+    found = {p.name for p in (ROOT / "toymech" / "studies").iterdir()
+             if p.is_dir() and (p / "__init__.py").exists() and not p.name.startswith("_")}
+    assert found == set(STUDIES), "a study package that is not registered in protocol.STUDIES"
+    for notebook in STUDIES.values():
+        assert (ROOT / notebook).is_file(), notebook
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_protocol_surface_and_signatures(name):
+    study = protocol.study(name)
+    assert surface_problems(study) == []
     assert set(study.SIZES) == set(core.SIZES)
-    assert study.CLAIMS and all(c.statement and c.source_value for c in study.CLAIMS)
+    assert study.CLAIMS and all(c.statement and c.source_value and c.test and c.why
+                                for c in study.CLAIMS)
     for exp_name, named in study.EXPERIMENTS.items():
         assert named.name == exp_name
         assert named.make("smoke", 1).train.seed == 1
     with pytest.raises(ValueError, match="size='huge'"):
         study.validate("huge", 0, "cpu")
+    with pytest.raises(ValueError, match="n_seeds=0"):
+        study.validate("smoke", 0, "cpu", n_seeds=0)
+    assert study.seeds_of("default", 4) == tuple(range(4, 4 + study.SIZES["default"].n_seeds))
+    assert study.seeds_of("smoke", 2, n_seeds=4) == (2, 3, 4, 5)
+    assert all(e.train.seed in (7, 8) for e in study.experiments("smoke", (7, 8)))
+
+
+def test_a_changed_signature_fails_the_protocol():
+    study = protocol.study("induction")
+    fake = types.SimpleNamespace(**{k: getattr(study, k) for k in dir(study)
+                                    if not k.startswith("__")})
+
+    def validate(size, seed, device, cache_dir=None, threads=None):  # positional, as it was
+        return None
+
+    fake.validate = validate
+    assert any("validate" in p for p in surface_problems(fake))
+    fake.validate = study.validate
+    del fake.measure_seed
+    assert "missing measure_seed" in surface_problems(fake)
+    fake.measure_seed = lambda runs, data, extra: None  # an extra positional parameter
+    assert any("measure_seed" in p for p in surface_problems(fake))
+
+
+def test_seeds_of_is_defined_once():
+    hits = [p for p in (ROOT / "toymech").rglob("*.py") if re.search(r"^\s*def seeds_of\b",
+                                                                     p.read_text(), re.M)]
+    assert [p.name for p in hits] == ["protocol.py"]
 
 
 def test_study_experiments_are_registered_by_name():
     registry = experiments.registry()
-    for study in all_studies():
+    for study in protocol.all_studies():
         for exp_name in study.EXPERIMENTS:
             assert registry[exp_name].study
+
+
+def test_readme_and_sources_name_every_registered_study():
+    readme, sources = (ROOT / "README.md").read_text(), (ROOT / "docs" / "sources.md").read_text()
+    for name, notebook in STUDIES.items():
+        study = protocol.study(name)
+        assert Path(notebook).name in readme, notebook
+        assert f"toymech/studies/{name}/" in sources, name
+        assert study.TITLE.split(":")[0] in sources, study.TITLE
+
+
+def test_notebooks_call_studies_with_keywords_after_two_arguments():
+    for notebook in [*STUDIES.values(), "toymech/studies/_template/notebook.ipynb"]:
+        import json
+        cells = json.loads((ROOT / notebook).read_text())["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        for call in re.findall(r"\.validate\(([^)]*)\)", text):
+            positional = [a for a in call.split(",") if "=" not in a and a.strip()]
+            assert len(positional) <= 3, (notebook, call)  # size, seed, device
 
 
 def test_template_runs_at_smoke(tmp_path):
@@ -43,7 +99,21 @@ def test_template_runs_at_smoke(tmp_path):
 
     from toymech.studies import _template as t
     dev = t.validate("smoke", 0, "cpu")
-    metrics = t.run("smoke", 0, dev, tmp_path)
-    card = t.scorecard([t.numbers(metrics)])
-    assert 0.0 <= metrics["acc"] <= 1.0 and card["seeds agreeing"].iloc[0] in ("0/1", "1/1")
-    assert dev == torch.device("cpu")
+    runs = t.load_seeds("smoke", 0, dev, tmp_path)
+    task = t.experiment("smoke", 0).task
+    per_seed = [t.measure_seed({"model": e}, t.probe_data(task, "smoke", s))
+                for s, e in runs.items()]
+    card = t.scorecard(per_seed, "smoke", list(runs))
+    assert card["verdict"].iloc[0].startswith("pipeline check") and dev == torch.device("cpu")
+    path = t.through_training(runs[0], t.probe_data(task, "smoke", 0))
+    assert len(path.steps) >= 2 and path.figure().layout.sliders
+
+
+@pytest.mark.notebook
+def test_template_notebook_runs_at_smoke(tmp_path):
+    import papermill as pm
+    out = tmp_path / "t.ipynb"
+    pm.execute_notebook(str(ROOT / "toymech/studies/_template/notebook.ipynb"), str(out),
+                        parameters=dict(size="smoke", device="cpu", cache_dir=str(tmp_path / "z"),
+                                        threads=1), progress_bar=False)
+    assert "Pipeline check" in out.read_text()

@@ -42,6 +42,7 @@ import torch
 
 from ..core import check, check_float, check_int
 from ..tasks.base import Batch, masked_cross_entropy
+from .dynamics import transition_step
 
 LossFn = Callable[[torch.nn.Module, Any], torch.Tensor]
 
@@ -388,7 +389,6 @@ class LLCCurve:
         """The step at which λ̂ (healthy steps only) is half way from its first to its last
         value (``dynamics.transition_step``, as for the circuit metrics); NaN if it did not
         move: a monotone curve has no turn but still has this."""
-        from .dynamics import transition_step
         ok = self.curve[self.curve["healthy"]]
         if len(ok) < 2:
             return float("nan")
@@ -405,15 +405,6 @@ class LLCCurve:
             abs(math.log10(s) - math.log10(half)) if s == s and s > 0 and half == half
             else float("nan") for s in out["transition step"]]
         return out
-
-    def figure(self, transitions: pd.DataFrame | None = None, title: str | None = None):
-        from ..plots.llc import llc_curve
-        return llc_curve(self.curve, self.boundaries, transitions,
-                         **({"title": title} if title else {}))
-
-    def traces(self, max_panels: int = 4):
-        from ..plots.llc import chain_traces
-        return chain_traces(self.results, max_panels=max_panels)
 
 
 def llc_through_training(entry: Any, pool: Batch, settings: SGLDSettings,

@@ -1,14 +1,19 @@
 """TEMPLATE for a new study: copy this folder to ``toymech/studies/<your_study>/`` (a name not
-starting with '_'), then edit. Every study exposes the same surface (tests/test_studies.py
-checks it): ``TITLE``, ``SOURCE``, ``SIZES``, ``EXPERIMENTS``, ``validate``, the functions that
-train and measure, ``CLAIMS``, ``numbers`` and ``scorecard``. See CONTRIBUTING.md.
+starting with '_'), add one line to ``toymech.studies.protocol.STUDIES``, then edit. Every study
+exposes the protocol of ``toymech.studies.protocol`` (tests/test_studies.py checks names and
+signatures); ``notebook.ipynb`` beside this file is the notebook skeleton (copy it to
+``notebooks/NN_<study>.ipynb``). See CONTRIBUTING.md for the rules the tests enforce.
 """
 
 from .claims import CLAIMS, SOURCE, numbers, scorecard
-from .design import EXPERIMENTS, SIZES, experiment, validate
-from .measure import run
+from .design import (EXPERIMENTS, SIZES, describe, eval_sets, experiment, experiments, seeds_of,
+                     validate)
+from .dynamics import DYNAMICS_METRICS, dynamics_metrics, probe_data, through_training
+from .measure import findings, load_seeds, measure_seed
 
 TITLE = "Template study: a 2-layer transformer on parenthesis balancing"
 
-__all__ = ["CLAIMS", "EXPERIMENTS", "SIZES", "SOURCE", "TITLE", "experiment", "numbers", "run",
-           "scorecard", "validate"]
+__all__ = ["CLAIMS", "DYNAMICS_METRICS", "EXPERIMENTS", "SIZES", "SOURCE", "TITLE", "describe",
+           "dynamics_metrics", "eval_sets", "experiment", "experiments", "findings", "load_seeds",
+           "measure_seed", "numbers", "probe_data", "scorecard", "seeds_of", "through_training",
+           "validate"]

@@ -1,31 +1,59 @@
-"""Sizes (the one place they live) and named experiments of the study."""
+"""The study's sizes (the one place they live), named experiments and parameter checks.
+
+Copy this folder to ``toymech/studies/<study>/``, register it in ``protocol.STUDIES`` (one line),
+and edit. Keep every name and signature of ``toymech.studies.protocol``: a test checks them.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
 from ... import tasks
-from ...core import check_size
+from ...core import seed_for
+from ...devices import make_generator
 from ...models import ModelConfig
-from ..params import validate_run
+from ...tasks import Batch
 from ...training import Experiment, Named, TrainConfig
+from ..params import validate_run
+from ..protocol import StudySize, seeds_for, size_of
+
+
+@dataclass(frozen=True)
+class TemplateSize(StudySize):
+    """What changes with the size; ``n_seeds``: seeds the claims are assessed over."""
+
+    steps: int = 500
+    batch: int = 64
+    eval_n: int = 1024
+    snapshots: int = 8
+
 
 SIZES = {
-    "smoke": dict(steps=20, batch=32, eval_n=128),
-    "default": dict(steps=500, batch=64, eval_n=1024),
-    "paper": dict(steps=5000, batch=256, eval_n=4096),
+    "smoke": TemplateSize(n_seeds=2, steps=20, batch=32, eval_n=128, snapshots=4),
+    "default": TemplateSize(n_seeds=3, steps=500, batch=64, eval_n=1024),
+    "paper": TemplateSize(n_seeds=10, steps=5000, batch=256, eval_n=4096, snapshots=16),
 }
+seeds_of = seeds_for(SIZES)  # the one definition of seeds_of, bound to these sizes
 
 
 def experiment(size: str = "default", seed: int = 0) -> Experiment:
-    s = SIZES[check_size(size)]
-    task = tasks.get("parentheses")
+    """The study's model at ``size``, seeded with ``seed`` (snapshots for ``through_training``)."""
+    s = size_of(SIZES, size)
+    task = tasks.get("parentheses", max_len=16)
     model = ModelConfig(n_layers=2, n_heads=4, d_model=32, d_vocab=task.d_vocab,
                         n_ctx=task.seq_len, attn_only=False, normalization="LN",
                         positions="standard", seed=seed)
-    train = TrainConfig(steps=s["steps"], batch_size=s["batch"], lr=1e-3, weight_decay=0.01,
-                        eval_every=max(1, s["steps"] // 5), eval_size=256, seed=seed)
+    train = TrainConfig(steps=s.steps, batch_size=s.batch, lr=1e-3, weight_decay=0.01,
+                        eval_every=max(1, s.steps // 5), eval_size=256, seed=seed,
+                        snapshots=s.snapshots)
     return Experiment(task, model, train, "template-parentheses")
+
+
+def experiments(size: str, seeds) -> list[Experiment]:
+    """What the study trains for ``seeds`` at ``size``."""
+    return [experiment(size, s) for s in seeds]
 
 
 # Experiment names are global: prefix them with the study's name.
@@ -33,7 +61,21 @@ EXPERIMENTS = {"template-parentheses": Named("template-parentheses", "template s
                                              experiment, "_template")}
 
 
-def validate(size: str, seed: int, device: str, cache_dir: str | None = None,
+def validate(size: str, seed: int, device: str | torch.device = "auto", *,
+             n_seeds: int | None = None, cache_dir: str | None = None,
              threads: int | None = None) -> torch.device:
     """Check the notebook's parameters (one clear ValueError each); resolve the device once."""
-    return validate_run(size, seed, device, cache_dir, threads)
+    return validate_run(size, seed, device, n_seeds, cache_dir, threads)
+
+
+def eval_sets(task, size: str, seed: int, device: str | torch.device = "cpu") -> dict[str, Batch]:
+    """The evaluation sets of a run with seed ``seed``: its own ``eval`` stream."""
+    gen = make_generator(seed_for(seed, "eval"), torch.device(device))
+    return task.eval_sets(size_of(SIZES, size).eval_n, gen)
+
+
+def describe(size: str, seed: int, device, *, n_seeds: int | None = None) -> str:
+    """The run's settings in words, from the size (never typed into the notebook)."""
+    s, seeds = size_of(SIZES, size), seeds_of(size, seed, n_seeds)
+    return (f"size {size} on {device}: {s.steps:,} steps of batch {s.batch}, "
+            f"{len(seeds)} seeds ({', '.join(map(str, seeds))})")

@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import torch
 
-from ...core import seed_for
-from ...devices import make_generator
-from ...training import Zoo, evaluate
-from .design import SIZES, experiment
+from ...analysis.chance import chance_levels
+from ...training import Zoo, ZooEntry, evaluate
+from .claims import numbers
+from .design import eval_sets, experiment, seeds_of
 
 
-def run(size: str, seed: int, device: torch.device, cache_dir=None) -> dict[str, float]:
-    """Train or load the study's model; its metrics on evaluation data of the seed's stream."""
-    exp = experiment(size, seed)
-    entry = Zoo(cache_dir).get_or_train(exp, device=device, progress=False, log=None)
-    batch = exp.task.sample(SIZES[size]["eval_n"], make_generator(seed_for(seed, "eval"), device))
-    return evaluate(entry.model, exp.task, batch)
+def load_seeds(size: str, seed: int, device: torch.device, cache_dir=None,
+               n_seeds: int | None = None) -> dict[int, ZooEntry]:
+    """Train or load the study's model for every seed: {seed: zoo entry}."""
+    zoo = Zoo(cache_dir)
+    return {s: zoo.get_or_train(experiment(size, s), device=device, progress=False, log=None)
+            for s in seeds_of(size, seed, n_seeds)}
+
+
+@torch.no_grad()
+def measure_seed(runs: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, float]:
+    """One seed's numbers: ``runs = {"model": entry or model}``, ``data`` = ``probe_data``."""
+    model = getattr(runs["model"], "model", runs["model"])
+    test = data["sets"]["test"].to(next(model.parameters()).device)
+    metrics = evaluate(model, data["task"], test)
+    return numbers({"acc": metrics["acc"], "chance": chance_levels(data["task"], test)["acc"]})
+
+
+def findings(per_seed, card, size: str):
+    """"What this run found", computed from the scorecard (add the study's own sentences)."""
+    from ..findings import Findings, misses, scorecard_sentence
+    return Findings([scorecard_sentence(card), misses(card)])
