@@ -25,8 +25,6 @@ the ``ood`` evaluation set draws its triggers only from tokens never used as tri
 from __future__ import annotations
 
 import functools
-import gzip
-import importlib.resources
 import math
 import os
 from dataclasses import dataclass
@@ -34,25 +32,12 @@ from pathlib import Path
 
 import torch
 
+from .corpus import read_corpus
 from .base import Batch, Task, check, check_float, check_int, check_str, register, set_checked
 
 TRIGGER_MODES = ("fixed", "random")
 VARIANTS = ("mixed", "only_triggers", "no_triggers")
 READABLE = {"\n": "⏎", " ": "␣", "\t": "⇥"}
-
-
-@functools.lru_cache(maxsize=8)
-def _read_corpus(path: str | None) -> str:
-    """The corpus text: the shipped gzipped Tiny Shakespeare when ``path`` is None."""
-    try:
-        if path is None:
-            res = importlib.resources.files("toymech.data") / "tinyshakespeare.txt.gz"
-            return gzip.decompress(res.read_bytes()).decode("utf-8")
-        p = Path(path).expanduser()
-        raw = p.read_bytes()
-        return (gzip.decompress(raw) if p.suffix == ".gz" else raw).decode("utf-8")
-    except (OSError, UnicodeDecodeError, gzip.BadGzipFile) as err:
-        raise ValueError(f"corpus={path!r} is not allowed: a readable UTF-8 text file ({err})")
 
 
 @functools.lru_cache(maxsize=8)
@@ -62,7 +47,7 @@ def corpus_statistics(path: str | None) -> tuple[tuple[str, ...], torch.Tensor, 
     Estimated once per corpus and cached. A character never followed by anything (the last one
     of the text, if unique) gets a uniform bigram row.
     """
-    text = _read_corpus(path)
+    text = read_corpus(path)
     chars = tuple(sorted(set(text)))
     check(len(chars) >= 2 and len(text) >= 2, "corpus", path,
           "a text file with at least 2 distinct characters")

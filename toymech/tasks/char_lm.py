@@ -9,21 +9,19 @@ Sequences are random windows of ``seq_len`` characters from the first ``train_fr
 
 from __future__ import annotations
 
-import gzip
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
 import torch
 
+from .corpus import read_corpus
 from .base import Batch, Task, check_float, check_int, register, set_checked
 
 
 @lru_cache(maxsize=1)
 def corpus() -> tuple[str, tuple[str, ...], torch.Tensor]:
     """(text, sorted characters, [n_chars] long token ids) of the shipped corpus."""
-    raw = resources.files("toymech").joinpath("data/tinyshakespeare.txt.gz").read_bytes()
-    text = gzip.decompress(raw).decode("utf-8")
+    text = read_corpus()
     chars = tuple(sorted(set(text)))
     index = {c: i for i, c in enumerate(chars)}
     ids = torch.tensor([index[c] for c in text], dtype=torch.long)

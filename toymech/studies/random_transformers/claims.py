@@ -176,7 +176,7 @@ def _solves(task: str) -> Claim:
     key = f"acc.{task}.random.large"
     whole = " (whole sum)" if task == "decimal_addition" else ""
     return Claim(f"random-solves-{task}", f"a random transformer solves {task}{whole} at the "
-                 "plan's large width", f"{PAPER}, Table 1 (width 1024, median of 10 restarts)",
+                 "plan's large width", f"{PAPER}, Table 1 (width 1024, median of 10 seeds)",
                  "100 % at width 1024", value=lambda n: 100 * n[key],
                  holds=_random_solves(task), unit="%",
                  reference=lambda n: 100 * n[f"chance.{task}"],

@@ -75,7 +75,7 @@ class Plan:
 
 @dataclass(frozen=True)
 class Size(StudySize):
-    """Everything that changes with ``size`` (``n_seeds``: restarts of the width sweep and the
+    """Everything that changes with ``size`` (``n_seeds``: seeds of the width sweep and the
     short-budget runs; the accuracy table and the side studies use the plan's ``table_seeds``)."""
 
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # task parameters (``task_for``)
@@ -95,7 +95,7 @@ class Size(StudySize):
 
 
 # default: task instances small enough that a 2-layer model of width <= 64 learns them in about
-# a thousand CPU steps, the width sweep and the short-budget runs over five restarts. The
+# a thousand CPU steps, the width sweep and the short-budget runs over the size's seeds. The
 # short-budget run: a random transformer of width 128 on p = 23 modular addition at lr 1e-2
 # reaches 70-100 % on its training pairs in 1,000 steps (at lr 1e-3, or width 64, far less),
 # the largest memorization this budget buys; whether it generalizes is what the run measures

@@ -30,7 +30,7 @@ from ..trajectory import Trajectory, flat_patterns, over_seeds, through_training
 # the task is solved?
 DYNAMICS_METRICS = ("test_acc", "test_loss", "ev_principal_mean")
 WINDOW = 64  # most positions shown by ``dynamics_patterns``
-K = 10  # EV_k of the paper's Table 4
+TOP_K = 10  # EV_k of the paper's Table 4 (the top-k principal directions)
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, flo
         batch = batch.to(model.cfg.device)
         out.update({f"{name}_{k}": float(v)
                     for k, v in evaluate(model, data.task, batch).items()})
-    ev = concentration(model, data.probe_tokens.to(model.cfg.device), K)
+    ev = concentration(model, data.probe_tokens.to(model.cfg.device), TOP_K)
     for (layer, basis), value in ev.items():
         out[f"ev_{basis}_{_layer_key(layer)}"] = value
     after = [v for (layer, basis), v in ev.items() if basis == "principal" and layer != "embedding"]
@@ -122,7 +122,7 @@ through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYN
 def dynamics_grid(plan: Plan, size: str, zoo: Zoo, device: str | torch.device = "cpu",
                   seed: int = 0, task_name: str | None = None, n_eval: int = 512,
                   n_seeds: int | None = None) -> dict[str, list[Trajectory]]:
-    """Through training, over the sweep's restarts: ``{mode: [Trajectory per seed]}`` for the
+    """Through training, over the sweep's seeds: ``{mode: [Trajectory per seed]}`` for the
     first sweep task, random at the table's large width and normal at the widest width the plan
     trains normal models (the sweep's runs: nothing new is trained where the sweep ran). The
     metrics are measured on ``n_eval`` test sequences of the notebook's ``eval`` stream."""

@@ -98,7 +98,7 @@ def sweep_table(sweep_summary: pd.DataFrame) -> pd.DataFrame:
 
 def short_budget_table(short: pd.DataFrame, main: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per (task, width, lr) of the ``short_budget`` runs: median, min and max test accuracy over
-    restarts, how many restarts solved the task (accuracy >= ``SOLVED``), the median accuracy on
+    seeds, how many seeds solved the task (accuracy >= ``SOLVED``), the median accuracy on
     the task's training split where it has one (a model that memorized its training pairs
     scores high there and not on the test pairs), and the same task's random transformer at the
     study's own learning rate (the widest in ``main``)."""
