@@ -28,7 +28,6 @@ import functools
 import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
