@@ -18,7 +18,9 @@ def _induction_like():
               "2l.copy_max.L1": 1.0, "2l.copy_min.L1": 0.9, "smeared.copying_heads": 2.0,
               "smeared.suppressing_heads": 2.0, "1l.copying_heads": 4.0,
               "2l.prev_token_max.L0": 0.9, "2l.path.direct": 3.12, "2l.path.k": 2.52,
-              "2l.path.q": 2.62, "2l.path.both": 1.39})
+              "2l.path.q": 2.62, "2l.path.both": 1.39, "2l.share_k": 0.6, "2l.share_q": 0.2,
+              "2l.pref_clean": 4.0, "2l.pref_corrupted": 1.0, "2l.layer1_restores": 0.8,
+              "smeared.recent_suppressing": 2.0})
     return n
 
 
@@ -41,6 +43,9 @@ def _birth_like():
             n[f"sweep.{mode}.ood.K{k}"] = v / 2
     for m in ("W_K1", "W_K2", "W_O2", "W_F"):
         n[f"construction.{m}.trained"], n[f"construction.{m}.init"] = 0.3, 0.01
+    n.update({"causal.head_moves": 0.92, "causal.value_moves": 0.91,
+              "causal.corrupted_moves": 0.01, "causal.k_share": 0.89, "causal.q_share": -0.01,
+              "causal.v_share": -0.02, "causal.clean_logp": -0.1, "causal.corrupted_logp": -4.0})
     return n
 
 

@@ -87,7 +87,7 @@ def test_at_chance_numbers_pass_no_trained_claim(name):
                 "test", "doubled", "option1", "option2", "predictable", "shifted", "period5",
                 "period7") or ".path." in k else 0.0 if "heads" in k or "copy" in k else 0.16)
         elif name == "birth":
-            chance[k] = (0.0 if k.startswith(("rise.", "half.")) else n["chance.acc"]
+            chance[k] = (0.0 if k.startswith(("rise.", "half.", "causal.")) else n["chance.acc"]
                          if "acc" in k or "probe" in k or k.startswith("sweep.")
                          else 0.01 if k.startswith("construction.") else v)
         else:

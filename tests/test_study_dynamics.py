@@ -74,7 +74,9 @@ IND_EXP = induction_experiment("induction-2l", "smoke", 0)
 IND_KEYS = ({f"{s}_loss" for s in ("test", "doubled", "option1", "option2")}
             | {"direct_copy", "prev_token_max", "induction_max", "kcomp_max", "kcomp_baseline",
                "qcomp_max", "qcomp_baseline", "first_block_loss", "repeat_loss"}
-            | {f"copy_{m}_L{layer}" for m in ("max", "min") for layer in (0, 1)})
+            | {f"copy_{m}_L{layer}" for m in ("max", "min") for layer in (0, 1)}
+            | {"causal_pref", "causal_recent_min", "causal_q_drop", "causal_k_drop",
+               "causal_v_drop", "causal_layer1_restored"})
 
 
 @pytest.fixture(scope="module")

@@ -195,7 +195,10 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
           "the induction head predicts the trigger's output from context",
           value=lambda n: n["causal.head_moves"],
           holds=lambda n: _chance_low(n) and n["causal.head_moves"] >= MOVES,
-          unit="share of sequences"),
+          unit="share of sequences", reference=lambda n: n["causal.corrupted_moves"],
+          test=f"the prediction moves to a in >= {MOVES:.0%} of sequences, the unpatched "
+               "corrupted run predicting a rarely", why="an untrained model's output carries "
+          "nothing to move", ours=True),
     Claim("causal-wo2-path",
           f"patching layer 2's value input (the W_O² path: the attended token read through "
           f"W_V = I and W_O²) moves the prediction to the patched output in >= {MOVES:.0%} of "
@@ -203,7 +206,8 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
           "W_O² output memory",
           value=lambda n: n["causal.value_moves"],
           holds=lambda n: _chance_low(n) and n["causal.value_moves"] >= MOVES,
-          unit="share of sequences"),
+          unit="share of sequences", reference=lambda n: n["causal.corrupted_moves"],
+          test=f"moves in >= {MOVES:.0%} of sequences", why="as above", ours=True),
     Claim("causal-wk2-path",
           f"with the trigger's earlier occurrences replaced, the layer-1 -> layer-2 key path "
           f"(W_K² reading W_O¹'s previous-token output) restores >= {CARRIES:.0%} of log p(a), "
@@ -215,7 +219,9 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
                            and n["causal.k_share"] >= CARRIES
                            and n["causal.k_share"] > max(n["causal.q_share"],
                                                          n["causal.v_share"])),
-          unit="share of log p(a) restored"),
+          unit="share of log p(a) restored",
+          test=f"K share >= {CARRIES:.0%} and above Q and V, with >= 1 nat of log p(a) at stake",
+          why="half of the effect; the gap guard keeps noise out", ours=True),
 )
 
 

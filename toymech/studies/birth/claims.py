@@ -35,6 +35,7 @@ import pandas as pd
 
 from ...analysis.dynamics import transition_step
 from ..claims import Claim, Numbers, need, scorecard as _scorecard
+from .causal import CAUSAL_CLAIMS
 
 SOURCE = ("A. Bietti, V. Cabannes, D. Bouchacourt, H. Jégou, L. Bottou, \"Birth of a "
           "Transformer: A Memory Viewpoint\", NeurIPS 2023, arXiv:2306.00802, and its code "
@@ -294,8 +295,9 @@ CLAIMS: tuple[Claim, ...] = (
           test=f"cosine(trained, construction) - cosine(init, construction) >= {COSINE_GAIN} "
                "for every memory", why="an untrained matrix gains exactly 0"),
 )
+CLAIMS = (*CLAIMS, *CAUSAL_CLAIMS)
 MAIN_CLAIMS = ("induction-forms", "bigrams-learned", "bigram-first", "top-down",
-               "toward-construction")
+               "toward-construction", *(c.key for c in CAUSAL_CLAIMS))
 
 
 def scorecard(per_seed: Sequence[Mapping[str, float]], size: str | None = None,

@@ -23,6 +23,7 @@ from ...training import Zoo, ZooEntry
 from ..claims import assess, by_key, verdict_table
 from ..protocol import size_of
 from .callbacks import PROBE_TAG, birth_callback
+from .causal import causal_data, causal_numbers
 from .claims import CLAIMS, HALF, MAIN_CLAIMS, numbers
 from .dynamics import ProbeData
 from .design import SIZES, experiment, seeds_of
@@ -76,7 +77,10 @@ def measure_seed(runs: Mapping[str, Any], data: ProbeData) -> dict[str, float]:
         "construction": (construction_table(trained, initial, data.task)
                          if initial is not None else None)}
     measured.update({k: runs[k] for k in ("sweep", "freezing", "extremes") if k in runs})
-    return numbers(measured)
+    out = numbers(measured)
+    out.update(causal_numbers(trained, causal_data(data.task, data.seed,
+                                                   device=trained.cfg.device)))
+    return out
 
 
 def _order(n: Mapping[str, float]) -> str:

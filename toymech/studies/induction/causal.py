@@ -45,9 +45,9 @@ from ...devices import make_generator
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
 from ..claims import Claim
+from .design import SHORT
 
 PATHS = ("q", "k", "v", "qkv")
-SHORT = {"induction-1l": "1l", "induction-1l-smeared": "smeared", "induction-2l": "2l"}
 
 # Thresholds of the claims (ours; the post gives no patching numbers). Untrained models (3
 # seeds, each family) showed |option-1 preference| <= 0.011 logits and recent-letter effects
@@ -243,7 +243,11 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
           "one' by K-composition with the first layer's head 2",
           "K-composition (its code's path losses: direct only 3.12, K 2.52, Q 2.62, both 1.39)",
           value=lambda n: n["2l.share_k"], holds=_k_composition,
-          unit="share of the preference (K path)"),
+          unit="share of the preference (K path)", reference=lambda n: n["2l.share_q"],
+          test=f"K share >= {CARRIES:.0%} and above the Q share, with a preference >= "
+               f"{MIN_PREFERENCE} logit", why="untrained models' preferences are below 0.011 "
+          "logits: the shares of a vanishing gap are noise, so a model without a preference "
+          "fails", ours=True),
     Claim("causal-layer1-copies-first-block",
           f"2-layer model: patching layer 1's attention output from option-1 into option-2 "
           f"runs restores >= {CARRIES:.0%} of the option-1 preference",
@@ -252,7 +256,10 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
           value=lambda n: n["2l.layer1_restores"],
           holds=lambda n: (n["2l.pref_clean"] - n["2l.pref_corrupted"] >= MIN_PREFERENCE
                            and n["2l.layer1_restores"] >= CARRIES),
-          unit="share restored"),
+          unit="share restored",
+          test=f"restores >= {CARRIES:.0%} of the gap between the continuations, a gap >= "
+               f"{MIN_PREFERENCE} logit", why="half of the effect; untrained gaps < 0.011 logits",
+          ours=True),
     Claim("causal-anti-induction",
           f"1-layer smeared model: at least {N_SUPPRESSING} heads lower the centred logits of "
           f"the recently seen letters by >= {-SUPPRESSES} logits (resampling a head's output "
@@ -261,7 +268,8 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
           "two heads with copy metric about -0.7 and -0.86",
           value=lambda n: n["smeared.recent_suppressing"],
           holds=lambda n: n["smeared.recent_suppressing"] >= N_SUPPRESSING,
-          unit="heads"),
+          unit="heads", test=f">= {N_SUPPRESSING} heads with an effect <= {SUPPRESSES} logits",
+          why="untrained heads' effects are within 0.001 logits: 100 times that", ours=True),
 )
 
 

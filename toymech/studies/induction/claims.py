@@ -26,6 +26,8 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from ..claims import Claim, Numbers, need, scorecard as _scorecard
+from .causal import CAUSAL_CLAIMS
+from .design import SHORT
 
 SOURCE = ("the induction-heads blog post on repeated letter blocks and its code, "
           "github.com/CG80499/Attention-only-transformers (2023); see docs/sources.md, study 1")
@@ -38,7 +40,6 @@ POST: dict[str, dict[str, float]] = {
     "induction-2l": {"test": 1.40, "doubled": 2.31, "option1": 0.73, "option2": 6.42},
 }
 POST_PATHS = {"direct only": 3.12, "K-composition": 2.52, "Q-composition": 2.62, "K and Q": 1.39}
-SHORT = {"induction-1l": "1l", "induction-1l-smeared": "smeared", "induction-2l": "2l"}
 MODELS = tuple(SHORT.values())
 
 # A head's OV copy metric above COPYING copies what it attends to, below SUPPRESSING suppresses
@@ -262,6 +263,7 @@ CLAIMS: tuple[Claim, ...] = (
           why="the post's code: +1.13; untrained models lose < 0.01"),
     _mechanism("2l"),
     _mechanism("smeared"),
+    *CAUSAL_CLAIMS,
 )
 
 

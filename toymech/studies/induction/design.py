@@ -80,6 +80,7 @@ MODELS = {
     "induction-2l-learned": (2, False, LEARNED_QK, "2 layers, learned Q/K positions"),
 }
 MAIN = ("induction-1l", "induction-1l-smeared", "induction-2l")
+SHORT = {"induction-1l": "1l", "induction-1l-smeared": "smeared", "induction-2l": "2l"}  # keys
 TEXTBOOK = ("induction-1l-textbook", "induction-1l-smeared-textbook", "induction-2l-textbook")
 LEARNED = ("induction-1l-learned", "induction-1l-smeared-learned", "induction-2l-learned")
 

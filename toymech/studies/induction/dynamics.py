@@ -20,6 +20,7 @@ from ...core import check, seed_for
 from ...devices import make_generator
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
+from .causal import CausalData, causal_data, causal_metrics
 from .design import eval_sets
 from .measure import POST_SETS
 from ..trajectory import flat_patterns, through_training_for
@@ -41,16 +42,21 @@ class ProbeData:
         ``measure_all``).
     example: [seq] one training-distribution sequence whose block has distinct letters (the
         induction pattern is then unambiguous), from the ``example`` stream.
+    seed: the run's seed; causal: the causal tests' batches of that seed (``probe`` stream,
+        ``n_causal`` of each kind).
     """
 
     task: RepeatedBlocks
     sets: dict[str, Batch]
     pattern_tokens: torch.Tensor
     example: torch.Tensor
+    seed: int = 0
+    causal: CausalData | None = None  # the causal tests' batches (``causal.causal_data``)
 
 
 def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.device = "cpu",
-               *, n_pattern: int = 64, n_eval: int | None = None) -> ProbeData:
+               *, n_pattern: int = 64, n_eval: int | None = None, n_causal: int = 256
+               ) -> ProbeData:
     """The fixed data of a run with seed ``seed`` at ``size`` (see ``ProbeData``). ``n_eval``
     keeps the first ``n_eval`` sequences of each set (None: all of the size's ``eval_n``; the
     losses are most of the cost of a snapshot)."""
@@ -68,7 +74,8 @@ def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.d
     return ProbeData(task, {k: Batch(sets[k].tokens[keep], sets[k].scored[keep],
                                   {e: v[keep] for e, v in sets[k].extras.items()})
                             for k in sets},
-                     sets["test"].tokens[:n_pattern], candidates[row])
+                     sets["test"].tokens[:n_pattern], candidates[row], seed,
+                     causal_data(task, seed, n_causal, dev))
 
 
 @torch.no_grad()
@@ -105,6 +112,9 @@ def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, flo
         out["kcomp_baseline"] = analysis.composition_baseline(model, "K")[0]
         out["qcomp_max"] = float(analysis.composition_scores(model, "Q").max())
         out["qcomp_baseline"] = analysis.composition_baseline(model, "Q")[0]
+    if data.causal is not None:  # the patching effects, in logits (``causal.causal_metrics``)
+        out.update({f"causal_{k.replace('pref_clean', 'pref')}": v
+                    for k, v in causal_metrics(model, data.causal).items()})
     per_position = analysis.per_position_loss(model, data.sets["test"])  # target t = 1..seq-1
     first = data.task.block_len - 1
     out["first_block_loss"] = float(per_position[:first].mean())

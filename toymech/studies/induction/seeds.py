@@ -20,6 +20,7 @@ from ... import analysis
 from ...tasks import Batch
 from ...training import Zoo
 from ..claims import verdict_table
+from .causal import causal_numbers
 from .claims import CLAIMS, SHORT, floor_and_chance, numbers
 from .dynamics import ProbeData, probe_data
 from .design import MAIN, experiment, seeds_of
@@ -66,7 +67,10 @@ def measure_seed(runs: Mapping[str, Model | HookedTransformer], data: ProbeData
             if m.model.cfg.attn_only:
                 m.paths = analysis.composition_path_losses(m.model, data.sets["test"])
     floor, chance = floor_and_chance(data.task)
-    return numbers({"models": models, "chance": chance, "floor": floor})
+    out = numbers({"models": models, "chance": chance, "floor": floor})
+    if data.causal is not None:  # the causal tests (``causal.causal_numbers``)
+        out.update(causal_numbers({n: m.model for n, m in models.items()}, data.causal))
+    return out
 
 
 def measure_seeds(runs: Mapping[int, Mapping[str, Model]], task, size: str,
