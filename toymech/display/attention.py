@@ -116,7 +116,7 @@ class AttentionView:
             parts.append(f'<div class="toymech-attention">{caption}{view}</div>')
         else:
             n_heads, n_pos, _ = self.attention.shape
-            summary = f"Attention patterns ({n_heads} heads, {n_pos} tokens): click to unfold"
+            summary = f"Attention patterns: {n_heads} heads on {n_pos} tokens (click to unfold or fold)"
             parts.append(f'<details class="toymech-attention"><summary>{html.escape(summary)}'
                          f"</summary>{caption}{view}</details>")
         parts.append(_RENDER_JS % {"id": _json_for_script(view_id),
@@ -189,14 +189,14 @@ def _array(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-# What a high score of each kind means, in words a reader can check on the view.
+# What a high score of each kind means, and where a reader sees it on the view.
 KIND_WORDS = {
-    "previous": "attends to the previous token (a stripe just below the diagonal)",
-    "previous-token": "attends to the previous token (a stripe just below the diagonal)",
+    "previous": "attends to the previous token: a stripe just below the diagonal",
+    "previous-token": "attends to the previous token: a stripe just below the diagonal",
     "duplicate": "attends to earlier copies of the current token",
     "duplicate-token": "attends to earlier copies of the current token",
-    "induction": "attends to the token after an earlier copy of the current one (an induction "
-                 "stripe, one block length back)",
+    "induction": "attends to the token after an earlier copy of the current one: a stripe one "
+                 "block length below the diagonal",
     "retrieval": "attends from the query to the matching key or its value",
 }
 
@@ -247,7 +247,7 @@ def attention_caption(scores: Mapping[str, Any], *, threshold: float = 0.4,
         what = what.replace("attends", verb, 1) if what.startswith("attends") else what
         values = ", ".join(f"{flat[i]:.2f}" for i in strong)
         ref = f"; uniform attention would give {baselines[kind]:.2f}" if kind in baselines else ""
-        sentences.append(f"{heads} {what} ({kind} score {values}{ref}).")
+        sentences.append(f"{heads} {what} ({kind} score {values}{ref}).")  # noqa: E501
     if not sentences:
         ref = f" (uniform attention: {baselines[best[2]]:.2f})" if best[2] in baselines else ""
         return (f"No head reaches a {', '.join(arrays)} score of {threshold:.2f}: the attention "

@@ -212,7 +212,7 @@ def pattern_score_heatmaps(scores: Mapping[str, Mapping[str, torch.Tensor]],
                 fig.update_xaxes(title_text="head", row=i, col=j)
     fig.update_layout(title=title, height=height(160 + 170 * len(models)),
                       coloraxis=dict(colorscale="Blues", cmin=0, cmax=1,
-                                     colorbar=dict(title=dict(text="pattern score<br>Σ(A⊙D)/ΣA"))))
+                                     colorbar=dict(title=dict(text="pattern score Σ(A⊙D)/ΣA", side="right"))))
     return fig
 
 

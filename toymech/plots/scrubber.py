@@ -146,7 +146,9 @@ def _add_curves(fig: go.Figure, curves: pd.DataFrame, marks: dict[str, float], r
                       row=row, col=1)
         if metric in marks and np.isfinite(y).all():
             at = marks[metric]
-            fig.add_trace(go.Scatter(x=[at + 1], y=[float(np.interp(at, x, y))], mode="markers",
+            # On the curve as drawn: plotly joins the points straight on the log axis.
+            on_curve = float(np.interp(np.log(at + 1), np.log(x + 1), y))
+            fig.add_trace(go.Scatter(x=[at + 1], y=[on_curve], mode="markers",
                                      marker=dict(symbol="x", size=11, color=color),
                                      legendgroup=metric, showlegend=False,
                                      hovertemplate=f"{label(metric)}: half way at step {at:.0f}"

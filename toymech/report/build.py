@@ -114,7 +114,7 @@ def _failure_from_exception(exc: BaseException) -> dict:
 def _seeds_text(facts: dict, given: Any) -> str:
     seeds = facts.get("seeds")
     if isinstance(seeds, list) and seeds:
-        return f"{len(seeds)}: {', '.join(str(s) for s in seeds)}"
+        return f"{len(seeds)} ({', '.join(str(s) for s in seeds)})"
     if isinstance(seeds, int) and not isinstance(seeds, bool):
         return str(seeds)
     return "" if given in (None, "", "None") else str(given)

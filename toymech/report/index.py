@@ -37,7 +37,7 @@ class ReportEntry:
     parameters: dict = field(default_factory=dict)
     title: str = ""  # the notebook's first heading
     scorecard: dict | None = None  # {"columns": [...], "rows": [[...], ...]}, see find_scorecard
-    seeds: str = ""  # the seeds it ran with, as the header says them ("3: 0, 1, 2")
+    seeds: str = ""  # the seeds it ran with, as the header says them ("3 (0, 1, 2)")
     device_used: str = ""  # as resolved (the kernel's own report when it gave one)
     code: bool = False  # rendered with the code (toymech report --code)
 

@@ -43,6 +43,7 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)[\s#]*$")
 # A bare value printed or left as a cell's result: a container, a call-like repr, <object ...>,
 # or a quoted string. Readers get a sentence or a table instead.
 _REPR = re.compile(r"""^(\{.*\}|\[.*\]|\(.*\)|[A-Za-z_][\w.]*\(.*\)|<.*>|'.*'|".*")$""", re.S)
+_REPR_START = re.compile(r"^([{\[(]|[A-Za-z_][\w.]*\()")
 SETUP_SECTION = "Setup (imports, parameters, data)"
 
 
@@ -72,11 +73,32 @@ def looks_like_repr(text: str) -> bool:
     return bool(_REPR.match(text.strip()))
 
 
+def _without_reprs(lines: list[str]) -> list[str]:
+    """``lines`` without the bare values printed among them: a line that opens a value (``{``,
+    ``[``, ``(``, ``Name(``) and the lines up to where its brackets close, when the whole block
+    is a value (``looks_like_repr``)."""
+    out, i = [], 0
+    while i < len(lines):
+        if _REPR_START.match(lines[i].strip()):
+            depth, j = 0, i
+            while j < len(lines):
+                depth += sum(lines[j].count(c) for c in "([{") - sum(lines[j].count(c) for c in ")]}")
+                if depth <= 0:
+                    break
+                j += 1
+            if depth == 0 and looks_like_repr("\n".join(lines[i : j + 1])):
+                i = j + 1
+                continue
+        out.append(lines[i])
+        i += 1
+    return out
+
+
 def _clean_stdout(text: str) -> str:
     """Printed text as a reader should see it: carriage-return redraws reduced to their final
-    state, toymech's ``[toymech] ...`` log lines removed, nothing left if it is a bare value."""
+    state, toymech's ``[toymech] ...`` log lines and printed bare values removed."""
     lines = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
-    kept = "\n".join(line for line in lines if not _LOG_LINE.match(line))
+    kept = "\n".join(_without_reprs([line for line in lines if not _LOG_LINE.match(line)]))
     return "" if not kept.strip() or looks_like_repr(kept) else kept
 
 
