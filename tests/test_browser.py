@@ -326,7 +326,9 @@ return {
   plots: document.querySelectorAll('.jp-OutputArea-output svg.main-svg').length,
   views: Array.from(document.querySelectorAll('.toymech-circuitsvis'))
            .map(function (v) { return v.querySelectorAll('canvas, svg').length; }),
-  done: document.body.innerText.indexOf('done: size=') >= 0,
+  // In an output, not in the cell's source (which holds the same words).
+  done: Array.from(document.querySelectorAll('.jp-OutputArea-output'))
+          .some(function (o) { return o.innerText.indexOf('done: size=') >= 0; }),
 };
 """
 

@@ -210,3 +210,22 @@ def test_renderer_raises_low_figures_to_the_minimum_height():
     assert f'"height":{display.MIN_FIGURE_HEIGHT}' in bundle["text/html"].replace(" ", "")
     tall = go.Figure(go.Scatter(y=[1, 2]), layout_height=500)._repr_mimebundle_()
     assert '"height":500' in tall["text/html"].replace(" ", "")
+
+
+def test_plotly_js_travels_compressed_and_figures_wait_for_it():
+    import base64
+    import gzip
+
+    from plotly.offline import get_plotlyjs
+
+    setup_notebook()
+    first = go.Figure(go.Scatter(y=[1, 2]))._repr_mimebundle_()["text/html"]
+    second = go.Figure(go.Bar(y=[1]))._repr_mimebundle_()["text/html"]
+    data = re.search(r'var data = "([A-Za-z0-9+/=]+)"', first).group(1)
+    assert gzip.decompress(base64.b64decode(data)).decode("utf-8") == get_plotlyjs()
+    assert len(first) < 0.45 * len(get_plotlyjs())  # 1.96 MB instead of 4.8 MB
+    assert first.count('data-toymech-bundle="plotly"') == 1 and "data-toymech-bundle" not in second
+    for page in (first, second):  # each figure draws once plotly.js is decoded
+        script = page[page.rindex("<script"):]
+        assert script.count("Plotly.newPlot") == 1
+        assert script.index("window.toymechPlotly || Promise.resolve()") < script.index("Plotly.newPlot")

@@ -8,7 +8,9 @@ papermill 2.7 and nbconvert 7.17):
   from a CDN or inlines its 1.3 MB bundle on *every* view. So both libraries are rendered here,
   with their JavaScript bundle sent once per kernel and every later output reusing it.
 * JupyterLab renders the plotly mimetype even in untrusted notebooks, so figures carry both the
-  mimetype (for JupyterLab) and ``text/html`` (for nbconvert / static HTML).
+  mimetype (for JupyterLab) and ``text/html`` (for nbconvert / static HTML). In the HTML, plotly.js
+  comes once per page gzip-compressed (``bundle``: 1.96 MB instead of 4.8 MB) and each figure
+  waits for it to decompress.
 
 "Once per kernel" is module state: one kernel is one process, and the first output that carries
 a bundle appears above every output that relies on it when the notebook runs top to bottom.
@@ -24,6 +26,7 @@ import warnings
 
 from .attention import (KIND_WORDS, AttentionView, _circuitsvis_bundle_script, _SENT,  # noqa: F401
                         attention_caption, attention_view)
+from .bundle import defer_figure, plotly_bundle_script
 from .prose import FACTS_MIME, Facts, Note, duration_text, facts, note  # noqa: F401
 
 __all__ = ["setup_notebook", "attention_view", "attention_caption", "AttentionView", "note",
@@ -75,16 +78,18 @@ def _renderer_class():
             bundle = PlotlyRenderer(config=self.config).to_mimebundle(dict(fig_dict))
             include_js = not _SENT["plotly.js"]
             # include_mathjax=False: plotly's own HTML renderer asks for MathJax from a CDN.
-            bundle["text/html"] = pio.to_html(
+            figure = pio.to_html(
                 fig_dict,
                 config=self.config,
-                include_plotlyjs=include_js,
+                include_plotlyjs=False,
                 include_mathjax=False,
                 full_html=False,
                 default_width="100%",
                 default_height=525,
                 validate=False,
             )
+            # plotly.js travels once per page, compressed; every figure waits for it.
+            bundle["text/html"] = (plotly_bundle_script() if include_js else "") + defer_figure(figure)
             _SENT["plotly.js"] = True
             return bundle
 
