@@ -221,7 +221,7 @@ def test_plotly_js_travels_compressed_and_figures_wait_for_it():
     setup_notebook()
     first = go.Figure(go.Scatter(y=[1, 2]))._repr_mimebundle_()["text/html"]
     second = go.Figure(go.Bar(y=[1]))._repr_mimebundle_()["text/html"]
-    data = re.search(r'var data = "([A-Za-z0-9+/=]+)"', first).group(1)
+    data = re.search(r'"data:application/gzip;base64,([A-Za-z0-9+/=]+)"', first).group(1)
     assert gzip.decompress(base64.b64decode(data)).decode("utf-8") == get_plotlyjs()
     assert len(first) < 0.45 * len(get_plotlyjs())  # 1.96 MB instead of 4.8 MB
     assert first.count('data-toymech-bundle="plotly"') == 1 and "data-toymech-bundle" not in second

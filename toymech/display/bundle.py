@@ -24,10 +24,10 @@ window.toymechPlotly = window.toymechPlotly || (function () {
   if (typeof DecompressionStream === "undefined") {
     return Promise.reject(new Error("this browser cannot decompress the page's plotly.js"));
   }
-  var data = "%(data)s";
-  var bytes = Uint8Array.from(atob(data), function (c) { return c.charCodeAt(0); });
-  var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return new Response(stream).text().then(function (source) {
+  // fetch() of a data: URL decodes the base64 natively (a loop over atob's characters is slow).
+  return fetch("data:application/gzip;base64,%(data)s").then(function (response) {
+    return new Response(response.body.pipeThrough(new DecompressionStream("gzip"))).text();
+  }).then(function (source) {
     var script = document.createElement("script");
     script.textContent = source;
     document.head.appendChild(script);
