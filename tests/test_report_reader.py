@@ -166,11 +166,12 @@ def test_time_table_sums_papermill_durations_per_heading():
 
 def test_verdict_words_are_counted_as_written():
     words = ["reproduced", "consistent (2 seeds)", "Consistent (1 seed)", "mixed", "not reproduced",
-             "not measured", "pipeline ran", "consistent (2 seeds)", ""]
+             "not measured", "pipeline ran", "consistent (2 seeds)", "", "unresolved", "pipeline check"]
     card = {"columns": ["claim", "Verdict"], "rows": [["c", w] for w in words]}
     assert verdict_word("Consistent  (1 seed)") == "consistent (1 seed)"
     assert verdict_counts(card) == {"reproduced": 1, "consistent (1 seed)": 1, "consistent (2 seeds)": 2,
-                                    "mixed": 1, "not reproduced": 1, "not measured": 1, "other": 2}
+                                    "mixed": 1, "not reproduced": 1, "unresolved": 1, "not measured": 1,
+                                    "pipeline check": 1, "other": 2}
     assert scorecard_counts(card).startswith("1 reproduced, 1 consistent (1 seed), 2 consistent (2 seeds)")
 
 
@@ -217,3 +218,14 @@ def test_cost_table_round_trip(tmp_path):
     assert table.get("x", "size=smoke") == {"cells": [0.5, None, 1.25], "total_s": 3.0}
     (tmp_path / "costs.json").write_text("not json")
     assert table.get("x", "size=smoke") is None  # a damaged table only costs the estimate
+
+
+def test_seeds_reach_the_notebooks_own_parameter():
+    from toymech.report.build import _with_seeds
+
+    common = {"size": "smoke"}
+    assert _with_seeds(Path("a.ipynb"), common, {"n_seeds": "None", "seeds": "2"}, 5) == {"size": "smoke", "n_seeds": 5}
+    assert _with_seeds(Path("a.ipynb"), common, {"seeds": "2"}, 5) == {"size": "smoke", "seeds": 5}
+    assert _with_seeds(Path("a.ipynb"), common, {"seed": "0"}, None) == common
+    with pytest.raises(ValueError, match=r"does not define parameter\(s\) n_seeds or seeds"):
+        _with_seeds(Path("a.ipynb"), common, {"seed": "0"}, 5)

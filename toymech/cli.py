@@ -448,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--seed", type=_seed, default=0, help="seed passed to every notebook (default: 0)")
     p.add_argument("--seeds", type=_int_option(1, 10**6), metavar="N",
-                   help="how many seeds the claims run over, passed to every notebook as `seeds` "
+                   help="how many seeds the claims run over, passed to every notebook as `n_seeds` (or `seeds`) "
                    "(default: each notebook's own, by size)")
     p.add_argument("--code", action="store_true",
                    help="keep the code cells, logs and raw values in the reports (for authors)")

@@ -20,8 +20,11 @@ from .reader import bare_figures, cell_durations, facts_of, prepare, time_table,
 from .scorecards import find_scorecard, scorecard_counts, scorecard_heading, scorecard_table_html
 
 TEMPLATE_NAME = "toymech_report"
-_SET_BY_ARGUMENT = ("size", "device", "seed", "seeds")
-_NOT_IN_HEADER = ("size", "device", "seed", "seeds", "cache_dir")  # cache_dir: a local path
+# The notebooks' name for "how many seeds" (``build_reports(seeds=...)``): the first of these
+# that a notebook's parameters cell assigns.
+SEEDS_PARAMETERS = ("n_seeds", "seeds")
+_SET_BY_ARGUMENT = ("size", "device", "seed", *SEEDS_PARAMETERS)
+_NOT_IN_HEADER = ("size", "device", "seed", *SEEDS_PARAMETERS, "cache_dir")  # cache_dir: a local path
 
 
 def _check_arguments(notebooks, size, device, seed, seeds, extra_parameters) -> list[Path]:
@@ -98,6 +101,18 @@ def _parameters_cell(path: Path, names: Sequence[str]) -> dict[str, str]:
             f"tagged 'parameters' (it defines: {where})"
         )
     return defined
+
+
+def _with_seeds(path: Path, common: dict, defined: dict, seeds: int | None) -> dict:
+    """The parameters of one notebook: ``common`` plus, with ``seeds``, its seeds parameter."""
+    if seeds is None:
+        return dict(common)
+    name = next((n for n in SEEDS_PARAMETERS if n in defined), None)
+    if name is None:
+        raise ValueError(f"notebook {str(path)!r} does not define parameter(s) {' or '.join(SEEDS_PARAMETERS)} "
+                         f"in its cell tagged 'parameters' (it defines: {', '.join(defined)}), so "
+                         f"seeds={seeds} cannot reach it")
+    return {**common, name: int(seeds)}
 
 
 def _failure_from_exception(exc: BaseException) -> dict:
@@ -191,8 +206,8 @@ def build_reports(
     """Execute each notebook with papermill and render it to ``out_dir/<name>.html``.
 
     ``size`` (smoke, default or paper), ``device``, ``seed``, ``seeds`` (how many seeds the
-    claims run over, an integer >= 1; None: the notebook's own default) and ``extra_parameters``
-    are injected into each notebook's cell tagged ``parameters``; all notebooks and arguments are
+    claims run over, an integer >= 1, injected as the notebook's ``n_seeds`` or ``seeds``
+    parameter; None: the notebook's own default) and ``extra_parameters`` are injected into each notebook's cell tagged ``parameters``; all notebooks and arguments are
     checked before any runs (``ValueError`` naming the problem). ``code=True`` keeps the code in
     the pages (for authors); by default they are written for readers (``toymech.report.reader``).
     ``kernel_name="python3"`` runs the notebooks in this Python environment. ``on_start(i,
@@ -217,10 +232,9 @@ def build_reports(
     # Absolute paths: papermill changes the process's working directory while a kernel starts,
     # which would move relative paths under other notebooks running at the same time.
     paths = [p.resolve() for p in _check_arguments(notebooks, size, device, seed, seeds, extra_parameters)]
-    parameters = {"size": size, "device": device, "seed": seed, **extra_parameters}
-    if seeds is not None:
-        parameters["seeds"] = int(seeds)
-    defaults = {path: _parameters_cell(path, list(parameters)) for path in paths}
+    common = {"size": size, "device": device, "seed": seed, **extra_parameters}
+    defaults = {path: _parameters_cell(path, list(common)) for path in paths}
+    per_notebook = {path: _with_seeds(path, common, defaults[path], seeds) for path in paths}
 
     out = Path(out_dir).resolve()
     (out / "executed").mkdir(parents=True, exist_ok=True)
@@ -249,7 +263,7 @@ def build_reports(
         try:
             holder["cells"] = nbformat.read(str(path), as_version=4).cells
             papermill.execute_notebook(
-                str(path), str(executed), parameters=parameters, kernel_name=kernel_name,
+                str(path), str(executed), parameters=per_notebook[path], kernel_name=kernel_name,
                 # In parallel the kernels start in this process's folder instead: papermill's
                 # chdir is process-wide, so concurrent ones would race.
                 cwd=str(path.parent) if jobs == 1 else None,
@@ -273,11 +287,13 @@ def build_reports(
         if failure is None:
             costs.record(path.stem, cost_key, cell_durations(nb), wall_s)
         facts = facts_of(nb) if executed.is_file() else {}
+        parameters = per_notebook[path]
         given = {**defaults[path], **{k: repr(v) for k, v in parameters.items()}}
+        seeds_given = next((given[n] for n in SEEDS_PARAMETERS if n in given), None)
         run = {
             "notebook": path.name, "title": title_of(nb, path.stem),
             "status": "failed" if failure else "ok", "size": size, "seed": seed,
-            "seeds": _seeds_text(facts, parameters.get("seeds", defaults[path].get("seeds"))),
+            "seeds": _seeds_text(facts, seeds_given),
             "device": str(facts.get("device") or resolved), "device_requested": device,
             "wall_s": wall_s, "date": date, "versions": found_versions, "failure": failure,
             "parameters": [(k, v) for k, v in given.items() if k not in _NOT_IN_HEADER],

@@ -20,8 +20,9 @@ from html.parser import HTMLParser
 SCORECARD_TAG = "scorecard"
 _SCORECARD_CALL = re.compile(r"\.scorecard\(")
 # Display order of the verdict words; "consistent (k seeds)" sorts by k after "reproduced".
-VERDICT_ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "not measured", "other")
-_KNOWN = {"reproduced", "mixed", "not reproduced", "not measured"}
+VERDICT_ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "unresolved", "not measured",
+                 "pipeline check", "other")
+_KNOWN = {"reproduced", "mixed", "not reproduced", "unresolved", "not measured", "pipeline check"}
 _CONSISTENT = re.compile(r"^consistent \((\d+) seeds?\)$")
 
 
