@@ -169,6 +169,9 @@ def test_verdict_words_are_counted_as_written():
              "not measured", "pipeline ran", "consistent (2 seeds)", "", "unresolved", "pipeline check"]
     card = {"columns": ["claim", "Verdict"], "rows": [["c", w] for w in words]}
     assert verdict_word("Consistent  (1 seed)") == "consistent (1 seed)"
+    assert verdict_word("pipeline check: holds 0/2") == "pipeline check"
+    assert verdict_word("not reproduced at this size") == "not reproduced"
+    assert verdict_word("reproducedish") == "other"
     assert verdict_counts(card) == {"reproduced": 1, "consistent (1 seed)": 1, "consistent (2 seeds)": 2,
                                     "mixed": 1, "not reproduced": 1, "unresolved": 1, "not measured": 1,
                                     "pipeline check": 1, "other": 2}

@@ -120,10 +120,15 @@ def find_scorecard(nb) -> dict | None:
 
 
 def verdict_word(text: str) -> str:
-    """The counted form of one verdict cell: a known word, "consistent (k seeds)", or "other"."""
+    """The counted form of one verdict cell: a known word (also when detail follows it, as in
+    "pipeline check: holds 0/2"), "consistent (k seeds)", or "other"."""
     word = " ".join(text.lower().split())
     if word in _KNOWN or _CONSISTENT.match(word):
         return word
+    # A known word followed by detail ("pipeline check: holds 0/2") counts as that word.
+    for known in sorted(_KNOWN, key=len, reverse=True):
+        if re.match(rf"{re.escape(known)}\b(?! \()", word):
+            return known
     return "other"
 
 
