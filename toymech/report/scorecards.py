@@ -127,7 +127,7 @@ def verdict_word(text: str) -> str:
         return word
     # A known word followed by detail ("pipeline check: holds 0/2") counts as that word.
     for known in sorted(_KNOWN, key=len, reverse=True):
-        if re.match(rf"{re.escape(known)}\b(?! \()", word):
+        if re.match(rf"{re.escape(known)}\b", word):
             return known
     return "other"
 
