@@ -185,7 +185,8 @@ def test_estimate_and_progress_lines():
     assert estimate_left(None, 0, 4, 0.0) is None
     now = [100.0]
     stream = io.StringIO()
-    progress = LiveProgress(["nb/a.ipynb", "nb/b.ipynb"], stream=stream, live=False, clock=lambda: now[0])
+    progress = LiveProgress(["nb/a.ipynb", "nb/b.ipynb"], stream=stream, live=False, clock=lambda: now[0],
+                            header="2 notebook(s)")
     progress.start(0, previous)
     now[0] = 103.0
     progress.cell(0, 1, 4, "Training")
@@ -195,7 +196,7 @@ def test_estimate_and_progress_lines():
     progress.cell(1, 0, 4, "Setup")
     progress.done(0, "[1/2] a: ok in 50.0 s")
     lines = stream.getvalue().splitlines()
-    assert lines == ["[1/2] a: started, last run at this size 20 s",
+    assert lines == ["2 notebook(s)", "[1/2] a: started, last run at this size 20 s",
                      "[1/2] a: cell 2/4, 3.0 s elapsed, about 15 s left | Training",
                      "[2/2] b: started",
                      "[2/2] b: cell 1/4, 0.0 s elapsed, no estimate (no earlier run at this size) | Setup",

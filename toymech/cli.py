@@ -94,10 +94,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
             raise UsageError(f"no notebooks in {str(folder)!r}")
     extra = dict(_parse_param(p) for p in args.param)
     seeds = f", seeds {args.seeds}" if args.seeds is not None else ""
-    print(f"{len(notebooks)} notebook(s) at size {args.size}{seeds}, device {args.device}, seed "
-          f"{args.seed}, {args.jobs} at a time -> {args.out}", file=sys.stderr, flush=True)
-    # One live line per notebook (redrawn in place on a terminal, printed per section otherwise).
-    progress = LiveProgress(notebooks, stream=sys.stderr)
+    # One live line per notebook (redrawn in place on a terminal, printed per section otherwise),
+    # under a heading printed once the arguments are checked (bad input stays one line).
+    progress = LiveProgress(notebooks, stream=sys.stderr, header=(
+        f"{len(notebooks)} notebook(s) at size {args.size}{seeds}, device {args.device}, seed "
+        f"{args.seed}, {args.jobs} at a time -> {args.out}"))
     entries = build_reports(
         notebooks, out_dir=args.out, size=args.size, device=args.device, seed=args.seed,
         seeds=args.seeds, code=args.code, extra_parameters=extra, progress=progress, jobs=args.jobs,

@@ -113,11 +113,12 @@ class LiveProgress:
     """One live line per notebook; pass it as ``build_reports(progress=...)``.
 
     ``stream`` defaults to stderr; ``live`` (default: whether the stream is a terminal) redraws the
-    lines in place, otherwise a line is printed at start, at each new section and at the end.
+    lines in place, otherwise a line is printed at start, at each new section and at the end;
+    ``header`` is printed once, when the first notebook starts (after every argument is checked).
     """
 
     def __init__(self, paths: Sequence[Path], stream: TextIO | None = None, live: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, header: str | None = None):
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.clock = clock
@@ -126,10 +127,14 @@ class LiveProgress:
         self._drawn = 0
         self._stop = threading.Event()
         self._ticker = None
+        self._header = header  # printed before the first line (when the first notebook starts)
 
     # --- events (from build_reports' worker threads) ----------------------------------------
     def start(self, index: int, previous: dict | None) -> None:
         with self._lock:
+            if self._header:
+                self._print(self._header)
+                self._header = None
             row = self.rows[index]
             row.state, row.start, row.previous = "running", self.clock(), previous
             row.cell_start = row.start
