@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # toymech's two commands (and a third for exploring):
-#   ./run.sh report [--size smoke|default|paper] [--device auto|cpu|cuda] [--seed N]
-#        set up the environment if needed, execute every notebook with papermill, write
-#        HTML reports + executed notebooks to reports/
+#   ./run.sh report [--size smoke|default|paper] [--seeds N] [--device auto|cpu|cuda] [--seed N]
+#        [--code]  set up the environment if needed, execute every notebook with papermill (a
+#        live line each), write HTML reports (--code: with the code) + executed notebooks to reports/
 #   ./run.sh test [pytest args]      set up the environment if needed, run the test suite
 #   ./run.sh lab                     open the notebooks in JupyterLab
 # Environment: .venv (default, needs Python 3.10-3.12 as $PYTHON or python3), or the conda
@@ -44,6 +44,7 @@ case "$cmd" in
     ensure_env
     # All notebooks at once, one torch thread each: the studies' tiny models run fastest on one
     # thread, and the notebooks then share the cores instead of queueing (--jobs 1 to queue).
+    # Every other option (--size, --seeds N, --code, ...) passes through to `toymech report`.
     n=$(ls notebooks/*.ipynb | wc -l)
     PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m toymech report --jobs "$n" "$@" ;;
   test)

@@ -4,8 +4,9 @@ Reports: two fixture notebooks (one fails on purpose) and every notebooks/*.ipyn
 (the latter executed once per session by conftest's ``smoke_reports``, shared with test_notebooks).
 Asserts, per report: no console errors, no request leaves file://, every plotly figure drew an
 SVG/canvas, every circuitsvis view rendered content. Saves a screenshot of each report's first
-screen to artifacts/screenshots/. Then JupyterLab itself: figures and views render when the
-fixture notebook runs, and an executed notebook signed by build_reports renders without re-running.
+screen to artifacts/screenshots/. (test_browser_reader.py reads the reports as a reader would.)
+Then JupyterLab itself: figures and views render when the fixture notebook runs, and an executed
+notebook signed by build_reports renders without re-running.
 Skipped where /usr/bin/chromium or chromedriver is missing.
 """
 
@@ -114,7 +115,9 @@ def _outside_requests(driver) -> list[str]:
 # text with its React component.
 _PAGE_STATE = """
 var figs = Array.from(document.querySelectorAll('.plotly-graph-div'));
-var views = Array.from(document.querySelectorAll('.toymech-circuitsvis'));
+// Folded views (inside a closed <details>) are drawn when unfolded; they are checked apart.
+var views = Array.from(document.querySelectorAll('.toymech-circuitsvis')).filter(function (v) {
+  var fold = v.closest('details'); return !fold || fold.open; });
 return {
   figures: figs.map(function (g) { return g.querySelectorAll('svg.main-svg, canvas').length; }),
   views: views.map(function (v) {
@@ -181,7 +184,9 @@ return {
   plots: document.querySelectorAll('.jp-OutputArea-output svg.main-svg').length,
   views: Array.from(document.querySelectorAll('.toymech-circuitsvis'))
            .map(function (v) { return v.querySelectorAll('canvas, svg').length; }),
-  done: document.body.innerText.indexOf('done: size=') >= 0,
+  // In an output, not in the cell's source (which holds the same words).
+  done: Array.from(document.querySelectorAll('.jp-OutputArea-output'))
+          .some(function (o) { return o.innerText.indexOf('done: size=') >= 0; }),
 };
 """
 

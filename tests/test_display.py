@@ -123,3 +123,109 @@ def test_attention_view_ids_unique_and_tokens_escaped():
 def test_attention_view_rejects_bad_input(tokens, attention, kwargs, message):
     with pytest.raises(ValueError, match=message):
         attention_view(tokens, attention, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# captions, folded views, prose from the run, facts
+# --------------------------------------------------------------------------------------------
+
+
+def test_attention_view_caption_and_folding():
+    pattern = np.full((2, 3, 3), 1 / 3)
+    shown = attention_view(list("abc"), pattern, caption="L0H1 <looks> back").to_html()
+    assert "<details" not in shown
+    assert '<p class="toymech-attention-caption">L0H1 &lt;looks&gt; back</p>' in shown
+    assert shown.index("toymech-attention-caption") < shown.index('class="toymech-circuitsvis"')
+    folded = attention_view(list("abc"), pattern, caption="why", open=False).to_html()
+    opening = re.search(r"<details[^>]*>", folded).group(0)
+    assert opening == '<details class="toymech-attention">'  # no `open`: folded
+    assert "<summary>Attention patterns: 2 heads on 3 tokens (click to unfold or fold)</summary>" in folded
+    # A view inside a closed <details> is drawn when first unfolded (a hidden one would be 0 px wide).
+    assert 'addEventListener("toggle"' in folded
+    with pytest.raises(ValueError, match="open='no' is not allowed"):
+        attention_view(list("abc"), pattern, open="no")
+    with pytest.raises(ValueError, match="caption=3 is not allowed"):
+        attention_view(list("abc"), pattern, caption=3)
+
+
+def test_attention_caption_names_the_heads_from_their_scores():
+    from toymech.display import attention_caption
+
+    scores = {"previous-token": torch.tensor([[0.91, 0.05], [0.10, 0.45]]),
+              "induction": np.array([[0.0, 0.1], [0.72, 0.2]])}
+    caption = attention_caption(scores, baselines={"induction": 0.08})
+    assert caption == (
+        "Worth looking at: L0H0 and L1H1 attend to the previous token: a stripe just below the "
+        "diagonal (previous-token score 0.91, 0.45). L1H0 attends to the token after an earlier "
+        "copy of the current one: a stripe one block length below the diagonal (induction score "
+        "0.72; uniform attention would give 0.08).")
+    assert attention_caption(scores, threshold=0.5, top=1).count("L0H0") == 1
+    flat = attention_caption({"retrieval": np.full((1, 4), 0.1)}, baselines={"retrieval": 0.1})
+    assert flat == ("No head reaches a retrieval score of 0.40: the attention here is diffuse. The "
+                    "highest is L0H0's retrieval score, 0.10 (uniform attention: 0.10).")
+    named = attention_caption({"odd": np.array([[0.9]])}, head_names=["layer 1"])
+    assert named == "Worth looking at: layer 1 scores high on the odd pattern (odd score 0.90)."
+    for bad, message in [({}, "scores="), ({"a": np.zeros((2, 2)), "b": np.zeros((1, 2))}, r"scores\['b'\]"),
+                         ({"a": np.full((1, 2), np.nan)}, r"scores\['a'\]")]:
+        with pytest.raises(ValueError, match=message):
+            attention_caption(bad)
+    with pytest.raises(ValueError, match="threshold=0 is not allowed"):
+        attention_caption({"a": np.zeros((1, 1))}, threshold=0)
+
+
+def test_note_fills_numbers_from_the_run():
+    from toymech.display import duration_text, note
+
+    text = note("{n} seeds ({seeds}) on {device}, {seconds:duration}, {steps:,} steps, loss {loss:.2f}",
+                n=3, seeds=[0, 1, 2], device=torch.device("cpu"), seconds=1208, steps=10000, loss=0.7141)
+    assert str(text) == "3 seeds (0, 1, 2) on cpu, 20 min 8 s, 10,000 steps, loss 0.71"
+    assert text._repr_mimebundle_()["text/markdown"] == str(text)
+    assert [duration_text(s) for s in (0.25, 42, 60, 185, 3725)] == ["0.2 s", "42 s", "1 min", "3 min 5 s", "1 h 2 min"]
+    with pytest.raises(ValueError, match=r"names \{steps\}, which has no value \(values given: n\)"):
+        note("{n} and {steps}", n=1)
+    with pytest.raises(ValueError, match="name every field"):
+        note("{} seeds", n=1)
+    with pytest.raises(ValueError, match="template="):
+        note("  ")
+    with pytest.raises(ValueError, match="seconds=-1"):
+        duration_text(-1)
+
+
+def test_facts_output_is_machine_readable(monkeypatch):
+    import toymech.training
+    from toymech.display import FACTS_MIME, facts
+
+    monkeypatch.delattr(toymech.training, "zoo_stats", raising=False)
+    bundle = facts(device=torch.device("cpu"), seeds=(0, 1))._repr_mimebundle_()
+    assert bundle[FACTS_MIME] == {"device": "cpu", "seeds": [0, 1]}
+    assert bundle["text/plain"] == "run facts: device=cpu, seeds=[0, 1]"
+    monkeypatch.setattr(toymech.training, "zoo_stats", lambda: {"trained": 2, "loaded": 5}, raising=False)
+    assert facts(seeds=[0])._repr_mimebundle_()[FACTS_MIME] == {"seeds": [0], "zoo": {"trained": 2, "loaded": 5}}
+    assert "zoo" not in facts(zoo=False)._repr_mimebundle_()[FACTS_MIME]
+
+
+def test_renderer_raises_low_figures_to_the_minimum_height():
+    setup_notebook()
+    bundle = go.Figure(go.Scatter(y=[1, 2]), layout_height=88)._repr_mimebundle_()
+    assert f'"height":{display.MIN_FIGURE_HEIGHT}' in bundle["text/html"].replace(" ", "")
+    tall = go.Figure(go.Scatter(y=[1, 2]), layout_height=500)._repr_mimebundle_()
+    assert '"height":500' in tall["text/html"].replace(" ", "")
+
+
+def test_plotly_js_travels_compressed_and_figures_wait_for_it():
+    import base64
+    import gzip
+
+    from plotly.offline import get_plotlyjs
+
+    setup_notebook()
+    first = go.Figure(go.Scatter(y=[1, 2]))._repr_mimebundle_()["text/html"]
+    second = go.Figure(go.Bar(y=[1]))._repr_mimebundle_()["text/html"]
+    data = re.search(r'"data:application/gzip;base64,([A-Za-z0-9+/=]+)"', first).group(1)
+    assert gzip.decompress(base64.b64decode(data)).decode("utf-8") == get_plotlyjs()
+    assert len(first) < 0.45 * len(get_plotlyjs())  # 1.96 MB instead of 4.8 MB
+    assert first.count('data-toymech-bundle="plotly"') == 1 and "data-toymech-bundle" not in second
+    for page in (first, second):  # each figure draws once plotly.js is decoded
+        script = page[page.rindex("<script"):]
+        assert script.count("Plotly.newPlot") == 1
+        assert script.index("window.toymechPlotly || Promise.resolve()") < script.index("Plotly.newPlot")

@@ -58,15 +58,15 @@ def test_ok_report_is_self_contained_with_bundles_once(built):
     page = _page(out, entries["report_ok"])
     assert external_loads(page) == []
     assert not re.search(r"<script[^>]*\ssrc\s*=", page)
-    # The bundle's opening bytes identify plotly.js; it must be there exactly once.
-    assert page.count(get_plotlyjs()[:300]) == 1
+    # plotly.js is there exactly once, compressed (test_display checks that it decodes to it).
+    assert page.count('data-toymech-bundle="plotly"') == 1 and get_plotlyjs()[:300] not in page
     assert page.count('data-toymech-bundle="circuitsvis"') == 1
     assert len(re.findall(r'"use strict";var CircuitsVis=', page)) == 1
     assert page.count('class="plotly-graph-div"') == 2
     assert page.count('class="toymech-circuitsvis"') == 1
-    # The tqdm widget shows as its final text, with no widget manager (which needs a CDN).
-    assert "steps:\u2007100%|\u2588\u2588\u2588" in page
-    assert "application/vnd.jupyter.widget" not in page
+    # Readers get no progress bar (the widget needs a manager from a CDN; --code shows its
+    # final text, see test_report_reader.py).
+    assert "steps:\u2007" not in page and "application/vnd.jupyter.widget" not in page
     for absent in ("require.min.js", "require.js", "MathJax.js", "mermaid", "unpkg.com", "jupyter-widgets"):
         assert absent not in page.replace(get_plotlyjs(), ""), absent
 
@@ -92,24 +92,30 @@ def test_index_lists_every_report(built):
     out, _ = built
     index = (out / "index.html").read_text(encoding="utf-8")
     assert external_loads(index) == []
-    reports = index.split('<table id="reports">')[1]
+    reports = index.split('<table id="reports">')[1].split("</table>")[0]
     rows = re.findall(r"<tr>(.*?)</tr>", reports.split("<tbody>")[1], re.S)
     assert len(rows) == 3
     by_name = {re.search(r'href="([^"]+\.html)"', r).group(1): re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows}
-    ok, failed = by_name["report_ok.html"], by_name["report_fail.html"]
-    assert ok[1] == "ok" and failed[1] == "failed"
-    assert ok[2:5] == ["default", "cpu", "3"]
-    assert re.fullmatch(r"\d+\.\d s", ok[5]) and re.fullmatch(r"\d+\.\d MB", ok[6])
-    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", ok[7])
+    header = re.findall(r"<th>(.*?)</th>", reports.split("</thead>")[0])
+    assert header[:8] == ["report", "ran", "claims", "size", "seeds", "device", "seed", "wall time"]
+    ok, failed, card = by_name["report_ok.html"], by_name["report_fail.html"], by_name["report_scorecard.html"]
+    # "ran" is whether the notebook ran; the claims' verdicts have their own column.
+    assert ok[1] == "ok" and failed[1] == "failed" and card[1] == "ok"
+    assert ok[2] == "none" and re.sub(r"<[^>]+>", "", card[2]) == COUNTS
+    assert ok[3:7] == ["default", "not recorded", "cpu", "3"]
+    assert re.fullmatch(r"\d+\.\d s", ok[7]) and re.fullmatch(r"\d+\.\d MB", ok[8])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", ok[9])
     import torch
     import transformer_lens  # noqa: F401
     from importlib.metadata import version
 
     import toymech
 
-    assert ok[8:11] == [torch.__version__, version("transformer-lens"), toymech.__version__]
-    assert "RuntimeError: fixture failure on purpose" in failed[12]
-    assert "1 failed" in index
+    assert ok[10:13] == [torch.__version__, version("transformer-lens"), toymech.__version__]
+    assert "RuntimeError: fixture failure on purpose" in failed[14]
+    summary = re.search(r'<p id="summary">(.*?)</p>', index, re.S).group(1)
+    assert re.sub(r"<[^>]+>|\s+", " ", summary).split() == \
+        f"3 report(s). Ran: 2 ok, 1 failed . Claims: {COUNTS} .".split()
     data = json.loads((out / "index.json").read_text())
     assert {row["status"] for row in data} == {"ok", "failed"}
 
@@ -138,7 +144,7 @@ def test_scorecard_at_the_top_of_its_report(built):
     section = body[section_start:body.index("</section>", section_start)]
     # Under the title, above the first code cell and its output ("measured ..." is printed there).
     assert title < section_start < body.index('class="jp-Cell jp-CodeCell') < body.index("measured 2 seeds from seed=3")
-    assert "Reproduction scorecard (computed at the end of this run)" in section
+    assert "<h2>Scorecard</h2>" in section  # size default (smoke's heading: a pipeline check)
     assert f'<p class="toymech-scorecard-counts">{COUNTS}</p>' in section
     header, *rows = _table_cells(section)
     assert header == ["claim", "source", "source's number", "ours", "seeds agreeing", "verdict"]
@@ -158,11 +164,13 @@ def test_scorecard_at_the_top_of_its_report(built):
 def test_index_shows_each_scorecard_with_counts(built):
     out, entries = built
     index = (out / "index.html").read_text(encoding="utf-8")
-    assert index.index('<section id="scorecards">') < index.index('<table id="reports">')
+    # The overview (ran / claims per report) first, then each scorecard in full.
+    assert index.index('<table id="reports">') < index.index('<section id="scorecards">')
     cards = dict(re.findall(r'<div class="scorecard" id="scorecard-([^"]+)">(.*?)</div>', index, re.S))
     assert sorted(cards) == ["report_fail", "report_ok", "report_scorecard"]
     card = cards["report_scorecard"]
-    assert '<a href="report_scorecard.html">Scorecard fixture</a>' in card
+    assert '<a href="report_scorecard.html">Scorecard fixture</a> <span class="file">report_scorecard ' \
+           '&middot; size default</span>' in card
     assert f'<p class="scorecard-counts">{COUNTS}</p>' in card
     assert _table_cells(card)[1:] == SCORECARD_ROWS
     assert "loss &lt; 0.1 &amp; falling" in card and "<Fig. 2>" not in index
@@ -210,7 +218,7 @@ def test_find_scorecard_prefers_the_scorecard_call_then_the_columns():
 def test_scorecard_counts_order_and_unknown_verdicts():
     rows = [["x", v] for v in ("mixed", "reproduced", "odd", "mixed", "not measured")]
     counts = scorecard_counts({"columns": ["claim", "verdict"], "rows": rows})
-    assert counts == "1 reproduced, 2 mixed, 1 not measured, 1 odd"
+    assert counts == "1 reproduced, 2 mixed, 1 not measured, 1 other"
     assert scorecard_counts({"columns": ["claim", "value"], "rows": rows}) == ""
 
 
@@ -270,8 +278,13 @@ def test_bad_arguments_rejected_before_running(tmp_path):
         (dict(notebooks=[tmp_path / "missing.ipynb"]), r"missing.ipynb' does not exist"),
         (dict(notebooks=[FIXTURES / "report_ok.py"]), r"expected a .ipynb file"),
         (dict(notebooks=[]), r"notebooks is empty"),
-        (dict(notebooks=[OK], device="gpu"), r"device='gpu' is not allowed; expected auto, cpu, mps, cuda or cuda:N"),
-        (dict(notebooks=[OK], size="a b"), r"size='a b' is not allowed"),
+        (dict(notebooks=[OK], device="gpu"), r"device='gpu' is not allowed: one of auto, cpu, cuda, mps"),
+        (dict(notebooks=[OK], size="a b"), r"size='a b' is not allowed: one of smoke, default, paper"),
+        (dict(notebooks=[OK], seeds=0), r"seeds=0 is not allowed: an integer in 1\.\.1,000,000"),
+        (dict(notebooks=[OK], seeds=True), r"seeds=True is not allowed"),
+        (dict(notebooks=[OK], seeds=2), r"does not define parameter\(s\) n_seeds or seeds .*seeds=2 cannot reach it"),
+        (dict(notebooks=[OK], extra_parameters={"seeds": 2}), r"extra parameter 'seeds' is set by its own argument"),
+        (dict(notebooks=[OK], extra_parameters={"n_seeds": 2}), r"extra parameter 'n_seeds' is set by its own argument"),
         (dict(notebooks=[OK], seed=-1), r"seed=-1 is not allowed"),
         (dict(notebooks=[OK], extra_parameters={"size": "x"}), r"extra parameter 'size' is set by its own argument"),
         (dict(notebooks=[OK], extra_parameters={"steps": 3}), r"does not define parameter\(s\) steps .*defines: size, device, seed"),
@@ -286,16 +299,17 @@ def test_bad_arguments_rejected_before_running(tmp_path):
 
 def test_figures_without_html_are_flagged_in_the_report():
     from toymech.report import _render_html
+    from toymech.report.reader import bare_figures
 
     cell = nbformat.v4.new_code_cell("fig", execution_count=1)
     cell.outputs = [nbformat.v4.new_output("display_data", data={"application/vnd.plotly.v1+json": {"data": []}})]
     run = {"notebook": "x.ipynb", "status": "ok", "size": "smoke", "device": "cpu", "seed": 0, "wall_s": 1.0,
            "date": "today", "versions": {"torch": "t", "transformer-lens": "tl", "toymech": "tm"}, "failure": None}
-    from toymech.report import _render_notes
-
     nb = nbformat.v4.new_notebook(cells=[cell])
+    assert bare_figures(nb) == 1
+    notes = ["1 plotly figure(s) carry no HTML and are missing from this page"]
     with pytest.warns(UserWarning, match="not able to be represented"):  # nbconvert drops it
-        page = _render_html(nb, {**run, "notes": _render_notes(nb)})
+        page = _render_html(nb, {**run, "notes": notes}, code=True)
     assert '<div class="toymech-note">1 plotly figure(s) carry no HTML' in page
     assert "toymech-note" not in _render_html(nbformat.v4.new_notebook(), {**run, "notes": []}).split("</style>")[-1]
 

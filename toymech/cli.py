@@ -78,10 +78,9 @@ def _parse_param(text: str) -> tuple[str, object]:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from toymech.devices import resolve_device
-    from toymech.report import build_reports
-
     from toymech.core import check_path_writable_dir
+    from toymech.devices import resolve_device
+    from toymech.report import LiveProgress, build_reports
 
     resolve_device(args.device)  # fails fast (exit 2) when e.g. cuda is asked for but absent
     check_path_writable_dir("--out", args.out)
@@ -94,22 +93,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if not notebooks:
             raise UsageError(f"no notebooks in {str(folder)!r}")
     extra = dict(_parse_param(p) for p in args.param)
-    total = len(notebooks)
-
-    def start(i: int, path: Path) -> None:
-        print(f"[{i + 1}/{total}] {path} (size {args.size}, device {args.device}, seed {args.seed}) ...",
-              file=sys.stderr, flush=True)
-
-    def done(i: int, entry) -> None:
-        where = Path(args.out) / entry.html
-        tail = ": " + " ".join(entry.error.split())[:300] if entry.error else ""  # one line
-        print(f"[{i + 1}/{total}] {entry.status} in {entry.wall_s:.1f} s -> {where} "
-              f"({entry.size_bytes / 1e6:.1f} MB){tail}", file=sys.stderr, flush=True)
-
+    seeds = f", seeds {args.seeds}" if args.seeds is not None else ""
+    # One live line per notebook (redrawn in place on a terminal, printed per section otherwise),
+    # under a heading printed once the arguments are checked (bad input stays one line).
+    progress = LiveProgress(notebooks, stream=sys.stderr, header=(
+        f"{len(notebooks)} notebook(s) at size {args.size}{seeds}, device {args.device}, seed "
+        f"{args.seed}, {args.jobs} at a time -> {args.out}"))
     entries = build_reports(
         notebooks, out_dir=args.out, size=args.size, device=args.device, seed=args.seed,
-        extra_parameters=extra, progress_bar=sys.stderr.isatty() and args.jobs == 1,
-        on_start=start, on_done=done, jobs=args.jobs,
+        seeds=args.seeds, code=args.code, extra_parameters=extra, progress=progress, jobs=args.jobs,
     )
     failed = [e for e in entries if not e.ok]
     print(f"{len(entries) - len(failed)} ok, {len(failed)} failed; index: {Path(args.out) / 'index.html'}")
@@ -456,6 +448,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="size passed to every notebook's parameters cell (default: default)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--seed", type=_seed, default=0, help="seed passed to every notebook (default: 0)")
+    p.add_argument("--seeds", type=_int_option(1, 10**6), metavar="N",
+                   help="how many seeds the claims run over, passed to every notebook as `n_seeds` (or `seeds`) "
+                   "(default: each notebook's own, by size)")
+    p.add_argument("--code", action="store_true",
+                   help="keep the code cells, logs and raw values in the reports (for authors)")
     p.add_argument("--out", default="reports", help="output folder (default: reports)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="extra notebook parameter (repeatable); VALUE is JSON or a string")

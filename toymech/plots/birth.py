@@ -8,56 +8,87 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-# (history key, label) per panel of ``dynamics``; missing keys are skipped.
-PANELS: dict[str, list[tuple[str, str]]] = {
-    "accuracy": [("cb_icl_acc", "in-context acc"), ("cb_bigram_acc", "bigram acc")],
-    "memory recall": [("probe_wo2", "W_O² output copy"), ("probe_wk2", "W_K² induction key"),
-                      ("probe_wk1", "W_K¹ previous token"),
-                      ("linprobe_prev", "linear probe: previous token")],
-    "attention": [("attn_prev", "layer 0: previous token"),
-                  ("attn_induction", "layer 1: output after earlier trigger"),
-                  ("attn_induction_uniform", "layer 1: uniform-attention reference")],
-    "W_F bigram KL (nats)": [("probe_wf_kl", "KL(π_b ‖ W_F recall)")],
-    "K-composition": [("kcomp", "layer 0 → layer 1"), ("kcomp_baseline", "random baseline")],
+from .labels import ACC, COMP, label
+from .style import PALETTE, SYMBOLS, height, integer_ticks, reference_lines
+
+# panel -> (y-axis title, history keys); missing keys are skipped. Trace names come from the
+# label map (``labels.label``).
+PANELS: dict[str, tuple[str, list[str]]] = {
+    "accuracy": (f"accuracy ({ACC})", ["cb_icl_acc", "cb_bigram_acc"]),
+    "memory recall": (f"recall ({ACC})", ["probe_wo2", "probe_wk2", "probe_wk1", "linprobe_prev"]),
+    "attention": ("attention weight", ["attn_prev", "attn_induction", "attn_induction_uniform"]),
+    "W_F bigram memory": ("KL (nats)", ["probe_wf_kl"]),
+    "K-composition": (COMP, ["kcomp", "kcomp_baseline"]),
 }
+_UNIT_PANELS = ("accuracy", "memory recall", "attention")  # values in [0, 1]: drawn on [0, 1]
 
 
 def dynamics(history: Sequence[Mapping[str, float]], title: str = "Training dynamics",
              marks: Mapping[str, float] | None = None,
              hlines: Mapping[str, tuple[str, float]] | None = None) -> go.Figure:
-    """Stacked panels on one shared step axis (``PANELS``). ``marks``: label -> step drawn as a
-    vertical dotted line on every panel (e.g. the step where each memory forms); ``hlines``:
-    label -> (panel, y) reference lines."""
-    panels = [(name, [(k, lab) for k, lab in keys if any(k in r for r in history)])
-              for name, keys in PANELS.items()]
-    panels = [(name, keys) for name, keys in panels if keys]
-    fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.04,
-                        subplot_titles=[name for name, _ in panels])
-    for row, (name, keys) in enumerate(panels, start=1):
-        for key, label in keys:
+    """Stacked panels on one shared step axis (``PANELS``), each with its own y title and its
+    own legend beside it. ``marks``: label -> step drawn as a vertical dotted line on every panel
+    (e.g. the step where each memory forms); ``hlines``: label -> (panel, y) reference lines.
+
+    Every series has its own colour and marker symbol, and markers are drawn only where the
+    lines alone would not tell overlapping series apart (solid vs dashed lines for references).
+    Accuracy, recall and attention panels span [0, 1]; score panels start at 0, so that a small
+    rise is not stretched over the whole panel.
+    """
+    panels = [(name, y_title, [k for k in keys if any(k in r for r in history)])
+              for name, (y_title, keys) in PANELS.items()]
+    panels = [p for p in panels if p[2]]
+    n = len(panels)
+    gap = 0.05
+    fig = make_subplots(rows=n, cols=1, shared_xaxes=True, vertical_spacing=gap,
+                        subplot_titles=[name for name, _, _ in panels])
+    color = 0
+    for row, (name, y_title, keys) in enumerate(panels, start=1):
+        legend = "legend" if row == 1 else f"legend{row}"
+        for key in keys:
             pts = [(r["step"], r[key]) for r in history if key in r]
-            dash = "dot" if key.endswith(("baseline", "uniform")) else None
-            fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], name=label,
-                                     mode="lines+markers", marker=dict(size=4),
-                                     line=dict(dash=dash)), row=row, col=1)
-        for label, (panel, y) in (hlines or {}).items():
+            reference = key.endswith(("baseline", "uniform"))
+            fig.add_trace(go.Scatter(
+                x=[p[0] for p in pts], y=[p[1] for p in pts], name=label(key), legend=legend,
+                mode="lines" if reference else "lines+markers",
+                line=dict(dash="dot" if reference else None, color="#777" if reference else PALETTE[color % len(PALETTE)],
+                          width=1.5 if reference else 2),
+                marker=dict(size=6, symbol=SYMBOLS[color % len(SYMBOLS)], line=dict(width=1, color="white")),
+            ), row=row, col=1)
+            color += 0 if reference else 1
+        for lab, (panel, y) in (hlines or {}).items():
             if panel == name:
-                fig.add_hline(y=y, line_dash="dash", line_color="grey", annotation_text=label,
-                              row=row, col=1)
-    for label, step in (marks or {}).items():
+                reference_lines(fig, {lab: y}, row=row, col=1)
+        fig.update_yaxes(title_text=y_title, row=row, col=1)
+        if name in _UNIT_PANELS:
+            fig.update_yaxes(range=[-0.02, 1.05], row=row, col=1)
+        elif name == "K-composition":
+            fig.update_yaxes(rangemode="tozero", row=row, col=1)
+    for lab, step in (marks or {}).items():
         fig.add_vline(x=step, line_dash="dot", line_color="grey")
-        fig.add_annotation(x=step, y=1.0, yref="paper", text=label, showarrow=False,
+        fig.add_annotation(x=step, y=1.0, yref="paper", text=lab, showarrow=False,
                            textangle=-90, xanchor="right", yanchor="top", font=dict(size=10))
-    fig.update_xaxes(title_text="step", row=len(panels), col=1)
-    fig.update_layout(title=title, height=230 * len(panels) + 80)
+    fig.update_xaxes(title_text=label("step"), row=n, col=1)
+    # One legend per panel, at the panel's top right, outside the plot area.
+    legends = {}
+    for row in range(1, n + 1):
+        top = fig.get_subplot(row, 1).yaxis.domain[1]
+        legends["legend" if row == 1 else f"legend{row}"] = dict(x=1.01, y=top, yanchor="top",
+                                                                   xanchor="left", font=dict(size=11))
+    fig.update_layout(title=title, height=height(240 * n + 100), margin=dict(r=300), **legends)
     return fig
+
+
+_KINDS = [("bigram", "#d9d9d9"), ("first output (not predictable)", "#fdd49e"),
+          ("in-context output", "#74c476"), ("trigger", "#fb6a4a")]
 
 
 def sequence_view(tokens: Sequence[str], is_trigger: torch.Tensor, in_context: torch.Tensor,
                   width: int = 64, title: str = "A sample sequence") -> go.Figure:
     """One sequence as a grid of characters, ``width`` per row: triggers, the outputs that can be
     predicted in context (a trigger's output from its second occurrence on), first outputs
-    (unpredictable) and plain bigram tokens in different colours."""
+    (unpredictable) and plain bigram tokens in different colours, named in a legend above the grid
+    (rows are labelled by the position they start at)."""
     n = len(tokens)
     is_trigger, in_context = is_trigger.bool().cpu(), in_context.bool().cpu()
     after_trigger = torch.zeros(n, dtype=torch.bool)
@@ -69,29 +100,45 @@ def sequence_view(tokens: Sequence[str], is_trigger: torch.Tensor, in_context: t
     rows = -(-n // width)
     z = [[None] * width for _ in range(rows)]
     text = [[""] * width for _ in range(rows)]
+    hover = [[""] * width for _ in range(rows)]
     for i in range(n):
-        z[i // width][i % width] = float(kind[i])
-        text[i // width][i % width] = tokens[i]
-    scale = [[0.0, "#eeeeee"], [0.25, "#eeeeee"], [0.25, "#fdd49e"], [0.5, "#fdd49e"],
-             [0.5, "#74c476"], [0.75, "#74c476"], [0.75, "#fb6a4a"], [1.0, "#fb6a4a"]]
-    fig = go.Figure(go.Heatmap(z=z, text=text, texttemplate="%{text}", colorscale=scale,
-                               zmin=0, zmax=3, xgap=1, ygap=1, hoverinfo="text",
-                               colorbar=dict(tickvals=[0.4, 1.1, 1.9, 2.6],
-                                             ticktext=["bigram", "first output",
-                                                       "in-context output", "trigger"])))
-    fig.update_layout(title=title, height=60 + 28 * rows, yaxis_autorange="reversed",
-                      xaxis_visible=False, yaxis_visible=False)
+        r, c = divmod(i, width)
+        z[r][c], text[r][c] = float(kind[i]), tokens[i]
+        hover[r][c] = f"position {i}: {tokens[i]!r} ({_KINDS[int(kind[i])][0]})"
+    scale = []
+    for k, (_, colour) in enumerate(_KINDS):
+        scale += [[k / 4, colour], [(k + 1) / 4, colour]]
+    fig = go.Figure(go.Heatmap(z=z, text=text, texttemplate="%{text}", colorscale=scale, zmin=-0.5,
+                               zmax=3.5, xgap=1, ygap=1, hovertext=hover, hoverinfo="text",
+                               showscale=False, name="sequence", showlegend=False))
+    for name, colour in _KINDS:  # legend entries only (no data)
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
+                                 marker=dict(symbol="square", size=12, color=colour)))
+    fig.update_layout(title=title, height=height(150 + 30 * rows), plot_bgcolor="white",
+                      legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
+                      margin=dict(t=110))
+    fig.update_xaxes(title_text="position within the row", showgrid=False, zeroline=False,
+                     tickmode="array", tickvals=list(range(0, width, 8)))
+    fig.update_yaxes(title_text="row (first position)", autorange="reversed", showgrid=False,
+                     zeroline=False, tickmode="array", tickvals=list(range(rows)),
+                     ticktext=[str(r * width) for r in range(rows)])
     return fig
 
 
 def accuracy_vs_k(table, x: str = "K", y: str = "icl_acc", group: Sequence[str] = ("triggers",
-                  "set"), title: str = "In-context accuracy against K") -> go.Figure:
-    """Lines of ``y`` against ``x`` from a DataFrame, one per combination of ``group`` columns."""
+                  "set"), title: str = "In-context accuracy against K",
+                  hlines: Mapping[str, float] | None = None) -> go.Figure:
+    """Lines of ``y`` against ``x`` from a DataFrame, one per combination of ``group`` columns;
+    ticks only at the values of ``x`` (a count); ``hlines``: label -> y reference lines."""
     fig = go.Figure()
-    for key, part in table.groupby(list(group)):
+    for i, (key, part) in enumerate(table.groupby(list(group))):
         key = key if isinstance(key, tuple) else (key,)
         part = part.sort_values(x)
         fig.add_trace(go.Scatter(x=part[x], y=part[y], mode="lines+markers",
-                                 name=" / ".join(str(k) for k in key)))
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=400)
+                                 name=" / ".join(str(k) for k in key),
+                                 marker=dict(symbol=SYMBOLS[i % len(SYMBOLS)], size=8)))
+    reference_lines(fig, hlines)
+    fig.update_layout(title=title, xaxis_title=label(x), yaxis_title=f"{label(y)} ({ACC})",
+                      height=height(400), yaxis_range=[0, 1.05])
+    fig.update_xaxes(**integer_ticks(table[x]))
     return fig

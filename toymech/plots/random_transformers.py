@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from .labels import ACC, axis_title, label
+from .style import height, log_ticks_at, reference_lines, unit_range
 
 MODE_COLORS = {"normal": "#1f77b4", "random": "#d62728", "E_token+U": "#2ca02c",
                "E_token+E_pos": "#9467bd", "U": "#8c564b"}
 
 
 def width_sweep(df: pd.DataFrame, value: str = "acc", title: str = "Accuracy vs width",
-                y_title: str = "test accuracy") -> go.Figure:
+                y_title: str | None = None, chance: Mapping[str, float] | None = None) -> go.Figure:
     """Box plots of ``value`` over seeds, one panel per task, x = width, one box per mode.
 
-    df: one row per run with columns task, width, mode, seed and ``value``.
+    df: one row per run with columns task, width, mode, seed and ``value``; ``chance``: task ->
+    the accuracy of guessing, drawn in that task's panel.
     """
     task_names = list(dict.fromkeys(df["task"]))
     fig = make_subplots(rows=1, cols=len(task_names), subplot_titles=task_names,
@@ -28,16 +32,24 @@ def width_sweep(df: pd.DataFrame, value: str = "acc", title: str = "Accuracy vs 
             fig.add_trace(go.Box(x=rows["width"].astype(str), y=rows[value], name=mode,
                                  legendgroup=mode, showlegend=(col == 1), boxpoints="all",
                                  marker_color=MODE_COLORS.get(mode)), row=1, col=col)
-    fig.update_layout(title=title, boxmode="group", height=420, yaxis_title=y_title)
-    fig.update_xaxes(title_text="width d_model", type="category")
+        if chance and task in chance:
+            reference_lines(fig, {"chance": chance[task]}, row=1, col=col)
+    fig.update_layout(title=title, boxmode="group", height=height(420),
+                      yaxis_title=y_title or axis_title(value))
+    fig.update_xaxes(title_text=label("width"), type="category")
+    r = unit_range(df[value])
+    if r is not None:
+        fig.update_yaxes(range=r)
     return fig
 
 
 def mode_bars(summary: pd.DataFrame, value: str = "median", title: str = "Freezing modes",
-              y_title: str = "median test accuracy") -> go.Figure:
+              y_title: str = f"median test accuracy ({ACC})",
+              hlines: Mapping[str, float] | None = None) -> go.Figure:
     """Grouped bars: x = task, one bar per freezing mode, error bars from min to max.
 
-    summary: columns task, mode, median, min, max (``studies.random_transformers.summarize``).
+    summary: columns task, mode, median, min, max (``studies.random_transformers.summarize``);
+    ``hlines``: label -> y reference lines.
     """
     fig = go.Figure()
     for mode in dict.fromkeys(summary["mode"]):
@@ -46,13 +58,20 @@ def mode_bars(summary: pd.DataFrame, value: str = "median", title: str = "Freezi
             x=rows["task"], y=rows[value], name=mode, marker_color=MODE_COLORS.get(mode),
             error_y=dict(type="data", symmetric=False, array=rows["max"] - rows[value],
                          arrayminus=rows[value] - rows["min"])))
-    fig.update_layout(title=title, barmode="group", yaxis_title=y_title, height=420)
+    reference_lines(fig, hlines)
+    fig.update_layout(title=title, barmode="group", yaxis_title=y_title, xaxis_title="task",
+                      height=height(420))
+    r = unit_range(summary["max"])
+    if r is not None:
+        fig.update_yaxes(range=r)
     return fig
 
 
-def kl_vs_target_width(df: pd.DataFrame, title: str = "Circuit imitation") -> go.Figure:
+def kl_vs_target_width(df: pd.DataFrame, title: str = "Circuit imitation",
+                       hlines: Mapping[str, float] | None = None) -> go.Figure:
     """KL(target || student) against target width, one line per student (median over seeds,
-    with min-max error bars). df: columns target_width, student, kl."""
+    with min-max error bars), on a log axis with a tick at each target width. df: columns
+    target_width, student, kl; ``hlines``: label -> KL reference lines (e.g. the paper's 0.2)."""
     fig = go.Figure()
     for student in dict.fromkeys(df["student"]):
         g = df[df["student"] == student].groupby("target_width")["kl"]
@@ -61,8 +80,10 @@ def kl_vs_target_width(df: pd.DataFrame, title: str = "Circuit imitation") -> go
                                  error_y=dict(type="data", symmetric=False,
                                               array=(hi - med).values,
                                               arrayminus=(med - lo).values)))
-    fig.update_layout(title=title, xaxis_title="target width", yaxis_title="KL (nats)",
-                      xaxis_type="log", height=420)
+    reference_lines(fig, hlines)
+    fig.update_layout(title=title, xaxis_title=f"{label('target_width')} (log scale)",
+                      yaxis_title=axis_title("kl"), height=height(420))
+    fig.update_xaxes(**log_ticks_at(df["target_width"]))
     return fig
 
 
@@ -76,6 +97,6 @@ def concentration_bars(table: pd.DataFrame, title: str = "Explained variance of 
             continue
         fig.add_trace(go.Bar(x=[f"{t} / {l}" for t, l in zip(rows["task"], rows["layer"])],
                              y=rows["ev"], name=f"{mode}, {basis} basis"))
-    fig.update_layout(title=title, barmode="group", yaxis_title="explained variance",
-                      yaxis_range=[0, 1.05], height=440)
+    fig.update_layout(title=title, barmode="group", yaxis_title=axis_title("ev"),
+                      xaxis_title="task / layer", yaxis_range=[0, 1.05], height=height(440))
     return fig

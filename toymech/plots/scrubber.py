@@ -17,9 +17,8 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..core import check, check_int
-
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
-           "#7f7f7f", "#bcbd22", "#17becf"]
+from .labels import label
+from .style import PALETTE, height, range_scaled
 
 
 def _array(x) -> np.ndarray:
@@ -57,9 +56,10 @@ def scrubber(steps: Sequence[int], patterns: Sequence, head_labels: Sequence[str
 
     ``patterns[i]``: [n_heads_total, T_q, T_k] at ``steps[i]`` (``patterns_over_training``);
     ``head_labels``: one per head (``L0H1``); ``curves``: ``metric_curves`` output;
-    ``transitions``: ``transitions()`` output or {metric: step}; ``normalize`` plots each
-    metric's progress ``(v - v_first) / (v_last - v_first)`` so curves of any scale share the
-    axis. Size is capped: at most ``max_steps`` slider steps and ``max_values`` pattern numbers
+    ``transitions``: ``transitions()`` output or {metric: step}; ``normalize`` scales each
+    metric by its range over the run, ``(v - min) / (max - min)`` (``style.range_scaled``), so
+    curves of any scale share the axis and a metric that overshoots is drawn as it moved (a
+    first-to-last scale would send its peak far above 1). Size is capped: at most ``max_steps`` slider steps and ``max_values`` pattern numbers
     (steps are subsampled, first and last kept), values rounded to ``decimals``. The slider
     starts at the last step.
     """
@@ -86,7 +86,8 @@ def scrubber(steps: Sequence[int], patterns: Sequence, head_labels: Sequence[str
     titles = list(head_labels) + [""] * (head_rows * cols - n_heads)
     if curves is not None:
         specs.append([{"colspan": cols}] + [None] * (cols - 1))
-        titles.append("metrics (x: transition step)")
+        titles.append("metrics" + (", each scaled to its range over the run" if normalize else "")
+                      + " (x: half-way step)")
     fig = make_subplots(rows=len(specs), cols=cols, specs=specs, subplot_titles=titles,
                         horizontal_spacing=0.04, vertical_spacing=0.3 / len(specs))
     active = len(steps) - 1
@@ -98,9 +99,12 @@ def scrubber(steps: Sequence[int], patterns: Sequence, head_labels: Sequence[str
                                  colorbar=dict(len=0.5, y=1, yanchor="top", title="attn"),
                                  hovertemplate="query %{y}, key %{x}: %{z}<extra>"
                                                + head_labels[h] + "</extra>"), row=row, col=col)
-        fig.update_xaxes(showticklabels=bool(ticks), tickfont_size=8, **ticks, row=row, col=col)
+        bottom = h + cols >= n_heads  # no head below this one
+        fig.update_xaxes(showticklabels=bool(ticks), tickfont_size=8, **ticks, row=row, col=col,
+                         title_text="key position" if bottom else None, title_font_size=11)
         fig.update_yaxes(autorange="reversed", showticklabels=bool(ticks) and col == 1,
-                         tickfont_size=8, **ticks, row=row, col=col)
+                         tickfont_size=8, **ticks, row=row, col=col,
+                         title_text="query position" if col == 1 else None, title_font_size=11)
     heat = list(range(n_heads))  # trace indices of the heatmaps, in head order
 
     layout_at = lambda s: {}  # noqa: E731  (no curves: nothing to move)
@@ -119,7 +123,7 @@ def scrubber(steps: Sequence[int], patterns: Sequence, head_labels: Sequence[str
                          args=[{"z": [z[h].tolist() for h in range(n_heads)]}, layout_at(s), heat])
                     for s, z in zip(steps, zs)]
     fig.update_layout(
-        title=title, height=60 + 230 * head_rows + (320 if curves is not None else 0) + 90,
+        title=title, height=height(60 + 230 * head_rows + (320 if curves is not None else 0) + 90),
         sliders=[dict(active=active, steps=slider_steps, currentvalue=dict(prefix="step "),
                       pad=dict(t=40), len=1.0, x=0, y=0, yanchor="top")],
         margin=dict(b=110))
@@ -132,24 +136,26 @@ def _add_curves(fig: go.Figure, curves: pd.DataFrame, marks: dict[str, float], r
     table = curves.sort_values("step")
     x = table["step"].to_numpy(float)
     for i, metric in enumerate(c for c in table.columns if c != "step"):
-        y = table[metric].to_numpy(float)
-        if normalize:
-            span = y[-1] - y[0]
-            y = (y - y[0]) / span if abs(span) > 1e-12 else np.zeros_like(y)
+        raw = table[metric].to_numpy(float)
+        y = range_scaled(raw) if normalize else raw
         color = PALETTE[i % len(PALETTE)]
-        fig.add_trace(go.Scatter(x=x + 1, y=y, mode="lines+markers", name=metric,
+        fig.add_trace(go.Scatter(x=x + 1, y=y, mode="lines+markers", name=label(metric),
                                  legendgroup=metric, line=dict(color=color), marker_size=4,
-                                 customdata=x, hovertemplate="step %{customdata}: %{y:.3g}"),
+                                 customdata=np.stack([x, raw], axis=1),
+                                 hovertemplate="step %{customdata[0]}: %{customdata[1]:.3g}"),
                       row=row, col=1)
         if metric in marks and np.isfinite(y).all():
             at = marks[metric]
-            fig.add_trace(go.Scatter(x=[at + 1], y=[float(np.interp(at, x, y))], mode="markers",
+            # On the curve as drawn: plotly joins the points straight on the log axis.
+            on_curve = float(np.interp(np.log(at + 1), np.log(x + 1), y))
+            fig.add_trace(go.Scatter(x=[at + 1], y=[on_curve], mode="markers",
                                      marker=dict(symbol="x", size=11, color=color),
                                      legendgroup=metric, showlegend=False,
-                                     hovertemplate=f"{metric}: transition at step {at:.0f}"
+                                     hovertemplate=f"{label(metric)}: half way at step {at:.0f}"
                                                    "<extra></extra>"), row=row, col=1)
     # Log axis over step + 1 (step 0 is the initial model), ticks named by the step itself.
     shown = x[sorted({round(i * (len(x) - 1) / 7) for i in range(8)})] if len(x) > 8 else x
     fig.update_xaxes(type="log", title_text="step (log scale)", tickvals=shown + 1,
                      ticktext=[f"{s:g}" for s in shown], row=row, col=1)
-    fig.update_yaxes(title_text="progress" if normalize else "value", row=row, col=1)
+    fig.update_yaxes(title_text="scaled: 0 = min, 1 = max over the run" if normalize else "value",
+                     row=row, col=1)

@@ -1,0 +1,122 @@
+"""Prose from the run: sentences whose numbers come from the run (``note``), and the run's facts in
+a machine-readable output that the report reads (``facts``).
+
+A sentence typed in markdown goes stale ("a few minutes" for a run of twenty); ``note`` fills the
+numbers in when the cell runs:
+
+    display.note("Trained {n_models} models in {seconds:duration} on {device}; {seeds} seeds "
+                 "({steps:,} steps each, the source's {source_steps:,}).", n_models=3, ...)
+
+Format specs are Python's (``{x:.3f}``, ``{n:,}``) plus ``duration`` (``20 min 8 s``); a list or
+tuple without a spec is written ``0, 1, 2``. A placeholder without a value is an error naming it.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from typing import Any
+
+# The mimetype of ``facts`` outputs; toymech.report reads it and never shows it.
+FACTS_MIME = "application/vnd.toymech.facts+json"
+
+
+def duration_text(seconds: float) -> str:
+    """``seconds`` as a reader says it: 42 s, 3 min 5 s, 1 h 2 min."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+            or seconds < 0:
+        raise ValueError(f"seconds={seconds!r} is not allowed: a finite number >= 0")
+    s = round(seconds)
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s" if s % 60 else f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+class _Formatter(string.Formatter):
+    def get_value(self, key, args, kwargs):
+        if isinstance(key, str) and key not in kwargs:
+            given = ", ".join(sorted(kwargs)) or "none"
+            raise ValueError(f"note template names {{{key}}}, which has no value (values given: {given})")
+        return super().get_value(key, args, kwargs)
+
+    def format_field(self, value, format_spec):
+        if format_spec == "duration":
+            return duration_text(value)
+        if isinstance(value, (list, tuple)) and not format_spec:
+            return ", ".join(str(v) for v in value)
+        return super().format_field(value, format_spec)
+
+
+class Note:
+    """Markdown filled from the run; displays as markdown (JupyterLab and the report alike)."""
+
+    def __init__(self, markdown: str):
+        self.markdown = markdown
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return {"text/markdown": self.markdown, "text/plain": self.markdown}
+
+    def __str__(self) -> str:
+        return self.markdown
+
+    def __repr__(self) -> str:
+        return f"Note({self.markdown!r})"
+
+
+def note(template: str, **values: Any) -> Note:
+    """``template`` (markdown) with ``{name}`` placeholders filled from ``values`` (see the module
+    docstring for the format specs). Display it as a cell's value or with ``display(...)``."""
+    if not isinstance(template, str) or not template.strip():
+        raise ValueError(f"template={template!r} is not allowed: a non-empty markdown string")
+    try:
+        return Note(_Formatter().format(template, **values))
+    except (IndexError, KeyError) as exc:  # "{}" or "{0}": positional fields have no value
+        raise ValueError(f"note template field {exc} is not allowed: name every field, e.g. {{seeds}}") from None
+
+
+def _zoo_stats() -> dict | None:
+    """``toymech.training.zoo_stats()`` where this toymech has it (models trained / loaded by this
+    process), else None: the report then says "not recorded"."""
+    try:
+        from toymech.training import zoo_stats
+    except ImportError:
+        return None
+    stats = zoo_stats()
+    return dict(stats) if stats is not None else None
+
+
+class Facts:
+    """The run's facts as one output: ``FACTS_MIME`` JSON for the report, a line for JupyterLab."""
+
+    def __init__(self, values: dict):
+        self.values = values
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        line = "run facts: " + ", ".join(f"{k}={v}" for k, v in self.values.items())
+        return {FACTS_MIME: self.values, "text/plain": line}
+
+    def __repr__(self) -> str:
+        return f"Facts({self.values!r})"
+
+
+def facts(zoo: bool = True, **values: Any) -> Facts:
+    """The run's facts for the report's header and its "Where the time went" table, e.g.
+    ``display.facts(device=dev, seeds=list(runs))`` as a notebook's last cell. Values are made
+    JSON (a ``torch.device`` becomes ``"cpu"``). With ``zoo`` (the default), the zoo's counts of
+    models trained and loaded by this kernel are added under ``"zoo"`` where toymech records them.
+    Several ``facts`` outputs merge, the later ones winning."""
+    from toymech.core import jsonable
+
+    for name in values:
+        if not name.isidentifier():
+            raise ValueError(f"facts name {name!r} is not allowed: a Python identifier")
+    out = {name: jsonable(value) for name, value in values.items()}
+    if zoo:
+        stats = _zoo_stats()
+        if stats is not None:
+            out["zoo"] = jsonable(stats)
+    return Facts(out)

@@ -1,0 +1,366 @@
+"""``build_reports``: execute notebooks with papermill, render each as a reader's page."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import logging
+import math
+import os
+import re
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
+from .progress import ENGINE, CostTable, section_at
+from .reader import bare_figures, cell_durations, facts_of, prepare, time_table, title_of
+from .scorecards import find_scorecard, scorecard_counts, scorecard_heading, scorecard_table_html
+
+TEMPLATE_NAME = "toymech_report"
+# The notebooks' name for "how many seeds" (``build_reports(seeds=...)``): the first of these
+# that a notebook's parameters cell assigns.
+SEEDS_PARAMETERS = ("n_seeds", "seeds")
+_SET_BY_ARGUMENT = ("size", "device", "seed", *SEEDS_PARAMETERS)
+_NOT_IN_HEADER = ("size", "device", "seed", *SEEDS_PARAMETERS, "cache_dir")  # cache_dir: a local path
+
+
+def _check_arguments(notebooks, size, device, seed, seeds, extra_parameters) -> list[Path]:
+    from ..core import check_int, check_path_writable_dir, check_seed, check_size
+    from ..devices import resolve_device
+
+    check_size(size)
+    resolve_device(device)  # the one device validator: a known name, and available here
+    check_seed(seed)
+    if seeds is not None:
+        check_int("seeds", seeds, 1, 10**6)  # == the CLI's --seeds
+    for name in extra_parameters:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"extra parameter name {name!r} is not a Python identifier")
+        if name in _SET_BY_ARGUMENT:
+            raise ValueError(f"extra parameter {name!r} is set by its own argument; pass {name}=... instead")
+        value = extra_parameters[name]
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{name}={value!r} is not allowed: a finite number")
+        if name == "cache_dir" and value is not None:  # the notebooks' model zoo
+            check_path_writable_dir("cache_dir", value)
+    if isinstance(notebooks, (str, Path)):
+        notebooks = [notebooks]
+    paths = [Path(nb) for nb in notebooks]
+    if not paths:
+        raise ValueError("notebooks is empty; expected at least one .ipynb path")
+    stems: dict[str, Path] = {}
+    for path in paths:
+        if path.suffix != ".ipynb":
+            raise ValueError(f"notebook {str(path)!r} is not allowed; expected a .ipynb file")
+        if not path.is_file():
+            raise ValueError(f"notebook {str(path)!r} does not exist")
+        if path.stem in stems:
+            raise ValueError(f"notebooks {str(stems[path.stem])!r} and {str(path)!r} would write the same report name")
+        stems[path.stem] = path
+    return paths
+
+
+@contextlib.contextmanager
+def _quiet_papermill():
+    """Papermill's parser logs "Unable to parse line" for assignments with unusual comments (the
+    values are still injected); its other warnings concern parameters, checked here already."""
+    logger = logging.getLogger("papermill")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _parameters_cell(path: Path, names: Sequence[str]) -> dict[str, str]:
+    """The notebook's parameters and their default values (source text). Every name in ``names``
+    must be assigned in its cell tagged ``parameters``: papermill only warns about unknown
+    parameters, and without a tagged cell it injects at the top, where the notebook's own
+    assignment silently overwrites the value."""
+    import papermill
+
+    with _quiet_papermill():
+        defined = {n: str(p.get("default", "")) for n, p in papermill.inspect_notebook(str(path)).items()}
+    if any(name not in defined for name in names):
+        # Fall back to the tagged cell's plain assignments (papermill skips some lines, see above).
+        import nbformat
+
+        cells = nbformat.read(str(path), as_version=4).cells
+        source = "\n".join(c.source for c in cells if "parameters" in c.metadata.get("tags", []))
+        found = re.findall(r"^(\w+)\s*(?::[^=]*)?=\s*(.*?)\s*(?:#.*)?$", source, re.M)
+        defined = {**{n: v for n, v in found}, **defined}
+    missing = [name for name in names if name not in defined]
+    if missing:
+        where = ", ".join(defined) if defined else "no cell tagged 'parameters'"
+        raise ValueError(
+            f"notebook {str(path)!r} does not define parameter(s) {', '.join(missing)} in its cell "
+            f"tagged 'parameters' (it defines: {where})"
+        )
+    return defined
+
+
+def _with_seeds(path: Path, common: dict, defined: dict, seeds: int | None) -> dict:
+    """The parameters of one notebook: ``common`` plus, with ``seeds``, its seeds parameter."""
+    if seeds is None:
+        return dict(common)
+    name = next((n for n in SEEDS_PARAMETERS if n in defined), None)
+    if name is None:
+        raise ValueError(f"notebook {str(path)!r} does not define parameter(s) {' or '.join(SEEDS_PARAMETERS)} "
+                         f"in its cell tagged 'parameters' (it defines: {', '.join(defined)}), so "
+                         f"seeds={seeds} cannot reach it")
+    return {**common, name: int(seeds)}
+
+
+def _failure_from_exception(exc: BaseException) -> dict:
+    # PapermillExecutionError carries the failing cell; other errors (dead kernel, timeout) do not.
+    return {
+        "execution_count": getattr(exc, "exec_count", None),
+        "source": getattr(exc, "source", None),
+        "ename": getattr(exc, "ename", type(exc).__name__),
+        "evalue": getattr(exc, "evalue", str(exc)),
+        "traceback": list(getattr(exc, "traceback", None) or []),
+    }
+
+
+def _seeds_text(facts: dict, given: Any) -> str:
+    seeds = facts.get("seeds")
+    if isinstance(seeds, list) and seeds:
+        return f"{len(seeds)} ({', '.join(str(s) for s in seeds)})"
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        return str(seeds)
+    return "" if given in (None, "", "None") else str(given)
+
+
+def _zoo_text(facts: dict) -> str:
+    from ..display import duration_text
+
+    zoo = facts.get("zoo")
+    if not isinstance(zoo, dict):
+        return "not recorded"
+    parts = [f"{zoo[k]} {k}" for k in ("trained", "loaded") if k in zoo]
+    if isinstance(zoo.get("train_seconds"), (int, float)):
+        parts.append(f"{duration_text(zoo['train_seconds'])} of training")
+    return ", ".join(parts) or "not recorded"
+
+
+def _render_html(nb, run: dict, code: bool = False) -> str:
+    """The page of one executed notebook (``run``: the facts the template shows)."""
+    from nbconvert import HTMLExporter
+
+    from ..display import duration_text
+
+    card = run.get("scorecard")
+    page_nb, info = prepare(nb, code=code, scorecard=card)
+    wall = run.get("wall_s") or 0.0
+    rows = [{**r, "text": duration_text(r["seconds"]), "share": (100 * r["seconds"] / wall) if wall else None}
+            for r in run.get("time_table", [])]
+    notes = list(run.get("notes", []))
+    if info["hidden"]:
+        notes.append(f"{info['hidden']} output(s) left out for readers (logs, warnings, progress bars, "
+                     "bare values); toymech report --code shows them")
+    run = {**run, "notes": notes, "time_rows": rows, "wall_text": duration_text(wall),
+           "scorecard_heading": scorecard_heading(run.get("size", "")),
+           "scorecard_html": scorecard_table_html(card) if card else "",
+           "scorecard_counts": scorecard_counts(card) if card else ""}
+    exporter = HTMLExporter(template_name=TEMPLATE_NAME, extra_template_basedirs=[str(TEMPLATES_DIR)],
+                            exclude_input_prompt=not code, exclude_output_prompt=not code)
+    body, _ = exporter.from_notebook_node(page_nb, resources={"toymech": run})
+    return body
+
+
+_TRUST_LOCK = threading.Lock()
+
+
+def _trust(nb) -> None:
+    # The executed notebook is our own output: sign it so JupyterLab runs its circuitsvis scripts
+    # (executed notebooks are untrusted otherwise and the views stay blank).
+    from nbformat.sign import NotebookNotary
+
+    try:
+        NotebookNotary().sign(nb)
+    except (OSError, sqlite3.Error):
+        pass  # a read-only Jupyter data dir only costs the trust mark, not the report
+
+
+def build_reports(
+    notebooks: Sequence[str | Path] | str | Path,
+    out_dir: str | Path = "reports",
+    size: str = "default",
+    device: str = "auto",
+    seed: int = 0,
+    extra_parameters: dict | None = None,
+    *,
+    seeds: int | None = None,
+    code: bool = False,
+    kernel_name: str = "python3",
+    trust: bool = True,
+    on_start: Callable[[int, Path], None] | None = None,
+    on_done: Callable[[int, ReportEntry], None] | None = None,
+    progress=None,
+    jobs: int = 1,
+) -> list[ReportEntry]:
+    """Execute each notebook with papermill and render it to ``out_dir/<name>.html``.
+
+    ``size`` (smoke, default or paper), ``device``, ``seed``, ``seeds`` (how many seeds the
+    claims run over, an integer >= 1, injected as the notebook's ``n_seeds`` or ``seeds``
+    parameter; None: the notebook's own default) and ``extra_parameters`` are injected into each notebook's cell tagged ``parameters``; all notebooks and arguments are
+    checked before any runs (``ValueError`` naming the problem). ``code=True`` keeps the code in
+    the pages (for authors); by default they are written for readers (``toymech.report.reader``).
+    ``kernel_name="python3"`` runs the notebooks in this Python environment. ``on_start(i,
+    path)`` / ``on_done(i, entry)`` report progress; ``progress`` (a ``LiveProgress``) hears every
+    cell as it starts. Returns one entry per notebook, in order; a failed notebook has
+    ``entry.status == "failed"``.
+
+    ``jobs > 1`` executes that many notebooks at once, each kernel limited to its share of the
+    free cores (see ``_kernel_threads``) so they share the cores instead of fighting over them.
+    """
+    import nbformat
+    import papermill
+
+    from ..core import check_bool, check_int, check_path_writable_dir
+    from ..devices import resolve_device
+
+    jobs = check_int("jobs", jobs, 1, 256)
+    code = check_bool("code", code)
+    check_path_writable_dir("out_dir", out_dir)  # before any notebook runs
+
+    extra_parameters = dict(extra_parameters or {})
+    # Absolute paths: papermill changes the process's working directory while a kernel starts,
+    # which would move relative paths under other notebooks running at the same time.
+    paths = [p.resolve() for p in _check_arguments(notebooks, size, device, seed, seeds, extra_parameters)]
+    common = {"size": size, "device": device, "seed": seed, **extra_parameters}
+    defaults = {path: _parameters_cell(path, list(common)) for path in paths}
+    per_notebook = {path: _with_seeds(path, common, defaults[path], seeds) for path in paths}
+
+    out = Path(out_dir).resolve()
+    (out / "executed").mkdir(parents=True, exist_ok=True)
+    found_versions = versions()
+    resolved = str(resolve_device(device))
+    costs = CostTable(out)
+    cost_key = CostTable.key(size, seeds)
+
+    def run_one(index: int, path: Path) -> ReportEntry:
+        if on_start:
+            on_start(index, path)
+        if progress is not None:
+            progress.start(index, costs.get(path.stem, cost_key))
+        executed = out / "executed" / path.name
+        report = out / f"{path.stem}.html"
+        date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        failure = None
+        executed.unlink(missing_ok=True)  # never report a previous run's output as this one's
+        holder: dict = {}
+
+        def on_cell(cell_index: int, n_cells: int) -> None:
+            if progress is not None and "cells" in holder:
+                progress.cell(index, cell_index, n_cells, section_at(holder["cells"], cell_index))
+
+        start = time.perf_counter()
+        try:
+            holder["cells"] = nbformat.read(str(path), as_version=4).cells
+            papermill.execute_notebook(
+                str(path), str(executed), parameters=per_notebook[path], kernel_name=kernel_name,
+                # In parallel the kernels start in this process's folder instead: papermill's
+                # chdir is process-wide, so concurrent ones would race.
+                cwd=str(path.parent) if jobs == 1 else None,
+                progress_bar=False, log_output=False, engine_name=ENGINE, toymech_on_cell=on_cell,
+                # ipykernel warns on every start that TCP is unencrypted (it is local);
+                # its errors still show.
+                extra_arguments=["--IPKernelApp.log_level=ERROR"] if kernel_name.startswith("python") else [],
+            )
+        # Broad on purpose: whatever stopped the notebook (a cell's exception, a dead kernel, a
+        # timeout) must end up in its report and the index, not abort the other notebooks.
+        except Exception as exc:  # noqa: BLE001
+            failure = _failure_from_exception(exc)
+        wall_s = time.perf_counter() - start
+
+        # Papermill writes the output notebook even on failure; if the kernel never started
+        # there may be none, and the report then shows the input notebook under the error.
+        nb = nbformat.read(executed if executed.is_file() else path, as_version=4)
+        if trust and executed.is_file():
+            with _TRUST_LOCK:  # one writer at a time on Jupyter's signature database
+                _trust(nb)
+        if failure is None:
+            costs.record(path.stem, cost_key, cell_durations(nb), wall_s)
+        facts = facts_of(nb) if executed.is_file() else {}
+        parameters = per_notebook[path]
+        given = {**defaults[path], **{k: repr(v) for k, v in parameters.items()}}
+        seeds_given = next((given[n] for n in SEEDS_PARAMETERS if n in given), None)
+        run = {
+            "notebook": path.name, "title": title_of(nb, path.stem),
+            "status": "failed" if failure else "ok", "size": size, "seed": seed,
+            "seeds": _seeds_text(facts, seeds_given),
+            "device": str(facts.get("device") or resolved), "device_requested": device,
+            "wall_s": wall_s, "date": date, "versions": found_versions, "failure": failure,
+            "parameters": [(k, v) for k, v in given.items() if k not in _NOT_IN_HEADER],
+            "notes": ([f"{n} plotly figure(s) carry no HTML and are missing from this page: call "
+                       "toymech.display.setup_notebook() before the first figure"]
+                      if (n := bare_figures(nb)) else []),
+            "time_table": time_table(nb, wall_s), "zoo": _zoo_text(facts),
+            # Only from this run's output: an input notebook stored with outputs must not pass
+            # off old numbers as this run's.
+            "scorecard": find_scorecard(nb) if executed.is_file() else None,
+        }
+        report.write_text(_render_html(nb, run, code), encoding="utf-8")
+        entry = ReportEntry(
+            notebook=str(path), html=report.name, executed=f"executed/{executed.name}",
+            status=run["status"], size=size, device=device, seed=seed, wall_s=round(wall_s, 2),
+            date=date, versions=found_versions, size_bytes=report.stat().st_size,
+            error=f"{failure['ename']}: {failure['evalue']}" if failure else None,
+            parameters=extra_parameters, title=run["title"], scorecard=run["scorecard"],
+            seeds=run["seeds"], device_used=run["device"], code=code,
+        )
+        if progress is not None:
+            progress.done(index, done_line(index, len(paths), entry, out))
+        if on_done:
+            on_done(index, entry)
+        return entry
+
+    try:
+        with _quiet_papermill(), _kernel_threads(jobs):
+            if jobs == 1:
+                entries = [run_one(i, p) for i, p in enumerate(paths)]
+            else:
+                from concurrent.futures import ThreadPoolExecutor
+
+                # Each worker thread only waits on its own kernel process.
+                with ThreadPoolExecutor(max_workers=jobs) as pool:
+                    entries = list(pool.map(run_one, range(len(paths)), paths))
+    finally:
+        if progress is not None:
+            progress.close()
+    write_index(out, entries)
+    return entries
+
+
+def done_line(index: int, total: int, entry: ReportEntry, out: Path) -> str:
+    """The line that says a notebook is done: status, time, page, size and the error's first line."""
+    tail = ": " + " ".join(entry.error.split())[:300] if entry.error else ""  # one line
+    return (f"[{index + 1}/{total}] {Path(entry.notebook).stem}: {entry.status} in {entry.wall_s:.1f} s "
+            f"-> {out / entry.html} ({entry.size_bytes / 1e6:.1f} MB){tail}")
+
+
+@contextlib.contextmanager
+def _kernel_threads(jobs: int):
+    """Give each kernel its share of the free cores (kernels inherit the environment:
+    ``TOYMECH_THREADS`` for toymech's thread policy, ``OMP_NUM_THREADS`` for torch itself):
+    oversubscribed torch threads slow everyone down many times over. The share stays automatic
+    (``TOYMECH_THREADS_AUTO``): a kernel whose siblings have finished takes the cores they
+    left (``devices.rebalance``). A user's own setting of either variable wins."""
+    from ..devices import choose_threads
+
+    if "OMP_NUM_THREADS" in os.environ or "TOYMECH_THREADS" in os.environ:
+        yield
+        return
+    n = str(choose_threads(None, jobs))
+    os.environ["OMP_NUM_THREADS"] = os.environ["TOYMECH_THREADS"] = n
+    os.environ["TOYMECH_THREADS_AUTO"] = "1"  # a share, not a user's number: it may follow the load
+    try:
+        yield
+    finally:
+        for name in ("OMP_NUM_THREADS", "TOYMECH_THREADS", "TOYMECH_THREADS_AUTO"):
+            os.environ.pop(name, None)

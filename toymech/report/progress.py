@@ -1,0 +1,201 @@
+"""Live progress of ``toymech report``, and the cost table its estimates come from.
+
+* ``ENGINE``: a papermill engine (nbclient's, unchanged) that also calls ``on_cell(cell_index,
+  n_cells)`` as each cell starts, so the caller knows where every kernel is.
+* ``CostTable``: ``costs.json`` beside the reports, the per-cell seconds of the last successful
+  run of each notebook at each size (and seed count). The next run estimates from it.
+* ``LiveProgress``: one line per notebook (the cell it is at out of how many, its section, the
+  time elapsed and the estimate left). On a terminal the lines are redrawn in place every second;
+  elsewhere (CI logs, pipes) a line is printed when a notebook starts, enters a new section and
+  ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Sequence, TextIO
+
+from papermill.engines import NBClientEngine, papermill_engines
+
+from ..display import duration_text
+from .reader import SETUP_SECTION, heading
+
+ENGINE = "toymech-progress"
+
+
+class _ProgressEngine(NBClientEngine):
+    """nbclient's engine; with ``toymech_on_cell``, that callback hears each cell start."""
+
+    @classmethod
+    def execute_managed_notebook(cls, nb_man, kernel_name, toymech_on_cell=None, **kwargs):
+        if toymech_on_cell is not None:
+            started = nb_man.cell_start
+
+            def cell_start(cell, cell_index=None, **kw):
+                started(cell, cell_index, **kw)
+                try:
+                    toymech_on_cell(cell_index, len(nb_man.nb.cells))
+                except Exception:  # noqa: BLE001  (a display problem must not stop the notebook)
+                    pass
+
+            nb_man.cell_start = cell_start
+        return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+
+papermill_engines.register(ENGINE, _ProgressEngine)
+
+
+def section_at(cells: Sequence, index: int) -> str:
+    """The heading (level 2 or deeper) above cell ``index``: the section it belongs to."""
+    for cell in reversed(cells[: index + 1]):
+        found = heading(cell)
+        if found and found[0] >= 2:
+            return found[1]
+    return SETUP_SECTION
+
+
+class CostTable:
+    """``<out>/costs.json``: {notebook stem: {run key: {"cells": [s, ...], "total_s": s}}}."""
+
+    def __init__(self, out: Path):
+        self.path = Path(out) / "costs.json"
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(size: str, seeds: int | None) -> str:
+        return f"size={size}" + (f",seeds={seeds}" if seeds is not None else "")
+
+    def _read(self) -> dict:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def get(self, stem: str, key: str) -> dict | None:
+        row = self._read().get(stem, {}).get(key)
+        ok = isinstance(row, dict) and isinstance(row.get("cells"), list)
+        return row if ok else None
+
+    def record(self, stem: str, key: str, cells: Sequence[float | None], total_s: float) -> None:
+        with self._lock:  # notebooks finish in parallel threads
+            data = self._read()
+            data.setdefault(stem, {})[key] = {"cells": [None if c is None else round(c, 3) for c in cells],
+                                              "total_s": round(total_s, 2)}
+            tmp = self.path.with_name(f".costs.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+            os.replace(tmp, self.path)
+
+
+def estimate_left(previous: dict | None, cell_index: int, n_cells: int, in_cell_s: float) -> float | None:
+    """Seconds left by the last run's cell times: the cells after this one, plus what is left of
+    this one. None without a previous run of the same shape (another cell count)."""
+    if not previous or len(previous["cells"]) != n_cells:
+        return None
+    cells = [c or 0.0 for c in previous["cells"]]
+    return sum(cells[cell_index + 1:]) + max(0.0, cells[cell_index] - in_cell_s)
+
+
+class _Row:
+    def __init__(self, name: str):
+        self.name, self.state = name, "waiting"
+        self.start = self.cell_start = 0.0
+        self.cell, self.n_cells, self.section, self.previous = 0, 0, "", None
+        self.final = ""
+
+
+class LiveProgress:
+    """One live line per notebook; pass it as ``build_reports(progress=...)``.
+
+    ``stream`` defaults to stderr; ``live`` (default: whether the stream is a terminal) redraws the
+    lines in place, otherwise a line is printed at start, at each new section and at the end;
+    ``header`` is printed once, when the first notebook starts (after every argument is checked).
+    """
+
+    def __init__(self, paths: Sequence[Path], stream: TextIO | None = None, live: bool | None = None,
+                 clock: Callable[[], float] = time.monotonic, header: str | None = None):
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self.clock = clock
+        self.rows = [_Row(Path(p).stem) for p in paths]
+        self._lock = threading.Lock()
+        self._drawn = 0
+        self._stop = threading.Event()
+        self._ticker = None
+        self._header = header  # printed before the first line (when the first notebook starts)
+
+    # --- events (from build_reports' worker threads) ----------------------------------------
+    def start(self, index: int, previous: dict | None) -> None:
+        with self._lock:
+            if self._header:
+                self._print(self._header)
+                self._header = None
+            row = self.rows[index]
+            row.state, row.start, row.previous = "running", self.clock(), previous
+            row.cell_start = row.start
+            if not self.live:
+                est = f", last run at this size {duration_text(previous['total_s'])}" if previous else ""
+                self._print(f"[{index + 1}/{len(self.rows)}] {row.name}: started{est}")
+            self._redraw()
+        if self.live and self._ticker is None:
+            self._ticker = threading.Thread(target=self._tick, daemon=True)
+            self._ticker.start()
+
+    def cell(self, index: int, cell_index: int, n_cells: int, section: str) -> None:
+        with self._lock:
+            row = self.rows[index]
+            new_section = section != row.section
+            row.cell, row.n_cells, row.section, row.cell_start = cell_index, n_cells, section, self.clock()
+            if not self.live and new_section:
+                self._print(self.line(index))
+            self._redraw()
+
+    def done(self, index: int, text: str) -> None:
+        with self._lock:
+            row = self.rows[index]
+            row.state, row.final = "done", text
+            if not self.live:
+                self._print(text)
+            self._redraw()
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            self._redraw()
+
+    # --- text -------------------------------------------------------------------------------
+    def line(self, index: int) -> str:
+        row, now = self.rows[index], self.clock()
+        head = f"[{index + 1}/{len(self.rows)}] {row.name}"
+        if row.state == "waiting":
+            return f"{head}: waiting"
+        if row.state == "done":
+            return row.final
+        left = estimate_left(row.previous, row.cell, row.n_cells, now - row.cell_start)
+        est = (f"about {duration_text(left)} left" if left is not None else
+               "no estimate (no earlier run at this size)")
+        at = f"cell {row.cell + 1}/{row.n_cells}" if row.n_cells else "starting the kernel"
+        return f"{head}: {at}, {duration_text(now - row.start)} elapsed, {est}" + (
+            f" | {row.section}" if row.section else "")
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+    def _redraw(self) -> None:
+        if not self.live:
+            return
+        up = f"\x1b[{self._drawn}F" if self._drawn else ""
+        lines = "".join(f"\x1b[2K{self.line(i)[:200]}\n" for i in range(len(self.rows)))
+        self.stream.write(up + lines)
+        self.stream.flush()
+        self._drawn = len(self.rows)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            with self._lock:
+                self._redraw()

@@ -1,0 +1,190 @@
+"""The reproduction scorecard of an executed notebook: found among its outputs, counted by the
+words of its verdict column and rebuilt as escaped HTML for the top of its report and the index.
+
+Where it is found, in order: the output of a cell tagged ``scorecard``; the output of the last
+code cell that calls ``.scorecard(``; the last table with a ``verdict`` column. Read back from the
+notebook's own output rather than recomputed: the report shows exactly what this run displayed.
+
+Verdict words are counted as they are written, so the scorecard can change its vocabulary without
+breaking the report: the known words are listed in ``VERDICT_ORDER`` ("consistent (n seeds)" for
+any n), anything else is counted as "other".
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from html.parser import HTMLParser
+
+SCORECARD_TAG = "scorecard"
+_SCORECARD_CALL = re.compile(r"\.scorecard\(")
+# Display order of the verdict words; "consistent (k seeds)" sorts by k after "reproduced".
+VERDICT_ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "unresolved", "not measured",
+                 "pipeline check", "other")
+_KNOWN = {"reproduced", "mixed", "not reproduced", "unresolved", "not measured", "pipeline check"}
+_CONSISTENT = re.compile(r"^consistent \((\d+) seeds?\)$")
+
+
+class _Tables(HTMLParser):
+    """The cell texts of each top-level ``<table>`` in an HTML fragment (entities decoded)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: list[dict] = []  # {"head": [row, ...], "body": [row, ...]}, row = [text, ...]
+        self._depth, self._part, self._row, self._cell = 0, "body", None, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self._depth += 1
+            if self._depth == 1:
+                self.tables.append({"head": [], "body": []})
+                self._part = "body"
+        elif self._depth != 1:
+            return
+        elif tag in ("thead", "tbody", "tfoot"):
+            self._part = "head" if tag == "thead" else "body"
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("th", "td") and self._row is not None:
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._depth = max(0, self._depth - 1)
+        elif self._depth != 1:
+            return
+        elif tag in ("th", "td") and self._cell is not None and self._row is not None:
+            self._row.append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.tables[-1][self._part].append(self._row)
+            self._row = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def tables(fragment: str) -> list[dict]:
+    """Each table in an HTML ``fragment`` as ``{"columns": [...], "rows": [[...], ...]}``.
+
+    A DataFrame with a named index has two header rows (the columns, then the index name under
+    an empty corner): each column takes the non-empty header texts at its position.
+    """
+    parser = _Tables()
+    parser.feed(fragment)
+    parser.close()
+    found = []
+    for table in parser.tables:
+        width = max((len(row) for row in table["head"] + table["body"]), default=0)
+        columns = [" / ".join(t for t in (row[i] if i < len(row) else "" for row in table["head"]) if t)
+                   for i in range(width)]
+        rows = [row + [""] * (width - len(row)) for row in table["body"]]
+        if rows:
+            found.append({"columns": columns, "rows": rows})
+    return found
+
+
+def is_scorecard(table: dict) -> bool:
+    """A table is a scorecard when one of its columns is called ``verdict``."""
+    return "verdict" in {c.strip().lower() for c in table["columns"]}
+
+
+def html_of(output: dict) -> str:
+    """The ``text/html`` of a notebook output ("" without one)."""
+    fragment = output.get("data", {}).get("text/html") or ""
+    return "".join(fragment) if isinstance(fragment, list) else str(fragment)
+
+
+def find_scorecard(nb) -> dict | None:
+    """The scorecard an executed notebook displayed, as ``{"columns": [...], "rows": [[...]]}``,
+    or None when there is none (the run stopped before it, or the notebook shows none).
+    See the module docstring for where it is looked for."""
+    tagged, called, by_header = [], [], []
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        for output in cell.get("outputs", []):
+            for table in tables(html_of(output)):
+                if SCORECARD_TAG in cell.get("metadata", {}).get("tags", []) and is_scorecard(table):
+                    tagged.append(table)
+                if _SCORECARD_CALL.search(cell.source):
+                    called.append(table)
+                if is_scorecard(table):
+                    by_header.append(table)
+    for found in (tagged, called, by_header):
+        if found:
+            return found[-1]
+    return None
+
+
+def verdict_word(text: str) -> str:
+    """The counted form of one verdict cell: a known word (also when detail follows it, as in
+    "pipeline check: holds 0/2"), "consistent (k seeds)", or "other"."""
+    word = " ".join(text.lower().split())
+    if word in _KNOWN or _CONSISTENT.match(word):
+        return word
+    # A known word followed by detail ("pipeline check: holds 0/2") counts as that word.
+    for known in sorted(_KNOWN, key=len, reverse=True):
+        if re.match(rf"{re.escape(known)}\b", word):
+            return known
+    return "other"
+
+
+def _order(word: str) -> tuple[int, int]:
+    match = _CONSISTENT.match(word)
+    if match:
+        return VERDICT_ORDER.index("consistent"), int(match.group(1))
+    return VERDICT_ORDER.index(word), 0
+
+
+def verdict_counts(card: dict | None) -> dict[str, int]:
+    """How many claims carry each verdict word, in display order ({} without a verdict column)."""
+    if not card:
+        return {}
+    columns = [c.strip().lower() for c in card["columns"]]
+    if "verdict" not in columns:
+        return {}
+    i = columns.index("verdict")
+    counts = Counter(verdict_word(row[i]) for row in card["rows"] if i < len(row))
+    return {word: counts[word] for word in sorted(counts, key=_order)}
+
+
+def scorecard_counts(card: dict | None) -> str:
+    """The verdicts counted, in display order: "2 reproduced, 1 mixed" ("" without a verdict
+    column)."""
+    return ", ".join(f"{n} {word}" for word, n in verdict_counts(card).items())
+
+
+def verdict_class(text: str) -> str:
+    """CSS class of a verdict cell: ``toymech-verdict-not-reproduced``, ``...-consistent``."""
+    word = verdict_word(text)
+    word = "consistent" if _CONSISTENT.match(word) else word
+    return "toymech-verdict-" + re.sub(r"[^a-z0-9]+", "-", word)
+
+
+def scorecard_table_html(card: dict) -> str:
+    """The scorecard as an HTML table, every text escaped; the verdict cells carry a class
+    (``verdict_class``) for their colour. Used by the reports and the index."""
+    esc = html.escape
+    columns = [c.strip().lower() for c in card["columns"]]
+    verdict = columns.index("verdict") if "verdict" in columns else -1
+    head = "".join(f"<th>{esc(c)}</th>" for c in card["columns"])
+    rows = []
+    for row in card["rows"]:
+        cells = []
+        for i, text in enumerate(row):
+            css = f' class="toymech-verdict {verdict_class(text)}"' if i == verdict else ""
+            cells.append(f"<td{css}>{esc(text)}</td>")
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    return ('<table class="toymech-scorecard-table">\n'
+            f"<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>")
+
+
+def scorecard_heading(size: str) -> str:
+    """The fixed heading of the scorecard section: at ``smoke`` a run of a few steps only checks
+    that the code runs, so its scorecard is titled a pipeline check."""
+    if size == "smoke":
+        return "Pipeline check (size smoke: the verdicts test the code, not the claims)"
+    return "Scorecard"
