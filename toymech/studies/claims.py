@@ -47,6 +47,11 @@ Numbers = Mapping[str, Any]
 REPRODUCED_SEEDS = 3      # seeds measured before a claim may read "reproduced"
 REPRODUCED_SHARE = 0.8    # share of them that must agree
 PIPELINE_SIZES = ("smoke",)  # sizes whose scorecard is a pipeline check, not evidence
+LEGEND = (f". \"Reproduced\" needs at least {REPRODUCED_SEEDS} seeds measured and "
+          f"{REPRODUCED_SHARE:.0%} of them agreeing; with fewer a claim reads \"consistent (n "
+          "seeds)\"; \"unresolved\": measured but undecided (e.g. two curves that never rose). "
+          "\"Chance / null\" is what a model that learned nothing scores on the same data. Each "
+          "claim's test and tolerance: docs/sources.md.")
 
 
 @dataclass(frozen=True)
@@ -236,6 +241,7 @@ def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str | 
                      "seeds agreeing": agreeing, "verdict": a.verdict})
     card = pd.DataFrame(rows).set_index("claim")
     card.attrs["title"] = title(size, seeds)
+    card.attrs["caption"] = card.attrs["title"] + ("." if is_pipeline(size) else LEGEND)
     card.attrs["size"] = size
     return card
 

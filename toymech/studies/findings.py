@@ -22,7 +22,8 @@ class Findings:
         self.lines, self.title = [line for line in lines if line], title
 
     def _repr_markdown_(self) -> str:
-        return f"**{self.title}**\n\n" + "\n".join(f"- {line}" for line in self.lines)
+        # No title: the report puts this under its own "What this run found" heading.
+        return "\n".join(f"- {line}" for line in self.lines)
 
     def __str__(self) -> str:
         return "\n".join(f"- {line}" for line in self.lines)

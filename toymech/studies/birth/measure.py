@@ -281,9 +281,13 @@ def attention_view(models: Mapping[str, HookedTransformer], task: tasks.Task,
     """circuitsvis view of head 0 of both layers of each model on one sequence ``tokens``."""
     from ...display import attention_view as view
     pats = {name: analysis.attention_patterns(m, tokens) for name, m in models.items()}
+    caption = ("Look at layer 0 of the last model: a stripe just below the diagonal (each token "
+               "attends to the previous one); and at layer 1 on a trigger's second occurrence: "
+               "attention on the token right after its first occurrence (its output). At "
+               "initialisation both are diffuse; the table below scores them.")
     return view(task.str_tokens(tokens), torch.cat([p[:, 0] for p in pats.values()]),
                 head_names=[f"{name} L{layer}" for name, p in pats.items()
-                            for layer in range(p.shape[0])])
+                            for layer in range(p.shape[0])], caption=caption)
 
 
 @torch.no_grad()

@@ -151,13 +151,20 @@ def eigenvalue_sets(model: HookedTransformer) -> dict[str, torch.Tensor]:
     return out
 
 
-def attention_view(model: HookedTransformer, task: RepeatedBlocks, tokens: torch.Tensor):
-    """circuitsvis view of every head (all layers) on one sequence."""
-    from ...display import attention_view as view
+def attention_view(model: HookedTransformer, task: RepeatedBlocks, tokens: torch.Tensor,
+                   scores: dict[str, torch.Tensor] | None = None, open: bool = True):
+    """circuitsvis view of every head (all layers) on one sequence, with a caption naming the
+    heads worth looking at from their measured pattern scores (``scores``: kind -> [L, H], e.g.
+    ``Model.pattern_scores``); ``open=False`` folds it."""
+    from ...display import attention_caption, attention_view as view
     pats = analysis.attention_patterns(model, tokens)  # [L, H, q, k]
     L, H = pats.shape[:2]
-    names = analysis.head_labels(L, H)
-    return view(task.str_tokens(tokens), pats.reshape(L * H, *pats.shape[2:]), names)
+    caption = None
+    if scores:
+        caption = attention_caption({k.replace("_", "-"): v for k, v in scores.items()},
+                                    head_names=analysis.head_labels(L, H))
+    return view(task.str_tokens(tokens), pats.reshape(L * H, *pats.shape[2:]),
+                analysis.head_labels(L, H), caption=caption, open=open)
 
 
 def path_table(model: HookedTransformer, batch: Batch) -> pd.DataFrame:
