@@ -120,12 +120,12 @@ def test_index_lists_every_report(built):
     assert {row["status"] for row in data} == {"ok", "failed"}
 
 
-SCORECARD_ROWS = [  # what the fixture's scorecard shows (seed 3: losses 0.08 and 0.09, gaps -1 and 1)
-    ["loss < 0.1 & falling", "the post, <Fig. 2>", "0.08", "0.085 [0.08, 0.09]", "2/2", "reproduced"],
-    ["loss is positive", "table 1", "> 0", "0.085 [0.08, 0.09]", "2/2", "reproduced"],
-    ["the gap is positive", "table 2", "1", "0 [-1, 1]", "1/2", "mixed"],
-    ["loss above 1", "table 3", "2", "0.085 [0.08, 0.09]", "0/2", "not reproduced"],
-    ["a number nobody measured", "sec. 4", "3", "n/a", "0/0", "not measured"],
+SCORECARD_ROWS = [  # what the fixture's scorecard shows (seed 3: losses 0.065 .. 0.075, gaps -1, 1, -1)
+    ["loss < 0.1 & falling", "the post, <Fig. 2>", "0.08", "0.07 [0.065, 0.075]", "", "3/3", "reproduced"],
+    ["loss is positive", "table 1", "> 0", "0.07 [0.065, 0.075]", "", "3/3", "reproduced"],
+    ["the gap is positive", "table 2", "1", "-1 [-1, 1]", "", "1/3", "mixed"],
+    ["loss above 1", "table 3", "2", "0.07 [0.065, 0.075]", "", "0/3", "not reproduced"],
+    ["a number nobody measured", "sec. 4", "3", "n/a", "", "0/0", "not measured"],
 ]
 COUNTS = "2 reproduced, 1 mixed, 1 not reproduced, 1 not measured"
 
@@ -143,7 +143,7 @@ def test_scorecard_at_the_top_of_its_report(built):
     section_start = body.index('<section class="toymech-scorecard" id="toymech-scorecard">')
     section = body[section_start:body.index("</section>", section_start)]
     # Under the title, above the first code cell and its output ("measured ..." is printed there).
-    assert title < section_start < body.index('class="jp-Cell jp-CodeCell') < body.index("measured 2 seeds from seed=3")
+    assert title < section_start < body.index('class="jp-Cell jp-CodeCell') < body.index("measured 3 seeds from seed=3")
     assert "<h2>Scorecard</h2>" in section  # size default (smoke's heading: a pipeline check)
     assert f'<p class="toymech-scorecard-counts">{COUNTS}</p>' in section
     header, *rows = _table_cells(section)

@@ -48,7 +48,7 @@ def test_reader_page_has_no_code_logs_or_bare_values(reader):
                    "extremes not in also: skipped", "steps:\u2007", "run facts:", 'size = "smoke"'):
         assert hidden not in html.unescape(text), hidden
     assert FACTS_MIME not in page
-    assert "measured 2 seeds from seed=0 on cpu" in text  # a printed sentence stays
+    assert "measured 3 seeds from seed=0 on cpu" in text  # a printed sentence stays
     assert "3 output(s) left out for readers" in text  # the warning, the bare value, the bar  # said, with how to see them
 
 
@@ -61,7 +61,7 @@ def test_finding_then_scorecard_then_the_notebook(reader):
     assert order == sorted(order)
     finding = body[order[1]:order[2]]
     assert "<h2>What this run found</h2>" in finding
-    assert "This toy run measured <strong>2 seeds</strong> on cpu in 1.5 s" in finding
+    assert "This toy run measured <strong>3 seeds</strong> on cpu in 1.5 s" in finding
     card = body[order[2]:order[3]]
     assert "Pipeline check (size smoke" in card and "1 reproduced, 1 not reproduced" in card
     assert 'class="toymech-verdict toymech-verdict-not-reproduced">not reproduced' in card  # rebuilt table
@@ -72,9 +72,9 @@ def test_finding_then_scorecard_then_the_notebook(reader):
 def test_header_block_and_time_table(reader):
     out, entry, page, coded_page, coded = reader
     header = html.unescape(re.sub(r"<[^>]+>", "", page[page.index('id="toymech-run"'):page.index("</header>")]))
-    assert re.search(r"ran: ok · size smoke · seeds 2 \(0, 1\) · device cpu · seed 0 · wall time \d", " ".join(header.split()))
+    assert re.search(r"ran: ok · size smoke · seeds 3 \(0, 1, 2\) · device cpu · seed 0 · wall time \d", " ".join(header.split()))
     assert "report_reader.ipynb" in header and "transformer-lens" in header
-    assert entry.seeds == "2 (0, 1)" and entry.device_used == "cpu"
+    assert entry.seeds == "3 (0, 1, 2)" and entry.device_used == "cpu"
     # --seeds 3 reaches the notebook (its facts list three seeds) and the header.
     assert coded.seeds == "3 (0, 1, 2)" and "seeds <strong>3 (0, 1, 2)</strong>" in coded_page
     time_part = page[page.index('id="toymech-time"'):]
