@@ -147,7 +147,8 @@ def test_scorecard_at_the_top_of_its_report(built):
     assert "<h2>Scorecard</h2>" in section  # size default (smoke's heading: a pipeline check)
     assert f'<p class="toymech-scorecard-counts">{COUNTS}</p>' in section
     header, *rows = _table_cells(section)
-    assert header == ["claim", "source", "source's number", "ours", "seeds agreeing", "verdict"]
+    assert header == ["claim", "source", "source's number", "ours", "chance / null", "seeds agreeing",
+                      "verdict"]
     assert rows == SCORECARD_ROWS
     # Text is escaped, and the notebook's own output is still at the end.
     assert "loss &lt; 0.1 &amp; falling" in section and "<Fig. 2>" not in page
