@@ -285,10 +285,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _lock_timeout() -> type:
-    # only a command that reached the zoo can raise it; --help stays free of heavy imports
-    mod = sys.modules.get("toymech.training.locks")
-    return mod.LockTimeout if mod is not None else _Never
+def _run_failed() -> tuple[type, ...]:
+    """A run that failed rather than bad input (exit 1, one line): a lock wait that timed out,
+    a diverged run. Only a command that reached the zoo can raise them, so they are looked up
+    here rather than imported (``--help`` stays free of heavy imports)."""
+    found = [getattr(sys.modules.get(m), n, None) for m, n in
+             (("toymech.training.locks", "LockTimeout"),
+              ("toymech.training.divergence", "TrainingDiverged"))]
+    return tuple(t for t in found if t is not None) or (_Never,)
 
 
 class _Never(Exception):
@@ -314,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"toymech: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except _lock_timeout() as exc:
+    except _run_failed() as exc:
         print(f"toymech: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_FAILED
     except ValueError as exc:
