@@ -150,8 +150,11 @@ def rehash(path: Path, data: dict, state: dict | None = None) -> None:
     data = {k: v for k, v in data.items() if k != "integrity"}
     sha = checkpoints._meta_sha256(data)
     save_file(state, str(path / "model.safetensors"), metadata={"toymech_meta_sha256": sha})
-    weights = checkpoints._sha256((path / "model.safetensors").read_bytes())
-    write_meta(path, {**data, "integrity": {"weights_sha256": weights, "meta_sha256": sha}})
+    record = {"weights_sha256": checkpoints._sha256((path / "model.safetensors").read_bytes()),
+              "meta_sha256": sha}
+    if (path / "snapshots.safetensors").is_file():
+        record["snapshots_sha256"] = checkpoints._sha256((path / "snapshots.safetensors").read_bytes())
+    write_meta(path, {**data, "integrity": record})
 
 
 def weights(path: Path) -> dict[str, torch.Tensor]:
