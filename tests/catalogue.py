@@ -159,3 +159,46 @@ def rehash(path: Path, data: dict, state: dict | None = None) -> None:
 
 def weights(path: Path) -> dict[str, torch.Tensor]:
     return load_file(str(path / "model.safetensors"))
+
+
+# --------------------------------------------------------------------------------------------
+# counting a run of the catalogue: python tests/catalogue.py junit.xml
+# --------------------------------------------------------------------------------------------
+
+def outcome(message: str) -> str:
+    """Why a case failed, from its failure message: what the catalogue refuses, worst first."""
+    if "Hung" in message or "still running after" in message:
+        return "hung"
+    if "Traceback" in message or "(99," in message:
+        return "traceback"
+    if "DID NOT RAISE" in message or message.startswith("AssertionError: (0,"):
+        return "accepted silently"
+    if any(w in message for w in ("was written", "zoo changed", "was created")):
+        return "wrote or moved"
+    return "unclear (another code or line)"
+
+
+def count(junit: str) -> dict[str, dict[str, int]]:
+    """Cases per category (the test id's prefix) and outcome."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    out: dict[str, dict[str, int]] = {}
+    for case in ET.parse(junit).iter("testcase"):
+        m = re.search(r"\[([^:\]]+):", case.get("name", ""))
+        if not m:
+            continue
+        failure = case.find("failure")
+        if failure is None:
+            failure = case.find("error")
+        kind = "clear" if failure is None else outcome(failure.get("message", "") + (failure.text or ""))
+        row = out.setdefault(m[1], {})
+        row[kind] = row.get(kind, 0) + 1
+    return out
+
+
+if __name__ == "__main__":
+    import sys
+
+    for category, row in count(sys.argv[1]).items():
+        print(f"{category:<24} {sum(row.values()):>4}  " + ", ".join(f"{k} {v}" for k, v in sorted(row.items())))

@@ -372,3 +372,36 @@ def test_a_study_grid_runs_on_local_ray_like_in_process(tmp_path, monkeypatch):
         ray.shutdown()
     cols = ["task", "width", "mode", "seed", "acc"]
     pd.testing.assert_frame_equal(tables["ray"][cols], tables["local"][cols], rtol=1e-4)
+
+
+def test_sweeps_sit_above_the_training_layer():
+    """runner and table import only training and below; grid is the one sweep module that
+    knows the experiments; the training layer imports no sweep, experiment registry or study
+    (its sweep.py is a forwarding name kept until studies/grids.py imports toymech.sweep)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "toymech"
+
+    def imported(path):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = path.relative_to(root.parent).with_suffix("").parts[:-node.level] if node.level else ()
+                module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                names |= {module} | {f"{module}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+        return {n for n in names if n.startswith("toymech")}
+
+    below = ("toymech.core", "toymech.devices", "toymech.models", "toymech.tasks", "toymech.training")
+    for name in ("runner", "table"):
+        bad = [m for m in imported(root / "sweep" / f"{name}.py")
+               if not m.startswith(below) and not m.startswith("toymech.sweep.table")]
+        assert not bad, (name, bad)
+    assert "toymech.experiments" in imported(root / "sweep" / "grid.py")
+    for path in (root / "training").glob("*.py"):
+        if path.name == "sweep.py":
+            continue
+        bad = [m for m in imported(path) if m.startswith(("toymech.sweep", "toymech.experiments",
+                                                          "toymech.studies", "toymech.analysis"))]
+        assert not bad, (path.name, bad)
