@@ -56,19 +56,24 @@ def read_text(path: Any, what: str) -> str:
         raise ValueError(f"{what}={str(path)!r} is not allowed: a UTF-8 text file") from None
 
 
-def parse_json(text: str, what: str, path: Any) -> Any:
-    """JSON with duplicate keys refused (one line naming the file and the key)."""
+def _parsed(load, text: str, what: str, path: Any, kind: str, errors, detail) -> Any:
+    """``load(text)`` with its failures as one-line ValueErrors naming ``what`` and ``path``."""
     try:
-        return json.loads(text, object_pairs_hook=_pairs)
+        return load(text)
     except _Duplicate as exc:
-        raise ValueError(f"{what}={str(path)!r} is not allowed: each key once per object "
+        raise ValueError(f"{what}={str(path)!r} is not allowed: each key once per mapping "
                          f"({exc.args[0]!r} is given twice)") from None
     except RecursionError:
-        raise ValueError(f"{what}={str(path)!r} is not allowed: JSON nested at most a few "
+        raise ValueError(f"{what}={str(path)!r} is not allowed: {kind} nested at most a few "
                          "hundred levels deep") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{what}={str(path)!r} is not allowed: valid JSON (line {exc.lineno}, "
-                         f"column {exc.colno}: {exc.msg})") from None
+    except errors as exc:
+        raise ValueError(f"{what}={str(path)!r} is not allowed: valid {kind} ({detail(exc)})") from None
+
+
+def parse_json(text: str, what: str, path: Any) -> Any:
+    """JSON with duplicate keys refused (one line naming the file and the key)."""
+    return _parsed(lambda t: json.loads(t, object_pairs_hook=_pairs), text, what, path, "JSON",
+                   json.JSONDecodeError, lambda e: f"line {e.lineno}, column {e.colno}: {e.msg}")
 
 
 def parse_yaml(text: str, what: str, path: Any) -> Any:
@@ -88,17 +93,8 @@ def parse_yaml(text: str, what: str, path: Any) -> Any:
         return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
     Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    try:
-        return yaml.load(text, Loader=Strict)  # noqa: S506 (a SafeLoader subclass)
-    except _Duplicate as exc:
-        raise ValueError(f"{what}={str(path)!r} is not allowed: each key once per mapping "
-                         f"({exc.args[0]!r} is given twice)") from None
-    except RecursionError:
-        raise ValueError(f"{what}={str(path)!r} is not allowed: YAML nested at most a few "
-                         "hundred levels deep") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{what}={str(path)!r} is not allowed: valid YAML "
-                         f"({' '.join(str(exc).split())[:200]})") from None
+    return _parsed(lambda t: yaml.load(t, Loader=Strict), text, what, path, "YAML",  # noqa: S506
+                   yaml.YAMLError, lambda e: " ".join(str(e).split())[:200])
 
 
 def read_mapping(path: Any, what: str, kinds: tuple[str, ...] = ("json", "yaml")) -> dict[str, Any]:
