@@ -13,6 +13,8 @@ from pathlib import Path
 
 import torch
 
+from .core import check
+
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 _DEVICE = re.compile(r"^(auto|cpu|cuda|mps)(?::([0-9]{1,3}))?$")
 DEVICE_ALLOWED = "auto, cpu, cuda, cuda:N (N a device index: 0, 1, ...) or mps"
@@ -168,8 +170,6 @@ def free_cores() -> int:
 def choose_threads(threads: int | None = None, jobs: int = 1) -> int:
     """Torch CPU threads for one of ``jobs`` processes: ``threads`` if given, else
     ``$TOYMECH_THREADS``, else ``free_cores() // jobs`` (at least 1)."""
-    from .core import check
-
     check(isinstance(jobs, int) and not isinstance(jobs, bool) and jobs >= 1, "jobs", jobs,
           "an integer >= 1")
     if threads is None and os.environ.get("TOYMECH_THREADS"):

@@ -22,6 +22,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import torch
+from tqdm.auto import tqdm
+
 from ..core import check, check_bool, check_float, check_int, check_path_writable_dir, check_path_writable_file
 from ..devices import check_device, choose_threads, resolve_device
 from ..training import (Experiment, TrainingDiverged, Zoo, ZooEntry, add_zoo_stats, preflight,
@@ -42,8 +45,6 @@ def run_job(exp_dicts: list[dict[str, Any]], cache_dir: str, device: str, tag: s
     started = time.perf_counter()
     try:
         if threads is not None:
-            import torch
-
             torch.set_num_threads(threads)
         exps = [Experiment.from_dict(d) for d in exp_dicts]
         zoo = Zoo(cache_dir, lock_timeout=lock_timeout)
@@ -222,8 +223,6 @@ def run_trials(trials: list[Trial], spec: dict[str, Any], *, which: str, device:
         if entry is None:
             todo.setdefault(trial.group, []).append(trial.index)
     attempts = {job: 0 for job in todo}
-
-    from tqdm.auto import tqdm
 
     bar = tqdm(total=len(trials), initial=len(trials) - sum(map(len, todo.values())),
                desc="sweep", unit="trial", disable=not progress)

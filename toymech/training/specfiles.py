@@ -13,6 +13,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..core import check
 
 MAX_BYTES = 16 * 2**20
@@ -78,8 +80,6 @@ def parse_json(text: str, what: str, path: Any) -> Any:
 
 def parse_yaml(text: str, what: str, path: Any) -> Any:
     """YAML (safe: plain data only) with duplicate keys refused."""
-    import yaml
-
     class Strict(yaml.SafeLoader):
         pass
 
