@@ -49,7 +49,7 @@ from .checkpoints import DamagedCheckpoint, Unverified
 from .config import TrainConfig  # noqa: F401  (kept for importers of zoo.TrainConfig)
 from .divergence import DIVERGED_LOSS, TrainingDiverged
 from .experiment import Experiment, Named, seedless_key  # noqa: F401  (re-exported)
-from .locks import EntryLock
+from .locks import EntryLock, lock_timeout as lock_timeout_s
 from .loop import Callback, TrainResult, train, train_stacked
 from .preflight import check_callbacks, preflight
 from .stats import add_zoo_stats
@@ -130,8 +130,8 @@ class Zoo:
                   and "\0" not in str(cache_dir), "cache_dir", cache_dir,
                   "None (the default zoo) or a folder path")
             self.root = Path(cache_dir).expanduser()
+        lock_timeout_s(lock_timeout)  # checked now (and $TOYMECH_LOCK_TIMEOUT), not at the first lock
         self.lock_timeout = lock_timeout
-        EntryLock(self.root, "-", timeout=lock_timeout)  # checks lock_timeout now
 
     def path(self, exp: Experiment, tag: str = "") -> Path:
         _check_call(exp, tag, None)
