@@ -196,7 +196,10 @@ class Zoo:
         if result.snapshots:
             meta["snapshot_steps"] = sorted(result.snapshots)
         add_zoo_stats(trained=1, train_seconds=result.seconds)
-        self.clean()  # what killed writers of other entries left behind
+        try:
+            self.clean()  # what killed writers of other entries left behind
+        except (OSError, ValueError):
+            pass  # the entry is stored; leftovers wait for the next writer
         return ZooEntry(result.model, meta, False, path, result.history, dict(result.snapshots))
 
     def get_or_train(self, exp: Experiment, *, device: str | torch.device = "auto",
