@@ -7,7 +7,8 @@ run_sweep`` (the command is ``toymech sweep GRID.yaml``).
 * ``grid``: named grids expanded through ``toymech.experiments``, and ``run_sweep``.
 """
 
-from .grid import NOT_OVERRIDABLE, SECTIONS, SPEC_KEYS, apply_overrides, expand_grid, load_grid, run_sweep
+from .grid import (NOT_OVERRIDABLE, SECTIONS, SPEC_KEYS, apply_overrides, expand_grid, load_grid,
+                   run_sweep)
 from .runner import BACKENDS, LocalRunner, RayRunner, run_experiments, run_job
 from .table import (COLUMNS, MAX_TRIALS, RESULT_COLUMNS, STATUSES, SweepResult, Trial,
                     sweep_name, write_table)
