@@ -339,7 +339,7 @@ CLI_CASES = {
     "train no experiment": (["train"], "give an experiment name or --config FILE"),
     "train name and --config": (["train", "induction-1l", "--config", "{cfg}"], "give an experiment name or --config FILE"),
     "train unknown experiment": (["train", "no-such", "--dump-config", "-"], "experiment='no-such'"),
-    "train --config missing": (["train", "--config", "{tmp}/missing.json"], "cannot read --config"),
+    "train --config missing": (["train", "--config", "{tmp}/missing.json"], "--config=", "a file that can be read"),
     "report --out a file": (["report", OK_NB, "--out", "{file}"], "--out="),
     "report --out under a file": (["report", OK_NB, "--out", "{file}/out"], "--out="),
     "report --cache a file": (["report", OK_NB, "--out", "{tmp}/out", "--cache", "{file}"], "--cache="),
@@ -453,7 +453,7 @@ def test_cli_config_refuses(case, tmp_path, capsys):
     else:
         text = change
     path = _config(tmp_path, "bad.json", text)
-    code, out, err = _run_cli(["train", "--config", path, "--size", "smoke"], tmp_path, capsys)
+    code, out, err = _run_cli(["train", "--config", path], tmp_path, capsys)
     assert code == 2, (code, out, err)
     assert_one_line(err, *fragments)
 

@@ -72,7 +72,7 @@ def test_no_command_prints_help_and_exits_2():
         (["lab", "--dir", "/nonexistent/nb", "--dry-run"], ["'/nonexistent/nb' does not exist"]),
         (["train"], ["give an experiment name or --config FILE"]),
         (["train", "no-such-preset", "--dump-config", "-"], ["no-such-preset", "induction-2l"]),
-        (["train", "--config", "/nonexistent.json"], ["cannot read --config"]),
+        (["train", "--config", "/nonexistent.json"], ["--config=", "a file that can be read"]),
         (["train", "induction-1l", "--steps", "0"], ["--steps", "0 is not allowed"]),
         (["list", "everything"], ["invalid choice: 'everything'"]),
     ],
@@ -84,7 +84,7 @@ def test_bad_input_is_one_line_exit_2(args, fragments):
 def test_bad_config_file(tmp_path):
     bad_json = tmp_path / "bad.json"
     bad_json.write_text("{not json")
-    assert_one_line_error(toymech("train", "--config", str(bad_json)), "is not valid JSON")
+    assert_one_line_error(toymech("train", "--config", str(bad_json)), "bad.json", "valid JSON (line 1")
     incomplete = tmp_path / "incomplete.json"
     incomplete.write_text(json.dumps({"task": {"name": "repeated_blocks"}}))
     assert_one_line_error(toymech("train", "--config", str(incomplete)), "missing 'model'")

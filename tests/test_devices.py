@@ -118,3 +118,46 @@ def test_an_automatic_choice_takes_the_cores_its_siblings_left_and_gives_them_ba
         assert devices.rebalance(log=None) == 1
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("bad", ["auto:7", "cpu:-1", "cpu:0", "cuda:x", "cuda:-1", "CPU", "", " cpu",
+                                 "cuda:\u0661", "mps:0", "tpu", 5, None, "cuda:1234"])
+def test_one_device_check_refuses_every_malformed_string(bad):
+    with pytest.raises(ValueError, match="device=.* is not allowed: one of auto, cpu, cuda, cuda:N"):
+        devices.check_device(bad)
+
+
+def test_device_strings_that_are_allowed():
+    for good in ("auto", "cpu", "cuda", "cuda:0", "cuda:12", "mps"):
+        assert devices.check_device(good) == good
+    assert devices.resolve_device("cpu") == torch.device("cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="device='cuda:0' is not available here"):
+            devices.resolve_device("cuda:0")
+
+
+def test_process_liveness_is_written_once_and_tells_dead_zombie_and_reused_pids():
+    import os
+    import subprocess
+    import sys
+
+    from toymech.training import atomic, locks
+
+    # the zoo's locks and leftovers and the thread claims ask the same function
+    assert locks.process_alive is devices.process_alive is atomic.process_alive
+    assert devices.process_alive(os.getpid()) is True
+    assert devices.process_alive(2**22 + 99) is False and devices.process_alive(0) is False
+    assert devices.process_alive(os.getpid(), host="elsewhere") is None
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    while devices.process_start(child.pid) is not None:  # exited, not yet reaped: a zombie
+        if child.poll() is not None:
+            break
+    assert devices.process_alive(child.pid) is False
+    child.wait()
+
+
+def test_thread_counts_from_the_environment_are_ascii(monkeypatch):
+    for raw in ("\u0662", "1_0", "+2", "0", "5000"):
+        monkeypatch.setenv("TOYMECH_THREADS", raw)
+        with pytest.raises(ValueError, match="TOYMECH_THREADS="):
+            devices.choose_threads()

@@ -2,7 +2,7 @@
 concurrent writers leave 0 corrupt, 0 phantom and 0 lost entries.
 
 The crash tests run real processes that SIGKILL themselves at an injected point
-(``TOYMECH_FAULT``, see ``toymech.training.checkpoints``)."""
+(``TOYMECH_FAULT``, see ``toymech.training.atomic``)."""
 
 import json
 import os
@@ -19,7 +19,9 @@ from safetensors.torch import load_file, save_file
 from toymech import experiments
 from toymech.cli import main
 from toymech.training import Zoo
-from toymech.training.checkpoints import HOST, DamagedCheckpoint, clean_leftovers
+from toymech.devices import HOST
+from toymech.training.atomic import clean_leftovers
+from toymech.training.checkpoints import DamagedCheckpoint, Unverified
 from toymech.training.locks import EntryLock
 
 STEPS = 4
@@ -135,14 +137,72 @@ def test_damaged_entry_is_named_then_quarantined_and_retrained(zoo, kind, capsys
     assert zoo.get_or_train(exp, device="cpu", progress=False, log=None).loaded
 
 
-def test_entries_of_an_older_toymech_load_as_unverified(zoo):
-    exp = _exp(0)
-    _legacy(zoo.path(exp))
-    lines = []
-    entry = zoo.get_or_train(exp, device="cpu", progress=False, log=lines.append)
-    assert entry.loaded and "unverified" in lines[0]
-    statuses = {Path(r["path"]).name: r["status"] for r in zoo.verify()}
-    assert statuses[zoo.path(exp).name] == "unverified" and statuses[_other(zoo.path(exp)).name] == "ok"
+def _int8_zeros(path):
+    state = load_file(str(path / "model.safetensors"))
+    save_file({k: torch.zeros_like(v, dtype=torch.int8) for k, v in state.items()},
+              str(path / "model.safetensors"))
+
+
+def _edit_metrics(path):
+    _write_meta(path, {**_meta(path), "history": [{**h, "eval_loss": 0.01} for h in _meta(path)["history"]]})
+
+
+def _swap_weights(path):
+    shutil.copy(_other(path) / "model.safetensors", path / "model.safetensors")
+
+
+# The damage kinds of the issue, each with the integrity record kept and with it stripped the
+# way an older toymech would have written the entry (no record, no hash in the weights' header):
+# none of them is ever served as a result.
+KINDS = {"stripped record": lambda p: None, "edited metrics": _edit_metrics,
+         "wrong dtype (int8 zeros)": _int8_zeros, "NaN weights": _nan, "swapped weights": _swap_weights}
+
+
+@pytest.mark.parametrize("stripped", [False, True], ids=["record kept", "record stripped"])
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_no_damaged_or_unverifiable_entry_loads_as_a_result(zoo, kind, stripped, capsys):
+    if kind == "stripped record" and not stripped:
+        pytest.skip("the same case as 'record stripped'")
+    exp, path = _exp(0), zoo.path(_exp(0))
+    KINDS[kind](path)
+    if stripped:
+        _legacy(path)
+    with pytest.raises(ValueError) as info:
+        zoo.load(exp, "cpu", log=None)
+    assert path.name in str(info.value) and "\n" not in str(info.value)
+    assert isinstance(info.value, Unverified if stripped and kind in ("stripped record", "edited metrics",
+                                                                     "swapped weights")
+                      else DamagedCheckpoint)
+    assert main(["zoo", "verify", "--cache", str(zoo.root)]) == 1  # listed, exit 1
+    assert path.name in capsys.readouterr().out
+    assert main(["train", "induction-1l", "--size", "smoke", "--steps", str(STEPS), "--device",
+                 "cpu", "--cache", str(zoo.root), "-q"]) == 0
+    out, err = capsys.readouterr()
+    assert ": trained;" in out and path.name in err and "training it again" in err  # even with -q
+    assert [r["status"] for r in zoo.verify()] == ["ok", "ok"]
+
+
+def test_adopt_checks_old_entries_explicitly(zoo, capsys):
+    good, bad, exp = zoo.path(_exp(0)), zoo.path(_exp(1)), _exp(0)
+    before = load_file(str(good / "model.safetensors"))
+    _legacy(good)
+    _int8_zeros(bad)
+    _legacy(bad)
+    statuses = {Path(r["path"]).name: r["status"] for r in zoo.entries()}
+    assert statuses == {good.name: "unverified", bad.name: "unverified"}  # listing builds nothing
+    assert main(["zoo", "verify", "--adopt", "--cache", str(zoo.root)]) == 1  # bad is still bad
+    out = capsys.readouterr().out
+    assert f"adopted     {good.name}" in out and f"DAMAGED     {bad.name}" in out and "dtype" in out
+    entry = zoo.load(exp, "cpu", log=None)  # served now, with its record and its own weights
+    assert entry.meta["adopted"] and entry.meta["integrity"]
+    assert all(torch.equal(before[k], v) for k, v in entry.model.state_dict().items() if k in before)
+    # an old entry whose configs do not hash to its folder's key is not adopted
+    _legacy(good)
+    meta = _meta(good)
+    meta["train"]["lr"] = 0.5
+    _write_meta(good, meta)
+    rows = {Path(r["path"]).name: r for r in zoo.verify(adopt=True)}
+    assert rows[good.name]["status"] == "damaged" and "cannot be adopted" in rows[good.name]["problem"]
 
 
 def test_cli_list_verify_and_train_on_a_damaged_zoo(zoo, capsys):

@@ -1,7 +1,8 @@
 """The ``toymech`` command: ``train``, ``sweep``, ``list``, ``report`` and ``lab``.
 
-Exit codes scripts can rely on: 0 success; 1 a run failed (a notebook or a training run);
-2 bad input (unknown experiment, missing file, bad option), reported as ONE line on stderr
+Exit codes scripts can rely on: 0 success; 1 a run failed (a notebook, a training run, a lock
+wait that timed out, a zoo entry that is damaged or unverified); 2 bad input (unknown
+experiment, missing file, bad option, an unusable zoo folder), reported as ONE line on stderr
 (``TOYMECH_DEBUG=1`` shows the traceback instead); 130 interrupted. Heavy imports (torch, transformer-lens, papermill) happen inside the
 subcommands so that ``toymech --help`` answers at once.
 """
@@ -11,10 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
 from typing import Sequence
+
+from . import cli_zoo
+from .cli_zoo import check_cache as _check_cache
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 SIZES = ("smoke", "default", "paper")  # == toymech.core.SIZES, repeated to keep --help fast
@@ -42,14 +47,6 @@ def _notebook_dir(given: str | None) -> Path:
         if path.is_dir():
             return path
     raise UsageError("no notebooks/ folder here or in the toymech checkout; pass --dir")
-
-
-def _check_cache(cache: str | None) -> None:
-    # Before any work: a zoo that cannot be written would otherwise fail after training.
-    if cache is not None:
-        from toymech.core import check_path_writable_dir
-
-        check_path_writable_dir("--cache", cache)
 
 
 def _set_cache(cache: str | None) -> None:
@@ -137,228 +134,19 @@ def _cmd_lab(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# list
-# --------------------------------------------------------------------------------------------
-
-
-def _task_rows() -> list[dict]:
-    import dataclasses
-
-    from toymech import tasks
-
-    rows = []
-    for name in tasks.names():
-        try:
-            task = tasks.get(name)  # its defaults, which are what `list` shows
-        except (TypeError, ValueError) as exc:  # a task without defaults for every parameter
-            rows.append({"name": name, "parameters": {}, "note": f"needs parameters ({exc})"})
-            continue
-        params = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.init}
-        rows.append({"name": name, "parameters": params, "vocab": task.d_vocab, "seq_len": task.seq_len})
-    return rows
-
-
-def _experiment_rows() -> list[dict]:
-    from toymech import experiments
-
-    return [{"name": n.name, "description": n.description, "study": n.study,
-             "sizes": list(experiments.SIZES)} for n in experiments.registry().values()]
-
-
-def _model_rows(cache: str | None) -> list[dict]:
-    from toymech.training import Zoo
-
-    rows = []
-    for meta in Zoo(cache).entries():  # never raises on a bad entry: it comes back as damaged
-        history = meta.get("history") if isinstance(meta.get("history"), list) else None
-        last = history[-1] if history else {}
-        task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
-        rows.append({"name": meta.get("name") or "", "task": task.get("name", ""),
-                     "path": meta["path"], "device": meta.get("device"), "seconds": meta.get("seconds"),
-                     "created": meta.get("created"),
-                     "final": _final_metrics(last) if isinstance(last, dict) else {},
-                     "status": meta["status"], "problem": meta["problem"]})
-    return rows
-
-
-def _final_metrics(row: dict) -> dict:
-    """The numbers worth a line: step, train loss, and the held-out metrics (eval_*)."""
-    keys = ["step", "train_loss"] + [k for k in row if k.startswith("eval_")]
-    return {k: row[k] for k in keys if k in row}
-
-
-def _fmt_metrics(final: dict) -> str:
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in final.items())
-
-
-def _short(value: object, width: int = 30) -> str:
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _cmd_list(args: argparse.Namespace) -> int:
-    from toymech.training import default_cache_dir
-
-    what = [args.what] if args.what != "all" else ["tasks", "experiments", "models"]
-    data = {}
-    if "tasks" in what:
-        data["tasks"] = _task_rows()
-    if "experiments" in what:
-        data["experiments"] = _experiment_rows()
-    if "models" in what:
-        data["models"] = _model_rows(args.cache)
-    if args.json:
-        print(json.dumps(data, indent=1, default=str))
-        return EXIT_OK
-    if "tasks" in data:
-        print("tasks:")
-        for row in data["tasks"]:
-            params = ", ".join(f"{k}={_short(v)}" for k, v in row["parameters"].items()) or row.get("note", "")
-            print(f"  {row['name']:<24} {params}")
-    if "experiments" in data:
-        print(f"experiments (sizes: {', '.join(SIZES)}):")
-        for row in data["experiments"]:
-            print(f"  {row['name']:<32} {row['description']}")
-    if "models" in data:
-        where = Path(args.cache).expanduser() if args.cache else default_cache_dir()
-        print(f"cached models in {where}:" + ("" if data["models"] else " none"))
-        for row in data["models"]:
-            if row["status"] == "damaged":
-                print(f"  {'DAMAGED':<32} {Path(row['path']).name}: {row['problem']} "
-                      "('toymech zoo verify --fix' moves it aside)")
-                continue
-            label = row["name"] or row["task"]
-            seconds = row["seconds"] if isinstance(row["seconds"], (int, float)) else 0
-            mark = "" if row["status"] == "ok" else " (unverified: saved by an older toymech)"
-            print(f"  {label:<32} {_fmt_metrics(row['final'])}  [{row['device']}, "
-                  f"{seconds:.0f} s, {row['created']}] {Path(row['path']).name}{mark}")
-    return EXIT_OK
-
-
-def _cmd_zoo_verify(args: argparse.Namespace) -> int:
-    from toymech.training import Zoo
-
-    zoo = Zoo(args.cache)
-    rows = zoo.verify(fix=args.fix)
-    for row in rows:
-        name = Path(row["path"]).name
-        if row["status"] == "damaged":
-            where = f"; moved to {row['quarantined']}" if row.get("quarantined") else ""
-            print(f"DAMAGED     {name}: {row['problem']}{where}")
-        else:
-            print(f"{row['status']:<11} {name}")
-    damaged = sum(r["status"] == "damaged" for r in rows)
-    unverified = sum(r["status"] == "unverified" for r in rows)
-    print(f"{len(rows) - damaged - unverified} ok, {unverified} unverified (older toymech), "
-          f"{damaged} damaged in {zoo.root}"
-          + ("" if not damaged or args.fix else "; 'toymech zoo verify --fix' moves them aside"),
-          file=sys.stderr)
-    return EXIT_FAILED if damaged else EXIT_OK
-
-
-# --------------------------------------------------------------------------------------------
-# train
-# --------------------------------------------------------------------------------------------
-
-
-def _load_experiment(args: argparse.Namespace):
-    from toymech import experiments
-    from toymech.training import Experiment
-
-    if (args.experiment is None) == (args.config is None):
-        raise UsageError("give an experiment name or --config FILE (one of them); 'toymech list experiments' shows the names")
-    if args.config is not None:
-        try:
-            spec = json.loads(Path(args.config).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise UsageError(f"cannot read --config {args.config!r}: {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise UsageError(f"--config {args.config!r} is not allowed: a UTF-8 JSON file") from None
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--config {args.config!r} is not valid JSON: line {exc.lineno}, "
-                             f"column {exc.colno}: {exc.msg}") from None
-        if not isinstance(spec, dict):
-            raise UsageError(f"--config {args.config!r} must hold a JSON object with task, model and train")
-        name = spec.get("name", "")
-        if not isinstance(name, str):
-            raise UsageError(f"name={name!r} in --config {args.config!r} is not allowed: a string")
-        experiment = Experiment.from_dict(spec)
-    else:
-        experiment = experiments.get(args.experiment, size=args.size, seed=args.seed)
-    if args.steps is not None:
-        train = experiment.train
-        experiment.train = train.replace(steps=args.steps, eval_every=min(train.eval_every, args.steps),
-                                         warmup_steps=min(train.warmup_steps, args.steps - 1))
-    return experiment
-
-
-def _cmd_train(args: argparse.Namespace) -> int:
-    from toymech.training import Zoo
-
-    _check_cache(args.cache)
-    if args.dump_config and args.dump_config != "-":
-        from toymech.core import check_path_writable_file
-
-        check_path_writable_file("--dump-config", args.dump_config)
-    experiment = _load_experiment(args)
-    if args.dump_config:
-        text = json.dumps(experiment.to_dict(), indent=1)
-        if args.dump_config == "-":
-            print(text)
-        else:
-            Path(args.dump_config).write_text(text + "\n", encoding="utf-8")
-            print(f"wrote {args.dump_config}", file=sys.stderr)
-        return EXIT_OK
-    from toymech.devices import apply_threads, resolve_device
-
-    resolve_device(args.device)
-    zoo = Zoo(args.cache)
-    log = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
-    apply_threads(args.threads, log=log)  # explicit, $TOYMECH_THREADS, else the free cores
-    entry = zoo.get_or_train(experiment, device=args.device, retrain=args.retrain,
-                             progress=not args.quiet, log=log)
-    label = experiment.name or experiment.task.name
-    how = "loaded from the zoo" if entry.loaded else "trained"
-    print(f"{label}: {how}; {_fmt_metrics(_final_metrics(entry.final))}; {entry.path}")
-    return EXIT_OK
-
-
-# --------------------------------------------------------------------------------------------
-# sweep
-# --------------------------------------------------------------------------------------------
-
-
-def _cmd_sweep(args: argparse.Namespace) -> int:
-    from toymech.sweep import run_sweep
-
-    _check_cache(args.cache)
-    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    from toymech.devices import apply_threads
-
-    # the in-process runner's threads by the thread policy (quietly: a bad grid's error is the
-    # only line it prints; Ray workers use one thread each)
-    apply_threads(None, log=None)
-    result = run_sweep(args.grid, cache_dir=args.cache, backend=args.backend,
-                       address=args.address, out=args.out, retries=args.retries,
-                       device=args.device, progress=not args.no_progress, log=log)
-    print(result.summary())
-    return EXIT_FAILED if result.count("failed") else EXIT_OK
-
-
-# --------------------------------------------------------------------------------------------
 # parser
 # --------------------------------------------------------------------------------------------
 
 
 def _int_option(lo: int, hi: int, hi_text: str | None = None):
-    """An argparse type: an integer in lo..hi (argparse names the option in its message)."""
-    allowed = f"an integer in {lo}..{hi_text or f'{hi:,}'}"
+    """An argparse type: an integer in lo..hi written in ASCII decimal digits (argparse names
+    the option in its message). '1_0', '٣' or '+3' are not integers here, though int() reads them."""
+    allowed = f"an integer in {lo}..{hi_text or f'{hi:,}'} (decimal digits 0-9)"
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; expected {allowed}") from None
+        if not re.fullmatch(r"-?[0-9]{1,30}", text):
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; expected {allowed}")
+        value = int(text)
         if value < 0 <= lo:
             raise argparse.ArgumentTypeError(f"{value} is negative; expected {allowed}")
         if not lo <= value <= hi:
@@ -366,6 +154,14 @@ def _int_option(lo: int, hi: int, hi_text: str | None = None):
         return value
 
     return parse
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: seconds, a non-negative decimal number (ASCII)."""
+    if not re.fullmatch(r"[0-9]{1,9}(\.[0-9]+)?", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected a number of seconds, "
+                                         "e.g. 600")
+    return float(text)
 
 
 _seed = _int_option(0, 2**62 - 1, "2**62 - 1")  # == toymech.core.check_seed
@@ -385,9 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Train a model (or load it if the zoo has it) and print its final metrics.")
     p.add_argument("experiment", nargs="?",
                    help="experiment name, e.g. induction-2l ('toymech list experiments')")
-    p.add_argument("--config", help="JSON file with task, model and train (see --dump-config)")
-    p.add_argument("--size", choices=SIZES, default="default", help="smoke, default or paper (default: default)")
-    p.add_argument("--seed", type=_seed, default=0, help="seed of the model and the data (default: 0)")
+    p.add_argument("--config", help="JSON file with task, model and train (see --dump-config); "
+                   "it holds the whole experiment, so --size and --seed are refused with it")
+    p.add_argument("--size", choices=SIZES, help="smoke, default or paper (default: default; "
+                   "not with --config)")
+    p.add_argument("--seed", type=_seed, help="seed of the model and the data (default: 0; "
+                   "not with --config)")
     p.add_argument("--steps", type=_steps, help="override the number of training steps (at most 10**8)")
     p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps")
     p.add_argument("--cache", help=cache_help)
@@ -395,8 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-config", metavar="FILE", help="write the experiment as JSON (- for stdout) and exit")
     p.add_argument("--threads", type=_threads, help="torch CPU threads (default: $TOYMECH_THREADS, "
                    "else the cores not busy with other work or other toymech processes)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or log lines")
-    p.set_defaults(func=_cmd_train)
+    p.add_argument("--lock-timeout", type=_seconds, metavar="SECONDS", help="longest wait for another process writing the same zoo entry (default: "
+                   "$TOYMECH_LOCK_TIMEOUT, else 21600 s = 6 h); then exit 1 naming the holder")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar or log lines (refusals and repairs are still said)")
+    p.set_defaults(func=cli_zoo.cmd_train)
 
     p = sub.add_parser("sweep", help="train a grid of experiments into the zoo and write a results table",
                        description="Expand a grid (JSON or YAML: experiment, size, seed, overrides, "
@@ -414,8 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tries after a trial's first failure (default: the grid's, else 1)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--cache", help=cache_help)
+    p.add_argument("--lock-timeout", type=_seconds, metavar="SECONDS", help="longest wait for another process writing the same zoo entry (default: "
+                   "$TOYMECH_LOCK_TIMEOUT, else 21600 s = 6 h); then exit 1 naming the holder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_cmd_sweep)
+    p.set_defaults(func=cli_zoo.cmd_sweep)
 
     p = sub.add_parser("list", help="tasks, experiments and cached models with their metrics",
                        description="List tasks, named experiments and the models cached in the zoo.")
@@ -423,21 +227,26 @@ def build_parser() -> argparse.ArgumentParser:
                    choices=("all", "tasks", "experiments", "models"))
     p.add_argument("--cache", help=cache_help)
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=_cmd_list)
+    p.set_defaults(func=cli_zoo.cmd_list)
 
-    p = sub.add_parser("zoo", help="check the model zoo (zoo verify [--fix])",
+    p = sub.add_parser("zoo", help="check the model zoo (zoo verify [--fix] [--adopt])",
                        description="Maintain the model zoo.")
     zoo_sub = p.add_subparsers(dest="zoo_command", metavar="ACTION", parser_class=_Parser, required=True)
-    p = zoo_sub.add_parser("verify", help="check every cached model (exit 1 if one is damaged)",
+    p = zoo_sub.add_parser("verify", help="check every cached model (exit 1 if one is damaged or unverified)",
                            description="Check every cached model: its weights against their recorded "
-                           "sha256, its metadata against its hash, finite weights that fit its config. "
-                           "Exit 0 when none is damaged (unverified entries, saved by an older "
-                           "toymech, are not damaged), 1 otherwise.")
+                           "sha256, its metadata against its hash, its tensors against its config "
+                           "(names, shapes, dtypes, finite). Exit 0 when every entry is served; 1 when "
+                           "one is damaged or unverified (no integrity record: an older toymech). "
+                           "Entries of a newer toymech and folders that are no entries are left alone.")
     p.add_argument("--fix", action="store_true",
-                   help="move damaged entries to <zoo>/.quarantine (kept, not deleted) and clean "
-                   "what killed runs left")
+                   help="move damaged and unverified entries to <zoo>/.quarantine (kept, not "
+                   "deleted) and clean what killed runs left")
+    p.add_argument("--adopt", action="store_true",
+                   help="check unverified entries (tensors against their config, configs against "
+                   "their folder's key) and save them again with an integrity record; their "
+                   "metrics are taken as they are")
     p.add_argument("--cache", help=cache_help)
-    p.set_defaults(func=_cmd_zoo_verify)
+    p.set_defaults(func=cli_zoo.cmd_zoo_verify)
 
     p = sub.add_parser("report", help="execute notebooks with papermill and render offline HTML reports",
                        description="Execute notebooks (default: every notebooks/*.ipynb) and write "
@@ -473,6 +282,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _run_failed() -> tuple[type, ...]:
+    """A run that failed rather than bad input (exit 1, one line): a lock wait that timed out,
+    a diverged run. Only a command that reached the zoo can raise them, so they are looked up
+    here rather than imported (``--help`` stays free of heavy imports)."""
+    found = [getattr(sys.modules.get(m), n, None) for m, n in
+             (("toymech.training.locks", "LockTimeout"),
+              ("toymech.training.divergence", "TrainingDiverged"))]
+    return tuple(t for t in found if t is not None) or (_Never,)
+
+
+class _Never(Exception):
+    pass
+
+
 def _version() -> str:
     from toymech import __version__
 
@@ -492,6 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"toymech: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except _run_failed() as exc:
+        print(f"toymech: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_FAILED
     except ValueError as exc:
         # toymech raises ValueError for bad input (unknown experiment, impossible parameter, ...).
         if os.environ.get("TOYMECH_DEBUG"):

@@ -1,26 +1,42 @@
-"""Choose the device once (``auto`` = CUDA, then MPS, then CPU) and pass it down."""
+"""Choose the device once (``auto`` = CUDA, then MPS, then CPU) and pass it down; CPU threads;
+and whether a process still runs (used by the thread claims here and the zoo's locks)."""
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
+import re
+import socket
 import tempfile
 from pathlib import Path
 
 import torch
 
+from .core import check
+
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+_DEVICE = re.compile(r"^(auto|cpu|cuda|mps)(?::([0-9]{1,3}))?$")
+DEVICE_ALLOWED = "auto, cpu, cuda, cuda:N (N a device index: 0, 1, ...) or mps"
+
+
+def check_device(device: object) -> str:
+    """The one device-string check: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (ASCII
+    digits only; an index only after cuda). Returns the string; availability is
+    ``resolve_device``'s business."""
+    text = str(device) if isinstance(device, torch.device) else device
+    m = _DEVICE.match(text) if isinstance(text, str) else None
+    if m is None or (m[2] is not None and m[1] != "cuda"):
+        raise ValueError(f"device={device!r} is not allowed: one of {DEVICE_ALLOWED}")
+    return text
 
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     """``auto`` picks CUDA, then MPS, then CPU; an explicit device must be available."""
     if isinstance(device, torch.device):
         return device
-    device = "auto" if device is None else str(device)
-    kind = device.split(":")[0]
-    if kind not in DEVICE_CHOICES:
-        raise ValueError(f"device={device!r} is not allowed: one of {', '.join(DEVICE_CHOICES)}"
-                         " (cuda:N also works)")
+    device = check_device("auto" if device is None else device)
+    kind, _, index = device.partition(":")
     if kind == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -29,9 +45,49 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
         return torch.device("cpu")
     if kind == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device={device!r} is not available here: no CUDA device; use 'auto'")
+    if kind == "cuda" and index and int(index) >= torch.cuda.device_count():
+        raise ValueError(f"device={device!r} is not available here: CUDA devices are "
+                         f"0..{torch.cuda.device_count() - 1}")
     if kind == "mps" and not torch.backends.mps.is_available():
         raise ValueError(f"device={device!r} is not available here: no MPS device; use 'auto'")
     return torch.device(device)
+
+
+# --- processes: is a pid (on this host) still the process that wrote its name somewhere? -----
+
+HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]  # short, no dots
+
+
+def owner_tag() -> str:
+    """``<pid>-<host>``: how lock files and hidden folders name the process that made them."""
+    return f"{os.getpid()}-{HOST}"
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of ``pid`` (Linux /proc), which tells a reused pid from the original;
+    None when it cannot be read or the process is a zombie (killed, not yet reaped)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError, ValueError):
+        return None
+    return None if fields[0] in "ZX" else fields[19]
+
+
+def process_alive(pid: int, host: str | None = HOST) -> bool | None:
+    """Whether ``pid`` runs; None when that cannot be told (another host, or Windows)."""
+    if host != HOST or os.name == "nt":
+        return None
+    if not 0 < pid < 2**31:
+        return False  # no such pid (os.kill would signal a process group, or overflow)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, owned by someone else
+        return True
+    if Path("/proc/self/stat").exists() and process_start(pid) is None:
+        return False  # a zombie
+    return True
 
 
 def make_generator(seed: int, device: torch.device) -> torch.Generator:
@@ -55,16 +111,6 @@ def _claims_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"toymech-threads-{os.getuid() if hasattr(os, 'getuid') else 0}"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def claimed_by_others() -> int:
     """Torch threads claimed by this user's other live toymech processes (claims of dead ones
     are removed)."""
@@ -72,9 +118,9 @@ def claimed_by_others() -> int:
     if not folder.is_dir():
         return 0
     for item in folder.iterdir():
-        if not item.name.isdigit() or int(item.name) == os.getpid():
+        if not re.fullmatch(r"[0-9]{1,10}", item.name) or int(item.name) == os.getpid():
             continue
-        if not _alive(int(item.name)):
+        if process_alive(int(item.name)) is False:
             item.unlink(missing_ok=True)
             continue
         try:
@@ -124,13 +170,12 @@ def free_cores() -> int:
 def choose_threads(threads: int | None = None, jobs: int = 1) -> int:
     """Torch CPU threads for one of ``jobs`` processes: ``threads`` if given, else
     ``$TOYMECH_THREADS``, else ``free_cores() // jobs`` (at least 1)."""
-    from .core import check
-
     check(isinstance(jobs, int) and not isinstance(jobs, bool) and jobs >= 1, "jobs", jobs,
           "an integer >= 1")
     if threads is None and os.environ.get("TOYMECH_THREADS"):
         raw = os.environ["TOYMECH_THREADS"]
-        check(raw.isdigit() and int(raw) >= 1, "TOYMECH_THREADS", raw, "an integer >= 1")
+        check(re.fullmatch(r"[0-9]{1,4}", raw) is not None and 1 <= int(raw) <= 4096,
+              "TOYMECH_THREADS", raw, "an integer in 1..4096 (ASCII digits)")
         threads = int(raw)
     if threads is not None:
         check(isinstance(threads, int) and not isinstance(threads, bool)

@@ -196,3 +196,57 @@ def config_from_dict(d: dict[str, Any]) -> "ModelConfig | BaselineConfig":
     if "kind" in d:
         return dataclass_from_dict(BaselineConfig, d, "baseline config")
     return ModelConfig.from_dict(d)
+
+
+# --------------------------------------------------------------------------------------------
+# Size estimates from the config alone (nothing is allocated): the preflight compares them with
+# a memory limit before a model is built (``toymech.training.preflight``).
+# --------------------------------------------------------------------------------------------
+
+FLOAT_BYTES = 4  # every toymech model trains in float32
+
+
+def parameter_estimate(cfg: "ModelConfig | BaselineConfig") -> int:
+    """The number of parameters ``build_model(cfg)`` creates, from the config (exact for the
+    transformers up to the variants' few extras; the baselines' count of their layers):
+
+    embed V·d (+ n_ctx·d for learned positions) + L·(4·H·d_head·d + 3·H·d_head + d [attention]
+    + 2·d·d_mlp + d_mlp + d [MLP] + 4·d [two LayerNorms] + smear alphas) + d·V + V [unembed]."""
+    d, v, L = cfg.d_model, cfg.d_vocab, cfg.n_layers
+    if isinstance(cfg, BaselineConfig):
+        if cfg.kind == "lstm":  # 4 gates, input and hidden weights, two biases each
+            return v * d + L * 4 * (2 * d * d + 2 * d) + d * v + v
+        return v * d + cfg.n_ctx * d + L * (2 * (d * d + d) + 8 * d * d + 5 * d + 4 * d) + d * v + v
+    h, dh = cfg.n_heads, cfg.d_head
+    pos = cfg.n_ctx * d if cfg.positions in ("standard", "shortformer") else 0
+    attn = 4 * h * dh * d + 3 * h * dh + d
+    if cfg.smear_keys:
+        attn += h * (cfg.n_ctx - 1 if cfg.smear == "per_position" else 1)
+    mlp = 0 if cfg.attn_only else 2 * d * cfg.d_mlp + cfg.d_mlp + d
+    norms = 4 * d if cfg.normalization else 0
+    return v * d + pos + L * (attn + mlp + norms) + (2 * d if cfg.normalization else 0) + d * v + v
+
+
+def buffer_bytes(cfg: "ModelConfig | BaselineConfig") -> int:
+    """Bytes of the non-parameter tensors a model holds: each layer's causal mask (n_ctx² bools)
+    and its positional tables (2·n_ctx·d_head floats)."""
+    if isinstance(cfg, BaselineConfig):
+        return 0
+    return cfg.n_layers * (cfg.n_ctx ** 2 + 2 * cfg.n_ctx * cfg.d_head * FLOAT_BYTES)
+
+
+def activation_bytes(cfg: "ModelConfig | BaselineConfig", batch: int, seq: int,
+                     grad: bool = True) -> int:
+    """Bytes of the activations of one forward pass over ``batch`` sequences of ``seq`` tokens
+    (kept for the backward pass when ``grad``; under no_grad about two layers' worth live at
+    once). Per token and layer: residual and norms 4·d, q/k/v/z 4·H·d_head, attention scores
+    and pattern 2·H·seq, MLP 2·d_mlp; plus the logits, their log-softmax and gradient 3·V.
+    An estimate (within about a factor of 2 of what PyTorch holds), to refuse what cannot fit."""
+    d, v = cfg.d_model, cfg.d_vocab
+    if isinstance(cfg, BaselineConfig):
+        per_layer = 12 * d
+    else:
+        h, dh = cfg.n_heads, cfg.d_head
+        per_layer = 4 * d + 4 * h * dh + 2 * h * seq + (0 if cfg.attn_only else 2 * cfg.d_mlp)
+    layers = cfg.n_layers if grad else min(2, cfg.n_layers)
+    return FLOAT_BYTES * batch * seq * (layers * per_layer + d + 3 * v)

@@ -1,65 +1,111 @@
 """Per-entry locks of the zoo: ``<zoo>/.<name>.lock``, created with O_CREAT|O_EXCL and holding
-the writer's pid, host and process start time, so a lock whose holder died can be broken."""
+the writer's pid, host and process start time, so a lock whose holder died can be broken.
+
+Stale rules. A lock is stale (broken by the next writer, under ``.<name>.lock.break`` so that two
+waiters never break a fresh lock) when its holder is on this host and its pid is gone, or runs a
+different process than the one that took it (its recorded start time differs); when it records
+no start time (written elsewhere, or by hand), also once it is older than the lock timeout; when
+it comes from another host (whose pids cannot be probed), after ``FOREIGN_LOCK_S``; when it is
+still unreadable (its writer died mid-write) after ``LOCK_UNREADABLE_S``.
+
+Waits end. ``with lock:`` waits at most ``timeout`` seconds (``lock_timeout()``: the
+``TOYMECH_LOCK_TIMEOUT`` environment variable, else ``LOCK_TIMEOUT_S``), saying once which
+process holds the lock (through ``log``, else on stderr: never silently), then raises
+``LockTimeout`` naming the holder. Lock files are read without blocking and only when they are
+regular files; a folder or FIFO in a lock's place is refused in one line.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
+import stat
+import sys
 import time
 from pathlib import Path
 
-from . import checkpoints
+from ..core import check
+from ..devices import HOST, process_alive, process_start
+from .atomic import fault
 
+LOCK_TIMEOUT_S = 6 * 3600.0  # a waiter gives up after 6 hours (a paper-size run on a CPU)
 LOCK_UNREADABLE_S = 10.0  # a lock file still without content after this: its writer died
 FOREIGN_LOCK_S = 24 * 3600.0  # a lock from another host (whose pid cannot be probed) expires
 
 
+class LockTimeout(RuntimeError):
+    """Waited ``timeout`` seconds for a zoo entry's lock; the message names its holder."""
+
+
+def lock_timeout(value: float | None = None) -> float:
+    """The lock wait in seconds: ``value``, else ``$TOYMECH_LOCK_TIMEOUT``, else 6 hours."""
+    if value is None:
+        raw = os.environ.get("TOYMECH_LOCK_TIMEOUT", "")
+        if raw == "":
+            return LOCK_TIMEOUT_S
+        check(re.fullmatch(r"[0-9]{1,9}(\.[0-9]+)?", raw) is not None, "TOYMECH_LOCK_TIMEOUT",
+              raw, "a number of seconds (ASCII digits), e.g. 600")
+        value = float(raw)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1e9
+    check(ok, "lock_timeout", value, "a number of seconds in 0..1e9")
+    return float(value)
+
+
 class EntryLock:
-    """The claim on one zoo entry, ``<zoo>/.<name>.lock`` (see the module docstring).
+    """The claim on one zoo entry, ``<zoo>/.<name>.lock`` (see the module docstring)."""
 
-    ``with lock:`` waits for the holder (one notice through ``log``); a lock whose holder is
-    dead (same host: its pid is gone or reused) or unreadable for ``LOCK_UNREADABLE_S`` is
-    broken, under ``.<name>.lock.break`` so that two waiters never break a fresh lock.
-    """
-
-    def __init__(self, root: Path, name: str, log=None, poll_s: float = 0.2):
+    def __init__(self, root: Path, name: str, log=None, poll_s: float = 0.2,
+                 timeout: float | None = None):
         self.path, self.name, self.log, self.poll_s = root / f".{name}.lock", name, log, poll_s
+        self.timeout = lock_timeout(timeout)
         self.nonce: str | None = None
 
     def try_acquire(self) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"zoo={str(self.path.parent)!r} is not allowed: a folder toymech can "
+                             f"create and write ({exc.strerror or exc})") from None
         for _ in range(2):
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY
+                             | getattr(os, "O_NOFOLLOW", 0), 0o644)
             except FileExistsError:
                 holder = self._holder()
                 if holder is not None and self._stale(*holder):
                     self._break(holder[0])
                 continue
+            except OSError as exc:
+                raise ValueError(f"zoo={str(self.path.parent)!r} is not allowed: a folder toymech "
+                                 f"can write (creating {self.path.name}: {exc.strerror})") from None
             nonce = secrets.token_hex(8)
-            info = {"pid": os.getpid(), "host": checkpoints.HOST, "hostname": socket.gethostname(),
-                    "start": checkpoints.process_start(os.getpid()), "time": time.time(),
-                    "nonce": nonce}
+            info = {"pid": os.getpid(), "host": HOST, "hostname": socket.gethostname(),
+                    "start": process_start(os.getpid()), "time": time.time(), "nonce": nonce}
             with os.fdopen(fd, "w") as f:
                 f.write(json.dumps(info))
                 f.flush()
                 os.fsync(f.fileno())
             self.nonce = nonce
-            checkpoints.fault("holding-lock")
+            fault("holding-lock")
             return True
         return False
 
     def acquire(self) -> "EntryLock":
-        told = False
+        told, deadline = False, time.monotonic() + self.timeout
         while not self.try_acquire():
-            if not told and self.log:
-                holder = self._holder()
-                self.log(f"[toymech] waiting for the writer of zoo entry {self.name} "
-                         f"({holder[0] if holder else 'gone'})")
+            if time.monotonic() >= deadline:
+                raise LockTimeout(f"zoo entry {self.name} is locked by {self.holder_text()}: "
+                                  f"waited {self.timeout:g} s (lock timeout: --lock-timeout or "
+                                  "TOYMECH_LOCK_TIMEOUT waits longer)")
+            if not told:
+                line = (f"[toymech] waiting for the writer of zoo entry {self.name} "
+                        f"({self.holder_text()}; at most {self.timeout:g} s)")
+                (self.log or (lambda text: print(text, file=sys.stderr, flush=True)))(line)
                 told = True
-            time.sleep(self.poll_s)
+            time.sleep(min(self.poll_s, max(0.0, deadline - time.monotonic())))
         return self
 
     def release(self) -> None:
@@ -74,25 +120,55 @@ class EntryLock:
     def __exit__(self, *exc) -> None:
         self.release()
 
+    def holder_text(self) -> str:
+        """Who holds the lock, in words: pid, host, age ('gone' when there is no lock)."""
+        holder = self._holder()
+        if holder is None:
+            return "nobody (it was just released)"
+        text, age = holder
+        try:
+            info = json.loads(text)
+            who = f"pid {int(info['pid'])} on {info.get('hostname') or info.get('host') or '?'}"
+        except (ValueError, KeyError, TypeError):
+            who = "an unreadable lock file"
+        return f"{who}, held for {age:.0f} s ({self.path})"
+
     def _holder(self) -> tuple[str, float] | None:
         """(content, age in seconds) of the lock file; None when there is none."""
         try:
-            return self.path.read_text(), time.time() - self.path.stat().st_mtime
+            st = os.lstat(self.path)
         except FileNotFoundError:
             return None
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise ValueError(f"lock={str(self.path)!r} is not allowed: a lock file toymech writes "
+                             f"({kind} is in its place: remove it)")
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                         | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            return None
+        try:
+            data = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        return data.decode("utf-8", "replace"), time.time() - st.st_mtime
 
-    @staticmethod
-    def _stale(text: str, age: float) -> bool:
+    def _stale(self, text: str, age: float) -> bool:
         try:
             holder = json.loads(text)
             pid = int(holder["pid"])
         except (ValueError, KeyError, TypeError):
             return age > LOCK_UNREADABLE_S  # being written now, or its writer died mid-write
-        alive = checkpoints.process_alive(pid, holder.get("host"))
+        alive = process_alive(pid, holder.get("host"))
         if alive is None:
             return age > FOREIGN_LOCK_S
+        if not alive:
+            return True
         start = holder.get("start")
-        return not alive or (start is not None and checkpoints.process_start(pid) != start)
+        if start is None:  # cannot tell a reused pid: trust it for one lock timeout
+            return age > self.timeout
+        return process_start(pid) != start
 
     def _break(self, seen: str) -> None:
         breaker = self.path.with_name(self.path.name + ".break")

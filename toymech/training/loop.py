@@ -329,11 +329,14 @@ def _record(snapshots: list[dict[int, dict[str, torch.Tensor]]], step: int, run)
 
 
 def _check_finite(losses: list[float], step: int, cfg: TrainConfig) -> None:
-    bad = [i for i, v in enumerate(losses) if not math.isfinite(v)]
+    # Non-finite, or far above chance (see training.divergence): the run has diverged.
+    bad = [i for i, v in enumerate(losses)
+           if not math.isfinite(v) or v > checkpoints.DIVERGED_LOSS]
     if bad:
-        raise ValueError(f"training diverged: train_loss={losses[bad[0]]} at step {step} "
-                         f"(seed {bad[0]} of the run); lr={cfg.lr} is likely too large "
-                         "(or init_range); nothing was stored")
+        raise checkpoints.TrainingDiverged(
+            f"training diverged: train_loss={losses[bad[0]]:.4g} at step {step} (seed "
+            f"{bad[0]} of the run; above {checkpoints.DIVERGED_LOSS:g} nats counts as diverged); "
+            f"lr={cfg.lr} is likely too large (or init_range); nothing was stored")
 
 
 def _resume(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, dev):

@@ -1,0 +1,161 @@
+"""The ``toymech`` commands that work on the model zoo: ``train``, ``sweep``, ``list`` and
+``zoo verify`` (the parser and ``main`` are in ``toymech.cli``). Bad input is a ValueError,
+which ``main`` prints as one line (exit code 2). Heavy imports happen inside the commands, so
+that ``toymech --help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def check_cache(cache: str | None) -> None:
+    # Before any work: a zoo that cannot be written would otherwise fail after training.
+    if cache is not None:
+        from toymech.core import check_path_writable_dir
+
+        path = Path(cache).expanduser() if cache.strip() else None
+        if path is not None and os.path.lexists(path) and path.is_symlink() and not path.exists():
+            raise ValueError(f"--cache={cache!r} is not allowed: a folder (it is a broken symlink "
+                             "or a symlink loop)")
+        check_path_writable_dir("--cache", cache)
+
+
+# --------------------------------------------------------------------------------------------
+# list
+# --------------------------------------------------------------------------------------------
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from toymech import listing
+    from toymech.training import default_cache_dir
+
+    what = [args.what] if args.what != "all" else ["tasks", "experiments", "models"]
+    builders = {"tasks": listing.task_rows, "experiments": listing.experiment_rows,
+                "models": lambda: listing.model_rows(args.cache)}
+    data = {name: builders[name]() for name in what}
+    if args.json:
+        print(json.dumps(data, indent=1, default=str))
+        return EXIT_OK
+    where = Path(args.cache).expanduser() if args.cache else default_cache_dir()
+    print("\n".join(listing.lines(data, where)))
+    return EXIT_OK
+
+
+def cmd_zoo_verify(args: argparse.Namespace) -> int:
+    from toymech.training import Zoo
+
+    zoo = Zoo(args.cache)
+    rows = zoo.verify(fix=args.fix, adopt=args.adopt)
+    for row in rows:
+        name = Path(row["path"]).name
+        where = f"; moved to {row['quarantined']}" if row.get("quarantined") else ""
+        if row.get("adopted"):
+            print(f"{'adopted':<11} {name}: {row['adopted']}")
+        elif row["status"] == "ok":
+            print(f"{'ok':<11} {name}")
+        else:
+            print(f"{row['status'].upper():<11} {name}: {row['problem']}{where}")
+    count = {s: sum(r["status"] == s for r in rows) for s in ("ok", "unverified", "damaged", "newer")}
+    bad = count["damaged"] + count["unverified"]
+    hint = ("" if not bad or args.fix else "; 'toymech zoo verify --fix' moves them aside"
+            + ("" if not count["unverified"] else ", --adopt checks and adopts the unverified"))
+    print(f"{count['ok']} ok, {count['unverified']} unverified (not served), {count['damaged']} "
+          f"damaged, {count['newer']} newer than this toymech in {zoo.root}{hint}", file=sys.stderr)
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# train
+# --------------------------------------------------------------------------------------------
+
+
+def load_experiment(args: argparse.Namespace):
+    from toymech import experiments
+    from toymech.training import Experiment
+    from toymech.training.specfiles import parse_json, read_text
+
+    if (args.experiment is None) == (args.config is None):
+        raise ValueError("give an experiment name or --config FILE (one of them); 'toymech list experiments' shows the names")
+    if args.config is not None:
+        given = [f"--{k}" for k in ("size", "seed") if getattr(args, k) is not None]
+        if given:
+            raise ValueError(f"{given[0]} is not allowed with --config: the file holds the whole "
+                             "experiment (its size's settings and its seeds); edit it, or train by name")
+        spec = parse_json(read_text(args.config, "--config"), "--config", args.config)
+        if not isinstance(spec, dict):
+            raise ValueError(f"--config={args.config!r} is not allowed: a JSON object with task, "
+                             f"model and train (it holds a {type(spec).__name__})")
+        experiment = Experiment.from_dict(spec)
+    else:
+        experiment = experiments.get(args.experiment, size=args.size or "default",
+                                     seed=0 if args.seed is None else args.seed)
+    if args.steps is not None:
+        train = experiment.train
+        experiment.train = train.replace(steps=args.steps, eval_every=min(train.eval_every, args.steps),
+                                         warmup_steps=min(train.warmup_steps, args.steps - 1))
+    return experiment
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from toymech import listing
+    from toymech.devices import apply_threads, check_device
+    from toymech.training import Zoo
+
+    check_cache(args.cache)
+    check_device(args.device)
+    if args.dump_config is not None and args.dump_config != "-":
+        from toymech.core import check_path_writable_file
+
+        check_path_writable_file("--dump-config", args.dump_config)
+    experiment = load_experiment(args)
+    if args.dump_config is not None:
+        text = json.dumps(experiment.to_dict(), indent=1)
+        if args.dump_config == "-":
+            print(text)
+            return EXIT_OK
+        try:
+            Path(args.dump_config).write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"--dump-config={args.dump_config!r} is not allowed: a file that can "
+                             f"be written ({exc.strerror})") from None
+        print(f"wrote {args.dump_config}", file=sys.stderr)
+        return EXIT_OK
+    zoo = Zoo(args.cache, lock_timeout=args.lock_timeout)
+    log = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
+    apply_threads(args.threads, log=log)  # explicit, $TOYMECH_THREADS, else the free cores
+    entry = zoo.get_or_train(experiment, device=args.device, retrain=args.retrain,
+                             progress=not args.quiet, log=log)
+    label = experiment.name or experiment.task.name
+    how = "loaded from the zoo" if entry.loaded else "trained"
+    print(f"{label}: {how}; {listing.fmt_metrics(listing.final_metrics(entry.final))}; {entry.path}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# sweep
+# --------------------------------------------------------------------------------------------
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from toymech.sweep import run_sweep
+
+    check_cache(args.cache)
+    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    from toymech.devices import apply_threads
+
+    # the in-process runner's threads by the thread policy (quietly: a bad grid's error is the
+    # only line it prints; Ray workers use one thread each)
+    apply_threads(None, log=None)
+    result = run_sweep(args.grid, cache_dir=args.cache, backend=args.backend,
+                       address=args.address, out=args.out, retries=args.retries,
+                       device=args.device, progress=not args.no_progress,
+                       lock_timeout=args.lock_timeout, log=log)
+    print(result.summary())
+    return EXIT_FAILED if result.count("failed") or result.count("diverged") else EXIT_OK

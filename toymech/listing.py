@@ -1,0 +1,99 @@
+"""The tables of ``toymech list``: tasks, named experiments and the zoo's models, as rows (for
+``--json``) and as text lines. A bad zoo entry is one row (status damaged, unverified or newer,
+with its problem), never an error: every field is read defensively.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from . import experiments, tasks
+from .core import SIZES
+from .training import Zoo
+
+
+def task_rows() -> list[dict]:
+    rows = []
+    for name in tasks.names():
+        try:
+            task = tasks.get(name)  # its defaults, which are what `list` shows
+        except (TypeError, ValueError) as exc:  # a task without defaults for every parameter
+            rows.append({"name": name, "parameters": {}, "note": f"needs parameters ({exc})"})
+            continue
+        params = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.init}
+        rows.append({"name": name, "parameters": params, "vocab": task.d_vocab, "seq_len": task.seq_len})
+    return rows
+
+
+def experiment_rows() -> list[dict]:
+    return [{"name": n.name, "description": n.description, "study": n.study,
+             "sizes": list(SIZES)} for n in experiments.registry().values()]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else repr(value)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def model_rows(cache: str | None) -> list[dict]:
+    rows = []
+    for meta in Zoo(cache).entries():  # never raises on a bad entry: it comes back as a status
+        history = meta.get("history") if isinstance(meta.get("history"), list) else []
+        last = history[-1] if history and isinstance(history[-1], dict) else {}
+        task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
+        rows.append({"name": _text(meta.get("name")), "task": _text(task.get("name")),
+                     "path": meta["path"], "device": _text(meta.get("device")),
+                     "seconds": _number(meta.get("seconds")), "created": _text(meta.get("created")),
+                     "final": final_metrics(last), "status": meta["status"],
+                     "problem": meta["problem"]})
+    return rows
+
+
+def final_metrics(row: dict) -> dict:
+    """The numbers worth a line: step, train loss, and the held-out metrics (eval_*)."""
+    keys = ["step", "train_loss"] + [k for k in row if isinstance(k, str) and k.startswith("eval_")]
+    return {k: row[k] for k in keys if k in row}
+
+
+def fmt_metrics(final: dict) -> str:
+    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in final.items())
+
+
+def _short(value: object, width: int = 30) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+_MARKS = {"damaged": ("DAMAGED", "'toymech zoo verify --fix' moves it aside"),
+          "unverified": ("UNVERIFIED", "not served"),
+          "newer": ("NEWER", "left alone")}
+
+
+def lines(data: dict[str, list[dict]], where: Path) -> list[str]:
+    """The text of ``toymech list`` for ``data`` (tasks, experiments and/or models)."""
+    out = []
+    if "tasks" in data:
+        out.append("tasks:")
+        for r in data["tasks"]:
+            params = ", ".join(f"{k}={_short(v)}" for k, v in r["parameters"].items()) or r.get("note", "")
+            out.append(f"  {r['name']:<24} {params}")
+    if "experiments" in data:
+        out.append(f"experiments (sizes: {', '.join(SIZES)}):")
+        out += [f"  {r['name']:<32} {r['description']}" for r in data["experiments"]]
+    if "models" in data:
+        out.append(f"cached models in {where}:" + ("" if data["models"] else " none"))
+        for r in data["models"]:
+            name = Path(r["path"]).name
+            if r["status"] in _MARKS:
+                mark, hint = _MARKS[r["status"]]
+                out.append(f"  {mark:<32} {name}: {r['problem']} ({hint})")
+                continue
+            seconds = r["seconds"] if r["seconds"] is not None else 0.0
+            out.append(f"  {r['name'] or r['task']:<32} {fmt_metrics(r['final'])}  [{r['device']}, "
+                       f"{seconds:.0f} s, {r['created']}] {name}")
+    return out

@@ -1,0 +1,197 @@
+"""Named grids: a grid spec expanded into trials of named experiments (``toymech.experiments``:
+this is the one sweep module that knows the registry), and ``run_sweep``.
+
+A grid spec (a dict, or a JSON/YAML file holding one)::
+
+    {"experiment": "modular_addition",          # a name of toymech.experiments, or a list
+     "size": "smoke", "seed": [0, 1, 2],        # a value or a list each
+     "overrides": {"model.d_model": [16, 32],   # dotted task./model./train. keys, each a list
+                   "train.freeze": [[], ["blocks.*"]]},
+     "stack_seeds": false,  # true: the seeds of one grid point are one job, trained stacked
+                            # where that pays (zoo.stacking_pays); "always": stacked
+     "retries": 1,          # a failing job is tried 1 + retries times
+     "tag": "",             # the zoo tag of every trial
+     "name": "widths"}      # the table's name: <zoo>/sweeps/<name>.csv (default: a hash)
+
+or explicit experiments instead of a named one and its axes: ``{"experiments": [Experiment,
+...], "stack_seeds": true, "name": ...}`` (``runner.run_experiments``).
+
+The cartesian product gives the trials (at most ``MAX_TRIALS``, counted before anything is
+expanded): each is ``experiments.get(name, size, seed)`` with the overrides applied through
+``to_dict`` -> ``from_dict`` (so every config check applies; derived fields follow their inputs
+as in ``ModelConfig.replace``: ``d_head``/``d_mlp`` follow ``d_model``, the model's vocabulary and
+context follow a changed task, ``eval_every`` and ``warmup_steps`` shrink with ``train.steps``).
+Files are read strictly (``training.specfiles``: duplicate keys are an error). Every option is
+checked before the grid is read, every grid value before any trial is made, and every trial's
+experiment passes the preflight before the first trains (``runner``).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import json
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import experiments
+from ..core import check, check_seed, check_size, is_int, jsonable
+from ..tasks import from_dict as task_from_dict
+from ..training import Experiment
+from ..training.specfiles import read_mapping
+from .runner import check_options, check_retries, run_trials
+from .table import MAX_TRIALS, SweepResult, Trial, check_common, explicit_trials, sweep_name
+
+SPEC_KEYS = ("experiment", "size", "seed", "overrides", "stack_seeds", "retries", "tag", "name",
+             "experiments")
+SECTIONS = ("task", "model", "train")
+# Set by the seed axis or the experiment itself, never by an override.
+NOT_OVERRIDABLE = ("task.name", "model.seed", "train.seed")
+
+
+def load_grid(path: str | Path) -> dict[str, Any]:
+    """A grid spec read from a ``.json`` file, or ``.yaml``/``.yml`` (strictly: see
+    ``training.specfiles``)."""
+    return read_mapping(path, "grid")
+
+
+def _axis(name: str, value: Any, scalar_ok: bool = True) -> list[Any]:
+    """A grid axis: a non-empty list of distinct values (a single value when ``scalar_ok``)."""
+    if not isinstance(value, (list, tuple)):
+        check(scalar_ok, name, value, "a non-empty list of values, e.g. [16, 32]")
+        return [value]
+    check(len(value) > 0, name, value, "a non-empty list (an empty axis gives no trials)")
+    check(len(value) <= MAX_TRIALS, name, f"{len(value):,} values",
+          f"at most {MAX_TRIALS:,} (the trials of one sweep)")
+    seen: set[str] = set()
+    for v in value:
+        text = json.dumps(jsonable(v), sort_keys=True)
+        check(text not in seen, name, v, "each value once in its list")
+        seen.add(text)
+    return list(value)
+
+
+def apply_overrides(exp: Experiment, overrides: dict[str, Any]) -> Experiment:
+    """``exp`` with dotted ``section.field`` values replaced (checked by ``from_dict``)."""
+    d = exp.to_dict()
+    given: dict[str, set[str]] = {s: set() for s in SECTIONS}
+    for key, value in overrides.items():
+        section, field = key.split(".", 1)
+        d[section][field] = copy.deepcopy(value)
+        given[section].add(field)
+    model, train = d["model"], d["train"]
+    if "kind" not in model:  # a ModelConfig: derived fields follow their inputs unless given
+        if given["model"] & {"d_model", "n_heads"} and "d_head" not in given["model"]:
+            model["d_head"] = None
+        if given["model"] & {"d_model", "attn_only"} and "d_mlp" not in given["model"]:
+            model["d_mlp"] = None
+    if given["task"]:  # the model's vocabulary and context follow the task they were made for
+        task = task_from_dict(d["task"])
+        for field, old, new in (("d_vocab", exp.task.d_vocab, task.d_vocab),
+                                ("n_ctx", exp.task.seq_len, task.seq_len)):
+            if field not in given["model"] and model.get(field) == old:
+                model[field] = new
+    if "steps" in given["train"] and is_int(train["steps"]):
+        if "eval_every" not in given["train"]:
+            train["eval_every"] = min(train["eval_every"], train["steps"])
+        if "warmup_steps" not in given["train"]:
+            train["warmup_steps"] = max(0, min(train["warmup_steps"], train["steps"] - 1))
+    return Experiment.from_dict(d)
+
+
+def expand_grid(spec: dict[str, Any]) -> list[Trial]:
+    """The trials of a grid spec, every value checked (ValueError naming it) before any work."""
+    check(isinstance(spec, dict), "grid", type(spec).__name__, "a dict (JSON object)")
+    unknown = sorted(set(spec) - set(SPEC_KEYS))
+    check(not unknown, "grid key", unknown[0] if unknown else None, f"one of {', '.join(SPEC_KEYS)}")
+    if "experiments" in spec:
+        return explicit_trials(spec)
+    check("experiment" in spec, "grid", sorted(spec), "a mapping with an 'experiment' key")
+    registry = experiments.registry()
+    names = _axis("experiment", spec["experiment"])
+    for name in names:
+        check(isinstance(name, str) and name in registry, "experiment", name,
+              f"one of {', '.join(sorted(registry))} ('toymech list experiments')")
+    sizes = [check_size(s) for s in _axis("size", spec.get("size", "default"))]
+    seeds = [check_seed(s) for s in _axis("seed", spec.get("seed", 0))]
+    overrides = spec.get("overrides") or {}
+    check(isinstance(overrides, dict), "overrides", overrides,
+          "a mapping of dotted keys to lists of values, e.g. {'model.d_model': [16, 32]}")
+    stack, tag = check_common(spec)
+    axes = {}
+    for key, values in overrides.items():
+        section, _, field = str(key).partition(".")
+        check(isinstance(key, str) and section in SECTIONS and field != "", "overrides key", key,
+              "a dotted key task.<field>, model.<field> or train.<field>, e.g. 'model.d_model'")
+        check(key not in NOT_OVERRIDABLE, "overrides key", key,
+              "not task.name, model.seed or train.seed (use the experiment and seed axes)")
+        axes[key] = _axis(f"overrides[{key!r}]", values, scalar_ok=False)
+    count = len(names) * len(sizes) * len(seeds) * math.prod(len(v) for v in axes.values())
+    check(count <= MAX_TRIALS, "grid", f"{count:,} trials",
+          f"at most {MAX_TRIALS:,} trials in one sweep (split it into several)")
+    for name in names:  # unknown fields, named against what the experiment has
+        base = registry[name].make(sizes[0], seeds[0])
+        for key in axes:
+            section, field = key.split(".", 1)
+            known = _fields(base, section)
+            allowed = sorted(f"{section}.{f}" for f in known
+                             if f"{section}.{f}" not in NOT_OVERRIDABLE)
+            check(field in known, "overrides key", key,
+                  f"a field of experiment {name!r}: one of {', '.join(allowed)}")
+    trials: list[Trial] = []
+    points = itertools.product(names, sizes, itertools.product(*axes.values()))
+    for group, (name, size, values) in enumerate(points):
+        point = dict(zip(axes, values))
+        for seed in seeds:
+            try:
+                exp = apply_overrides(registry[name].make(size, seed), point)
+            except ValueError as exc:
+                raise ValueError(f"grid point experiment={name!r}, size={size!r}, seed={seed}, "
+                                 f"overrides={jsonable(point)}: {exc}") from None
+            trials.append(Trial(len(trials), name, size, seed, point, exp, tag,
+                                group if stack else len(trials)))
+    return trials
+
+
+def _fields(exp: Experiment, section: str) -> set[str]:
+    """What an override may set in ``section``: its saved keys and its dataclass's fields
+    (a field at its default may be left out of ``to_dict``, e.g. ``train.snapshots``)."""
+    obj = getattr(exp, section)
+    names = set(exp.to_dict()[section])
+    if dataclasses.is_dataclass(obj):
+        names |= {f.name for f in dataclasses.fields(obj) if f.init}
+    return names
+
+
+def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
+              backend: str = "auto", address: str | None = None, out: str | Path | None = None,
+              retries: int | None = None, device: str = "auto", progress: bool = True,
+              workers: int | None = None, gpu_fraction: float = 0.25,
+              keep_ray: bool = False, lock_timeout: float | None = None,
+              log: Callable[[str], None] | None = print) -> SweepResult:
+    """Run every trial of ``grid`` (a spec dict or a JSON/YAML file) into the zoo at
+    ``cache_dir`` and write the table (``out``, default ``<zoo>/sweeps/<name>.csv``).
+
+    ``backend``: auto (Ray when installed, else local), ray or local. ``address``: join that Ray
+    cluster ('auto', 'host:6379', 'ray://host:10001') instead of starting one. ``retries``
+    overrides the spec's. ``workers``: trials at once on an embedded Ray (default: the free cores,
+    ``devices.choose_threads``). ``gpu_fraction``: the GPU share each Ray task asks for on CUDA.
+    ``keep_ray``: leave an embedded Ray this call started running for the next sweep of this
+    process (a notebook's several grids start it once; it stops when the process exits).
+    ``lock_timeout``: the longest wait for another process's lock on a trial's entry.
+    Ctrl-C cancels the pending trials, writes the table (``cancelled`` rows) and re-raises.
+    """
+    which, device, zoo, out = check_options(cache_dir=cache_dir, backend=backend, address=address,
+                                            out=out, retries=retries, device=device,
+                                            gpu_fraction=gpu_fraction, workers=workers)
+    spec = load_grid(grid) if isinstance(grid, (str, Path)) else grid
+    stem = Path(grid).stem if isinstance(grid, (str, Path)) else "sweep"
+    trials = expand_grid(spec)
+    retries = check_retries(spec.get("retries", 1) if retries is None else retries)
+    path = out if out is not None else zoo.root / "sweeps" / f"{sweep_name(spec, stem)}.csv"
+    return run_trials(trials, spec, which=which, device=device, zoo=zoo, path=path,
+                      retries=retries, address=address, progress=progress, workers=workers,
+                      gpu_fraction=gpu_fraction, keep_ray=keep_ray, lock_timeout=lock_timeout,
+                      log=log)

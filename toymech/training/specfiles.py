@@ -1,0 +1,112 @@
+"""Reading the files a user hands toymech (an experiment config, a sweep grid): strictly and
+boundedly. A file is read only when it is a regular file of at most ``MAX_BYTES`` (a FIFO or a
+device is refused at once, never waited on); a key given twice in one mapping, nesting deeper
+than Python's parser allows, or text that is not UTF-8 is an error naming the file, never a
+silent "last value wins".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..core import check
+
+MAX_BYTES = 16 * 2**20
+SUFFIXES = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Duplicate(key)
+        out[key] = value
+    return out
+
+
+def read_text(path: Any, what: str) -> str:
+    """The UTF-8 text of ``path`` (see the module docstring); ValueError naming ``what``."""
+    check(isinstance(path, (str, Path)) and str(path).strip() != "" and "\0" not in str(path),
+          what, path, "a file path")
+    p = Path(path).expanduser()
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise ValueError(f"{what}={str(path)!r} is not allowed: a file that can be read "
+                         f"({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        check(stat.S_ISREG(st.st_mode), what, str(path),
+              "a regular file (a folder, FIFO or device is not read)")
+        check(st.st_size <= MAX_BYTES, what, str(path), f"a file of at most {MAX_BYTES:,} bytes")
+        data = os.read(fd, MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{what}={str(path)!r} is not allowed: a UTF-8 text file") from None
+
+
+def _parsed(load, text: str, what: str, path: Any, kind: str, errors, detail) -> Any:
+    """``load(text)`` with its failures as one-line ValueErrors naming ``what`` and ``path``."""
+    try:
+        return load(text)
+    except _Duplicate as exc:
+        raise ValueError(f"{what}={str(path)!r} is not allowed: each key once per mapping "
+                         f"({exc.args[0]!r} is given twice)") from None
+    except RecursionError:
+        raise ValueError(f"{what}={str(path)!r} is not allowed: {kind} nested at most a few "
+                         "hundred levels deep") from None
+    except errors as exc:
+        raise ValueError(f"{what}={str(path)!r} is not allowed: valid {kind} ({detail(exc)})") from None
+
+
+def parse_json(text: str, what: str, path: Any) -> Any:
+    """JSON with duplicate keys refused (one line naming the file and the key)."""
+    return _parsed(lambda t: json.loads(t, object_pairs_hook=_pairs), text, what, path, "JSON",
+                   json.JSONDecodeError, lambda e: f"line {e.lineno}, column {e.colno}: {e.msg}")
+
+
+def parse_yaml(text: str, what: str, path: Any) -> Any:
+    """YAML (safe: plain data only) with duplicate keys refused."""
+    class Strict(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node, deep=False):
+        keys = []
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in keys:
+                raise _Duplicate(key)
+            keys.append(key)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return _parsed(lambda t: yaml.load(t, Loader=Strict), text, what, path, "YAML",  # noqa: S506
+                   yaml.YAMLError, lambda e: " ".join(str(e).split())[:200])
+
+
+def read_mapping(path: Any, what: str, kinds: tuple[str, ...] = ("json", "yaml")) -> dict[str, Any]:
+    """A file holding one mapping: ``.json`` (or ``.yaml``/``.yml`` when ``kinds`` allows it);
+    every check of the module docstring, one-line ValueErrors naming ``what``."""
+    suffix = Path(str(path)).suffix.lower() if isinstance(path, (str, Path)) else ""
+    allowed = [s for s, k in SUFFIXES.items() if k in kinds]
+    check(suffix in allowed, what, path if not isinstance(path, Path) else str(path),
+          f"a {', '.join(allowed)} file")
+    text = read_text(path, what)
+    parse = parse_json if SUFFIXES[suffix] == "json" else parse_yaml
+    data = parse(text, what, path)
+    check(isinstance(data, dict), what, str(path),
+          f"a file holding one mapping (a JSON object), not a {type(data).__name__}")
+    return data
