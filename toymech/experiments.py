@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import tasks
+from . import studies, tasks
 from .core import SIZES, check, check_seed, check_size
 from .models import ModelConfig
 from .training import Experiment, Named, TrainConfig
@@ -43,8 +43,6 @@ def task_experiment(task_name: str, size: str = "default", seed: int = 0) -> Exp
 
 def registry() -> dict[str, Named]:
     """Every named experiment: the studies' first, then one per task."""
-    from . import studies  # experiments sit above the studies: imports go one way
-
     out: dict[str, Named] = {}
     for study in studies.all_studies():
         for name, named in study.EXPERIMENTS.items():

@@ -21,7 +21,8 @@ import torch
 from ..core import check
 from ..devices import initial_threads
 from ..training import Experiment, Zoo
-from ..training.sweep import BACKENDS, SweepResult, run_experiments
+from ..sweep.runner import BACKENDS, run_experiments
+from ..sweep.table import SweepResult
 
 
 def backend_for(device: torch.device | str, workers: int) -> str:
@@ -39,11 +40,14 @@ def train_grid(experiments: Sequence[Experiment], zoo: Zoo, device: torch.device
                stacked: bool | None = None, log=None) -> SweepResult:
     """Train (or find in the zoo) every experiment of a study's grid as one sweep; the seeds of
     a setting train together, stacked where that pays (``stacked`` forces it). A trial that
-    fails (after one retry) stops the study with its error, as a failing run would."""
+    fails (after one retry) stops the study with its error, as a failing run would. A grid with
+    something to train shows one progress bar (JupyterLab draws it; the reports leave it out)."""
     workers = max(1, initial_threads())  # the notebook's share, not what rebalance made of it
-    result = run_experiments(list(experiments), cache_dir=zoo.root, stacked=stacked,
+    experiments = list(experiments)
+    todo = sum(not zoo.has(e) for e in experiments)
+    result = run_experiments(experiments, cache_dir=zoo.root, stacked=stacked,
                              backend=backend_for(device, workers), device=str(device),
-                             workers=workers, log=log)
+                             workers=workers, log=log, progress=todo > 0)
     failed = result.table[result.table["status"] != "ok"]
     if len(failed):
         first = failed.iloc[0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ..core import check_int, check_path_writable_dir, check_seed, check_size
+from ..core import check, check_int, check_path_writable_dir, check_seed, check_size
 from ..devices import apply_threads, resolve_device
 from .protocol import check_n_seeds
 
@@ -34,7 +34,6 @@ def validate_run(size: str, seed: int, device: str | torch.device = "auto",
 
 def check_options(name: str, values, allowed) -> tuple[str, ...]:
     """A list of option names, each one of ``allowed`` (e.g. a notebook's ``also``)."""
-    from ..core import check
     check(isinstance(values, (list, tuple)), name, values,
           f"a list of names among {', '.join(allowed) or '(none)'}")
     for i, v in enumerate(values):

@@ -8,6 +8,7 @@ import torch
 
 from ...analysis.chance import chance_levels
 from ...training import Zoo, ZooEntry, evaluate
+from ..findings import Findings, misses, scorecard_sentence
 from .claims import numbers
 from .design import eval_sets, experiment, seeds_of
 
@@ -31,5 +32,4 @@ def measure_seed(runs: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, 
 
 def findings(per_seed, card, size: str):
     """"What this run found", computed from the scorecard (add the study's own sentences)."""
-    from ..findings import Findings, misses, scorecard_sentence
     return Findings([scorecard_sentence(card), misses(card)])

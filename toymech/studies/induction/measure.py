@@ -12,11 +12,12 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ... import analysis
+from ...core import seed_for
+from ...devices import make_generator
+from ...display import attention_caption, attention_view as view
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
 from ...training import Zoo, ZooEntry
-from ...core import seed_for
-from ...devices import make_generator
 from ..protocol import size_of
 from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
 from .design import SIZES, experiment, seeds_of
@@ -156,7 +157,6 @@ def attention_view(model: HookedTransformer, task: RepeatedBlocks, tokens: torch
     """circuitsvis view of every head (all layers) on one sequence, with a caption naming the
     heads worth looking at from their measured pattern scores (``scores``: kind -> [L, H], e.g.
     ``Model.pattern_scores``); ``open=False`` folds it."""
-    from ...display import attention_caption, attention_view as view
     pats = analysis.attention_patterns(model, tokens)  # [L, H, q, k]
     L, H = pats.shape[:2]
     caption = None

@@ -20,11 +20,12 @@ from ... import analysis
 from ...tasks import Batch
 from ...training import Zoo
 from ..claims import verdict_table
+from ..findings import Findings, misses, scorecard_sentence
 from .causal import causal_numbers
 from .claims import CLAIMS, SHORT, floor_and_chance, numbers
+from .design import MAIN, SIZES, experiment, seeds_of
 from .dynamics import ProbeData, probe_data
-from .design import MAIN, experiment, seeds_of
-from .measure import MECHANISM_SETS, POST_SETS, Model
+from .measure import MECHANISM_SETS, POST_SETS, Model, mechanism_verdict
 
 
 def load_seeds(size: str, seed: int, device: torch.device, cache_dir: str | Path | None = None,
@@ -124,9 +125,6 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
     """"What this run found": the mechanism each model uses over seeds (the mechanism check), the
     out-of-distribution preferences, the scorecard's counts, what did not reproduce, and the
     run's budget against the post's, all computed (``studies.findings``)."""
-    from ..findings import Findings, misses, scorecard_sentence
-    from .design import SIZES
-    from .measure import mechanism_verdict
     lines = []
     seeds = list(per_seed.values())
     for short, label in (("2l", "The 2-layer model"), ("smeared", "The 1-layer smeared model")):

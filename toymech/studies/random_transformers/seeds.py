@@ -13,11 +13,16 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import statistics
+
 import pandas as pd
 
-from ...models import build_model
-from .claims import numbers
-from .design import ALGORITHMIC, FREEZE_MODES, experiment, plan, task_for
+from ...models import build_model, parameter_counts
+from ...training import apply_freeze
+from ..claims import Measured
+from ..findings import Findings, misses, scorecard_sentence
+from .claims import _solved, numbers
+from .design import ALGORITHMIC, FREEZE_MODES, experiment, plan, size_spec, task_for
 from .measure import (BASELINE_KINDS, baseline_exp, baseline_row, circuit_experiments,
                       circuit_row, concentration_rows, row_for, size_spec)
 from .tables import memorization_table
@@ -78,8 +83,6 @@ def untrained_runs(size: str, seed: int) -> dict[str, pd.DataFrame]:
 
 def _trainable(exp) -> int:
     """Trainable parameters of ``exp`` under its freezing (as the training loop counts them)."""
-    from ...training import apply_freeze
-    from ...models import parameter_counts
     model = _untrained(exp)
     apply_freeze(model, exp.train.freeze)
     return parameter_counts(model)[0]
@@ -89,11 +92,6 @@ def findings(per_seed, card: pd.DataFrame, size: str):
     """"What this run found": which tasks the normal and the random models solve at this budget
     (over the seeds that trained them), the scorecard's counts, what did not reproduce, and the
     run's budget against the paper's, all computed (``studies.findings``)."""
-    import statistics
-    from ..findings import Findings, misses, scorecard_sentence
-    from .claims import _solved
-    from .design import size_spec
-    from ..claims import Measured
     lines = []
     for mode, width in (("normal", "small"), ("random", "large")):
         solved, measured = [], 0

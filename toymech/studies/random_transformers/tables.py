@@ -13,7 +13,7 @@ from ...devices import make_generator
 from ...tasks.base import Task
 from .claims import (ALGORITHMIC, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PARAM,
                      SOLVED)
-from .design import Plan, size_spec, task_for
+from .design import Plan, seeds_of, size_spec, task_for
 from .measure import summarize
 
 
@@ -32,7 +32,6 @@ def task_examples(size: str, seed: int = 0) -> pd.DataFrame:
 
 def describe(size: str, seed: int, device, *, n_seeds: int | None = None) -> str:
     """The run's settings in words (from the size and its plan, not typed)."""
-    from .design import seeds_of
     s, p = size_spec(size), size_spec(size).plan
     seeds = seeds_of(size, seed, n_seeds)
     table = seeds[:p.table_n_seeds]
@@ -75,7 +74,6 @@ def width_table(summary: pd.DataFrame, widths: tuple[int, int]) -> pd.DataFrame:
 
 def ablation_summary(main: pd.DataFrame, abl: pd.DataFrame, p: Plan) -> pd.DataFrame:
     """``summarize`` of the ablation runs beside normal/random at the large width."""
-    from .measure import summarize
     large = p.widths[-1]
     ref = main[(main["width"] == large) & main["task"].isin(p.ablation_tasks)]
     return summarize(pd.concat([ref, abl], ignore_index=True))
