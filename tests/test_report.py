@@ -279,7 +279,7 @@ def test_bad_arguments_rejected_before_running(tmp_path):
         (dict(notebooks=[tmp_path / "missing.ipynb"]), r"missing.ipynb' does not exist"),
         (dict(notebooks=[FIXTURES / "report_ok.py"]), r"expected a .ipynb file"),
         (dict(notebooks=[]), r"notebooks is empty"),
-        (dict(notebooks=[OK], device="gpu"), r"device='gpu' is not allowed: one of auto, cpu, cuda, mps"),
+        (dict(notebooks=[OK], device="gpu"), r"device='gpu' is not allowed: one of auto, cpu, cuda, cuda:N"),
         (dict(notebooks=[OK], size="a b"), r"size='a b' is not allowed: one of smoke, default, paper"),
         (dict(notebooks=[OK], seeds=0), r"seeds=0 is not allowed: an integer in 1\.\.1,000,000"),
         (dict(notebooks=[OK], seeds=True), r"seeds=True is not allowed"),

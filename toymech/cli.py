@@ -221,10 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cli_zoo.cmd_sweep)
 
-    p = sub.add_parser("list", help="tasks, experiments and cached models with their metrics",
-                       description="List tasks, named experiments and the models cached in the zoo.")
+    p = sub.add_parser("list", help="studies, tasks, experiments and cached models",
+                       description="List the studies, tasks, named experiments and the models "
+                                   "cached in the zoo.")
     p.add_argument("what", nargs="?", default="all",
-                   choices=("all", "tasks", "experiments", "models"))
+                   choices=("all", "studies", "tasks", "experiments", "models"))
     p.add_argument("--cache", help=cache_help)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cli_zoo.cmd_list)

@@ -36,8 +36,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     from toymech import listing
     from toymech.training import default_cache_dir
 
-    what = [args.what] if args.what != "all" else ["tasks", "experiments", "models"]
-    builders = {"tasks": listing.task_rows, "experiments": listing.experiment_rows,
+    what = [args.what] if args.what != "all" else ["studies", "tasks", "experiments", "models"]
+    builders = {"studies": listing.study_rows, "tasks": listing.task_rows,
+                "experiments": listing.experiment_rows,
                 "models": lambda: listing.model_rows(args.cache)}
     data = {name: builders[name]() for name in what}
     if args.json:

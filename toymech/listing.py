@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import experiments, tasks
+from .studies import protocol
 from .core import SIZES
 from .training import Zoo
 
@@ -25,6 +26,15 @@ def task_rows() -> list[dict]:
         params = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.init}
         rows.append({"name": name, "parameters": params, "vocab": task.d_vocab, "seq_len": task.seq_len})
     return rows
+
+
+def study_rows() -> list[dict]:
+    """The registered studies (``toymech.studies.protocol.STUDIES``): name, title, notebook,
+    how many claims and named experiments."""
+    return [{"name": name, "title": protocol.study(name).TITLE, "notebook": notebook,
+             "claims": len(protocol.study(name).CLAIMS),
+             "experiments": len(protocol.study(name).EXPERIMENTS)}
+            for name, notebook in protocol.STUDIES.items()]
 
 
 def experiment_rows() -> list[dict]:
@@ -82,6 +92,10 @@ def lines(data: dict[str, list[dict]], where: Path) -> list[str]:
         for r in data["tasks"]:
             params = ", ".join(f"{k}={_short(v)}" for k, v in r["parameters"].items()) or r.get("note", "")
             out.append(f"  {r['name']:<24} {params}")
+    if "studies" in data:
+        out.append("studies:")
+        out += [f"  {r['name']:<24} {r['title']} ({r['claims']} claims; {r['notebook']})"
+                for r in data["studies"]]
     if "experiments" in data:
         out.append(f"experiments (sizes: {', '.join(SIZES)}):")
         out += [f"  {r['name']:<32} {r['description']}" for r in data["experiments"]]

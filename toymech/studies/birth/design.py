@@ -27,6 +27,7 @@ from ...core import check, check_int
 from ...models import ModelConfig
 from ...models.variants import BIRTH_SIMPLIFIED, simplified_options
 from ..params import check_options, validate_run
+from .causal import LLC_ON
 from ..protocol import StudySize, seeds_for, size_of
 from ...training import Experiment, Named, TrainConfig
 
@@ -205,7 +206,13 @@ EXPERIMENTS = {name: Named(name, description, _maker(name, kwargs), "birth")
 # The notebook's optional runs (its ``also`` parameter): tied embeddings in the freezing
 # comparison, the fully trained 4-head control, the only-/no-trigger extremes, the main run with
 # the other optimizer. Off by default: the laptop run keeps to the claims with a source number.
-OPTIONAL_RUNS = ("tied", "control", "extremes", "optimizers")
+OPTIONAL_RUNS = ("tied", "control", "extremes", "optimizers", "llc")
+
+
+def llc_on(size: str, also=()) -> bool:
+    """Whether the notebook estimates the learning coefficient of the main run through training
+    (``causal.LLC_ON``: smoke and paper; ``also=("llc",)`` at default)."""
+    return "llc" in also or LLC_ON[size]
 
 
 def experiments(size: str, seeds) -> list[Experiment]:

@@ -38,7 +38,10 @@ from typing import Mapping
 import torch
 from transformer_lens import HookedTransformer
 
+import pandas as pd
+
 from ...analysis import patching as P
+from ...analysis.heads import head_labels
 from ...analysis.llc import LLCCurve, SGLDSettings, llc_through_training
 from ...core import check, check_size, seed_for
 from ...devices import make_generator
@@ -305,3 +308,13 @@ def llc_curve(entry, task: RepeatedBlocks, size: str, seed: int,
     """λ̂ at the snapshots of ``entry`` (e.g. the 2-layer model) with the size's settings."""
     dev = next(entry.model.parameters()).device
     return llc_through_training(entry, llc_pool(task, size, seed, dev), LLC_SETTINGS[size], steps)
+
+
+def head_effect_table(models: Mapping[str, HookedTransformer], data: CausalData) -> pd.DataFrame:
+    """Per model and head: the share of the option-1 preference that patching that head's
+    output from option-1 into option-2 runs restores (``head_effects``), one column per head."""
+    rows = {}
+    for name, model in models.items():
+        eff = head_effects(model, data).effect
+        rows[name] = dict(zip(head_labels(*eff.shape), eff.flatten().tolist()))
+    return pd.DataFrame.from_dict(rows, orient="index").round(3)

@@ -55,7 +55,15 @@ SIZES = {
                                                          snapshots=24), twins="all"),
 }
 seeds_of = seeds_for(SIZES)
-OPTIONAL_RUNS = ("twins",)  # the notebook's ``also``: the textbook / learned-position twins
+# The notebook's ``also``: the textbook / learned-position twins; the learning coefficient
+# through training (on at smoke, a pipeline check, and at paper: ``llc_on``).
+OPTIONAL_RUNS = ("twins", "llc")
+LLC_ON = {"smoke": True, "default": False, "paper": True}
+
+
+def llc_on(size: str, also=()) -> bool:
+    """Whether the notebook estimates the learning coefficient through training."""
+    return "llc" in also or LLC_ON[size]
 
 # ModelConfig options of each family. The post's alpha = 1.0 is an initial sigmoid of
 # sigmoid(1.0) = 0.731 (smear_init is the initial sigmoid; its logit is stored as 1.0).
