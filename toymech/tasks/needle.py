@@ -8,6 +8,10 @@ the query marker ``?``, one of the listed keys, and that key's value, then paddi
 
 Only the queried value is scored. Keys and values use separate token ranges; values may repeat.
 Sequences are right-padded to ``seq_len = 2*max_pairs + 3`` (padding is never scored).
+
+Held-out split (version 2): a fixed ``1 - train_frac`` of all sequences (``toymech.tasks._split``)
+is never drawn for training; ``held_out`` and ``eval_sets()["test"]`` draw only from it, as the
+paper scores its models on a test set that its training stream skips.
 """
 
 from __future__ import annotations
@@ -16,16 +20,20 @@ from dataclasses import dataclass
 
 import torch
 
+from . import _split
 from .base import Batch, Task, check_int, register, set_checked
 
 
 @register("needle")
 @dataclass(frozen=True)
-class Needle(Task):
+class Needle(_split.HeldOutSplit, Task):
+    version = 2  # 2: the held-out split (training data and logged evaluation changed)
     max_pairs: int = 30
     min_pairs: int = 1
     n_keys: int = 64
     n_values: int = 64
+    train_frac: float = 0.95  # 1.0: no held-out split
+    split_seed: int = 0
 
     def __post_init__(self) -> None:
         set_checked(self, max_pairs=check_int("max_pairs", self.max_pairs, 1, 4096))
@@ -33,6 +41,7 @@ class Needle(Task):
                     # keys are distinct: at least max_pairs of them
                     n_keys=check_int("n_keys", self.n_keys, self.max_pairs, 100_000),
                     n_values=check_int("n_values", self.n_values, 2, 100_000))
+        _split.check_split(self)
 
     @property
     def vocab(self) -> list[str]:
@@ -51,8 +60,8 @@ class Needle(Task):
     def seq_len(self) -> int:
         return 2 * self.max_pairs + 3
 
-    def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
-        self.check_batch_size(batch_size)
+    def _draw(self, batch_size: int, generator: torch.Generator) -> Batch:
+        """Sequences of the whole task (held-out part included)."""
         dev, B, M = generator.device, batch_size, self.max_pairs
         # Distinct keys: the first M entries of a random permutation of all keys, per row.
         keys = torch.rand(B, self.n_keys, generator=generator, device=dev).argsort(1)[:, :M]
