@@ -5,7 +5,9 @@ itself: with ``f = 1 - train_frac``, a sequence x (its tokens x_0..x_{T-1}) is h
 
     h(x) = (sum_t w_t * x_t) mod P  <  f * P,        P = 2^31 - 1,
 
-with weights w_t drawn once from ``split_seed`` (uniform in 1..P-1). A linear hash with random
+with weights w_t drawn once from ``split_seed`` (uniform in 1..P-1); x is the task's
+``split_key`` of the sequence (all of it, or the part that defines the problem: the needle's
+haystack). A linear hash with random
 coefficients modulo a prime is a universal family, so two different sequences fall on either
 side independently of their structure; about a fraction f of the task's sequences are held
 out, at every size. Training never draws them (``training_rows``); ``held_out_rows`` draws only
@@ -38,7 +40,8 @@ def _weights(seq_len: int, split_seed: int, device: torch.device) -> torch.Tenso
 
 
 def held_out_mask(tokens: torch.Tensor, train_frac: float, split_seed: int) -> torch.Tensor:
-    """[batch] bool: which sequences of ``tokens`` [batch, seq] belong to the held-out part.
+    """[batch] bool: which sequences of ``tokens`` [batch, seq] (a task's ``split_key``: the
+    whole sequence, or the part of it that defines the problem) belong to the held-out part.
 
     Token ids stay below 2^18 and sequences below 2^13 positions, so the sum stays below 2^62:
     no int64 overflow."""
@@ -53,8 +56,12 @@ def take(batch: Batch, rows: torch.Tensor) -> Batch:
                  {k: v[rows] for k, v in batch.extras.items()})
 
 
+def _all(batch: Batch) -> torch.Tensor:
+    return batch.tokens
+
+
 def training_rows(draw: Callable[[int], Batch], batch_size: int, train_frac: float,
-                  split_seed: int) -> Batch:
+                  split_seed: int, key: Callable[[Batch], torch.Tensor] = _all) -> Batch:
     """``batch_size`` sequences from ``draw(n)`` outside the held-out part.
 
     Draws a margin more (the mean number held out plus four standard deviations) and keeps the
@@ -66,14 +73,15 @@ def training_rows(draw: Callable[[int], Batch], batch_size: int, train_frac: flo
     odds = (1.0 - train_frac) / train_frac
     extra = math.ceil(batch_size * odds + 4.0 * math.sqrt(batch_size * odds) + 4)
     raw = draw(batch_size + extra)
-    held = held_out_mask(raw.tokens, train_frac, split_seed)
+    held = held_out_mask(key(raw), train_frac, split_seed)
     rows = torch.argsort(held.to(torch.int8), stable=True)[:batch_size]  # kept rows first
     out = take(raw, rows)
     return Batch(out.tokens, out.scored & ~held[rows, None], out.extras)
 
 
 def held_out_rows(draw: Callable[[int], Batch], n: int, train_frac: float, split_seed: int,
-                  what: str = "task") -> Batch | None:
+                  what: str = "task", key: Callable[[Batch], torch.Tensor] = _all
+                  ) -> Batch | None:
     """``n`` sequences of the held-out part, drawn from ``draw`` as the task draws them (so with
     the task's own distribution restricted to that part); None when ``train_frac`` is 1."""
     if train_frac >= 1.0:
@@ -82,7 +90,7 @@ def held_out_rows(draw: Callable[[int], Batch], n: int, train_frac: float, split
     chunk = max(256, math.ceil(1.2 * n / frac))
     for _ in range(64):
         raw = draw(chunk)
-        keep = held_out_mask(raw.tokens, train_frac, split_seed).nonzero()[:, 0]
+        keep = held_out_mask(key(raw), train_frac, split_seed).nonzero()[:, 0]
         found.append(take(raw, keep))
         count += len(keep)
         if count >= n:
@@ -103,15 +111,19 @@ class HeldOutSplit:
     ``held_out`` and ``eval_sets`` (``test`` held out, ``train`` drawn as for training; with no
     split, ``test`` alone, drawn as for training)."""
 
+    def split_key(self, batch: Batch) -> torch.Tensor:
+        """[batch, L] int64: what decides a sequence's side of the split (default: all of it)."""
+        return batch.tokens
+
     def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
         """Training sequences: never one of the held-out part."""
         self.check_batch_size(batch_size)
         return training_rows(lambda b: self._draw(b, generator), batch_size, self.train_frac,
-                             self.split_seed)
+                             self.split_seed, self.split_key)
 
     def held_out(self, n: int, generator: torch.Generator) -> Batch | None:
         return held_out_rows(lambda b: self._draw(b, generator), n, self.train_frac,
-                             self.split_seed, str(self))
+                             self.split_seed, str(self), self.split_key)
 
     def eval_sets(self, n: int, generator: torch.Generator) -> dict[str, Batch]:
         test = self.held_out(n, generator)
