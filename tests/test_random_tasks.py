@@ -17,6 +17,9 @@ from toymech.tasks.circuit_imitation import kl_to_target
     ("needle", {"min_pairs": 4, "max_pairs": 3}, "min_pairs"), ("needle", {"n_values": 1}, "n_values"),
     ("decimal_addition", {"n_digits": 0}, "n_digits"), ("decimal_addition", {"n_digits": 19}, "n_digits"),
     ("parentheses", {"max_len": 1}, "max_len"),
+    ("needle", {"train_frac": 0.0}, "train_frac"),
+    ("decimal_addition", {"train_frac": 1.5}, "train_frac"),
+    ("parentheses", {"split_seed": -1}, "split_seed"),
     ("memorization", {"n_keys": 0}, "n_keys"), ("memorization", {"n_values": 1}, "n_values"),
     ("char_lm", {"length": 1}, "length"), ("char_lm", {"train_frac": 1.0}, "train_frac"),
     ("circuit_imitation", {"target_width": 6, "target_heads": 4}, "target_heads"),
@@ -230,3 +233,120 @@ def test_generators_are_deterministic_and_in_vocab(name, params):
     assert a.tokens.shape == (16, task.seq_len)
     assert 0 <= int(a.tokens.min()) and int(a.tokens.max()) < task.d_vocab
     assert a.target_mask.any(dim=1).all()  # every sequence has a scored target
+
+
+# --- held-out splits -------------------------------------------------------------------------
+from toymech.tasks import _split  # noqa: E402
+
+SPLIT_TASKS = [("needle", {"max_pairs": 4, "n_keys": 8, "n_values": 8}),
+               ("decimal_addition", {"n_digits": 2}), ("parentheses", {"max_len": 16})]
+
+
+def _rows(batch):
+    return {tuple(r) for r in batch.tokens.tolist()}
+
+
+@pytest.mark.parametrize("name, params", SPLIT_TASKS)
+def test_training_never_draws_a_held_out_sequence(name, params):
+    task = tasks.get(name, **params)
+    g = torch.Generator().manual_seed(0)
+    train, held = task.sample(4000, g), task.held_out(500, g)
+    problems = {n: {tuple(r) for r in task.split_key(b).tolist()}
+                for n, b in (("train", train), ("held", held))}
+    assert len(held) == 500 and problems["train"].isdisjoint(problems["held"])
+    # membership recomputed from the definition: (sum_t w_t x_t mod P) < (1 - train_frac) P
+    width = task.split_key(held).shape[1]
+    w = torch.randint(1, _split.PRIME, (width,), generator=torch.Generator().manual_seed(0))
+
+    def is_held(row):
+        h = sum(int(a) * int(b) for a, b in zip(row, w)) % _split.PRIME
+        return h < round(0.05 * _split.PRIME)
+    assert all(is_held(r) for r in list(problems["held"])[:50])
+    assert not any(is_held(r) for r in list(problems["train"])[:200])
+    # about 5 % of the task's distinct problems are held out; every training row is scored
+    distinct = torch.unique(task.split_key(task._draw(20000, torch.Generator().manual_seed(1))),
+                            dim=0)
+    frac = float(_split.held_out_mask(distinct, task.train_frac, task.split_seed).float().mean())
+    assert len(distinct) > 2000 and 0.04 < frac < 0.06 and train.target_mask.any(1).all()
+    sets = task.eval_sets(300, torch.Generator().manual_seed(2))
+    assert set(sets) == {"test", "train"}
+    assert _split.held_out_mask(task.split_key(sets["test"]), 0.95, 0).all()
+    assert not _split.held_out_mask(task.split_key(sets["train"]), 0.95, 0).any()
+
+
+def test_needle_with_several_queries(gen):
+    task = tasks.get("needle", max_pairs=5, n_keys=9, n_values=6, queries=3)
+    assert task.seq_len == 2 * 5 + 1 + 6
+    batch = task.sample(200, gen)
+    vocab = task.vocab
+    for row, pos in zip(batch.tokens.tolist(), _scored_positions(batch)):
+        words = [vocab[i] for i in row]
+        q = words.index("?")
+        table = dict(zip(words[:q][0::2], words[:q][1::2]))
+        asked = words[q + 1: q + 7]
+        assert pos == [q + 2, q + 4, q + 6] and set(words[q + 7:]) <= {"."}
+        assert all(asked[2 * j] in table and asked[2 * j + 1] == table[asked[2 * j]]
+                   for j in range(3))
+    # first_acc scores the first query only: a model right on it alone scores 1 there, 1/3 overall
+    logits = torch.zeros(200, task.seq_len, task.d_vocab)
+    first = batch.extras["n_pairs"] * 2 + 2
+    rows = torch.arange(200)
+    logits[rows, first - 1, batch.tokens[rows, first]] = 5.0
+    wrong = (batch.tokens + 1) % task.d_vocab
+    for j in (1, 2):
+        logits[rows, first - 1 + 2 * j, wrong[rows, first + 2 * j]] = 5.0
+    m = task.metrics(logits, batch)
+    assert m["first_acc"] == 1.0 and m["acc"] == pytest.approx(1 / 3)
+    single = tasks.get("needle", max_pairs=5, n_keys=9)
+    one = single.sample(64, gen)
+    m = single.metrics(torch.randn(64, single.seq_len, single.d_vocab, generator=gen), one)
+    assert m["first_acc"] == m["acc"]
+
+
+def test_split_is_fixed_by_its_seed_and_can_be_turned_off():
+    a = tasks.get("decimal_addition", n_digits=2)
+    b = tasks.get("decimal_addition", n_digits=2, split_seed=1)
+    g = torch.Generator().manual_seed(0)
+    raw = a._draw(5000, g)
+    ma = _split.held_out_mask(raw.tokens, a.train_frac, a.split_seed)
+    assert torch.equal(ma, _split.held_out_mask(raw.tokens, a.train_frac, a.split_seed))
+    assert not torch.equal(ma, _split.held_out_mask(raw.tokens, b.train_frac, b.split_seed))
+    whole = tasks.get("decimal_addition", n_digits=2, train_frac=1.0)
+    assert whole.held_out(10, g) is None and set(whole.eval_sets(10, g)) == {"test"}
+    # without a split the task draws exactly what _draw draws
+    assert torch.equal(whole.sample(64, torch.Generator().manual_seed(5)).tokens,
+                       whole._draw(64, torch.Generator().manual_seed(5)).tokens)
+
+
+def test_a_short_margin_leaves_held_out_rows_unscored():
+    task = tasks.get("decimal_addition", n_digits=2)
+    g = torch.Generator().manual_seed(0)
+    held = task.held_out(64, g)
+    # a draw that returns only held-out rows: none may be scored for training
+    batch = _split.training_rows(lambda n: _split.take(held, torch.arange(n) % 64), 32,
+                                 task.train_frac, task.split_seed)
+    assert len(batch) == 32 and not batch.scored.any()
+
+
+def test_task_versions_in_the_saved_dict():
+    for name, params in SPLIT_TASKS + [("modular_addition", {"p": 7})]:
+        task = tasks.get(name, **params)
+        d = task.to_dict()
+        assert d["version"] == 2 and tasks.from_dict(d) == task
+        old = {k: v for k, v in d.items() if k != "version"}  # saved before the change
+        assert tasks.from_dict(old) == task
+        with pytest.raises(ValueError, match="task version=3 is not allowed: at most 2"):
+            tasks.from_dict({**d, "version": 3})
+    # tasks that never changed keep their dicts (and so their zoo keys)
+    assert "version" not in tasks.get("repeated_blocks").to_dict()
+
+
+def test_modular_addition_held_out_is_the_held_out_part(gen):
+    task = tasks.get("modular_addition", p=59)
+    test = set(task.split[1].tolist())
+    every = task.held_out(1024, gen)
+    pairs = set((every.tokens[:, 0] * 59 + every.tokens[:, 1]).tolist())
+    assert len(every) == 174 and pairs == test
+    some = task.held_out(50, gen)
+    idx = (some.tokens[:, 0] * 59 + some.tokens[:, 1]).tolist()
+    assert len(set(idx)) == 50 and set(idx) <= test

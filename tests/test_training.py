@@ -16,6 +16,12 @@ def _train(cfg: TrainConfig, **kw):
     return train(build_model(SMALL), TASK, cfg, device="cpu", progress=False, log=None, **kw)
 
 
+def _timeless(history):
+    """A history without ``cpu_seconds``, the one key that two identical runs do not share."""
+    assert all(r["cpu_seconds"] > 0 for r in history)
+    return [{k: v for k, v in r.items() if k != "cpu_seconds"} for r in history]
+
+
 def test_short_cpu_run_learns():
     # Uniform guessing costs ln 26 = 3.26 nats and the best context-free rule ("never repeat the
     # current letter") ln 25 = 3.22: a loss below 3.0 after 300 steps means the repeats are used.
@@ -28,7 +34,7 @@ def test_short_cpu_run_learns():
 def test_training_is_bit_for_bit_repeatable_on_cpu():
     cfg = TrainConfig(steps=30, batch_size=32, eval_every=10, eval_size=64)
     a, b = _train(cfg), _train(cfg)
-    assert a.history == b.history
+    assert _timeless(a.history) == _timeless(b.history)
     for (n, p), (_, q) in zip(a.model.named_parameters(), b.model.named_parameters()):
         assert torch.equal(p, q), n
 
@@ -41,7 +47,10 @@ def test_resume_from_a_checkpoint_equals_an_uninterrupted_run(tmp_path):
     ckpt = tmp_path / "step_0000020"
     assert ckpt.is_dir() and latest_checkpoint(tmp_path).name == "step_0000040"
     resumed = _train(cfg, resume_from=ckpt)
-    assert resumed.history == full.history
+    assert _timeless(resumed.history) == _timeless(full.history)
+    # the resumed run's CPU time goes on from the checkpoint's: it never falls
+    cpu = [r["cpu_seconds"] for r in resumed.history]
+    assert cpu == sorted(cpu) and resumed.cpu_seconds >= cpu[-1]
     for (n, p), (_, q) in zip(full.model.named_parameters(), resumed.model.named_parameters()):
         assert torch.equal(p, q), n
 
@@ -184,3 +193,135 @@ def test_divergence_stops_training_with_a_clear_error():
     model = build_model(ModelConfig(n_layers=1, d_vocab=26, n_ctx=24, init_range=1e3))
     with pytest.raises(ValueError, match=r"training diverged: train_loss=.* at step \d+.*lr=100"):
         train(model, TASK, cfg, device="cpu", progress=False, log=None)
+
+
+# --- the logged evaluation and the stop rule ----------------------------------------------------
+MODADD = tasks.get("modular_addition", p=13)
+
+
+def _gpt(task, width=16, seed=0):
+    from toymech.studies.random_transformers.experiments import model_config
+    return build_model(model_config(task, width, seed))
+
+
+def _modadd_cfg(**kw):
+    base = dict(steps=6, batch_size=32, eval_every=3, eval_size=512, lr=1e-3, weight_decay=0.0)
+    return TrainConfig(**{**base, **kw})
+
+
+def test_logged_accuracy_is_on_held_out_pairs_where_a_split_exists():
+    """eval_* of modular addition are the held-out pairs' metrics, train_* the training pairs':
+    recomputed here from the trained model on each part of the split."""
+    from toymech.training import evaluate
+
+    result = train(_gpt(MODADD), MODADD, _modadd_cfg(), device="cpu", progress=False, log=None)
+    assert result.held_out
+    last = result.history[-1]
+    train_idx, test_idx = MODADD.split
+    held = evaluate(result.model, MODADD, MODADD.pairs_to_batch(test_idx))
+    assert last["eval_acc"] == pytest.approx(held["acc"])
+    assert last["eval_loss"] == pytest.approx(held["loss"], rel=1e-5)
+    # a model that knows the training pairs by heart: eval_acc must not see them
+    class Lookup(torch.nn.Module):
+        def __init__(self, known):
+            super().__init__()
+            self.known = known
+            self.w = torch.nn.Parameter(torch.zeros(1))
+            self.cfg = result.model.cfg
+
+        def forward(self, tokens):
+            logits = torch.zeros(len(tokens), 3, MODADD.d_vocab)
+            idx = tokens[:, 0] * 13 + tokens[:, 1]
+            hit = torch.isin(idx, self.known)
+            answer = (tokens[:, 0] + tokens[:, 1]) % 13
+            logits[hit, 1, answer[hit]] = 10.0
+            logits[~hit, 1, (answer[~hit] + 1) % 13] = 10.0  # wrong where it does not know
+            return logits
+    from toymech.training.evaluation import LoggedEval
+    logged = LoggedEval.for_run(MODADD, _modadd_cfg(), torch.device("cpu"))
+    row = logged.row(Lookup(train_idx), MODADD)
+    assert row["train_acc"] == 1.0 and row["eval_acc"] == 0.0
+    row = logged.row(Lookup(test_idx), MODADD)
+    assert row["eval_acc"] == 1.0 and row["train_acc"] == 0.0
+
+
+def test_tasks_without_a_split_log_what_they_always_logged():
+    result = _train(TrainConfig(steps=4, batch_size=8, eval_every=2, eval_size=16))
+    assert not result.held_out
+    assert not any(k.startswith("train_") and k != "train_loss" for k in result.history[-1])
+
+
+def test_stop_rule_stops_at_the_first_passing_evaluation_and_records_the_step():
+    cfg = _modadd_cfg(steps=12, eval_every=2, stop_metric="train_loss", stop_value=100.0)
+    result = train(_gpt(MODADD), MODADD, cfg, device="cpu", progress=False, log=None)
+    assert [r["step"] for r in result.history] == [2] and result.stop_step == 2
+    assert result.history[-1]["stop_step"] == 2
+    # the same run without a stop rule: its first two steps are the stopped run's whole run
+    full = train(_gpt(MODADD), MODADD, cfg.replace(stop_metric=None, stop_value=None),
+                 device="cpu", progress=False, log=None)
+    assert full.stop_step is None and [r["step"] for r in full.history] == [2, 4, 6, 8, 10, 12]
+    assert full.history[0]["eval_loss"] == result.history[0]["eval_loss"]
+    # a threshold never reached: all the steps; a loss passes by falling, a metric by rising
+    never = train(_gpt(MODADD), MODADD, cfg.replace(stop_metric="eval_acc", stop_value=1.01),
+                  device="cpu", progress=False, log=None)
+    assert never.stop_step is None and never.history[-1]["step"] == 12
+    low = train(_gpt(MODADD), MODADD, cfg.replace(stop_value=1e-3), device="cpu",
+                progress=False, log=None)
+    assert low.stop_step is None
+
+
+def test_stop_rule_config_keys_and_errors():
+    plain = TrainConfig(steps=10)
+    assert "stop_metric" not in plain.to_dict() and "stop_value" not in plain.to_dict()
+    rule = plain.replace(stop_metric="eval_acc", stop_value=0.99)
+    assert rule.to_dict()["stop_metric"] == "eval_acc"
+    assert TrainConfig.from_dict(rule.to_dict()) == rule
+    with pytest.raises(ValueError, match="stop_value=None is not allowed: a number when"):
+        TrainConfig(stop_metric="eval_acc")
+    with pytest.raises(ValueError, match="stop_value=0.5 is not allowed"):
+        TrainConfig(stop_value=0.5)
+    with pytest.raises(ValueError, match="stop_metric='step' is not allowed"):
+        TrainConfig(stop_metric="step", stop_value=1.0)
+    with pytest.raises(ValueError, match="stop_value=nan is not allowed"):
+        TrainConfig(stop_metric="eval_acc", stop_value=float("nan"))
+    with pytest.raises(ValueError, match="stop_metric='eval_accuracy' is not allowed: a metric "
+                                         "of the logged history, one of train_loss, eval_loss"):
+        _train(TrainConfig(steps=2, batch_size=4, eval_every=1, eval_size=4,
+                           stop_metric="eval_accuracy", stop_value=0.9))
+
+
+def test_a_stopped_run_resumes_as_stopped(tmp_path):
+    cfg = _modadd_cfg(steps=12, eval_every=2, checkpoint_every=4, stop_metric="train_loss",
+                      stop_value=100.0)
+    first = train(_gpt(MODADD), MODADD, cfg, device="cpu", progress=False, log=None,
+                  checkpoint_dir=tmp_path)
+    assert latest_checkpoint(tmp_path).name == "step_0000002"  # saved where it stopped
+    again = train(_gpt(MODADD), MODADD, cfg, device="cpu", progress=False, log=None,
+                  resume_from=latest_checkpoint(tmp_path))
+    assert again.history == first.history  # read back from the checkpoint, not trained again
+    for (n, p), (_, q) in zip(first.model.named_parameters(), again.model.named_parameters()):
+        assert torch.equal(p, q), n
+
+
+def test_stacked_seeds_stop_one_by_one_like_single_runs():
+    """Seed 0 stops at its first evaluation (a threshold only it passes); the stacked run holds
+    its parameters there and trains the others on: every seed matches its own single run."""
+    from toymech.training import train_stacked
+
+    cfgs = [_modadd_cfg(steps=8, eval_every=2, seed=s) for s in (0, 1)]
+    first = [train(_gpt(MODADD, seed=c.seed), MODADD, c.replace(steps=2), device="cpu",
+                   progress=False, log=None).history[0]["eval_loss"] for c in cfgs]
+    assert first[0] != first[1]
+    # a loss threshold between the two seeds' first eval losses: only the lower one stops there
+    cfgs = [c.replace(stop_metric="eval_loss", stop_value=sum(first) / 2) for c in cfgs]
+    single = [train(_gpt(MODADD, seed=c.seed), MODADD, c, device="cpu", progress=False,
+                    log=None) for c in cfgs]
+    stacked = train_stacked([_gpt(MODADD, seed=c.seed) for c in cfgs], MODADD, cfgs,
+                            device="cpu", progress=False, log=None)
+    low = int(first[1] < first[0])
+    assert single[low].stop_step == 2 and single[1 - low].stop_step != 2
+    for one, many in zip(single, stacked):
+        assert one.stop_step == many.stop_step
+        assert [r["step"] for r in one.history] == [r["step"] for r in many.history]
+        for (n, p), (_, q) in zip(one.model.named_parameters(), many.model.named_parameters()):
+            assert torch.allclose(p, q, atol=1e-4), n

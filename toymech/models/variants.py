@@ -116,12 +116,18 @@ def _build_simplified(model: HookedTransformer, cfg: ModelConfig) -> None:
         model.unembed = TiedUnembed(model.embed, cfg.d_vocab)
 
 
-@register_variant(GPT2_SCALED, options={})
+@register_variant(GPT2_SCALED, options={"embed_std": None})
 def _gpt2_scaled(model, cfg: ModelConfig) -> None:
     """GPT-2 initialisation: residual projections (attention W_O, MLP W_out) divided by
-    sqrt(2 * n_layers), so the residual stream's variance does not grow with depth."""
+    sqrt(2 * n_layers), so the residual stream's variance does not grow with depth.
+
+    Option ``embed_std``: the std of the token embedding W_E at init (None: ``init_range``, as
+    GPT-2); W_E is rescaled, so no other weight changes."""
     scale = 1.0 / math.sqrt(2 * cfg.n_layers)
+    embed_std = cfg.variant_options.get("embed_std")
     with torch.no_grad():
+        if embed_std is not None:
+            model.embed.W_E.mul_(embed_std / float(model.embed.W_E.std()))
         for block in model.blocks:
             block.attn.W_O.mul_(scale)
             if not cfg.attn_only:

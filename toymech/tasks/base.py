@@ -63,9 +63,15 @@ class Batch:
 
 
 class Task:
-    """Base class of every task. Subclasses are frozen dataclasses and set ``name``."""
+    """Base class of every task. Subclasses are frozen dataclasses and set ``name``.
+
+    ``version``: raised by a task when what its samples or its logged evaluation mean changes
+    (so zoo entries made before do not pass for new ones); ``to_dict`` carries it when above 1,
+    so the keys of tasks that never changed stay what they were.
+    """
 
     name: ClassVar[str] = "task"
+    version: ClassVar[int] = 1
 
     # --- to be provided by subclasses -------------------------------------------------------
     @property
@@ -82,6 +88,12 @@ class Task:
     def eval_sets(self, n: int, generator: torch.Generator) -> dict[str, Batch]:
         """Named evaluation sets; ``test`` is the training distribution."""
         return {"test": self.sample(n, generator)}
+
+    def held_out(self, n: int, generator: torch.Generator) -> Batch | None:
+        """About ``n`` examples that training never draws (the task's held-out split), or None
+        when the task has no split (then every sample is as new as any other). The training
+        loop logs its ``eval_*`` on these where they exist."""
+        return None
 
     def loss(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The training objective (default: cross-entropy on the scored targets)."""
@@ -107,7 +119,8 @@ class Task:
         return [self.vocab[i] for i in ids]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **dataclasses.asdict(self)}  # type: ignore[call-overload]
+        d = {"name": self.name, **dataclasses.asdict(self)}  # type: ignore[call-overload]
+        return {**d, "version": self.version} if self.version > 1 else d
 
     @staticmethod
     def check_batch_size(batch_size: int) -> None:
@@ -158,7 +171,11 @@ def from_dict(d: dict[str, Any]) -> Task:
     name = d.pop("name", None)
     if name is None:
         raise ValueError("a task dict needs a 'name' entry")
-    return get(name, **d)
+    version = d.pop("version", 1)  # absent: saved before the task's first change
+    task = get(name, **d)
+    check(is_int(version) and 1 <= version <= task.version, "task version", version,
+          f"at most {task.version}, the version of {name!r} in this toymech (a newer one saved it)")
+    return task
 
 
 def masked_cross_entropy(logits: torch.Tensor, batch: Batch, reduction: str = "mean") -> torch.Tensor:

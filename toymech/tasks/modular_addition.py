@@ -5,7 +5,9 @@ Tokens 0..p-1 are the numbers themselves. Only the answer (position 2) is scored
 batches draw pairs (with replacement) from the training part; ``eval_sets`` returns the whole
 held-out part as ``test`` (the paper's test accuracy) and a sample of training pairs as ``train``.
 The split is a pure function of ``(p, train_frac, split_seed)``, so a model reloaded from the zoo
-is scored on exactly the pairs it never saw.
+is scored on exactly the pairs it never saw. ``held_out`` gives the held-out pairs to the
+training loop, whose logged ``eval_*`` are measured on them (version 2; version 1 logged a
+batch of training pairs there).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def _answer_mask(batch_size: int, device: torch.device) -> torch.Tensor:
 @register("modular_addition")
 @dataclass(frozen=True)
 class ModularAddition(Task):
+    version = 2  # 2: the logged evaluation is on held-out pairs
     p: int = 199
     train_frac: float = 0.95
     split_seed: int = 0
@@ -69,6 +72,15 @@ class ModularAddition(Task):
         pick = torch.randint(0, len(train), (batch_size,), generator=generator,
                              device=generator.device)
         return self.pairs_to_batch(train[pick])
+
+    def held_out(self, n: int, generator: torch.Generator) -> Batch:
+        """Every held-out pair when there are at most ``n`` of them, else ``n`` of them drawn
+        without replacement."""
+        test = self.split[1].to(generator.device)
+        if len(test) > n:
+            pick = torch.randperm(len(test), generator=generator, device=generator.device)[:n]
+            test = test[pick]
+        return self.pairs_to_batch(test)
 
     def eval_sets(self, n: int, generator: torch.Generator) -> dict[str, Batch]:
         """``test``: every held-out pair (``n`` is ignored: the test set is fixed);

@@ -10,6 +10,10 @@ Strings come in three kinds, so that about half are balanced and the rest are ne
 * 25 % shuffled with equal counts (balanced only by chance, ~1/(m+1)): counting cannot tell;
 * 25 % balanced with one parenthesis flipped (the counts differ by two).
 The label is always computed from the string (depth never negative and ending at zero).
+
+Held-out split (version 2): a fixed ``1 - train_frac`` of all sequences (``toymech.tasks._split``)
+is never drawn for training; ``held_out`` and ``eval_sets()["test"]`` draw only from it, as the
+paper scores its models on a test set that its training stream skips.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import _split
 from .base import Batch, Task, check_int, register, set_checked
 
 OPEN, CLOSE, QUERY, YES, NO, PAD = range(6)
@@ -33,11 +38,15 @@ def is_balanced(steps: torch.Tensor, length: torch.Tensor) -> torch.Tensor:
 
 @register("parentheses")
 @dataclass(frozen=True)
-class Parentheses(Task):
+class Parentheses(_split.HeldOutSplit, Task):
+    version = 2  # 2: the held-out split (training data and logged evaluation changed)
     max_len: int = 60
+    train_frac: float = 0.95  # 1.0: no held-out split
+    split_seed: int = 0
 
     def __post_init__(self) -> None:
         set_checked(self, max_len=check_int("max_len", self.max_len, 2, 4096))
+        _split.check_split(self)
 
     @property
     def vocab(self) -> list[str]:
@@ -47,8 +56,8 @@ class Parentheses(Task):
     def seq_len(self) -> int:
         return self.max_len + 2
 
-    def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
-        self.check_batch_size(batch_size)
+    def _draw(self, batch_size: int, generator: torch.Generator) -> Batch:
+        """Sequences of the whole task (held-out part included)."""
         dev, B, W = generator.device, batch_size, 2 * (self.max_len // 2)
         m = torch.randint(1, self.max_len // 2 + 1, (B,), generator=generator, device=dev)
         L = 2 * m

@@ -59,6 +59,11 @@ class TrainConfig:
     # Parameter snapshots through training: 0 = none, n = n log-spaced steps (log_spaced_steps),
     # or the explicit steps (0 = the initial weights, s = after s optimizer updates).
     snapshots: int | tuple[int, ...] = 0
+    # Stop rule: stop at the first evaluation step where ``stop_metric`` (a history key, e.g.
+    # "eval_acc") passes ``stop_value`` (a loss by falling to it, anything else by reaching it;
+    # see ``toymech.training.evaluation``). None: run all ``steps``.
+    stop_metric: str | None = None
+    stop_value: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("betas", "freeze", "train_from"):
@@ -100,6 +105,18 @@ class TrainConfig:
                   f"None or a multiple of eval_every={self.eval_every}")
             set_checked(self, checkpoint_every=every)
         set_checked(self, snapshots=self._checked_snapshots())
+        self._check_stop()
+
+    def _check_stop(self) -> None:
+        check((self.stop_metric is None) == (self.stop_value is None), "stop_value",
+              self.stop_value, f"a number when stop_metric is set (stop_metric={self.stop_metric!r})"
+              " and None when it is not: both or neither")
+        if self.stop_metric is None:
+            return
+        check(isinstance(self.stop_metric, str) and self.stop_metric not in ("", "step", "lr"),
+              "stop_metric", self.stop_metric,
+              "None or the name of a logged metric, e.g. 'eval_acc', 'eval_seq_acc', 'eval_loss'")
+        set_checked(self, stop_value=check_float("stop_value", self.stop_value))
 
     def _checked_snapshots(self) -> int | tuple[int, ...]:
         s = self.snapshots
@@ -123,6 +140,8 @@ class TrainConfig:
         d = jsonable(dataclasses.asdict(self))
         if self.snapshots == 0:
             del d["snapshots"]  # so the zoo keys of runs without snapshots stay what they were
+        if self.stop_metric is None:  # the same for runs without a stop rule
+            del d["stop_metric"], d["stop_value"]
         return d
 
     @classmethod

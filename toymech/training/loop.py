@@ -15,6 +15,12 @@ A single model's step computes its logits with ``toymech.models.fast_forward`` w
 the model (the attention-only toys: same math and Parameters, no hook points); environment
 variable ``TOYMECH_FAST=0`` makes it call ``model(tokens)`` instead. Evaluation always does.
 
+What is logged (``toymech.training.evaluation``): ``eval_*`` on the task's held-out examples where
+it has a held-out split (then ``train_*`` on training examples beside them), else on a fixed
+batch drawn like the training data. A stop rule (``TrainConfig.stop_metric``/``stop_value``)
+ends a run at the first evaluation step that passes it; stacked seeds stop one by one (a
+stopped seed's parameters are held where they were while the others go on).
+
 Snapshots (``TrainConfig.snapshots``): at each snapshot step s (s optimizer updates done; 0 = the
 initial weights) the loop keeps a CPU copy of every parameter that trains at some point (frozen
 ones equal the final model's), each stacked model its own slice: ``TrainResult.snapshots``.
@@ -38,8 +44,9 @@ from ..devices import make_generator, rebalance, resolve_device
 from ..models import move, parameter_counts
 from ..models.fast import fast_forward
 from ..tasks.base import Task
-from . import checkpoints
 from .config import TrainConfig
+from .evaluation import LoggedEval, evaluate, passes  # noqa: F401 (evaluate: re-exported)
+from .resume import _resume, latest_checkpoint, save_training_checkpoint  # noqa: F401
 
 # A callback sees the model (in eval mode, under no_grad) at every evaluation step and returns
 # numbers to add to that step's history row.
@@ -55,6 +62,14 @@ class TrainResult:
     seconds: float
     # step -> {parameter name: CPU tensor} of the parameters that train (see the module docstring)
     snapshots: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
+    cpu_seconds: float = 0.0  # process CPU time of the loop, this model's share (core-seconds)
+    held_out: bool = False    # eval_* measured on held-out examples (see LoggedEval)
+
+    @property
+    def stop_step(self) -> int | None:
+        """The step at which the stop rule ended the run (None: it ran all its steps)."""
+        step = self.final.get("stop_step")
+        return None if step is None else int(step)
 
     @property
     def final(self) -> dict[str, float]:
@@ -109,15 +124,6 @@ def lr_factor(step: int, cfg: TrainConfig) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
-@torch.no_grad()
-def evaluate(model: torch.nn.Module, task: Task, batch) -> dict[str, float]:
-    was_training = model.training
-    model.eval()
-    out = task.metrics(model(batch.tokens), batch)
-    model.train(was_training)
-    return out
-
-
 class _Eager:
     """One model with its own parameters and optimizer: the plain PyTorch step.
 
@@ -142,6 +148,12 @@ class _Eager:
     def sync(self) -> None:
         pass
 
+    def hold(self, seed: int) -> None:
+        pass  # a single run ends when it stops
+
+    def restore(self) -> None:
+        pass
+
     @torch.no_grad()
     def snapshot(self) -> list[dict[str, torch.Tensor]]:
         return [{n: p.detach().to("cpu", copy=True) for n, p in self.named.items()}]
@@ -160,6 +172,7 @@ class _Stacked:
             p.requires_grad_(n in trainable)
         self.all_params = params
         self.params = list(self.named.values())
+        self.held: dict[int, dict[str, torch.Tensor]] = {}
 
         def forward(p, b, tokens):
             return functional_call(base, (p, b), (tokens,))
@@ -177,6 +190,18 @@ class _Stacked:
         scale = (self.cfg.grad_clip / (norms + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(scale.view(-1, *([1] * (g.ndim - 1))))
+
+    @torch.no_grad()
+    def hold(self, seed: int) -> None:
+        """Keep model ``seed``'s parameters where they are from now on (its run has stopped)."""
+        self.held[seed] = {n: p[seed].detach().clone() for n, p in self.named.items()}
+
+    @torch.no_grad()
+    def restore(self) -> None:
+        """Undo the last update of the held seeds (AdamW moves them even with a zero grad)."""
+        for seed, values in self.held.items():
+            for n, v in values.items():
+                self.named[n][seed].copy_(v)
 
     @torch.no_grad()
     def sync(self) -> None:
@@ -199,8 +224,10 @@ def train(model: torch.nn.Module, task: Task, cfg: TrainConfig, *,
     """Train ``model`` on fresh batches of ``task``; returns the model and its metrics history.
 
     History rows (every ``eval_every`` steps and at the end): ``step``, ``train_loss`` (mean
-    since the previous row), the task's metrics on a fixed held-out batch (``eval_*``), the
-    learning rate, and whatever the callbacks return.
+    since the previous row), the task's metrics (``eval_*``: on held-out examples where the task
+    has a held-out split, with ``train_*`` on training examples beside them; else on a fixed
+    batch drawn like the training data), the learning rate, whatever the callbacks return, and
+    ``stop_step`` in the row where the stop rule ended the run.
     """
     return _run([model], task, [cfg], device, [list(callbacks)], checkpoint_dir, resume_from,
                 progress, log)[0]
@@ -251,9 +278,8 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
     opt = _optimizer(run.params, cfg)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg))
     gens = [make_generator(seed_for(c.seed, "data"), dev) for c in cfgs]
-    # The held-out batch has its own stream so it is identical however training is resumed.
-    eval_batches = [task.sample(c.eval_size, make_generator(seed_for(c.seed, "train_eval"), dev))
-                    for c in cfgs]
+    # The logged batches have their own stream so they are identical however training resumes.
+    logged = [LoggedEval.for_run(task, c, dev) for c in cfgs]
     histories: list[list[dict[str, float]]] = [[] for _ in models]
     snapshots: list[dict[int, dict[str, torch.Tensor]]] = [{} for _ in models]
     snap_at = set(cfg.snapshot_steps)  # a set of ints: testing membership never syncs
@@ -265,14 +291,21 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
                                                     gens[0], dev)
     if start == 0 and 0 in snap_at:
         _record(snapshots, 0, run)
+    # the step at which each seed's stop rule fired (a run resumed from its stop stays stopped)
+    stopped: list[int | None] = [None] * n
+    if histories[0] and "stop_step" in histories[0][-1]:
+        stopped[0] = int(histories[0][-1]["stop_step"])
 
     # --- phase 3: the loop --------------------------------------------------------------
     window: list[torch.Tensor] = []  # losses kept on device: no host sync every step
-    t0 = time.perf_counter()
+    t0, c0, last_step = time.perf_counter(), time.process_time(), start
+    cpu_before = histories[0][-1].get("cpu_seconds", 0.0) if histories[0] else 0.0  # resumed
     bar = _progress(range(start, cfg.steps), cfg.steps, start, progress, task.name)
     for m in models:
         m.train()
     for step in bar:
+        if all(s is not None for s in stopped):
+            break
         losses = run.loss(task, [task.sample(cfg.batch_size, g) for g in gens])
         opt.zero_grad(set_to_none=True)
         losses.sum().backward()  # stacked models share no parameters: each gets its own grad
@@ -282,9 +315,10 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
         if cfg.grad_clip is not None:
             run.clip()
         opt.step()
+        run.restore()  # stacked seeds that have stopped keep their parameters
         sched.step()
         window.append(losses.detach())
-        done = step + 1
+        done = last_step = step + 1
         if done in snap_at:
             _record(snapshots, done, run)
         if done % cfg.eval_every == 0 or done == cfg.steps:
@@ -295,31 +329,43 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
             if dev.type == "cpu":
                 rebalance(log)  # another toymech process may have started: share the cores
             for s, m in enumerate(models):
+                if stopped[s] is not None:
+                    continue
                 row = {"step": done, "train_loss": mean[s], "lr": opt.param_groups[0]["lr"]}
-                row.update({f"eval_{k}": v for k, v in evaluate(m, task, eval_batches[s]).items()})
+                row.update(logged[s].row(m, task))
+                row["cpu_seconds"] = cpu_before + (time.process_time() - c0) / n
                 if callbacks[s]:
                     m.eval()
                     with torch.no_grad():
                         for cb in callbacks[s]:
                             row.update(cb(done, m))
                     m.train()
+                if passes(row, cfg):
+                    row["stop_step"], stopped[s] = done, done
+                    run.hold(s)
+                    if snap_at and done not in snap_at:  # the final weights, as a snapshot
+                        snapshots[s][done] = run.snapshot()[s]
                 histories[s].append(row)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{histories[0][-1]['eval_loss']:.3f}")
             if checkpoint_dir is not None and cfg.checkpoint_every and (
-                    done % cfg.checkpoint_every == 0 or done == cfg.steps):
+                    done % cfg.checkpoint_every == 0 or done == cfg.steps or stopped[0]):
                 save_training_checkpoint(Path(checkpoint_dir) / f"step_{done:07d}", models[0],
                                          task, cfg, opt, sched, gens[0], histories[0], done,
                                          snapshots=snapshots[0])
     run.sync()
     for m in models:
         m.eval()
-    seconds = (time.perf_counter() - t0) / n
+    seconds, cpu = (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
     if log and histories[0]:
         last = histories[0][-1]
-        log(f"[toymech] {task.name}: step {last['step']}, eval loss {last['eval_loss']:.4f}, "
-            f"{(cfg.steps - start) / max(seconds * n, 1e-9):.1f} steps/s")
-    return [TrainResult(m, h, trainable, frozen, seconds, snap)
+        stop = (f" (stopped: {cfg.stop_metric} {last[cfg.stop_metric]:.4f} passed "
+                f"{cfg.stop_value})" if "stop_step" in last else "")
+        log(f"[toymech] {task.name}: step {last['step']}{stop}, eval loss "
+            f"{last['eval_loss']:.4f}{' (held out)' if logged[0].held_out else ''}, "
+            f"{(last_step - start) / max(seconds * n, 1e-9):.1f} steps/s")
+    return [TrainResult(m, h, trainable, frozen, seconds, snap, cpu_before + cpu,
+                        logged[0].held_out)
             for m, h, snap in zip(models, histories, snapshots)]
 
 
@@ -337,44 +383,6 @@ def _check_finite(losses: list[float], step: int, cfg: TrainConfig) -> None:
             f"training diverged: train_loss={losses[bad[0]]:.4g} at step {step} (seed "
             f"{bad[0]} of the run; above {checkpoints.DIVERGED_LOSS:g} nats counts as diverged); "
             f"lr={cfg.lr} is likely too large (or init_range); nothing was stored")
-
-
-def _resume(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, dev):
-    state = checkpoints.load_train_state(Path(folder))
-    saved = checkpoints.read_meta(Path(folder))
-    for key, ours in (("model", model.toymech_config.to_dict()), ("train", cfg.to_dict()),
-                      ("task", task.to_dict())):
-        theirs = saved.get(key, {})
-        diff = [k for k in set(ours) | set(theirs)
-                if checkpoints.jsonable(ours.get(k)) != theirs.get(k)]
-        if diff:
-            k = sorted(diff)[0]
-            raise ValueError(f"resume_from={str(folder)!r} does not match this run: "
-                             f"{key}.{k} is {theirs.get(k)!r} there, {ours.get(k)!r} here")
-    weights = checkpoints.load_file_state(Path(folder))
-    checkpoints.load_state_checked(model, {k: v.to(dev) for k, v in weights.items()}, str(folder))
-    opt.load_state_dict(state["optimizer"])
-    sched.load_state_dict(state["scheduler"])
-    gen.set_state(state["generator"].to(gen.get_state().device))
-    return state["history"], int(state["step"]), dict(state.get("snapshots", {}))
-
-
-def save_training_checkpoint(folder: Path, model, task: Task, cfg: TrainConfig, opt, sched,
-                             data_gen: torch.Generator, history, step: int, *,
-                             snapshots: dict[int, dict[str, torch.Tensor]] | None = None) -> Path:
-    train_state = {"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                   "generator": data_gen.get_state().cpu(), "history": history, "step": step}
-    if snapshots:  # those taken so far, so that a resumed run ends with all of them
-        train_state["snapshots"] = snapshots
-    meta = {"task": task.to_dict(), "train": cfg.to_dict(), "step": step,
-            "metrics": history[-1] if history else {}}
-    return checkpoints.save_model(folder, model, meta, train_state)
-
-
-def latest_checkpoint(checkpoint_dir: str | Path) -> Path | None:
-    """The newest complete ``step_*`` folder (temporary folders are hidden and skipped)."""
-    folders = sorted(Path(checkpoint_dir).glob("step_*"))
-    return folders[-1] if folders else None
 
 
 def _progress(iterable, total: int, initial: int, progress: bool, desc: str):

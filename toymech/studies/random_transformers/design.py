@@ -232,6 +232,9 @@ EXPERIMENTS = {
     f"rt-{t}-{m}": Named(f"rt-{t}-{m}", f"random-transformers: {t}, {m}, widest width of the size",
                          _named(t, m), "random_transformers")
     for t in ALGORITHMIC for m in ("normal", "random")}
+# At default the named experiments are the calibrated recipes (recipes.py builds on this module).
+from .recipes import EXPERIMENTS as _CALIBRATED  # noqa: E402
+EXPERIMENTS.update(_CALIBRATED)
 
 
 def experiments(size: str, seeds) -> list[Experiment]:
