@@ -54,13 +54,14 @@ def _rt_like():
               "parentheses": 0.56}
     n = {f"chance.{t}": c for t, c in chance.items()}
     for t in rt.ALGORITHMIC:
+        n[f"acc.{t}.random.recipe"] = 1.0
         n.update({f"acc.{t}.normal.small": 1.0, f"acc.{t}.normal.large": 1.0,
                   f"acc.{t}.random.large": 1.0, f"acc.{t}.random.small": 0.6,
                   f"acc.{t}.E_token+U.large": 1.0, f"acc.{t}.U.large": 0.1,
                   f"acc.{t}.E_token+E_pos.large": 1.0})
     n.update({"acc.decimal_addition.E_token+U.large": 0.485,
               "acc.modular_addition.E_token+E_pos.large": 0.05,
-              "acc.decimal_addition.normal.small": 0.35, "acc.modular_addition.random.short": 1.0,
+              "acc.decimal_addition.normal.small": 0.35,
               "mem.bits.normal": 2.88, "mem.bits.random": 0.41, "lm.loss.normal": 1.5,
               "lm.loss.random": 2.2, "lm.chance": math.log(65), "conc.memorization.random": 0.8,
               "conc.memorization.normal": 0.5, "conc.char_lm.random": 0.7,

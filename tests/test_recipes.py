@@ -8,7 +8,7 @@ import torch
 from toymech import experiments
 from toymech.models import build_model
 from toymech.studies.random_transformers import calibration, recipes
-from toymech.studies.random_transformers.experiments import ALGORITHMIC, mode_of, plan
+from toymech.studies.random_transformers.design import ALGORITHMIC, mode_of, plan
 
 
 @pytest.mark.parametrize("task", ALGORITHMIC)

@@ -200,7 +200,7 @@ MODADD = tasks.get("modular_addition", p=13)
 
 
 def _gpt(task, width=16, seed=0):
-    from toymech.studies.random_transformers.experiments import model_config
+    from toymech.studies.random_transformers.design import model_config
     return build_model(model_config(task, width, seed))
 
 
@@ -325,3 +325,38 @@ def test_stacked_seeds_stop_one_by_one_like_single_runs():
         assert [r["step"] for r in one.history] == [r["step"] for r in many.history]
         for (n, p), (_, q) in zip(one.model.named_parameters(), many.model.named_parameters()):
             assert torch.allclose(p, q, atol=1e-4), n
+
+
+def test_precision_is_checked_and_bf16_only_where_the_hardware_has_it():
+    import pytest as _pytest
+    import torch as _torch
+
+    from toymech.training import TrainConfig as _TC
+    from toymech.training.precision import autocast, bf16_support
+    with _pytest.raises(ValueError, match="precision='fp16'"):
+        _TC(precision="fp16")
+    assert "precision" not in _TC().to_dict() and _TC(precision="bf16").to_dict()["precision"] == "bf16"
+    ok, why = bf16_support(_torch.device("cpu"))
+    assert isinstance(ok, bool) and why
+    if not ok:
+        with _pytest.raises(ValueError, match="precision='bf16' is not allowed"):
+            autocast("bf16", _torch.device("cpu"))
+    else:
+        with autocast("bf16", _torch.device("cpu")):
+            y = _torch.randn(4, 4) @ _torch.randn(4, 4)
+        assert y.dtype == _torch.bfloat16
+
+
+def test_bf16_autocast_forward_matches_fp32_within_tolerance():
+    """The autocast forward (what a bf16 run trains with) against the fp32 hooked forward."""
+    import torch as _torch
+
+    from toymech import experiments as _ex
+    from toymech.models import build_model as _build
+    exp = _ex.get("induction-2l", "smoke", 0)
+    model = _build(exp.model)
+    tokens = exp.task.sample(4, _torch.Generator().manual_seed(0)).tokens
+    ref = model(tokens)
+    with _torch.autocast("cpu", dtype=_torch.bfloat16):
+        low = model(tokens).float()
+    assert (low - ref).abs().max() < 0.05 * ref.abs().max() + 0.05

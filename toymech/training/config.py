@@ -64,6 +64,9 @@ class TrainConfig:
     # see ``toymech.training.evaluation``). None: run all ``steps``.
     stop_metric: str | None = None
     stop_value: float | None = None
+    # "fp32", or "bf16": the training step's forward under bf16 autocast (fp32 master weights,
+    # loss and optimizer; ``training.precision``), refused where the hardware lacks bf16.
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         for name in ("betas", "freeze", "train_from"):
@@ -108,6 +111,7 @@ class TrainConfig:
         self._check_stop()
 
     def _check_stop(self) -> None:
+        set_checked(self, precision=check_str("precision", self.precision, ("fp32", "bf16")))
         check((self.stop_metric is None) == (self.stop_value is None), "stop_value",
               self.stop_value, f"a number when stop_metric is set (stop_metric={self.stop_metric!r})"
               " and None when it is not: both or neither")
@@ -142,6 +146,8 @@ class TrainConfig:
             del d["snapshots"]  # so the zoo keys of runs without snapshots stay what they were
         if self.stop_metric is None:  # the same for runs without a stop rule
             del d["stop_metric"], d["stop_value"]
+        if self.precision == "fp32":  # and for fp32 runs
+            del d["precision"]
         return d
 
     @classmethod

@@ -45,6 +45,8 @@ from ..models import move, parameter_counts
 from ..models.fast import fast_forward
 from ..tasks.base import Task
 from .config import TrainConfig
+from .divergence import DIVERGED_LOSS, TrainingDiverged
+from .precision import autocast
 from .evaluation import LoggedEval, evaluate, passes  # noqa: F401 (evaluate: re-exported)
 from .resume import _resume, latest_checkpoint, save_training_checkpoint  # noqa: F401
 
@@ -140,7 +142,9 @@ class _Eager:
         self.forward = fast or model
 
     def loss(self, task: Task, batches) -> torch.Tensor:
-        return task.loss(self.forward(batches[0].tokens), batches[0])[None]
+        with autocast(self.cfg.precision, batches[0].tokens.device):
+            logits = self.forward(batches[0].tokens)
+        return task.loss(logits.float(), batches[0])[None]
 
     def clip(self) -> None:
         torch.nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip)
@@ -180,8 +184,9 @@ class _Stacked:
         self.forward = torch.vmap(forward)
 
     def loss(self, task: Task, batches) -> torch.Tensor:
-        logits = self.forward(self.all_params, self.buffers,
-                              torch.stack([b.tokens for b in batches]))
+        with autocast(self.cfg.precision, batches[0].tokens.device):
+            logits = self.forward(self.all_params, self.buffers,
+                                  torch.stack([b.tokens for b in batches])).float()
         return torch.stack([task.loss(logits[s], b) for s, b in enumerate(batches)])
 
     def clip(self) -> None:
@@ -377,11 +382,11 @@ def _record(snapshots: list[dict[int, dict[str, torch.Tensor]]], step: int, run)
 def _check_finite(losses: list[float], step: int, cfg: TrainConfig) -> None:
     # Non-finite, or far above chance (see training.divergence): the run has diverged.
     bad = [i for i, v in enumerate(losses)
-           if not math.isfinite(v) or v > checkpoints.DIVERGED_LOSS]
+           if not math.isfinite(v) or v > DIVERGED_LOSS]
     if bad:
-        raise checkpoints.TrainingDiverged(
+        raise TrainingDiverged(
             f"training diverged: train_loss={losses[bad[0]]:.4g} at step {step} (seed "
-            f"{bad[0]} of the run; above {checkpoints.DIVERGED_LOSS:g} nats counts as diverged); "
+            f"{bad[0]} of the run; above {DIVERGED_LOSS:g} nats counts as diverged); "
             f"lr={cfg.lr} is likely too large (or init_range); nothing was stored")
 
 

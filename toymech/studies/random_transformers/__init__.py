@@ -14,7 +14,8 @@ from ..trajectory import over_seeds
 from .claims import (CLAIMS, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PARAM,
                      PAPER_FROZEN_LSTM_NEEDLE, PAPER_LINEARISED_W512, SOURCE, numbers,
                      per_seed_numbers, scorecard)
-from .design import (ALGORITHMIC, EXPERIMENTS, FREEZE_MODES, PLANS, SIDE_TASKS, SIZES, Plan,
+from .recipes import EXPERIMENTS, RECIPES, calibrated, recipe
+from .design import (ALGORITHMIC, FREEZE_MODES, PLANS, SIDE_TASKS, SIZES, Plan,
                           Size, baseline_experiment, experiment, experiments, freeze_patterns,
                           mode_of, model_config, plan, seeds_of, size_spec, task_for,
                           train_config, validate)
@@ -36,7 +37,7 @@ TITLE = "Algorithmic capabilities of random transformers"
 __all__ = ["BASELINE_KINDS", "PAPER_FROZEN_LSTM_NEEDLE", "baseline_exp", "baseline_row",
            "circuit_experiments", "circuit_row", "experiments", "findings", "not_run", "measure_data", "measure_seed",
            "plan_seeds", "row_for", "untrained_runs", "DYNAMICS_METRICS", "dynamics_grid", "dynamics_table", "dynamics_metrics", "dynamics_patterns", "over_seeds", "probe_data",
-           "through_training", "ALGORITHMIC", "CLAIMS", "EXPERIMENTS", "FREEZE_MODES", "PAPER_ABLATIONS",
+           "through_training", "ALGORITHMIC", "CLAIMS", "EXPERIMENTS", "RECIPES", "calibrated", "recipe", "FREEZE_MODES", "PAPER_ABLATIONS",
            "PAPER_ACCURACY", "PAPER_BITS_PER_PARAM", "PAPER_LINEARISED_W512", "PLANS", "SIDE_TASKS", "SIZES", "SOURCE", "TITLE", "Plan",
            "Size", "ablation_grid", "ablation_summary", "ablation_table", "accuracy_table",
            "baseline_experiment", "baseline_grid", "baseline_table", "circuit_grid",

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ...training import default_cache_dir
-from .experiments import mode_of
+from .design import mode_of
 from .recipes import ANSWER_METRIC
 
 PREFIX = "rt-calibration"

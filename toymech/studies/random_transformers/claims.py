@@ -12,6 +12,8 @@ whole-sum accuracy, every digit right, with the per-digit accuracy under ``digit
                                     (``analysis.chance``: the share of balanced strings, 1/p,
                                     the needle's listed-value guess, a constant sum)
     acc.<task>.random.short         the plan's ``short_budget`` run (widest)
+    acc.<task>.random.recipe        the calibration sweep's random run at the recipe's width (the
+                                    best of its learning rates), where that sweep was run
     mem.bits.<mode>                 memorized bits per trainable parameter (median over widths)
     lm.loss.<mode>, lm.chance       language-modelling test loss; ln(vocabulary)
     conc.<task>.<mode>              mean top-k explained variance after layers 1..L
@@ -36,6 +38,7 @@ import pandas as pd
 
 from ..claims import Claim, Numbers, need, scorecard as _scorecard
 from .design import ALGORITHMIC, Plan
+from .recipes import recipe
 
 SOURCE = ('Z. Zhong, J. Andreas, "Algorithmic Capabilities of Random Transformers", NeurIPS 2024 '
           "(arXiv:2410.04368), its public reviews and rebuttal, and its code; see "
@@ -111,6 +114,11 @@ def numbers(measured: Mapping[str, Any]) -> dict[str, float]:
         if "chance" in df:
             for task, rows in df.groupby("task"):
                 out[f"chance.{task}"] = float(rows["chance"].median())
+    if (cal := _rows(measured.get("calibration"), seed)) is not None:
+        for task, rows in cal[cal["mode"] == "random"].groupby("task"):
+            at = rows[rows["width"] == recipe(task, "random").width]["held_out_acc"].dropna()
+            if len(at):
+                out[f"acc.{task}.random.recipe"] = float(at.max())
     if (s := _rows(measured.get("short"), seed)) is not None and len(s):
         for task, rows in s.groupby("task"):
             widest = rows[rows["width"] == rows["width"].max()]
@@ -186,6 +194,25 @@ def _solves(task: str) -> Claim:
                      "models fail says nothing about random ones")
 
 
+def _solves_recipe(task: str) -> Claim:
+    key = f"acc.{task}.random.recipe"
+
+    def holds(n: Numbers) -> bool | None:
+        ok = _solved(n, key, task)
+        return None if not ok and not _normal_solves(n, task) else ok
+
+    return Claim(f"random-solves-{task}-recipe", f"a random transformer solves {task} with its "
+                 "calibrated CPU recipe (width and steps of recipes.py; read from the "
+                 f"calibration sweep, toymech sweep grids/rt-calibration-random-{task}.yaml)",
+                 f"{PAPER}, Table 1", "100 % at width 1024 (~50k steps)",
+                 value=lambda n: 100 * n[key], holds=holds, unit="%",
+                 reference=lambda n: 100 * n[f"chance.{task}"],
+                 test=f"held-out accuracy of the recipe's run >= {SOLVED:.0%} and half way from "
+                      "chance to 1; decided where the normal model solves the task",
+                 why="as the table's claim; the recipe's width and steps are above what the "
+                     "laptop run trains")
+
+
 def _mode_gap(n: Numbers, task: str, mode: str) -> float:
     return n[f"acc.{task}.{mode}.large"] - n[f"acc.{task}.random.large"]
 
@@ -248,13 +275,7 @@ def _baseline_fails(kind: str, task: str, trained_on: str = "parentheses"):
 
 CLAIMS: tuple[Claim, ...] = (
     *(_solves(t) for t in ALGORITHMIC),
-    Claim("random-solves-modular_addition-short", "a random transformer solves modular "
-          "addition once a raised learning rate makes up for the short step budget (the plan's "
-          "short_budget)", f"{PAPER}, Table 1", "100 % at width 1024 (lr 1e-3, ~50k steps)",
-          value=lambda n: 100 * n["acc.modular_addition.random.short"],
-          holds=lambda n: _solved(n, "acc.modular_addition.random.short", "modular_addition"),
-          unit="%", reference=lambda n: 100 * n["chance.modular_addition"],
-          test=f"held-out accuracy >= {SOLVED:.0%}", why="as the claims above", ours=True),
+    *(_solves_recipe(t) for t in ALGORITHMIC),
     Claim("width-helps-random", "widening a random transformer raises its accuracy",
           f"{PAPER}, Table 1 (width 16, added in the rebuttal, vs width 1024)",
           "1.3-87.3 % at width 16 -> 100 % at width 1024",

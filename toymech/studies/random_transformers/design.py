@@ -71,6 +71,11 @@ class Plan:
     # (task, width, lr): random transformers trained with a learning rate raised to make up for
     # a step budget far below the paper's (its ~50k steps at lr 1e-3), over the sweep's seeds
     short_budget: tuple[tuple[str, int, float], ...] = ()
+    # With ``table_steps`` set, the table, the width sweep and the ablations train the calibrated
+    # recipes (``recipes.table_experiment``): the recipe's task instance, learning rate and
+    # batch, its stop rule, and at most ``table_steps`` steps (the normal model at its recipe
+    # width keeps the recipe's own budget); None: the study's plain schedule.
+    table_steps: int | None = None
 
 
 @dataclass(frozen=True)
@@ -120,10 +125,10 @@ SIZES: dict[str, Size] = {
                "circuit_imitation": dict(n_tokens=64, length=16)},
         steps=1000, side_steps=500, batch=128, eval_n=2048, probe_n=1024, train_eval_n=1024,
         evals_per_run=5, batch_factor={"modular_addition": 4, "memorization": 4}, snapshots=12,
-        plan=Plan(ALGORITHMIC, (16, 64), 1, False, ("parentheses",),
+        plan=Plan(ALGORITHMIC, (16, 64), 1, True, ("parentheses",),
                   ("E_token+U", "E_token+E_pos", "U"), ("parentheses",), (16, 32),
                   (8, 16), (4, 16, 64), 32, 32, ("parentheses", "needle", "decimal_addition"),
-                  16, (("modular_addition", 128, 1e-2),))),
+                  16, (), table_steps=1500)),
     "paper": Size(
         n_seeds=10, tasks={"modular_addition": dict(p=199),
                "needle": dict(max_pairs=30, n_keys=128, n_values=128),
@@ -219,22 +224,6 @@ def baseline_experiment(kind: str, task_name: str, width: int, size: str, seed: 
     return Experiment(task, cfg, train_config(size, "normal", seed, task_name, width, lr=lr,
                                               **train_overrides),
                       f"{task_name}-{kind}-w{width}-s{seed}")
-
-
-# --- named experiments: the four algorithmic tasks, normal and random, at the widest width ------
-def _named(task_name: str, mode: str):
-    def make(size: str, seed: int) -> Experiment:
-        return experiment(task_name, plan(size).widths[-1], mode, size, seed)
-    return make
-
-
-EXPERIMENTS = {
-    f"rt-{t}-{m}": Named(f"rt-{t}-{m}", f"random-transformers: {t}, {m}, widest width of the size",
-                         _named(t, m), "random_transformers")
-    for t in ALGORITHMIC for m in ("normal", "random")}
-# At default the named experiments are the calibrated recipes (recipes.py builds on this module).
-from .recipes import EXPERIMENTS as _CALIBRATED  # noqa: E402
-EXPERIMENTS.update(_CALIBRATED)
 
 
 def experiments(size: str, seeds) -> list[Experiment]:

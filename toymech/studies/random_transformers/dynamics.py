@@ -24,6 +24,7 @@ from ...tasks.base import Batch, Task
 from ...training import Zoo, evaluate
 from .design import Plan, experiment, size_spec
 from .measure import eval_sets, plan_seeds
+from .recipes import table_experiment
 from ..trajectory import Trajectory, flat_patterns, over_seeds, through_training_for
 
 # Task accuracy and loss against concentration: does the subspace concentrate before or after
@@ -132,7 +133,7 @@ def dynamics_grid(plan: Plan, size: str, zoo: Zoo, device: str | torch.device = 
               "normal": plan.widths[-1] if plan.normal_large else max(plan.sweep_widths)}
     out: dict[str, list[Trajectory]] = {}
     for mode, width in widths.items():
-        exps = [experiment(task_name, width, mode, size, s) for s in seeds]
+        exps = [table_experiment(task_name, width, mode, size, s) for s in seeds]
         entries = zoo.get_or_train_many(exps, device=device)
         data = probe_data(exps[0].task, size, seed, device, n_eval=n_eval,
                           n_probe=min(n_eval, size_spec(size).probe_n))

@@ -21,6 +21,7 @@ from ...training import Experiment, Zoo, ZooEntry, evaluate
 from .claims import PAPER_LINEARISED_W512
 from .design import (Plan, baseline_experiment, experiment, mode_of, plan, seeds_of,
                           size_spec, task_for)
+from .recipes import table_experiment
 
 
 def eval_sets(task: Task, size: str, seed: int, device: str | torch.device = "cpu", *,
@@ -80,15 +81,19 @@ def run(exp: Experiment, zoo: Zoo, size: str, device: str | torch.device = "cpu"
 
 def run_grid(task_names: Iterable[str], widths: Iterable[int], modes: Iterable[str],
              seeds: Iterable[int], size: str, zoo: Zoo, device: str | torch.device = "cpu",
-             log=None, stacked: bool | None = None, **train_overrides: Any) -> pd.DataFrame:
+             log=None, stacked: bool | None = None, maker=None, **train_overrides: Any
+             ) -> pd.DataFrame:
     """Every (task, width, mode, seed) combination, one row each (see ``run``).
 
     The grid runs as one sweep (``studies.grids.train_grid``: Ray workers or in-process, every
     run a zoo entry, a table under ``<zoo>/sweeps/``); the seeds of each setting train together
     as stacked seeds where that pays (``stacked`` forces it on or off). ``loaded`` says whether
-    a run was in the zoo before this call.
+    a run was in the zoo before this call. ``maker(task, width, mode, size, seed)`` builds each
+    run (default: ``design.experiment`` with ``train_overrides``; the plan's parts pass
+    ``recipes.table_experiment``).
     """
-    exps = [experiment(task_name, width, mode, size, seed, **train_overrides)
+    make = maker or (lambda t, w, m, z, s: experiment(t, w, m, z, s, **train_overrides))
+    exps = [make(task_name, width, mode, size, seed)
             for task_name in task_names for width in widths for mode in modes for seed in seeds]
     had = [zoo.has(e) for e in exps]
     result = train_grid(exps, zoo, device, stacked=stacked, log=log)
@@ -114,9 +119,10 @@ def run_table(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0, log=Non
     ``p.normal_large``) at the large width; seeds ``plan_seeds(size, seed, "table")``."""
     seeds = plan_seeds(size, seed, "table", n_seeds)
     small, large = p.widths
-    parts = [run_grid(p.table_tasks, [small], ["normal", "random"], seeds, size, zoo, device, log),
+    parts = [run_grid(p.table_tasks, [small], ["normal", "random"], seeds, size, zoo, device, log,
+                      maker=table_experiment),
              run_grid(p.table_tasks, [large], ["normal", "random"] if p.normal_large
-                      else ["random"], seeds, size, zoo, device, log)]
+                      else ["random"], seeds, size, zoo, device, log, maker=table_experiment)]
     return pd.concat(parts, ignore_index=True)
 
 
@@ -124,7 +130,8 @@ def ablation_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
                   n_seeds: int | None = None) -> pd.DataFrame:
     """The ablation modes at the large width on the plan's ablation tasks."""
     return run_grid(p.ablation_tasks, [p.widths[-1]], p.ablation_modes,
-                    plan_seeds(size, seed, "table", n_seeds), size, zoo, device)
+                    plan_seeds(size, seed, "table", n_seeds), size, zoo, device,
+                    maker=table_experiment)
 
 
 def sweep_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
@@ -133,11 +140,11 @@ def sweep_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
     for normal where the plan trains it), over every seed of the run."""
     seeds = plan_seeds(size, seed, "sweep", n_seeds)
     parts = [run_grid(p.sweep_tasks, p.sweep_widths, ["normal", "random"], seeds, size, zoo,
-                      device)]
+                      device, maker=table_experiment)]
     large = p.widths[-1]
     if large not in p.sweep_widths:
         parts.append(run_grid(p.sweep_tasks, [large], ["normal", "random"] if p.normal_large
-                              else ["random"], seeds, size, zoo, device))
+                              else ["random"], seeds, size, zoo, device, maker=table_experiment))
     return pd.concat(parts, ignore_index=True)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from ...core import check, check_size
 from ...training import Experiment, Named
-from .experiments import ALGORITHMIC, experiment, plan
+from .design import ALGORITHMIC, experiment, plan
 
 # The metric that says a task is solved: the whole answer on held-out examples (all digits of
 # a decimal sum; the paper's single query of the needle).
@@ -119,3 +119,20 @@ EXPERIMENTS = {
                          "calibrated recipe (docs/calibration.md), else the plan's widest width",
                          _named(t, m), "random_transformers")
     for t in ALGORITHMIC for m in ("normal", "random")}
+
+
+def table_experiment(task_name: str, width: int, mode: str, size: str, seed: int
+                     ) -> Experiment:
+    """A run of the study's table, width sweep or ablations (``mode``: a freezing mode). With the
+    size's ``plan.table_steps`` set (``default``): the calibrated recipe of the task (the random
+    one for every mode but ``normal``) at ``width``, capped at ``table_steps`` steps, except the
+    normal model at its recipe width, which keeps the recipe's own budget. Else the study's plain
+    schedule (``design.experiment``)."""
+    p = plan(size)
+    if p.table_steps is None or task_name not in ALGORITHMIC:
+        return experiment(task_name, width, mode, size, seed)
+    base = "normal" if mode == "normal" else "random"
+    r = recipe(task_name, base)
+    steps = r.steps if (base == "normal" and width == r.width) else min(r.steps, p.table_steps)
+    return calibrated(task_name, base, size, seed, width=width,
+                      freeze_mode=None if mode == base else mode, steps=steps)
