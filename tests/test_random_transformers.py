@@ -264,7 +264,7 @@ def test_every_plan_builds_valid_experiments(size):
         exp = rt.experiment(task, width, "random", size, lr=lr)
         assert exp.train.lr == lr != rt.experiment(task, width, "random", size).train.lr
     if size == "default":  # the sweep over the size's seeds, the table over the first
-        assert rt.SIZES[size].n_seeds >= 3 and p.table_n_seeds >= 1 and p.short_budget
+        assert rt.SIZES[size].n_seeds >= 3 and p.table_n_seeds >= 1 and p.table_steps
     if size == "paper":
         exp = rt.experiment("modular_addition", 1024, "random", "paper")
         assert (exp.task.p, exp.train.steps, exp.train.warmup_steps) == (199, 50_000, 500)

@@ -198,7 +198,7 @@ def rt():
 
 def test_random_transformer_metrics_keys_and_training(rt):
     _, model, after = rt
-    before, late = before_after(rdyn, rt, {"test_loss", "test_acc"} | EV_KEYS, 0.1)
+    before, late = before_after(rdyn, rt, {"test_loss", "test_acc", "train_loss", "train_acc"} | EV_KEYS, 0.1)
     assert late["test_acc"] > before["test_acc"]
     # random mode: the frozen layers are untouched, only the embeddings moved
     assert torch.equal(after.blocks[0].attn.W_Q, model.blocks[0].attn.W_Q)
@@ -207,9 +207,11 @@ def test_random_transformer_metrics_keys_and_training(rt):
 
 def test_random_transformer_concentration_known_cases(rt):
     data, model, _ = rt
-    # width 8 <= k = 10: the top 10 directions hold all the variance
+    # k is an eighth of the width (at least 2): a share of the directions, not a fixed 10
+    from toymech.studies.random_transformers import top_k
+    assert (top_k(8), top_k(64), top_k(1024)) == (2, 8, 128)
     narrow = build_model(rt_experiment("parentheses", 8, "random", "smoke", 0).model)
-    assert all(v == pytest.approx(1.0) for k, v in rdyn.dynamics_metrics(narrow, data).items()
+    assert all(0 < v <= 1 + 1e-6 for k, v in rdyn.dynamics_metrics(narrow, data).items()
                if k.startswith("ev_"))
     # embeddings on one line (every token a multiple of one vector, no positions): EV_1 = 1
     assert rdyn.dynamics_metrics(model, data)["ev_principal_embedding"] < 0.999

@@ -14,7 +14,7 @@ from ..trajectory import over_seeds
 from .claims import (CLAIMS, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PARAM,
                      PAPER_FROZEN_LSTM_NEEDLE, PAPER_LINEARISED_W512, SOURCE, numbers,
                      per_seed_numbers, scorecard)
-from .recipes import EXPERIMENTS, RECIPES, calibrated, recipe
+from .recipes import EXPERIMENTS, RECIPES, calibrated, recipe, recipe_table, table_experiment
 from .design import (ALGORITHMIC, FREEZE_MODES, PLANS, SIDE_TASKS, SIZES, Plan,
                           Size, baseline_experiment, experiment, experiments, freeze_patterns,
                           mode_of, model_config, plan, seeds_of, size_spec, task_for,
@@ -23,7 +23,8 @@ from .measure import (BASELINE_KINDS, ablation_grid, baseline_exp, baseline_grid
                       circuit_experiments, circuit_grid, circuit_row, concentration_grid,
                       concentration_rows, eval_sets, evaluate_sets, load, needle_example,
                       plan_seeds, row_for, run, run_grid, run_table, short_budget_grid,
-                      summarize, sweep_grid)
+                      summarize, sweep_grid, top_k)
+from . import calibration, causal
 from .seeds import findings, measure_data, measure_seed, untrained_runs
 from ..findings import not_run
 from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_table,
@@ -36,8 +37,8 @@ TITLE = "Algorithmic capabilities of random transformers"
 
 __all__ = ["BASELINE_KINDS", "PAPER_FROZEN_LSTM_NEEDLE", "baseline_exp", "baseline_row",
            "circuit_experiments", "circuit_row", "experiments", "findings", "not_run", "measure_data", "measure_seed",
-           "plan_seeds", "row_for", "untrained_runs", "DYNAMICS_METRICS", "dynamics_grid", "dynamics_table", "dynamics_metrics", "dynamics_patterns", "over_seeds", "probe_data",
-           "through_training", "ALGORITHMIC", "CLAIMS", "EXPERIMENTS", "RECIPES", "calibrated", "recipe", "FREEZE_MODES", "PAPER_ABLATIONS",
+           "plan_seeds", "row_for", "top_k", "calibration", "causal", "untrained_runs", "DYNAMICS_METRICS", "dynamics_grid", "dynamics_table", "dynamics_metrics", "dynamics_patterns", "over_seeds", "probe_data",
+           "through_training", "ALGORITHMIC", "CLAIMS", "EXPERIMENTS", "RECIPES", "calibrated", "recipe", "recipe_table", "table_experiment", "FREEZE_MODES", "PAPER_ABLATIONS",
            "PAPER_ACCURACY", "PAPER_BITS_PER_PARAM", "PAPER_LINEARISED_W512", "PLANS", "SIDE_TASKS", "SIZES", "SOURCE", "TITLE", "Plan",
            "Size", "ablation_grid", "ablation_summary", "ablation_table", "accuracy_table",
            "baseline_experiment", "baseline_grid", "baseline_table", "circuit_grid",

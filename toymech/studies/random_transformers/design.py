@@ -110,7 +110,7 @@ class Size(StudySize):
 SIZES: dict[str, Size] = {
     "smoke": Size(
         n_seeds=2, tasks={"modular_addition": dict(p=11), "needle": dict(max_pairs=3, n_keys=8, n_values=8),
-               "decimal_addition": dict(n_digits=2), "parentheses": dict(max_len=8),
+               "decimal_addition": dict(n_digits=2), "parentheses": dict(max_len=10),
                "memorization": dict(n_keys=8, n_values=8), "char_lm": dict(length=16),
                "circuit_imitation": dict(n_tokens=16, length=8, target_width=8)},
         steps=20, side_steps=20, batch=32, eval_n=256, probe_n=256, train_eval_n=256,

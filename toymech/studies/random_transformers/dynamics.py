@@ -23,7 +23,7 @@ from ...devices import make_generator
 from ...tasks.base import Batch, Task
 from ...training import Zoo, evaluate
 from .design import Plan, experiment, size_spec
-from .measure import eval_sets, plan_seeds
+from .measure import eval_sets, plan_seeds, top_k
 from .recipes import table_experiment
 from ..trajectory import Trajectory, flat_patterns, over_seeds, through_training_for
 
@@ -31,7 +31,6 @@ from ..trajectory import Trajectory, flat_patterns, over_seeds, through_training
 # the task is solved?
 DYNAMICS_METRICS = ("test_acc", "test_loss", "ev_principal_mean")
 WINDOW = 64  # most positions shown by ``dynamics_patterns``
-TOP_K = 10  # EV_k of the paper's Table 4 (the top-k principal directions)
 
 
 @dataclass(frozen=True)
@@ -89,11 +88,11 @@ def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, flo
     ``{set}_{metric}``   the task's metrics on each evaluation set (``training.evaluate``, as
         ``measure.run``): always ``test_loss`` and ``test_acc``; task-specific extras such as
         ``test_kl`` (circuit imitation) or ``all_memorized_bits`` (memorization);
-    ``ev_{basis}_{layer}``  EV_10 of the hidden states (every position of the probe sequences)
+    ``ev_{basis}_{layer}``  EV_k (k = ``measure.top_k``, an eighth of the width) of the hidden states (every position of the probe sequences)
         after the embedding (``embedding``) and after each layer (``layer1``, ...), in the
         principal and the neuron basis (``analysis.subspace.concentration``): the share of
-        variance in the top 10 directions, 1.0 when d_model <= 10;
-    ``ev_principal_mean``   EV_10 in the principal basis averaged over the layers after the
+        variance in the top k directions;
+    ``ev_principal_mean``   EV_k in the principal basis averaged over the layers after the
         embedding (what ``tables.concentration_gap`` compares).
     """
     out = {}
@@ -101,7 +100,7 @@ def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, flo
         batch = batch.to(model.cfg.device)
         out.update({f"{name}_{k}": float(v)
                     for k, v in evaluate(model, data.task, batch).items()})
-    ev = concentration(model, data.probe_tokens.to(model.cfg.device), TOP_K)
+    ev = concentration(model, data.probe_tokens.to(model.cfg.device), top_k(model.cfg.d_model))
     for (layer, basis), value in ev.items():
         out[f"ev_{basis}_{_layer_key(layer)}"] = value
     after = [v for (layer, basis), v in ev.items() if basis == "principal" and layer != "embedding"]

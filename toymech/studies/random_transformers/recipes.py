@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
 from ...core import check, check_size
 from ...training import Experiment, Named
 from .design import ALGORITHMIC, experiment, plan
@@ -136,3 +138,13 @@ def table_experiment(task_name: str, width: int, mode: str, size: str, seed: int
     steps = r.steps if (base == "normal" and width == r.width) else min(r.steps, p.table_steps)
     return calibrated(task_name, base, size, seed, width=width,
                       freeze_mode=None if mode == base else mode, steps=steps)
+
+
+def recipe_table() -> pd.DataFrame:
+    """The calibrated recipes, one row per (task, mode): width, learning rate, batch, the step
+    budget and the stop rule, the task's changes and the token-embedding init."""
+    rows = [{"task": t, "mode": m, "width": r.width, "lr": r.lr, "batch": r.batch,
+             "steps (at most)": r.steps, "stops at": f"{ANSWER_METRIC[t]} >= {r.stop_value}",
+             "task changes": r.task or "", "token embedding std": r.embed_std or 0.02}
+            for (t, m), r in RECIPES.items()]
+    return pd.DataFrame(rows).set_index(["task", "mode"])

@@ -145,7 +145,7 @@ def concentration_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def concentration_gap(rows: pd.DataFrame) -> pd.DataFrame:
-    """EV_10 after the layers (principal basis, mean over layers) per task and mode, and
+    """EV_k (k: ``measure.top_k``) after the layers (principal basis, mean over layers) per task and mode, and
     random minus normal."""
     c = rows[(rows["basis"] == "principal") & (rows["layer"] != "embedding")]
     c = c.pivot_table(index="task", columns="mode", values="ev")
