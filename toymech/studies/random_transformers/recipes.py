@@ -75,9 +75,9 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     ("needle", "normal"): Recipe(64, 3e-3, 3000, 128, 100, embed_std=EMBED_STD),
     ("needle", "random"): Recipe(128, 3e-3, 4000, 128, 100, embed_std=EMBED_STD),
     ("decimal_addition", "normal"): Recipe(64, 1e-3, 3000, 128, 100),
-    ("decimal_addition", "random"): Recipe(256, 3e-3, 4000, 128, 100),
+    ("decimal_addition", "random"): Recipe(256, 1e-3, 4000, 128, 100),
     ("parentheses", "normal"): Recipe(64, 1e-3, 3000, 128, 100),
-    ("parentheses", "random"): Recipe(64, 3e-3, 3000, 128, 100),
+    ("parentheses", "random"): Recipe(64, 1e-3, 3000, 128, 100),
 }
 
 
