@@ -253,6 +253,8 @@ STUDY_CASES = {
     "birth sweep_steps 0": (lambda: _study("birth").validate("smoke", 0, "cpu", sweep_steps=0), "sweep_steps=0"),
     "birth also unknown run": (lambda: _study("birth").validate("smoke", 0, "cpu", also=("tied", "no")), "also[1]='no'"),
     "birth also a string": (lambda: _study("birth").validate("smoke", 0, "cpu", also="tied"), "also='tied'"),
+    "induction also a string": (lambda: _study("induction").validate("smoke", 0, "cpu", also="twins"), "also='twins'"),
+    "random transformers also a name": (lambda: _study("random_transformers").validate("smoke", 0, "cpu", also=["twins"]), "also[0]='twins'"),
     "birth cache_dir under a file": (lambda: _study("birth").validate("smoke", 0, "cpu", cache_dir=OK_NB + "/zoo"), "cache_dir="),
     "random_transformers threads 0": (lambda: _study("random_transformers").validate("smoke", 0, "cpu", threads=0), "threads=0"),
     "random_transformers seed '1'": (lambda: _study("random_transformers").validate("smoke", "1", "cpu"), "seed='1'"),

@@ -231,3 +231,50 @@ def test_seeds_reach_the_notebooks_own_parameter():
     assert _with_seeds(Path("a.ipynb"), common, {"seed": "0"}, None) == common
     with pytest.raises(ValueError, match=r"does not define parameter\(s\) n_seeds or seeds"):
         _with_seeds(Path("a.ipynb"), common, {"seed": "0"}, 5)
+
+
+def test_first_run_estimates_from_the_shipped_cost_table(tmp_path):
+    from toymech.report.progress import shipped_costs
+
+    shipped = shipped_costs()
+    notebooks = sorted(p.stem for p in (Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
+    assert set(shipped) == set(notebooks)  # one measured row per shipped notebook
+    for stem in notebooks:
+        row = CostTable(tmp_path).get(stem, CostTable.key("default", None))  # an empty folder
+        assert row is not None and row["shipped"] and row["total_s"] > 0
+        assert all(c is None or c >= 0 for c in row["cells"])
+    table = CostTable(tmp_path)
+    table.record(notebooks[0], "size=default", [1.0, 2.0], 3.0)  # a run of its own wins
+    assert table.get(notebooks[0], "size=default") == {"cells": [1.0, 2.0], "total_s": 3.0}
+    # the notebook changed since (another cell count): the total less the time elapsed
+    assert estimate_left({"cells": [1.0, 2.0], "total_s": 30.0}, 0, 5, 0.0, elapsed_s=12.0) == 18.0
+    assert estimate_left({"cells": [1.0, 2.0], "total_s": 30.0}, 0, 5, 0.0, elapsed_s=40.0) == 0.0
+
+
+def test_progress_names_the_section_of_the_running_cell(tmp_path):
+    """papermill injects a parameters cell: the section shown is still the running cell's."""
+    nb = new_notebook(cells=[
+        new_markdown_cell("# Title"),
+        new_code_cell('size = "smoke"\ndevice = "cpu"\nseed = 0', metadata={"tags": ["parameters"]}),
+        new_markdown_cell("## First part"), new_code_cell("x = 1"),
+        new_markdown_cell("## Second part"), new_code_cell("y = 2")])
+    path = tmp_path / "sections.ipynb"
+    nbformat.write(nb, path)
+    seen = []
+
+    class Recorder:
+        def start(self, index, previous): pass
+        def cell(self, index, cell_index, n_cells, section): seen.append((cell_index, n_cells, section))
+        def done(self, index, text): pass
+
+    [entry] = build_reports([path], out_dir=tmp_path / "out", size="smoke", device="cpu", seed=0,
+                            progress=Recorder())
+    assert entry.status == "ok", entry
+    executed = nbformat.read(tmp_path / "out" / "executed" / "sections.ipynb", as_version=4).cells
+    for cell_index, n_cells, section in seen:
+        assert n_cells == len(executed) == 7  # the injected cell counted
+        if "x = 1" in executed[cell_index].source:
+            assert section == "First part"
+        if "y = 2" in executed[cell_index].source:
+            assert section == "Second part"
+    assert {s for _, _, s in seen} >= {"First part", "Second part"}

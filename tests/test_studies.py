@@ -117,3 +117,13 @@ def test_template_notebook_runs_at_smoke(tmp_path):
                         parameters=dict(size="smoke", device="cpu", cache_dir=str(tmp_path / "z"),
                                         threads=1), progress_bar=False)
     assert "Pipeline check" in out.read_text()
+
+
+@pytest.mark.parametrize("name", ["induction", "birth", "random_transformers"])
+def test_one_switch_turns_every_optional_comparison_on(name):
+    study = importlib.import_module(f"toymech.studies.{name}")
+    assert study.optional_runs("all") == tuple(study.OPTIONAL_RUNS)
+    assert study.optional_runs(()) == ()
+    study.validate("smoke", 0, "cpu", also="all")  # accepted by every notebook's study
+    for option in study.OPTIONAL_RUNS:
+        assert study.optional_runs([option]) == (option,)

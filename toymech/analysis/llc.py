@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
@@ -41,6 +42,7 @@ import pandas as pd
 import torch
 
 from ..core import check, check_float, check_int
+from ..models.fast import fast_forward
 from ..tasks.base import Batch, masked_cross_entropy
 from .dynamics import transition_step
 
@@ -268,8 +270,6 @@ _forwards: dict[int, Callable] = {}
 
 
 def _fast(model: torch.nn.Module):
-    import os
-    from ..models.fast import fast_forward
     return fast_forward(model) if os.environ.get("TOYMECH_FAST", "1") == "1" else None
 
 

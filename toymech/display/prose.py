@@ -17,6 +17,9 @@ import math
 import string
 from typing import Any
 
+from ..core import jsonable
+from ..training import zoo_stats
+
 # The mimetype of ``facts`` outputs; toymech.report reads it and never shows it.
 FACTS_MIME = "application/vnd.toymech.facts+json"
 
@@ -79,12 +82,8 @@ def note(template: str, **values: Any) -> Note:
 
 
 def _zoo_stats() -> dict | None:
-    """``toymech.training.zoo_stats()`` where this toymech has it (models trained / loaded by this
-    process), else None: the report then says "not recorded"."""
-    try:
-        from toymech.training import zoo_stats
-    except ImportError:
-        return None
+    """``toymech.training.zoo_stats()`` (models trained / loaded by this process), or None: the
+    report then says "not recorded"."""
     stats = zoo_stats()
     return dict(stats) if stats is not None else None
 
@@ -109,7 +108,6 @@ def facts(zoo: bool = True, **values: Any) -> Facts:
     JSON (a ``torch.device`` becomes ``"cpu"``). With ``zoo`` (the default), the zoo's counts of
     models trained and loaded by this kernel are added under ``"zoo"`` where toymech records them.
     Several ``facts`` outputs merge, the later ones winning."""
-    from toymech.core import jsonable
 
     for name in values:
         if not name.isidentifier():

@@ -41,6 +41,7 @@ from transformer_lens import HookedTransformer, HookedTransformerConfig
 from transformer_lens.components import Attention
 from transformer_lens.hook_points import HookPoint
 
+from .baselines import build_baseline
 from .config import VARIANTS, BaselineConfig, ModelConfig
 
 def to_hooked_config(cfg: ModelConfig, device: str | torch.device = "cpu") -> HookedTransformerConfig:
@@ -144,7 +145,6 @@ def build_model(cfg: ModelConfig | BaselineConfig, device: str | torch.device = 
     The model carries its config as ``model.toymech_config`` so checkpoints can save it.
     """
     if isinstance(cfg, BaselineConfig):
-        from .baselines import build_baseline
         model = build_baseline(cfg)
         model.toymech_config = cfg
         return model.to(device)

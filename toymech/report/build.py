@@ -14,6 +14,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..core import check_bool, check_int, check_path_writable_dir, check_seed, check_size
+from ..devices import choose_threads, resolve_device
+from ..display import duration_text
 from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
 from .progress import ENGINE, CostTable, section_at
 from .reader import bare_figures, cell_durations, facts_of, prepare, time_table, title_of
@@ -28,8 +31,6 @@ _NOT_IN_HEADER = ("size", "device", "seed", *SEEDS_PARAMETERS, "cache_dir")  # c
 
 
 def _check_arguments(notebooks, size, device, seed, seeds, extra_parameters) -> list[Path]:
-    from ..core import check_int, check_path_writable_dir, check_seed, check_size
-    from ..devices import resolve_device
 
     check_size(size)
     resolve_device(device)  # the one device validator: a known name, and available here
@@ -136,7 +137,6 @@ def _seeds_text(facts: dict, given: Any) -> str:
 
 
 def _zoo_text(facts: dict) -> str:
-    from ..display import duration_text
 
     zoo = facts.get("zoo")
     if not isinstance(zoo, dict):
@@ -151,7 +151,6 @@ def _render_html(nb, run: dict, code: bool = False) -> str:
     """The page of one executed notebook (``run``: the facts the template shows)."""
     from nbconvert import HTMLExporter
 
-    from ..display import duration_text
 
     card = run.get("scorecard")
     page_nb, info = prepare(nb, code=code, scorecard=card)
@@ -221,8 +220,6 @@ def build_reports(
     import nbformat
     import papermill
 
-    from ..core import check_bool, check_int, check_path_writable_dir
-    from ..devices import resolve_device
 
     jobs = check_int("jobs", jobs, 1, 256)
     code = check_bool("code", code)
@@ -253,15 +250,15 @@ def build_reports(
         date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         failure = None
         executed.unlink(missing_ok=True)  # never report a previous run's output as this one's
-        holder: dict = {}
 
-        def on_cell(cell_index: int, n_cells: int) -> None:
-            if progress is not None and "cells" in holder:
-                progress.cell(index, cell_index, n_cells, section_at(holder["cells"], cell_index))
+        def on_cell(cell_index: int, cells) -> None:
+            # ``cells``: the executed notebook's (with papermill's injected-parameters cell), the
+            # ones ``cell_index`` counts
+            if progress is not None:
+                progress.cell(index, cell_index, len(cells), section_at(cells, cell_index))
 
         start = time.perf_counter()
         try:
-            holder["cells"] = nbformat.read(str(path), as_version=4).cells
             papermill.execute_notebook(
                 str(path), str(executed), parameters=per_notebook[path], kernel_name=kernel_name,
                 # In parallel the kernels start in this process's folder instead: papermill's
@@ -351,7 +348,6 @@ def _kernel_threads(jobs: int):
     oversubscribed torch threads slow everyone down many times over. The share stays automatic
     (``TOYMECH_THREADS_AUTO``): a kernel whose siblings have finished takes the cores they
     left (``devices.rebalance``). A user's own setting of either variable wins."""
-    from ..devices import choose_threads
 
     if "OMP_NUM_THREADS" in os.environ or "TOYMECH_THREADS" in os.environ:
         yield

@@ -13,6 +13,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Sequence
 
+from plotly.offline import get_plotlyjs
+
+from ..display import _circuitsvis_bundle_script
+
 from .scorecards import scorecard_counts, scorecard_table_html, verdict_counts, verdict_class
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -115,9 +119,6 @@ _LOAD_PATTERNS = [
 
 
 def _bundle_sources() -> list[str]:
-    from plotly.offline import get_plotlyjs
-
-    from ..display import _circuitsvis_bundle_script
 
     bundle = _circuitsvis_bundle_script()
     return [get_plotlyjs(), bundle[bundle.index(">") + 1 : bundle.rindex("</script>")]]

@@ -1,9 +1,13 @@
 """Live progress of ``toymech report``, and the cost table its estimates come from.
 
 * ``ENGINE``: a papermill engine (nbclient's, unchanged) that also calls ``on_cell(cell_index,
-  n_cells)`` as each cell starts, so the caller knows where every kernel is.
+  cells)`` as each cell starts, with the cells being executed (papermill's injected-parameters
+  cell included, so the index and the cells agree), so the caller knows where every kernel is.
 * ``CostTable``: ``costs.json`` beside the reports, the per-cell seconds of the last successful
-  run of each notebook at each size (and seed count). The next run estimates from it.
+  run of each notebook at each size (and seed count). The next run estimates from it; before
+  any run of its own, from the cost table shipped in the package (``toymech/data/
+  report_costs.json``: the `default` run measured on a 2-core CPU with an empty zoo, the
+  figures of ``benchmarks/README.md``).
 * ``LiveProgress``: one line per notebook (the cell it is at out of how many, its section, the
   time elapsed and the estimate left). On a terminal the lines are redrawn in place every second;
   elsewhere (CI logs, pipes) a line is printed when a notebook starts, enters a new section and
@@ -12,6 +16,7 @@
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import os
 import sys
@@ -26,6 +31,7 @@ from ..display import duration_text
 from .reader import SETUP_SECTION, heading
 
 ENGINE = "toymech-progress"
+SHIPPED_COSTS = "report_costs.json"  # in toymech.data
 
 
 class _ProgressEngine(NBClientEngine):
@@ -39,7 +45,7 @@ class _ProgressEngine(NBClientEngine):
             def cell_start(cell, cell_index=None, **kw):
                 started(cell, cell_index, **kw)
                 try:
-                    toymech_on_cell(cell_index, len(nb_man.nb.cells))
+                    toymech_on_cell(cell_index, nb_man.nb.cells)
                 except Exception:  # noqa: BLE001  (a display problem must not stop the notebook)
                     pass
 
@@ -78,9 +84,13 @@ class CostTable:
             return {}
 
     def get(self, stem: str, key: str) -> dict | None:
+        """This folder's last run of ``stem`` at ``key``; else the shipped measurement (its row
+        carries ``"shipped": True``); else None."""
         row = self._read().get(stem, {}).get(key)
-        ok = isinstance(row, dict) and isinstance(row.get("cells"), list)
-        return row if ok else None
+        if _valid(row):
+            return row
+        row = shipped_costs().get(stem, {}).get(key)
+        return {**row, "shipped": True} if _valid(row) else None
 
     def record(self, stem: str, key: str, cells: Sequence[float | None], total_s: float) -> None:
         with self._lock:  # notebooks finish in parallel threads
@@ -92,11 +102,30 @@ class CostTable:
             os.replace(tmp, self.path)
 
 
-def estimate_left(previous: dict | None, cell_index: int, n_cells: int, in_cell_s: float) -> float | None:
+def _valid(row) -> bool:
+    return (isinstance(row, dict) and isinstance(row.get("cells"), list)
+            and isinstance(row.get("total_s"), (int, float)))
+
+
+def shipped_costs() -> dict:
+    """The cost table shipped with the package ({} when it is missing or unreadable)."""
+    try:
+        text = (importlib.resources.files("toymech.data") / SHIPPED_COSTS).read_text(encoding="utf-8")
+        data = json.loads(text)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def estimate_left(previous: dict | None, cell_index: int, n_cells: int, in_cell_s: float,
+                  elapsed_s: float | None = None) -> float | None:
     """Seconds left by the last run's cell times: the cells after this one, plus what is left of
-    this one. None without a previous run of the same shape (another cell count)."""
-    if not previous or len(previous["cells"]) != n_cells:
+    this one. With another cell count (the notebook changed since), the last run's total less
+    ``elapsed_s`` when given. None without a previous run."""
+    if not previous:
         return None
+    if len(previous["cells"]) != n_cells:
+        return None if elapsed_s is None else max(0.0, previous["total_s"] - elapsed_s)
     cells = [c or 0.0 for c in previous["cells"]]
     return sum(cells[cell_index + 1:]) + max(0.0, cells[cell_index] - in_cell_s)
 
@@ -139,7 +168,9 @@ class LiveProgress:
             row.state, row.start, row.previous = "running", self.clock(), previous
             row.cell_start = row.start
             if not self.live:
-                est = f", last run at this size {duration_text(previous['total_s'])}" if previous else ""
+                est = "" if not previous else (
+                    f", {'measured on a 2-core CPU' if previous.get('shipped') else 'last run at this size'} "
+                    f"{duration_text(previous['total_s'])}")
                 self._print(f"[{index + 1}/{len(self.rows)}] {row.name}: started{est}")
             self._redraw()
         if self.live and self._ticker is None:
@@ -176,7 +207,7 @@ class LiveProgress:
             return f"{head}: waiting"
         if row.state == "done":
             return row.final
-        left = estimate_left(row.previous, row.cell, row.n_cells, now - row.cell_start)
+        left = estimate_left(row.previous, row.cell, row.n_cells, now - row.cell_start, now - row.start)
         est = (f"about {duration_text(left)} left" if left is not None else
                "no estimate (no earlier run at this size)")
         at = f"cell {row.cell + 1}/{row.n_cells}" if row.n_cells else "starting the kernel"

@@ -32,10 +32,16 @@ def validate_run(size: str, seed: int, device: str | torch.device = "auto",
     return dev
 
 
+ALL = "all"  # every option (``also="all"``: the one switch for every optional comparison)
+
+
 def check_options(name: str, values, allowed) -> tuple[str, ...]:
-    """A list of option names, each one of ``allowed`` (e.g. a notebook's ``also``)."""
+    """A list of option names, each one of ``allowed`` (e.g. a notebook's ``also``), or
+    ``"all"``: every one of ``allowed`` (a study with none gives ())."""
+    if values == ALL:
+        return tuple(allowed)
     check(isinstance(values, (list, tuple)), name, values,
-          f"a list of names among {', '.join(allowed) or '(none)'}")
+          f"\"{ALL}\" or a list of names among {', '.join(allowed) or '(none)'}")
     for i, v in enumerate(values):
         check(isinstance(v, str) and v in allowed, f"{name}[{i}]", v,
               f"one of {', '.join(allowed) or '(none)'}")

@@ -18,6 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..analysis import dynamics
+from ..analysis import attention_patterns
 from ..analysis.heads import head_labels
 from ..core import check
 from ..plots.scrubber import scrubber
@@ -90,7 +91,6 @@ def trajectory(entry: Any, name: str, metrics_fn: Callable[[Any, Any], Mapping[s
 def flat_patterns(model: Any, task: Any, tokens: Any) -> tuple[np.ndarray, list[str], list[str]]:
     """Every head's attention on one sequence ``tokens`` [T]: (float32 [n_layers * n_heads, T,
     T] (query, key), head labels ``"L0H1"``, the task's token strings)."""
-    from ..analysis import attention_patterns
 
     pats = attention_patterns(model, tokens)  # [L, H, T, T]
     n_layers, n_heads = pats.shape[:2]

@@ -19,7 +19,7 @@ from .claims import CLAIMS, HALF, MAIN_CLAIMS, SOURCE, half_and_rise, numbers, s
 from .dynamics import (DYNAMICS_METRICS, dynamics_metrics, dynamics_patterns, probe_data,
                        through_training)
 from .design import (EXPERIMENTS, FREEZINGS, MODELS, OPTIONAL_RUNS, SIZES, control_config,
-                          experiment, experiments, freeze_patterns, llc_on, seeds_of,
+                          experiment, experiments, freeze_patterns, llc_on, optional_runs, seeds_of,
                           simplified_config, truncated, validate)
 from . import causal
 from .measure import (CONTROL_ROW, EXTREMES, EXTREMES_COLUMNS, FREEZING_LABELS, N_OOD_RANDOM,
@@ -42,7 +42,7 @@ __all__ = ["CLAIMS", "CONTROL_ROW", "DYNAMICS_METRICS", "EXPERIMENTS", "EXTREMES
            "EXTREMES_COLUMNS", "FORMATION_KEYS", "FREEZINGS", "FREEZING_LABELS", "HALF",
            "MAIN_CLAIMS", "MODELS", "N_OOD_RANDOM", "OPTIONAL_RUNS", "PROBE_TAG", "SIZES", "SOURCE",
            "TITLE", "attention_table", "attention_view", "before_step", "bigram_baseline",
-           "birth_callback", "causal", "llc_on", "construction_kcomp", "construction_table", "control_config",
+           "birth_callback", "causal", "llc_on", "optional_runs", "construction_kcomp", "construction_table", "control_config",
            "describe", "dynamics_metrics", "dynamics_patterns", "dynamics_summary", "eval_sets",
            "evaluate_sets", "example_batch", "findings", "not_run", "experiment", "experiments", "extremes_experiments",
            "extremes_rows", "extremes_table", "freezing_experiments", "freezing_rows",

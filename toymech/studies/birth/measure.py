@@ -17,6 +17,7 @@ from ... import analysis, tasks
 from ...analysis import probes
 from ...core import seed_for
 from ...devices import make_generator, resolve_device
+from ...display import attention_view as view
 from ...models import build_model
 from ...tasks import Batch
 from ...tasks.bigram_triggers import bigram_predictor_metrics, held_out_tokens
@@ -183,11 +184,13 @@ def freezing_experiments(size: str, seed: int, trigger_mode: str = "fixed",
                          ) -> dict[tuple[str, str], Experiment]:
     """The freezing comparison's runs: {(row label, freezing): Experiment} (``steps``: None, the
     size's ``sweep_steps``; the freezing of the control row is "control")."""
-    steps = size_of(SIZES, size).sweep_steps if steps is None else steps
+    spec = size_of(SIZES, size)
+    steps = spec.sweep_steps if steps is None else steps
     setups = [(f, False) for f in freezings] + ([("paper", True)] if tied else [])
     exps = {(FREEZING_LABELS[f] + (", tied embeddings" if t else ""), f):
             experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers,
-                       freezing=f, tied=t, steps=steps) for f, t in setups}
+                       freezing=f, tied=t, steps=steps, optimizer=spec.comparison_optimizer)
+            for f, t in setups}
     if control:
         exps[CONTROL_ROW, "control"] = experiment(size, seed, model="control", freezing="none",
                                                   trigger_mode=trigger_mode,
@@ -244,9 +247,10 @@ def extremes_experiments(size: str, seed: int, steps: int | None = None
                          ) -> dict[str, Experiment]:
     """The extremes' runs: {row name: Experiment} (``steps``: None, half the size's
     ``sweep_steps``)."""
-    steps = max(1, size_of(SIZES, size).sweep_steps // 2) if steps is None else steps
+    spec = size_of(SIZES, size)
+    steps = max(1, spec.sweep_steps // 2) if steps is None else steps
     return {name: experiment(size, seed, trigger_mode="random", variant=variant,
-                             freezing=freezing, steps=steps)
+                             freezing=freezing, steps=steps, optimizer=spec.comparison_optimizer)
             for name, (variant, freezing) in EXTREMES.items()}
 
 
@@ -279,7 +283,6 @@ def extremes_table(zoo: Zoo, size: str, seed: int, steps: int | None = None, dev
 def attention_view(models: Mapping[str, HookedTransformer], task: tasks.Task,
                    tokens: torch.Tensor):
     """circuitsvis view of head 0 of both layers of each model on one sequence ``tokens``."""
-    from ...display import attention_view as view
     pats = {name: analysis.attention_patterns(m, tokens) for name, m in models.items()}
     caption = ("Look at layer 0 of the last model: a stripe just below the diagonal (each token "
                "attends to the previous one); and at layer 1 on a trigger's second occurrence: "

@@ -21,6 +21,7 @@ from transformer_lens import HookedTransformer
 from ...devices import resolve_device
 from ...training import Zoo, ZooEntry
 from ..claims import assess, by_key, verdict_table
+from ..findings import Findings, misses, scorecard_sentence
 from ..protocol import size_of
 from .callbacks import PROBE_TAG, birth_callback
 from .causal import causal_data, causal_numbers
@@ -146,7 +147,6 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
     """"What this run found": whether the induction mechanism formed and in what order its
     memories did over seeds, the scorecard's counts, what did not reproduce, and the run's budget
     against the paper's, all computed (``studies.findings``)."""
-    from ..findings import Findings, misses, scorecard_sentence
     seeds = list(per_seed.values())
     lines = []
     formed = [n for n in seeds if "icl_acc" in n and "baseline.icl_acc" in n]

@@ -12,6 +12,7 @@ from transformer_lens import HookedTransformer
 from ... import tasks
 from ...analysis import probes
 from .claims import half_and_rise
+from .design import experiment, seeds_of
 
 History = Sequence[Mapping[str, float]]
 
@@ -164,7 +165,6 @@ def construction_kcomp(model: HookedTransformer, task: tasks.Task) -> float:
 def describe(size: str, seed: int, device, *, n_seeds: int | None = None,
              trigger_mode: str = "fixed", n_triggers: int = 3) -> str:
     """The run's settings in words (from the size, not typed), for the notebook's first output."""
-    from .design import experiment, seeds_of
     exp = experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers)
     task, train = exp.task, exp.train
     seeds = seeds_of(size, seed, n_seeds)

@@ -13,7 +13,7 @@ from .claims import (CLAIMS, COPYING, POST, POST_PATHS, SOURCE, SUPPRESSING, TOL
 from .dynamics import (DYNAMICS_METRICS, dynamics_metrics, dynamics_patterns, probe_data,
                        through_training)
 from .design import (EXPERIMENTS, LEARNED, MAIN, MODELS, OPTIONAL_RUNS, SIZES, TEXTBOOK,
-                          eval_sets, experiment, experiments, llc_on, seeds_of, twins, validate)
+                          eval_sets, experiment, experiments, llc_on, optional_runs, seeds_of, twins, validate)
 from . import causal
 from .measure import (MECHANISM_SETS, POST_SETS, Model, ablation_table, algorithm_in_words,
                       algorithms_text, attention_view, chance_loss, copy_table, describe,
@@ -29,7 +29,7 @@ __all__ = ["CLAIMS", "COPYING", "DYNAMICS_METRICS", "EXPERIMENTS", "LEARNED", "M
            "MECHANISM_SETS", "MODELS", "OPTIONAL_RUNS", "POST", "POST_PATHS", "POST_SETS", "SIZES",
            "SOURCE", "SUPPRESSING", "TEXTBOOK", "TITLE", "TOL", "Model", "ablation_table",
            "algorithm_in_words", "algorithms_text", "attention_view", "chance_loss",
-           "causal", "copy_table", "describe", "llc_on", "dynamics_metrics", "dynamics_patterns",
+           "causal", "copy_table", "describe", "llc_on", "optional_runs", "dynamics_metrics", "dynamics_patterns",
            "eigenvalue_sets", "eval_sets", "findings", "experiment", "experiments", "floor_and_chance",
            "load_models", "load_seeds", "loss_table", "measure", "measure_all",
            "measure_seed", "measure_seeds", "mechanism_table", "mechanism_verdict", "not_run", "numbers",

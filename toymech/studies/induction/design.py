@@ -61,6 +61,12 @@ OPTIONAL_RUNS = ("twins", "llc")
 LLC_ON = {"smoke": True, "default": False, "paper": True}
 
 
+def optional_runs(also=()) -> tuple[str, ...]:
+    """The optional comparisons ``also`` names (``"all"``: every one of ``OPTIONAL_RUNS``); a
+    name outside them: ValueError. The notebook's ``also`` after its setup cell."""
+    return check_options("also", also, OPTIONAL_RUNS)
+
+
 def llc_on(size: str, also=()) -> bool:
     """Whether the notebook estimates the learning coefficient through training."""
     return "llc" in also or LLC_ON[size]

@@ -15,9 +15,9 @@ from .claims import (CLAIMS, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PAR
                      PAPER_FROZEN_LSTM_NEEDLE, PAPER_LINEARISED_W512, SOURCE, numbers,
                      per_seed_numbers, scorecard)
 from .recipes import EXPERIMENTS, RECIPES, calibrated, recipe, recipe_table, table_experiment
-from .design import (ALGORITHMIC, FREEZE_MODES, PLANS, SIDE_TASKS, SIZES, Plan,
+from .design import (ALGORITHMIC, FREEZE_MODES, OPTIONAL_RUNS, PLANS, SIDE_TASKS, SIZES, Plan,
                           Size, baseline_experiment, experiment, experiments, freeze_patterns,
-                          mode_of, model_config, plan, seeds_of, size_spec, task_for,
+                          mode_of, model_config, optional_runs, plan, seeds_of, size_spec, task_for,
                           train_config, validate)
 from .measure import (BASELINE_KINDS, ablation_grid, baseline_exp, baseline_grid, baseline_row,
                       circuit_experiments, circuit_grid, circuit_row, concentration_grid,
@@ -45,7 +45,7 @@ __all__ = ["BASELINE_KINDS", "PAPER_FROZEN_LSTM_NEEDLE", "baseline_exp", "baseli
            "circuit_table", "concentration_gap", "concentration_grid", "concentration_rows",
            "concentration_table", "describe", "eval_sets", "evaluate_sets", "experiment",
            "freeze_patterns", "load", "lm_table", "memorization_summary", "memorization_table",
-           "mode_of", "model_config", "needle_attention", "needle_caption", "needle_example",
+           "mode_of", "model_config", "OPTIONAL_RUNS", "optional_runs", "needle_attention", "needle_caption", "needle_example",
            "numbers", "paper_ablations", "per_seed_numbers", "short_budget_grid",
            "short_budget_table", "plan", "run", "run_grid", "run_table", "scorecard",
            "seeds_of", "size_spec", "summarize", "sweep_grid", "sweep_table", "task_examples",

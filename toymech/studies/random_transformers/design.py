@@ -33,7 +33,7 @@ from ...core import check, check_size
 from ...models import BaselineConfig, ModelConfig
 from ...models.variants import GPT2_SCALED
 from ...tasks.base import Task
-from ..params import validate_run
+from ..params import check_options, validate_run
 from ..protocol import StudySize, seeds_for
 from ...training import Experiment, Named, TrainConfig
 
@@ -123,12 +123,12 @@ SIZES: dict[str, Size] = {
                "decimal_addition": dict(n_digits=2), "parentheses": dict(max_len=16),
                "memorization": dict(n_keys=48, n_values=48), "char_lm": dict(length=32),
                "circuit_imitation": dict(n_tokens=64, length=16)},
-        steps=1000, side_steps=500, batch=128, eval_n=2048, probe_n=1024, train_eval_n=1024,
+        steps=600, side_steps=250, batch=128, eval_n=2048, probe_n=1024, train_eval_n=1024,
         evals_per_run=5, batch_factor={"modular_addition": 4, "memorization": 4}, snapshots=12,
         plan=Plan(ALGORITHMIC, (16, 64), 1, True, ("parentheses",),
                   ("E_token+U", "E_token+E_pos", "U"), ("parentheses",), (16, 32),
                   (8, 16), (4, 16, 64), 32, 32, ("parentheses", "needle", "decimal_addition"),
-                  16, (), table_steps=1500)),
+                  16, (), table_steps=400)),
     "paper": Size(
         n_seeds=10, tasks={"modular_addition": dict(p=199),
                "needle": dict(max_pairs=30, n_keys=128, n_values=128),
@@ -237,10 +237,24 @@ def experiments(size: str, seeds) -> list[Experiment]:
             for mode in modes]
 
 
+# Study 3 has no optional comparisons at ``default``: what the laptop run leaves out (the random
+# recipes above its budget, the ablations beyond parentheses) is the calibration sweeps'
+# (docs/calibration.md) or ``paper``'s. ``also="all"`` is accepted so that one switch serves
+# every notebook.
+OPTIONAL_RUNS: tuple[str, ...] = ()
+
+
+def optional_runs(also=()) -> tuple[str, ...]:
+    """The optional comparisons ``also`` names (``"all"``: every one of ``OPTIONAL_RUNS``)."""
+    return check_options("also", also, OPTIONAL_RUNS)
+
+
 def validate(size: str, seed: int, device: str | torch.device = "auto", *,
              n_seeds: int | None = None, cache_dir: str | None = None,
-             threads: int | None = None) -> torch.device:
+             threads: int | None = None, also=()) -> torch.device:
     """Check the notebook's parameters (ValueError naming the bad one), set the number of torch
     CPU threads (None: the thread policy of ``toymech.devices``) and resolve the device
     (``toymech.studies.params.validate_run``)."""
-    return validate_run(size, seed, device, n_seeds, cache_dir, threads)
+    dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
+    optional_runs(also)
+    return dev

@@ -13,7 +13,8 @@ import pandas as pd
 import torch
 
 from ...analysis.chance import chance_levels
-from ...core import seed_for
+from ...analysis.subspace import concentration
+from ...core import check, seed_for
 from ...devices import make_generator, resolve_device
 from ...tasks.base import Batch, Task
 from ..grids import train_grid
@@ -110,7 +111,6 @@ def plan_seeds(size: str, seed: int, which: str = "table", n_seeds: int | None =
     """The seeds a part of the plan trains: every seed of ``seeds_of(size, seed, n_seeds)`` for
     the width sweep and the short-budget runs (``which="sweep"``), the first ``table_n_seeds`` of
     them for the accuracy table, the ablations and the side studies (``"table"``)."""
-    from ...core import check
     check(which in ("table", "sweep"), "which", which, "'table' or 'sweep'")
     seeds = list(seeds_of(size, seed, n_seeds))
     return seeds if which == "sweep" else seeds[:plan(size).table_n_seeds]
@@ -218,7 +218,6 @@ def concentration_rows(models: dict[tuple[str, str], Any], task_of: dict[str, Ta
     """EV_k per (task, mode, layer, basis) for trained models keyed by (task, mode) (``k``: None,
     ``top_k`` of the model's width); hidden states at every position of ``n`` test sequences
     drawn from the ``probe`` stream of ``seed``."""
-    from ...analysis.subspace import concentration
     rows = []
     dev = torch.device(device)
     for (task_name, mode), model in models.items():
@@ -252,7 +251,6 @@ def baseline_exp(kind: str, task_name: str, width: int, size: str, seed: int, lr
                  ) -> Experiment:
     """A baseline run: ``lstm``, ``linearised``, or ``lstm-frozen`` (the LSTM with its recurrent
     layers frozen at random init: the rebuttal's random LSTM)."""
-    from ...core import check
     check(kind in BASELINE_KINDS, "kind", kind, f"one of {', '.join(BASELINE_KINDS)}")
     if kind == "lstm-frozen":
         return baseline_experiment("lstm", task_name, width, size, seed, lr, freeze=("lstm.*",))

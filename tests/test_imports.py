@@ -1,0 +1,51 @@
+"""Every module imports on its own, in any order: no import cycle, and none hidden behind an
+import deferred into a function (only the command line defers its imports, so that ``toymech
+--help`` and a mistyped argument answer before torch loads)."""
+
+import ast
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+import toymech
+
+ROOT = Path(toymech.__file__).parent
+DEFERRED_OK = {"cli.py", "cli_zoo.py"}  # start-up speed of the command line
+
+
+def _modules() -> list[str]:
+    return sorted(m.name for m in pkgutil.walk_packages([str(ROOT)], "toymech.")
+                  if not m.name.startswith("toymech.studies._template") and m.name != "toymech.__main__")
+
+
+def test_every_module_imports_first():
+    failed = []
+    for name in _modules():
+        saved = {k: v for k, v in sys.modules.items() if k == "toymech" or k.startswith("toymech.")}
+        for k in saved:
+            del sys.modules[k]
+        try:
+            importlib.import_module(name)  # first in a fresh toymech: a cycle shows here
+        except Exception as exc:  # noqa: BLE001
+            failed.append(f"{name}: {type(exc).__name__}: {exc}")
+        finally:
+            for k in [k for k in sys.modules if k == "toymech" or k.startswith("toymech.")]:
+                del sys.modules[k]
+            sys.modules.update(saved)
+    assert not failed, "\n".join(failed)
+
+
+def test_no_toymech_import_is_deferred_into_a_function():
+    deferred = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.name in DEFERRED_OK:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.ImportFrom) and (inner.level or (inner.module or "").startswith("toymech")):
+                        deferred.append(f"{path.relative_to(ROOT.parent)}:{inner.lineno}")
+                    elif isinstance(inner, ast.Import) and any(a.name.startswith("toymech") for a in inner.names):
+                        deferred.append(f"{path.relative_to(ROOT.parent)}:{inner.lineno}")
+    assert not deferred, deferred
