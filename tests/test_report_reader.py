@@ -258,6 +258,7 @@ def test_progress_names_the_section_of_the_running_cell(tmp_path):
         new_code_cell('size = "smoke"\ndevice = "cpu"\nseed = 0', metadata={"tags": ["parameters"]}),
         new_markdown_cell("## First part"), new_code_cell("x = 1"),
         new_markdown_cell("## Second part"), new_code_cell("y = 2")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path = tmp_path / "sections.ipynb"
     nbformat.write(nb, path)
     seen = []
@@ -266,6 +267,7 @@ def test_progress_names_the_section_of_the_running_cell(tmp_path):
         def start(self, index, previous): pass
         def cell(self, index, cell_index, n_cells, section): seen.append((cell_index, n_cells, section))
         def done(self, index, text): pass
+        def close(self): pass
 
     [entry] = build_reports([path], out_dir=tmp_path / "out", size="smoke", device="cpu", seed=0,
                             progress=Recorder())

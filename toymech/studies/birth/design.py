@@ -110,6 +110,7 @@ class BirthSize(StudySize):
     # The optimizer of the freezing comparison and the extremes, whose runs train more than the
     # paper's freezing (every row of a table uses the same one); None: ``optimizer``.
     comparison_optimizer: str | None = None
+    sweep_ks: tuple[int, ...] = (1, 3, 5)  # the trigger counts K of the fixed-vs-random sweep
 
 
 # The probes run every ``eval_every`` steps: every 5 of 400 at ``default`` resolves the order in
@@ -130,7 +131,7 @@ SIZES: dict[str, BirthSize] = {
                          eval_size=256, optimizer="sgd", lr=3.0, other_lr=1e-2, n_eval=256,
                          snapshots=16, sweep_steps=300,
                          control=ControlSize(64, 64, 128, 400, 50, 256, 3e-3),
-                         comparison_optimizer="adam"),
+                         comparison_optimizer="adam", sweep_ks=(1, 5)),
     "paper": BirthSize(n_seeds=10, length=256, batch=512, d_model=128, steps=10_000,
                        eval_every=100, eval_size=1024, optimizer="sgd", lr=0.2, other_lr=1e-2,
                        n_eval=256, snapshots=24, sweep_steps=10_000,
@@ -237,13 +238,14 @@ def experiments(size: str, seeds) -> list[Experiment]:
 def validate(size: str, seed: int, device: str | torch.device = "auto", *,
              n_seeds: int | None = None, cache_dir: str | None = None,
              threads: int | None = None, trigger_mode: str = "fixed", n_triggers: int = 3,
-             sweep_ks: Any = (1, 3, 5), sweep_steps: int | None = None,
+             sweep_ks: Any = None, sweep_steps: int | None = None,
              also: Any = ()) -> torch.device:
     """Check the notebook's parameters (a ValueError names the bad one), set torch's CPU threads
     (``threads``; None: the thread policy of ``toymech.devices``) and resolve the device, once
     (``toymech.studies.params.validate_run``)."""
     dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
     vocab = experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers).task.d_vocab
+    sweep_ks = size_of(SIZES, size).sweep_ks if sweep_ks is None else sweep_ks
     check(isinstance(sweep_ks, (list, tuple)) and len(sweep_ks) >= 1, "sweep_ks", sweep_ks,
           "a non-empty list of trigger counts K")
     for i, k in enumerate(sweep_ks):

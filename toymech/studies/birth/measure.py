@@ -134,12 +134,15 @@ def shared_pool(task: tasks.Task, n_ood_random: int = N_OOD_RANDOM) -> torch.Ten
     return pool
 
 
-def sweep_experiments(size: str, seed: int, ks=(1, 3, 5), modes=("fixed", "random"),
+def sweep_experiments(size: str, seed: int, ks=None, modes=("fixed", "random"),
                       steps: int | None = None, n_ood_random: int = N_OOD_RANDOM
                       ) -> dict[tuple[str, int], Experiment]:
     """The trigger sweep's runs: {(mode, K): Experiment} (``steps``: None, the size's
-    ``sweep_steps``; random triggers hold ``n_ood_random`` tokens out of training)."""
-    steps = size_of(SIZES, size).sweep_steps if steps is None else steps
+    ``sweep_steps``; ``ks``: None, the size's ``sweep_ks``; random triggers hold
+    ``n_ood_random`` tokens out of training)."""
+    spec = size_of(SIZES, size)
+    steps = spec.sweep_steps if steps is None else steps
+    ks = spec.sweep_ks if ks is None else ks
     return {(mode, k): experiment(size, seed, trigger_mode=mode, n_triggers=k, steps=steps,
                                   n_ood=n_ood_random if mode == "random" else 0)
             for mode in modes for k in ks}
@@ -162,7 +165,7 @@ def sweep_rows(models: Mapping[tuple[str, int], HookedTransformer],
     return pd.DataFrame(rows)
 
 
-def trigger_sweep(zoo: Zoo, size: str, seed: int, ks=(1, 3, 5), modes=("fixed", "random"),
+def trigger_sweep(zoo: Zoo, size: str, seed: int, ks=None, modes=("fixed", "random"),
                   steps: int | None = None, n_ood_random: int = N_OOD_RANDOM, device="auto",
                   log=print) -> pd.DataFrame:
     """Train (or load) the sweep's runs (``sweep_experiments``) and tabulate them

@@ -128,7 +128,7 @@ SIZES: dict[str, Size] = {
         plan=Plan(ALGORITHMIC, (16, 64), 1, True, ("parentheses",),
                   ("E_token+U", "E_token+E_pos", "U"), ("parentheses",), (16, 32),
                   (8, 16), (4, 16, 64), 32, 32, ("parentheses", "needle", "decimal_addition"),
-                  16, (), table_steps=400)),
+                  16, (), table_steps=300)),
     "paper": Size(
         n_seeds=10, tasks={"modular_addition": dict(p=199),
                "needle": dict(max_pairs=30, n_keys=128, n_values=128),

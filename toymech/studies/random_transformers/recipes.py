@@ -127,18 +127,18 @@ def table_experiment(task_name: str, width: int, mode: str, size: str, seed: int
                      ) -> Experiment:
     """A run of the study's table, width sweep or ablations (``mode``: a freezing mode). With the
     size's ``plan.table_steps`` set (``default``): the calibrated recipe of the task (the random
-    one for every mode but ``normal``) at ``width``, capped at ``table_steps`` steps, except at
-    the recipe's own width, where every mode keeps the recipe's budget. Else the study's plain
+    one for every mode but ``normal``) at ``width``, capped at ``table_steps`` steps, except the
+    recipe's own run (normal or random at the recipe's width), which keeps the recipe's budget.
+    Else the study's plain
     schedule (``design.experiment``)."""
     p = plan(size)
     if p.table_steps is None or task_name not in ALGORITHMIC:
         return experiment(task_name, width, mode, size, seed)
     base = "normal" if mode == "normal" else "random"
     r = recipe(task_name, base)
-    # At the recipe's width every mode keeps the recipe's budget (the ablations are compared
-    # with the random model on equal terms; the stop rule ends a run that solves); elsewhere
-    # the runs are capped at table_steps.
-    steps = r.steps if width == r.width else min(r.steps, p.table_steps)
+    # The recipe's own run (its mode, at its width) keeps the recipe's budget (the stop rule
+    # ends it once solved); every other run, the ablations included, is capped at table_steps.
+    steps = r.steps if (mode == base and width == r.width) else min(r.steps, p.table_steps)
     return calibrated(task_name, base, size, seed, width=width,
                       freeze_mode=None if mode == base else mode, steps=steps)
 
