@@ -76,6 +76,7 @@ class Plan:
     # batch, its stop rule, and at most ``table_steps`` steps (the normal model at its recipe
     # width keeps the recipe's own budget); None: the study's plain schedule.
     table_steps: int | None = None
+    sweep_normal: bool = True          # the width sweep also trains normal models (every seed)
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ SIZES: dict[str, Size] = {
         plan=Plan(ALGORITHMIC, (16, 64), 1, True, ("parentheses",),
                   ("E_token+U", "E_token+E_pos", "U"), ("parentheses",), (16, 32),
                   (8, 16), (4, 16, 64), 32, 32, ("parentheses", "needle", "decimal_addition"),
-                  16, (), table_steps=300)),
+                  16, (), table_steps=300, sweep_normal=False)),
     "paper": Size(
         n_seeds=10, tasks={"modular_addition": dict(p=199),
                "needle": dict(max_pairs=30, n_keys=128, n_values=128),

@@ -139,15 +139,16 @@ def ablation_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
 
 def sweep_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
                n_seeds: int | None = None) -> pd.DataFrame:
-    """Normal and random over the sweep widths, plus the table's large width for random (and
-    for normal where the plan trains it), over every seed of the run."""
+    """Random (and normal, with ``p.sweep_normal``) over the sweep widths, plus the table's large
+    width (normal there too where the plan trains it), over every seed of the run."""
     seeds = plan_seeds(size, seed, "sweep", n_seeds)
-    parts = [run_grid(p.sweep_tasks, p.sweep_widths, ["normal", "random"], seeds, size, zoo,
+    modes = ["normal", "random"] if p.sweep_normal else ["random"]
+    parts = [run_grid(p.sweep_tasks, p.sweep_widths, modes, seeds, size, zoo,
                       device, maker=table_experiment)]
     large = p.widths[-1]
     if large not in p.sweep_widths:
-        parts.append(run_grid(p.sweep_tasks, [large], ["normal", "random"] if p.normal_large
-                              else ["random"], seeds, size, zoo, device, maker=table_experiment))
+        parts.append(run_grid(p.sweep_tasks, [large], modes if p.normal_large else ["random"],
+                              seeds, size, zoo, device, maker=table_experiment))
     return pd.concat(parts, ignore_index=True)
 
 
