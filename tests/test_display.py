@@ -195,11 +195,11 @@ def test_facts_output_is_machine_readable(monkeypatch):
     import toymech.training
     from toymech.display import FACTS_MIME, facts
 
-    monkeypatch.delattr(toymech.training, "zoo_stats", raising=False)
+    monkeypatch.setattr("toymech.display.prose.zoo_stats", lambda: None)  # nothing recorded
     bundle = facts(device=torch.device("cpu"), seeds=(0, 1))._repr_mimebundle_()
     assert bundle[FACTS_MIME] == {"device": "cpu", "seeds": [0, 1]}
     assert bundle["text/plain"] == "run facts: device=cpu, seeds=[0, 1]"
-    monkeypatch.setattr(toymech.training, "zoo_stats", lambda: {"trained": 2, "loaded": 5}, raising=False)
+    monkeypatch.setattr("toymech.display.prose.zoo_stats", lambda: {"trained": 2, "loaded": 5})
     assert facts(seeds=[0])._repr_mimebundle_()[FACTS_MIME] == {"seeds": [0], "zoo": {"trained": 2, "loaded": 5}}
     assert "zoo" not in facts(zoo=False)._repr_mimebundle_()[FACTS_MIME]
 

@@ -18,7 +18,7 @@ ALL = [*STUDIES, protocol.TEMPLATE]
 
 
 def test_the_registry_lists_the_studies_and_their_notebooks():
-    assert set(STUDIES) == {"induction", "birth", "random_transformers"}
+    assert {"induction", "birth", "random_transformers"} <= set(STUDIES)
     found = {p.name for p in (ROOT / "toymech" / "studies").iterdir()
              if p.is_dir() and (p / "__init__.py").exists() and not p.name.startswith("_")}
     assert found == set(STUDIES), "a study package that is not registered in protocol.STUDIES"
