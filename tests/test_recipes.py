@@ -2,6 +2,7 @@
 
 import json
 
+import pandas as pd
 import pytest
 import torch
 
@@ -105,3 +106,56 @@ def test_calibration_figures(smoke_calibration):
         plots.calibration_curves(curves, x="wall")
     costs = plots.calibration_costs(calibration.calibration_table(smoke_calibration))
     assert len(costs.data) == 2 and costs.layout.xaxis.title.text == "core-seconds of training"
+
+
+def test_the_recipe_claim_reads_the_recipes_own_run_not_the_best_setting():
+    """``acc.<task>.random.recipe`` from a calibration table: the run at the recipe's width,
+    learning rate and step budget (the longest one), however well other settings did."""
+    from toymech.studies.random_transformers.claims import _recipe_run_accuracy
+
+    r = recipes.recipe("decimal_addition", "random")
+    rows = pd.DataFrame([
+        # another learning rate at the recipe's width did better: not the recipe's run
+        {"width": r.width, "lr": r.lr * 3, "steps": r.steps, "last_step": r.steps,
+         "held_out_acc": 0.99},
+        # the recipe's settings with a shorter budget
+        {"width": r.width, "lr": r.lr, "steps": r.steps // 2, "last_step": r.steps // 2,
+         "held_out_acc": 0.8},
+        {"width": r.width, "lr": r.lr, "steps": r.steps, "last_step": r.steps,
+         "held_out_acc": 0.2},
+        {"width": r.width * 2, "lr": r.lr, "steps": r.steps, "last_step": r.steps,
+         "held_out_acc": 1.0},
+    ])
+    assert _recipe_run_accuracy(rows, r) == 0.2
+    assert _recipe_run_accuracy(rows.iloc[:2], r) == 0.8      # only a shorter budget: that one
+    assert _recipe_run_accuracy(rows.iloc[:1], r) == 0.99     # no run at the recipe's lr
+    assert _recipe_run_accuracy(rows.iloc[3:], r) is None     # nothing at the recipe's width
+    nan = rows.iloc[2:3].assign(held_out_acc=float("nan"))
+    assert _recipe_run_accuracy(nan, r) is None
+
+
+def test_the_decimal_calibration_grid_trains_the_named_recipe():
+    """The 10k-step grid shipped for decimal addition is the named experiment itself, so a
+    user's sweep and ``toymech train rt-decimal_addition-random`` share one zoo entry."""
+    from toymech.sweep import expand_grid, load_grid
+
+    grid = load_grid("grids/rt-calibration-random-decimal_addition-10k.yaml")
+    (trial,) = expand_grid(grid)
+    named = experiments.get("rt-decimal_addition-random", "default", seed=0)
+    assert trial.exp.to_dict() == named.to_dict()
+
+
+@pytest.mark.parametrize("task", ALGORITHMIC)
+@pytest.mark.parametrize("mode", ["normal", "random"])
+def test_every_recipe_names_a_shipped_grid_that_trains_its_setting(task, mode):
+    """The command a claim names (``Recipe.grid_file``) exists and trains the recipe's task at
+    its width, learning rate and token-embedding init."""
+    from toymech.sweep import expand_grid, load_grid
+
+    r = recipes.recipe(task, mode)
+    trials = expand_grid(load_grid(r.grid_file(task, mode)))
+    assert any(t.exp.task.name == task and t.exp.model.d_model == r.width
+               and t.exp.train.lr == pytest.approx(r.lr)
+               and mode_of(t.exp.train.freeze) == mode
+               and t.exp.model.variant_options.get("embed_std") == r.embed_std
+               for t in trials)
