@@ -132,7 +132,8 @@ def test_induction_patterns_and_probe_data(ind):
 BIRTH_EXP = birth_experiment("smoke", 0)
 BIRTH_KEYS = {"test_loss", "test_acc", "icl_loss", "icl_acc", "bigram_loss", "bigram_acc",
               "ood_icl_acc", "probe_wk1", "probe_wk2", "probe_wo2", "probe_wf_kl", "attn_prev",
-              "attn_induction", "kcomp"}
+              "attn_induction", "kcomp", "causal_head_moves", "causal_value_moves",
+              "causal_k_share"}
 
 
 @pytest.fixture(scope="module")
@@ -261,9 +262,57 @@ def test_through_training_walks_the_zoo_snapshots(tmp_path, study):
     final = mod.dynamics_metrics(entry.model, data)
     last = path.curves.iloc[-1]
     assert all(math.isclose(last[k], v, rel_tol=1e-5, abs_tol=1e-6) for k, v in final.items())
-    assert set(path.transitions["metric"]) <= set(mod.DYNAMICS_METRICS)
+    assert set(path.transitions["metric"]) <= set(mod.DYNAMICS_METRICS) | set(path.shown)
+    assert set(path.shown) == set(getattr(mod.dynamics, "CAUSAL_SHOWN", ())) & set(path.curves)
     assert path.sentence().startswith("run:")
     fig = path.figure()
     assert len(fig.layout.sliders[0].steps) == len(path.steps)
     table = over_seeds([path, path])
-    assert set(table["seeds"]) == {2} and list(table["metric"]) == list(path.transitions["metric"])
+    compared = [m for m in path.transitions["metric"] if m in path.metrics]  # not the shown ones
+    assert set(table["seeds"]) == {2} and list(table["metric"]) == compared
+
+
+def test_birth_patching_effects_at_a_snapshot_match_the_causal_module(birth):
+    """The per-snapshot effects are ``causal.causal_metrics`` on the probe data's sequences;
+    without them (``n_causal=None``) the metrics lack them; an untrained model moves almost no
+    prediction to the patched output."""
+    from toymech.studies.birth import causal as bcausal
+
+    data, model, after = birth
+    assert data.causal.clean.shape[0] == bdyn.N_CAUSAL
+    m = bdyn.dynamics_metrics(after, data)
+    ref = bcausal.causal_metrics(after, data.causal)
+    assert {k: m[f"causal_{k}"] for k in ref} == pytest.approx(ref)
+    bare = bdyn.probe_data(BIRTH_EXP.task, "smoke", 0, n_causal=None)
+    assert not any(k.startswith("causal_") for k in bdyn.dynamics_metrics(after, bare))
+    assert bdyn.dynamics_metrics(model, data)["causal_head_moves"] < 0.3
+    # a task with no triggers has nothing to patch: no causal data, no error
+    none = tasks.get("bigram_triggers", length=16, variant="no_triggers")
+    assert bdyn.probe_data(none, "smoke", 0, n_eval=8).causal is None
+
+
+@pytest.mark.parametrize("dyn", [idyn, bdyn], ids=["induction", "birth"])
+def test_the_scrubber_draws_the_patching_effects_with_their_transitions(dyn):
+    """``through_training`` shows each study's CAUSAL_SHOWN: curves in the figure and rows in
+    the transition table, beside (not among) the compared metrics."""
+    from toymech.studies.trajectory import trajectory
+
+    exp = IND_EXP if dyn is idyn else BIRTH_EXP
+    model = build_model(exp.model)
+
+    class Snapshots:  # two snapshots: the untrained model and a briefly trained copy
+        snapshot_steps = [0, 20]
+        meta = {"name": "test"}
+        models = {0: model, 20: trained(model, exp, steps=20)}
+
+        def model_at(self, step):
+            return self.models[step]
+
+    data = dyn.probe_data(exp.task, "smoke", 0)
+    path = trajectory(Snapshots(), "test", dyn.dynamics_metrics, dyn.dynamics_patterns, data,
+                      dyn.DYNAMICS_METRICS, shown=dyn.CAUSAL_SHOWN)
+    assert path.shown == dyn.CAUSAL_SHOWN and not set(path.shown) & set(path.metrics)
+    assert set(dyn.CAUSAL_SHOWN) <= set(path.transitions["metric"])
+    from toymech.plots.labels import label
+    names = {trace.name for trace in path.figure().data}
+    assert {label(k) for k in dyn.CAUSAL_SHOWN} <= names

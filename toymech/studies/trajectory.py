@@ -30,7 +30,9 @@ class Trajectory:
 
     curves: one row per snapshot step (``step`` plus every metric);
     transitions: ``dynamics.transitions`` of ``metrics`` (earliest first);
-    patterns: one ``[heads, T, T]`` array per snapshot step, on one fixed example.
+    patterns: one ``[heads, T, T]`` array per snapshot step, on one fixed example;
+    shown: metrics drawn and given transition steps beside ``metrics`` but not compared over
+        seeds (``over_seeds``): the causal patching effects.
     """
 
     name: str
@@ -41,6 +43,7 @@ class Trajectory:
     patterns: list[np.ndarray]
     head_labels: list[str]
     token_labels: list[str]
+    shown: tuple[str, ...] = ()
 
     @property
     def order(self) -> list[str]:
@@ -60,7 +63,7 @@ class Trajectory:
         """The scrubber: every head's attention at the selected step, the metric curves with a
         marker there, and the transition steps (``plots.scrubber``)."""
         return scrubber(self.steps, self.patterns, self.head_labels,
-                        curves=self.curves[["step", *self.metrics]],
+                        curves=self.curves[["step", *self.metrics, *self.shown]],
                         transitions=self.transitions, token_labels=self.token_labels,
                         title=title or f"{self.name} through training (move the slider)",
                         normalize=normalize)
@@ -68,10 +71,12 @@ class Trajectory:
 
 def trajectory(entry: Any, name: str, metrics_fn: Callable[[Any, Any], Mapping[str, float]],
                patterns_fn: Callable[[Any, Any], tuple], data: Any,
-               metrics: Sequence[str], tol: float = 1e-3) -> Trajectory:
+               metrics: Sequence[str], tol: float = 1e-3, shown: Sequence[str] = ()
+               ) -> Trajectory:
     """``entry``'s metrics and patterns at each of its snapshots (see the module docstring);
     ``metrics``: the names whose transitions are compared (those the model lacks are dropped);
-    a metric whose first and last values differ by less than ``tol`` did not move."""
+    ``shown``: more names drawn with their transition steps (see ``Trajectory``); a metric whose
+    first and last values differ by less than ``tol`` did not move."""
     steps = list(getattr(entry, "snapshot_steps", []) or [])
     check(len(steps) >= 2, "entry", getattr(entry, "path", name),
           "a zoo entry trained with snapshots (TrainConfig(snapshots=n), n >= 2)")
@@ -84,8 +89,10 @@ def trajectory(entry: Any, name: str, metrics_fn: Callable[[Any, Any], Mapping[s
         patterns.append(np.asarray(pattern))
     curves = pd.DataFrame(rows)
     keep = tuple(m for m in metrics if m in curves.columns)
-    return Trajectory(name, keep, curves, dynamics.transitions(curves, list(keep), tol=tol), steps,
-                      patterns, list(heads), list(tokens))
+    extra = tuple(m for m in shown if m in curves.columns and m not in keep)
+    return Trajectory(name, keep, curves,
+                      dynamics.transitions(curves, [*keep, *extra], tol=tol), steps,
+                      patterns, list(heads), list(tokens), extra)
 
 
 def flat_patterns(model: Any, task: Any, tokens: Any) -> tuple[np.ndarray, list[str], list[str]]:
@@ -100,15 +107,15 @@ def flat_patterns(model: Any, task: Any, tokens: Any) -> tuple[np.ndarray, list[
 
 
 def through_training_for(metrics_fn: Callable[[Any, Any], Mapping[str, float]],
-                         patterns_fn: Callable[[Any, Any], tuple], metrics: Sequence[str]
-                         ) -> Callable[..., Trajectory]:
+                         patterns_fn: Callable[[Any, Any], tuple], metrics: Sequence[str],
+                         shown: Sequence[str] = ()) -> Callable[..., Trajectory]:
     """A study's ``through_training(entry, data, name="")``: ``trajectory`` with its metrics,
-    patterns and the names whose transition steps it compares."""
+    patterns, the names whose transition steps it compares and those it also shows."""
     def through_training(entry: Any, data: Any, name: str = "") -> Trajectory:
         """The run ``entry`` (trained with snapshots) through training: the study's metrics and
         attention patterns at every snapshot, and each compared metric's transition step."""
         return trajectory(entry, name or entry.meta.get("name", ""), metrics_fn, patterns_fn,
-                          data, metrics)
+                          data, metrics, shown=shown)
     return through_training
 
 

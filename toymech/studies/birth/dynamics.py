@@ -21,6 +21,7 @@ from ...core import check
 from ...tasks import Batch
 from ...tasks.bigram_triggers import BigramTriggers
 from .callbacks import trigger_sets
+from .causal import BirthCausalData, causal_data, causal_metrics
 from .design import SIZES
 from ..protocol import size_of
 from .measure import eval_sets, example_batch
@@ -29,6 +30,11 @@ from ..trajectory import flat_patterns, through_training_for
 # The paper's order of formation (global bigram first, then the induction head top-down: output
 # memory W_O², induction key W_K², previous-token key W_K¹), then in-context accuracy.
 DYNAMICS_METRICS = ("bigram_acc", "probe_wo2", "probe_wk2", "probe_wk1", "icl_acc")
+# The patching effects at each snapshot (``causal.causal_metrics``), drawn in the scrubber with
+# their transition steps beside DYNAMICS_METRICS; N_CAUSAL sequences of the probe stream (fewer
+# than the seed's causal numbers, 256: 16-24 snapshots of a run).
+CAUSAL_SHOWN = ("causal_head_moves", "causal_value_moves", "causal_k_share")
+N_CAUSAL = 64
 WINDOW = 64  # most positions shown by ``dynamics_patterns``
 
 
@@ -40,7 +46,8 @@ class ProbeData:
     test / ood: the run's evaluation sets (``eval_sets``; ``ood`` None where the task has no
         held-out triggers). triggers / non_triggers: token ids the W_K² and W_F probes run over
         (None: all tokens, for random triggers). example: [<= WINDOW] token ids shown by
-        ``dynamics_patterns``.
+        ``dynamics_patterns``. causal: the causal tests' sequences (``causal.causal_data``,
+        ``n_causal`` of them; None: no patching at the snapshots).
     """
 
     task: BigramTriggers
@@ -51,10 +58,12 @@ class ProbeData:
     triggers: torch.Tensor | None
     non_triggers: torch.Tensor | None
     example: torch.Tensor
+    causal: BirthCausalData | None = None
 
 
 def probe_data(task: BigramTriggers, size: str, seed: int, device: str | torch.device = "cpu",
-               *, n_eval: int | None = None, window: int = WINDOW) -> ProbeData:
+               *, n_eval: int | None = None, window: int = WINDOW,
+               n_causal: int | None = N_CAUSAL) -> ProbeData:
     """The fixed data of a run with seed ``seed`` at ``size`` (``n_eval`` sequences per set;
     None: the size's ``n_eval``).
 
@@ -73,8 +82,10 @@ def probe_data(task: BigramTriggers, size: str, seed: int, device: str | torch.d
     cut = min(window, task.seq_len)
     row = _example_row(ex, cut)
     triggers, non_triggers = trigger_sets(task)
+    patched = (None if n_causal is None or task.variant == "no_triggers"  # nothing to patch
+               else causal_data(task, seed, n_causal, device))
     return ProbeData(task, size, seed, sets["test"], sets.get("ood"), triggers, non_triggers,
-                     ex.tokens[row, :cut])
+                     ex.tokens[row, :cut], patched)
 
 
 def _example_row(batch: Batch, cut: int) -> int:
@@ -123,6 +134,8 @@ def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, flo
     out["attn_induction"] = float(probes.trigger_induction_attention(
         cache["pattern", 1], test.tokens, test.extras["in_context"]).max())
     out["kcomp"] = float(composition_scores(model, "K")[0, :, 1, :].max())
+    if data.causal is not None:  # ``causal.causal_metrics``: shares of sequences / of log p(a)
+        out.update({f"causal_{k}": v for k, v in causal_metrics(model, data.causal).items()})
     return out
 
 
@@ -139,4 +152,5 @@ def dynamics_patterns(model: HookedTransformer, data: ProbeData
     return flat_patterns(model, data.task, data.example)
 
 
-through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYNAMICS_METRICS)
+through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYNAMICS_METRICS,
+                                        CAUSAL_SHOWN)

@@ -29,6 +29,9 @@ from ..trajectory import flat_patterns, through_training_for
 # exists for 2-layer models only: keep the names a model's curves have.
 DYNAMICS_METRICS = ("direct_copy", "prev_token_max", "kcomp_max", "qcomp_max", "induction_max",
                     "repeat_loss", "option1_loss")
+# The patching effects through training (``causal.causal_metrics``), drawn in the scrubber with
+# their transition steps beside DYNAMICS_METRICS.
+CAUSAL_SHOWN = ("causal_k_drop", "causal_q_drop", "causal_v_drop", "causal_layer1_restored")
 PATTERN_KINDS = {"prev_token_max": "previous_token", "induction_max": "induction"}
 
 
@@ -130,4 +133,5 @@ def dynamics_patterns(model: HookedTransformer, data: ProbeData
     return flat_patterns(model, data.task, data.example)
 
 
-through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYNAMICS_METRICS)
+through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYNAMICS_METRICS,
+                                        CAUSAL_SHOWN)
