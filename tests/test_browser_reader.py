@@ -42,6 +42,7 @@ var finding = document.getElementById('toymech-finding');
 return {
   finding: finding ? {top: finding.getBoundingClientRect().top, text: finding.innerText.trim()} : null,
   viewport: window.innerHeight,
+  pending: document.querySelectorAll('.plotly-graph-div:not(.js-plotly-plot)').length,
   code: Array.from(document.querySelectorAll('.jp-InputArea-editor')).filter(shown).length,
   figures: Array.from(document.querySelectorAll('.js-plotly-plot')).map(function (g) {
     return {title: (g.layout && g.layout.title && g.layout.title.text) || '?',
@@ -61,8 +62,9 @@ def reader_problems(driver, page: Path, checks=READER_CHECKS) -> list[str]:
     driver.get(page.resolve().as_uri())
     deadline = time.monotonic() + 30
     state = driver.execute_script(_READER_STATE)
-    while time.monotonic() < deadline and any(not f["x"] and not f["y"] for f in state["figures"]):
-        time.sleep(0.5)  # figures still drawing
+    while time.monotonic() < deadline and (state["pending"] or any(
+            not f["x"] and not f["y"] for f in state["figures"])):
+        time.sleep(0.5)  # figures not yet drawn (plotly still loading) or still drawing
         state = driver.execute_script(_READER_STATE)
     problems = []
     if "finding" in checks:
