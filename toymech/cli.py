@@ -289,7 +289,8 @@ def _run_failed() -> tuple[type, ...]:
     here rather than imported (``--help`` stays free of heavy imports)."""
     found = [getattr(sys.modules.get(m), n, None) for m, n in
              (("toymech.training.locks", "LockTimeout"),
-              ("toymech.training.divergence", "TrainingDiverged"))]
+              ("toymech.training.divergence", "TrainingDiverged"),
+             ("toymech.sweep.runner", "RayStartFailed"))]
     return tuple(t for t in found if t is not None) or (_Never,)
 
 

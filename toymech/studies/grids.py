@@ -45,9 +45,10 @@ def train_grid(experiments: Sequence[Experiment], zoo: Zoo, device: torch.device
     workers = max(1, initial_threads())  # the notebook's share, not what rebalance made of it
     experiments = list(experiments)
     todo = sum(not zoo.has(e) for e in experiments)
+    forced = os.environ.get("TOYMECH_SWEEP_BACKEND", "auto") == "ray"
     result = run_experiments(experiments, cache_dir=zoo.root, stacked=stacked,
                              backend=backend_for(device, workers), device=str(device),
-                             workers=workers, log=log, progress=todo > 0)
+                             workers=workers, log=log, progress=todo > 0, fallback=not forced)
     failed = result.table[result.table["status"] != "ok"]
     if len(failed):
         first = failed.iloc[0]

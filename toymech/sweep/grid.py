@@ -174,7 +174,8 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
     """Run every trial of ``grid`` (a spec dict or a JSON/YAML file) into the zoo at
     ``cache_dir`` and write the table (``out``, default ``<zoo>/sweeps/<name>.csv``).
 
-    ``backend``: auto (Ray when installed, else local), ray or local. ``address``: join that Ray
+    ``backend``: auto (Ray when installed, else local; an embedded Ray that cannot start falls
+    back to local processes, with one line), ray (a Ray that cannot start fails) or local. ``address``: join that Ray
     cluster ('auto', 'host:6379', 'ray://host:10001') instead of starting one. ``retries``
     overrides the spec's. ``workers``: trials at once on an embedded Ray (default: the free cores,
     ``devices.choose_threads``). ``gpu_fraction``: the GPU share each Ray task asks for on CUDA.
@@ -194,4 +195,4 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
     return run_trials(trials, spec, which=which, device=device, zoo=zoo, path=path,
                       retries=retries, address=address, progress=progress, workers=workers,
                       gpu_fraction=gpu_fraction, keep_ray=keep_ray, lock_timeout=lock_timeout,
-                      log=log)
+                      log=log, fallback=backend == "auto")

@@ -16,9 +16,13 @@ added to this process's ``zoo_stats`` (the in-process runner's are counted by th
 
 from __future__ import annotations
 
+import concurrent.futures as futures
 import importlib.util
 import logging
+import multiprocessing
+import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,9 +34,25 @@ from ..devices import check_device, choose_threads, resolve_device
 from ..training import (Experiment, TrainingDiverged, Zoo, ZooEntry, add_zoo_stats, preflight,
                         seedless_key)
 from .table import (SweepResult, Trial, check_retries, explicit_trials, row, sweep_name,
-                    write_table)
+                    write_meta, write_table)
 
 BACKENDS = ("auto", "ray", "local")
+# How long an embedded Ray may take to start, all attempts together (Ray itself gives its raylet
+# a fixed 30 s per attempt, which a slow or busy machine can miss): TOYMECH_RAY_START_S.
+RAY_START_S = 240.0
+RAY_START_ATTEMPTS = 3
+
+
+class RayStartFailed(RuntimeError):
+    """An embedded Ray did not start within its budget (one line: what was tried, how long,
+    and what to do instead)."""
+
+    def __init__(self, attempts: int, seconds: float, budget: float, error: str):
+        self.attempts, self.seconds, self.error = attempts, round(seconds, 2), error[:300]
+        super().__init__(
+            f"the embedded Ray did not start ({attempts} attempt(s) in {seconds:.0f} s of a "
+            f"{budget:.0f} s budget, TOYMECH_RAY_START_S): {self.error[:200]}. Use --backend "
+            f"local, or start Ray yourself (ray start --head) and join it with --address auto")
 
 
 def run_job(exp_dicts: list[dict[str, Any]], cache_dir: str, device: str, tag: str,
@@ -99,6 +119,89 @@ class LocalRunner:
         pass
 
 
+class PoolRunner:
+    """Runs the jobs in ``workers`` child processes of this machine (spawned, one torch thread
+    each): what a sweep falls back to when an embedded Ray cannot start, so it still uses every
+    free core. A child that dies fails its job's attempt (the driver retries it)."""
+
+    name, remote = "processes", True
+
+    def __init__(self, workers: int):
+        self.workers = check_int("workers", workers, 1, 4096)
+        self.pool = self._new_pool()
+        self.futures: dict[futures.Future, tuple[int, int]] = {}
+
+    def _new_pool(self) -> futures.ProcessPoolExecutor:
+        return futures.ProcessPoolExecutor(self.workers,
+                                           mp_context=multiprocessing.get_context("spawn"))
+
+    def submit(self, job: int, args: tuple, kwargs: dict) -> None:
+        try:
+            fut = self.pool.submit(run_job, *args, threads=1, **kwargs)
+        except futures.BrokenExecutor:  # an earlier child died and took the pool with it
+            self.pool = self._new_pool()
+            fut = self.pool.submit(run_job, *args, threads=1, **kwargs)
+        self.futures[fut] = (job, len(args[0]))
+
+    def pending(self) -> int:
+        return len(self.futures)
+
+    def wait(self) -> list[tuple[int, list[dict[str, Any]]]]:
+        done, _ = futures.wait(list(self.futures), return_when=futures.FIRST_COMPLETED)
+        out = []
+        for fut in done:
+            job, n = self.futures.pop(fut)
+            try:
+                out.append((job, fut.result()))
+            except Exception as exc:  # the child died (killed, out of memory)
+                out.append((job, [{"ok": False, "error": one_line(exc)} for _ in range(n)]))
+        return out
+
+    def cancel(self) -> None:
+        for fut in self.futures:
+            fut.cancel()
+        self.futures.clear()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def ray_start_budget() -> float:
+    """Seconds an embedded Ray may take to start (``TOYMECH_RAY_START_S``, default 240)."""
+    raw = os.environ.get("TOYMECH_RAY_START_S")
+    if raw is None:
+        return RAY_START_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    return check_float("TOYMECH_RAY_START_S", value, 1.0, 86_400.0)
+
+
+def start_ray(ray, workers: int, options: dict[str, Any]) -> dict[str, Any]:
+    """Start an embedded local Ray, trying again (after a clean shutdown) while the budget
+    lasts; returns the start-up record. Raises ``RayStartFailed`` in one line."""
+    budget, started, errors = ray_start_budget(), time.monotonic(), []
+    for attempt in range(1, RAY_START_ATTEMPTS + 1):
+        try:
+            # results are a few rows: a small object store (Ray's default reserves 30 % of
+            # the memory, per notebook when several run at once)
+            ray.init(address="local", num_cpus=workers, object_store_memory=128 * 2**20,
+                     **options)
+            return {"attempts": attempt, "seconds": round(time.monotonic() - started, 2),
+                    "outcome": "started"}
+        except Exception as exc:  # Ray's start-up errors are of several types
+            errors.append(one_line(exc))
+            try:
+                ray.shutdown()
+            except Exception:
+                pass
+        if time.monotonic() - started > budget * (attempt / (attempt + 1)):
+            break  # another attempt would run past the budget
+    raise RayStartFailed(len(errors), time.monotonic() - started, budget, errors[-1])
+
+
 class RayRunner:
     """Ray core tasks (``num_cpus=1``, a GPU fraction on CUDA, ``max_retries=0``: the driver
     retries, keeping each error). Starts an embedded local Ray, or joins ``address``; shuts down
@@ -110,16 +213,17 @@ class RayRunner:
         import ray
 
         self.ray, self.started, self.refs = ray, False, {}
+        self.startup: dict[str, Any] = {"attempts": 0, "seconds": 0.0, "outcome": "reused"}
         if not ray.is_initialized():
             options = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
                            ignore_reinit_error=True)
             if address:
+                t0 = time.monotonic()
                 ray.init(address=address, **options)
+                self.startup = {"attempts": 1, "seconds": round(time.monotonic() - t0, 2),
+                                "outcome": "joined"}
             else:  # "local": a fresh instance, never a cluster someone else started here
-                # results are a few rows: a small object store (Ray's default reserves 30 % of
-                # the memory, per notebook when several run at once)
-                ray.init(address="local", num_cpus=workers, object_store_memory=128 * 2**20,
-                         **options)
+                self.startup = start_ray(ray, workers, options)
             self.started = True
         gpus = ray.cluster_resources().get("GPU", 0) > 0
         self.device = ("cuda" if device.startswith("cuda") or (device == "auto" and gpus)
@@ -210,9 +314,11 @@ def preflight_all(trials: list[Trial], device: str) -> None:
 def run_trials(trials: list[Trial], spec: dict[str, Any], *, which: str, device: str, zoo: Zoo,
                path: Path, retries: int, address: str | None = None, progress: bool = True,
                workers: int | None = None, gpu_fraction: float = 0.25, keep_ray: bool = False,
-               lock_timeout: float | None = None, log: Callable[[str], None] | None = print
-               ) -> SweepResult:
-    """Run checked ``trials`` (see the module docstring) and write the table to ``path``."""
+               lock_timeout: float | None = None, log: Callable[[str], None] | None = print,
+               fallback: bool = False) -> SweepResult:
+    """Run checked ``trials`` (see the module docstring) and write the table to ``path``.
+    ``fallback``: when an embedded Ray cannot start, run the trials in local processes (one
+    line says so) instead of failing (an explicit ``backend='ray'`` fails)."""
     progress, keep_ray = check_bool("progress", progress), check_bool("keep_ray", keep_ray)
     check(log is None or callable(log), "log", log, "None or a callable taking one line")
     preflight_all(trials, device if not address else "cpu")
@@ -226,11 +332,13 @@ def run_trials(trials: list[Trial], spec: dict[str, Any], *, which: str, device:
 
     bar = tqdm(total=len(trials), initial=len(trials) - sum(map(len, todo.values())),
                desc="sweep", unit="trial", disable=not progress)
-    runner = None
+    runner, meta = None, {"requested": which, "backend": "none", "attempts": 0, "seconds": 0.0,
+                          "outcome": "nothing to run"}
     try:
         if todo:
-            runner = (RayRunner(address, workers or max(1, min(choose_threads(), len(todo))),
-                                gpu_fraction, device) if which == "ray" else LocalRunner())
+            runner, meta = make_runner(which, address, workers or max(1, min(choose_threads(),
+                                                                             len(todo))),
+                                       gpu_fraction, device, fallback, log)
         stack = spec.get("stack_seeds", False)
         stacked = True if stack == "always" else None if stack else False
 
@@ -277,7 +385,35 @@ def run_trials(trials: list[Trial], spec: dict[str, Any], *, which: str, device:
         if runner is not None and not keep_ray:
             runner.close()
     table = write_table(rows, path)
-    return SweepResult(table, trials, path, zoo.root, runner.name if runner else "none")
+    write_meta(meta, path)
+    return SweepResult(table, trials, path, zoo.root, runner.name if runner else "none", meta)
+
+
+def make_runner(which: str, address: str | None, workers: int, gpu_fraction: float, device: str,
+                fallback: bool, log: Callable[[str], None] | None):
+    """The runner for ``which`` and its start-up record. An embedded Ray that cannot start
+    (``RayStartFailed``) is an error unless ``fallback``: then ``workers`` local processes (or
+    this process for one worker) run the trials, and one line says so."""
+    if which != "ray":
+        return LocalRunner(), {"requested": which, "backend": "local", "attempts": 0,
+                               "seconds": 0.0, "outcome": "in-process"}
+    try:
+        runner = RayRunner(address, workers, gpu_fraction, device)
+        return runner, {"requested": "ray", "backend": "ray", **runner.startup}
+    except RayStartFailed as exc:
+        if not fallback or address:
+            raise
+        record = {"requested": "ray", "attempts": exc.attempts, "seconds": exc.seconds,
+                  "outcome": "fell back", "error": exc.error}
+    runner = PoolRunner(workers) if workers >= 2 else LocalRunner()
+    where = f"{workers} local processes" if workers >= 2 else "this process"
+    line = (f"[toymech] sweep: the embedded Ray did not start ({record['attempts']} attempt(s), "
+            f"{record['seconds']:.0f} s); running the trials in {where} instead")
+    if log is not None:
+        log(line)
+    else:
+        warnings.warn(line, RuntimeWarning, stacklevel=3)
+    return runner, {**record, "backend": runner.name}
 
 
 def _load_done(zoo: Zoo, trial: Trial) -> ZooEntry | None:
@@ -296,10 +432,12 @@ def run_experiments(experiments: list[Experiment], *, cache_dir: str | Path | No
                     backend: str = "auto", device: str = "auto", retries: int = 1,
                     tag: str = "", progress: bool = False, keep_ray: bool = True,
                     workers: int | None = None, lock_timeout: float | None = None,
-                    log: Callable[[str], None] | None = None) -> SweepResult:
+                    log: Callable[[str], None] | None = None,
+                    fallback: bool | None = None) -> SweepResult:
     """A sweep of explicit experiments (a study's grid). Those that differ only in their seeds
     train as one job, stacked where that pays (``stacked``: None), always (True) or never
-    (False)."""
+    (False). ``fallback`` (default: ``backend == 'auto'``): an embedded Ray that cannot start
+    hands the trials to local processes instead of failing."""
     check(stacked is None or isinstance(stacked, bool), "stacked", stacked,
           "None (where it pays), True or False")
     which, device, zoo, _ = check_options(cache_dir=cache_dir, backend=backend, address=None,
@@ -313,4 +451,5 @@ def run_experiments(experiments: list[Experiment], *, cache_dir: str | Path | No
     path = zoo.root / "sweeps" / f"{sweep_name(spec)}.csv"
     return run_trials(trials, spec, which=which, device=device, zoo=zoo, path=path,
                       retries=retries, progress=progress, workers=workers, keep_ray=keep_ray,
-                      lock_timeout=lock_timeout, log=log)
+                      lock_timeout=lock_timeout, log=log,
+                      fallback=backend == "auto" if fallback is None else bool(fallback))

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,9 @@ class SweepResult:
     path: Path
     cache_dir: Path
     backend: str
+    # how the runner started: requested and used backend, start-up attempts, seconds, outcome
+    # (also written beside the table as ``<table>.meta.json``)
+    meta: dict = dataclasses.field(default_factory=dict)
 
     def count(self, status: str) -> int:
         return int((self.table["status"] == status).sum())
@@ -98,6 +102,20 @@ def row(trial: Trial, status: str, result: dict[str, Any] | None = None,
     for name, value in result.get("final", {}).items():
         out[name if name not in out else f"final_{name}"] = value
     return out
+
+
+def meta_path(path: Path) -> Path:
+    """Where a table's metadata lies: ``<table>.meta.json`` beside it."""
+    return path.with_name(path.name + ".meta.json")
+
+
+def write_meta(meta: dict[str, Any], path: Path) -> None:
+    """The runner's start-up record beside the table ``path``, written atomically."""
+    target = meta_path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(meta, indent=1, sort_keys=True))
+    os.replace(tmp, target)
 
 
 def write_table(rows: dict[int, dict[str, Any]], path: Path) -> pd.DataFrame:

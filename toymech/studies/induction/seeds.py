@@ -20,6 +20,7 @@ from ... import analysis
 from ...tasks import Batch
 from ...training import Zoo
 from ..claims import verdict_table
+from ..grids import train_grid
 from ..findings import Findings, misses, scorecard_sentence
 from .causal import causal_numbers
 from .claims import CLAIMS, SHORT, floor_and_chance, numbers
@@ -35,6 +36,12 @@ def load_seeds(size: str, seed: int, device: torch.device, cache_dir: str | Path
     {seed: {name: Model}}."""
     zoo, seeds = Zoo(cache_dir), seeds_of(size, seed, n_seeds)
     out: dict[int, dict[str, Model]] = {s: {} for s in seeds}
+    # what is missing trains first as one sweep over every free core (Ray workers, or local
+    # processes), the longest runs (most layers) first; everything is then read back
+    exps = sorted((experiment(n, size, s) for n in names for s in seeds),
+                  key=lambda e: -e.model.n_layers)
+    if not all(zoo.has(e) for e in exps):  # seeds stacked only where that pays (a GPU)
+        train_grid(exps, zoo, device, stacked=None if torch.device(device).type == "cuda" else False)
     for name in names:
         entries = zoo.get_or_train_many([experiment(name, size, s) for s in seeds], device=device,
                                         progress=progress)
