@@ -22,7 +22,6 @@ subprocess against a subprocess running the plain loop for N steps (start-up inc
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import subprocess
 import sys
@@ -30,60 +29,18 @@ import tempfile
 import time
 
 import torch
-from torch import nn
 
 from toymech import tasks
-from toymech.devices import make_generator, resolve_device
-from toymech.models import ModelConfig, build_model, sinusoid_table
+from toymech.devices import resolve_device
+from toymech.models import ModelConfig, build_model
 from toymech.models.fast import fast_forward
-from toymech.tasks import masked_cross_entropy
+from toymech.models.reference import PlainAttnOnly, bare_loop_seconds
 from toymech.training import TrainConfig, train
-
-
-class PlainAttnOnly(nn.Module):
-    """Attention-only transformer, no biases/LayerNorm, sinusoids added to q and k."""
-
-    def __init__(self, n_layers=2, n_heads=4, d_model=32, d_vocab=26, n_ctx=24):
-        super().__init__()
-        d_head = d_model // n_heads
-        self.n_heads, self.d_head = n_heads, d_head
-        self.W_E = nn.Parameter(torch.randn(d_vocab, d_model) * 0.1)
-        self.W_U = nn.Parameter(torch.randn(d_model, d_vocab) * 0.1)
-        self.qkv = nn.ModuleList(nn.Linear(d_model, 3 * d_model, bias=False) for _ in range(n_layers))
-        self.out = nn.ModuleList(nn.Linear(d_model, d_model, bias=False) for _ in range(n_layers))
-        self.register_buffer("sin", sinusoid_table(n_ctx, d_head))
-        self.register_buffer("mask", torch.tril(torch.ones(n_ctx, n_ctx, dtype=torch.bool)))
-
-    def forward(self, tokens):
-        B, T = tokens.shape
-        x = self.W_E[tokens]
-        for qkv, out in zip(self.qkv, self.out):
-            q, k, v = qkv(x).view(B, T, 3, self.n_heads, self.d_head).unbind(2)
-            q, k = q + self.sin[:T, None], k + self.sin[:T, None]
-            scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.d_head)
-            scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))
-            z = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v).reshape(B, T, -1)
-            x = x + out(z)
-        return x @ self.W_U
 
 
 def _bare_loop(model, forward, task, steps, batch_size, device, seed=0) -> float:
     """steps/s of a bare AdamW loop (10 warm-up steps excluded) on ``forward``'s logits."""
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3,
-                            weight_decay=1.0)
-    gen = make_generator(seed, device)
-    t0 = None
-    for step in range(steps + 10):
-        if step == 10:
-            _sync(device)
-            t0 = time.perf_counter()
-        batch = task.sample(batch_size, gen)
-        loss = masked_cross_entropy(forward(batch.tokens), batch)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    _sync(device)
-    return steps / (time.perf_counter() - t0)
+    return 1.0 / bare_loop_seconds(model, forward, task, steps, batch_size, device, seed, warmup=10)
 
 
 def plain_steps_per_s(task, steps, batch_size, device) -> float:

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
+from waiting import limit
 
-HANG_S = 60
+HANG_S = 60  # on the machine the limits were written on; ``no_hang`` scales it to this one
 
 
 class Hung(Exception):
@@ -33,7 +34,10 @@ class Hung(Exception):
 
 @contextlib.contextmanager
 def no_hang(seconds: int = HANG_S):
-    """Fail (``Hung``) instead of waiting longer than ``seconds`` (main thread only)."""
+    """Fail (``Hung``) instead of waiting longer than ``seconds`` scaled to this machine
+    (``waiting.limit``; main thread only)."""
+    seconds = max(1, int(limit(seconds)))
+
     def ring(*_):
         raise Hung(f"still running after {seconds} s")
     old = signal.signal(signal.SIGALRM, ring)

@@ -4,9 +4,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from waiting import limit
 
 # Tests never touch the user's cache and never reach the network.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# An embedded Ray gets the start-up budget of a machine like the one the limits were written on,
+# scaled to this one (tests/waiting.py), so a slow or busy machine waits longer instead of failing.
+os.environ.setdefault("TOYMECH_RAY_START_S", str(round(limit(240))))
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Several pytest workers (./run.sh test): each gets its share of the cores, and the notebook
     # kernels and subprocesses it starts see the others' claims through the thread policy.

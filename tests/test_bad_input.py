@@ -23,6 +23,7 @@ from toymech.core import (check_bool, check_float, check_int, check_path_writabl
                           check_path_writable_file, check_seed, check_size)
 from toymech.models import ModelConfig
 from toymech.training import Experiment, TrainConfig
+from waiting import limit
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OK_NB = str(FIXTURES / "report_ok.ipynb")
@@ -494,7 +495,7 @@ def test_steps_override_keeps_warmup_valid(tmp_path, capsys):
 
 def _toymech(*args, env=None):
     return subprocess.run([sys.executable, "-m", "toymech", *args], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, **(env or {})})
+                          text=True, timeout=limit(300), env={**os.environ, **(env or {})})
 
 
 def test_end_to_end_no_traceback(tmp_path):

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from waiting import limit
 
 pytestmark = pytest.mark.browser
 
@@ -131,7 +132,7 @@ def _open(driver, path: Path, expect_figures: bool) -> dict:
     driver.get_log("performance")  # drop records of earlier pages
     driver.get_log("browser")
     driver.get(path.resolve().as_uri())
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + limit(30)
     state = driver.execute_script(_PAGE_STATE)
     while time.monotonic() < deadline:
         drawn = all(state["figures"]) and all(v["drawn"] > 0 for v in state["views"])
@@ -217,7 +218,7 @@ def jupyterlab(tmp_path_factory, monkeypatch_module):
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / "config"), "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
     log = open(root / "lab.log", "w")
     server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 240  # a loaded CI machine renders late
+    deadline = time.monotonic() + limit(240)  # a loaded CI machine renders late
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -235,7 +236,7 @@ def jupyterlab(tmp_path_factory, monkeypatch_module):
 
 def _lab_open(driver, base: str, token: str, relative: str, run_all: bool) -> dict:
     driver.get(f"{base}/lab/tree/{relative}?token={token}")
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + limit(90)
     script = "return !!(window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell'))"
     while not driver.execute_script(script):
         assert time.monotonic() < deadline, "JupyterLab did not open the notebook"
@@ -243,7 +244,7 @@ def _lab_open(driver, base: str, token: str, relative: str, run_all: bool) -> di
     time.sleep(2)  # the kernel session starts after the notebook panel
     if run_all:
         driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    deadline = time.monotonic() + 240  # a loaded CI machine renders late
+    deadline = time.monotonic() + limit(240)  # a loaded CI machine renders late
     state = driver.execute_script(_LAB_STATE)
     while time.monotonic() < deadline:
         # A notebook that is only opened has nothing to wait for but its saved outputs; its last
@@ -315,7 +316,7 @@ def test_scrubber_slider_moves_the_patterns_offline(browser, tmp_path):
     browser.get("about:blank")  # leaving the previous page may log (JupyterLab's beforeunload)
     browser.get_log("browser")
     browser.get(page.resolve().as_uri())
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + limit(30)
     while (before := browser.execute_script(_SCRUBBER_STATE, 1)) is None:
         assert time.monotonic() < deadline, "the scrubber figure was not drawn"
         time.sleep(0.3)
@@ -324,7 +325,7 @@ def test_scrubber_slider_moves_the_patterns_offline(browser, tmp_path):
     rail = browser.find_element("css selector", ".slider-rail-touch-rect")
     width = rail.rect["width"]
     ActionChains(browser).move_to_element_with_offset(rail, -width / 2 + 3, 0).click().perform()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + limit(10)
     after = browser.execute_script(_SCRUBBER_STATE, 1)
     while after["active"] != 0 and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -360,7 +361,7 @@ def test_each_report_has_a_working_step_slider(reports, browser, notebook):
     browser.get("about:blank")  # leaving the previous page may log (JupyterLab's beforeunload)
     browser.get_log("browser")
     browser.get((out / f"{notebook}.html").resolve().as_uri())
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + limit(60)
     while (before := browser.execute_script(_REPORT_SCRUBBER)) is None:
         assert time.monotonic() < deadline, f"{notebook}: no plotly figure with a step slider drawn"
         time.sleep(0.5)
@@ -368,7 +369,7 @@ def test_each_report_has_a_working_step_slider(reports, browser, notebook):
     rail = [r for r in browser.find_elements("css selector", ".slider-rail-touch-rect")][0]
     ActionChains(browser).move_to_element_with_offset(rail, -rail.rect["width"] / 2 + 3, 0) \
         .click().perform()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + limit(10)
     after = browser.execute_script(_REPORT_SCRUBBER)
     while after["active"] != 0 and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from test_browser import FIXTURES, PROJECT_NOTEBOOKS, SCREENSHOTS, browser, monkeypatch_module  # noqa: F401
+from waiting import limit
 
 pytestmark = pytest.mark.browser
 
@@ -60,7 +61,7 @@ def reader_problems(driver, page: Path, checks=READER_CHECKS) -> list[str]:
 
     driver.get("about:blank")
     driver.get(page.resolve().as_uri())
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + limit(30)
     state = driver.execute_script(_READER_STATE)
     while time.monotonic() < deadline and (state["pending"] or any(
             not f["x"] and not f["y"] for f in state["figures"])):
@@ -139,7 +140,7 @@ def test_folded_attention_view_draws_when_unfolded(reader_pages, browser):
     browser.get(page.resolve().as_uri())
     views = "return Array.from(document.querySelectorAll('.toymech-circuitsvis')).map(v => " \
             "({drawn: v.querySelectorAll('canvas, svg').length, width: v.getBoundingClientRect().width}));"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + limit(30)
     while time.monotonic() < deadline:
         state = browser.execute_script(views)
         if len(state) == 2 and state[0]["drawn"]:
@@ -149,7 +150,7 @@ def test_folded_attention_view_draws_when_unfolded(reader_pages, browser):
     summary = browser.find_element("css selector", "details.toymech-attention > summary")
     browser.execute_script("arguments[0].scrollIntoView()", summary)
     summary.click()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + limit(10)
     while (state := browser.execute_script(views))[1]["drawn"] == 0 and time.monotonic() < deadline:
         time.sleep(0.3)
     assert state[1]["drawn"] > 0 and state[1]["width"] > 300, state

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from waiting import limit
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OK, FAIL = FIXTURES / "report_ok.ipynb", FIXTURES / "report_fail.ipynb"
@@ -19,7 +20,7 @@ def toymech(*args: str, cwd: Path | None = None, timeout: float = 300, **env_var
     # `python -m toymech` is the same entry point as the console script and needs no PATH.
     env = {**os.environ, "TOYMECH_DEBUG": "", **env_vars}
     return subprocess.run([sys.executable, "-m", "toymech", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=timeout)
+                          cwd=cwd, env=env, timeout=limit(timeout))
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
@@ -33,7 +34,7 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) 
 
 def test_console_script_installed():
     script = shutil.which("toymech") or str(Path(sys.executable).parent / "toymech")
-    result = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=limit(60))
     assert result.returncode == 0 and result.stdout.startswith("toymech ")
 
 

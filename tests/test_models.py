@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from toymech.models import ModelConfig, build_model, parameter_counts, sinusoid_table
+from waiting import limit
 
 
 @pytest.mark.parametrize("n_layers, expected", [(1, 5_760), (2, 9_856)])
@@ -242,6 +243,6 @@ def test_saved_model_loads_in_a_fresh_interpreter(family, tmp_path):
             "assert torch.allclose(model(tokens), torch.load(sys.argv[3]), atol=1e-6)\n"
             "print('loaded', meta['name'])\n")
     out = subprocess.run([sys.executable, "-c", code, str(entry.path), str(tmp_path / "tokens.pt"),
-                          str(tmp_path / "logits.pt")], capture_output=True, text=True, timeout=300)
+                          str(tmp_path / "logits.pt")], capture_output=True, text=True, timeout=limit(300))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "loaded" in out.stdout

@@ -18,7 +18,8 @@ import pytest
 from toymech import cli, experiments
 from toymech.sweep import apply_overrides, expand_grid, load_grid, run_sweep
 from toymech.training import Zoo
-from toymech.sweep import runner as sweep_module
+from toymech.sweep import backends as sweep_module
+from waiting import limit
 
 ray = pytest.importorskip("ray")
 
@@ -268,7 +269,10 @@ def test_sigkill_of_the_driver_then_rerun_finishes_the_sweep(tmp_path):
                                  start_new_session=True)
     try:
         while _entries(zoo) < 5 and first.poll() is None:
-            time.sleep(0.1)
+            time.sleep(0.1)  # no deadline: the sweep either trains or ends (checked next)
+        if first.poll() is not None:
+            pytest.fail(f"the sweep ended before it was killed: "
+                        f"{(tmp_path / 'first.log').read_text()[-2000:]}")
         family = _family(first.pid)
         os.kill(first.pid, signal.SIGKILL)
     finally:
@@ -278,7 +282,7 @@ def test_sigkill_of_the_driver_then_rerun_finishes_the_sweep(tmp_path):
     assert 0 < done_at_kill < 12, (done_at_kill, (tmp_path / "first.log").read_text()[-2000:])
     assert len(family) > 3  # Ray's own processes were running under the driver
 
-    rerun = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    rerun = subprocess.run(command, capture_output=True, text=True, env=env, timeout=limit(600))
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "12 ok" in rerun.stdout
     entries = Zoo(zoo).entries()
@@ -291,7 +295,7 @@ def test_sigkill_of_the_driver_then_rerun_finishes_the_sweep(tmp_path):
 
     # Ray's processes of the killed driver follow it (the raylet and GCS at once, its agents
     # when they notice the raylet is gone); wait for that instead of timing it.
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + limit(300)
     while _alive(family) and time.monotonic() < deadline:
         time.sleep(1)
     assert not _alive(family), f"orphaned Ray processes of the killed sweep: {_alive(family)}"

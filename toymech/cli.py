@@ -290,7 +290,7 @@ def _run_failed() -> tuple[type, ...]:
     found = [getattr(sys.modules.get(m), n, None) for m, n in
              (("toymech.training.locks", "LockTimeout"),
               ("toymech.training.divergence", "TrainingDiverged"),
-             ("toymech.sweep.runner", "RayStartFailed"))]
+             ("toymech.sweep.backends", "RayStartFailed"))]
     return tuple(t for t in found if t is not None) or (_Never,)
 
 

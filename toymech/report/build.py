@@ -23,6 +23,8 @@ from .reader import bare_figures, cell_durations, facts_of, prepare, time_table,
 from .scorecards import find_scorecard, scorecard_counts, scorecard_heading, scorecard_table_html
 
 TEMPLATE_NAME = "toymech_report"
+# papermill waits 60 s for a kernel by default; a slow, busy machine can take longer to start one
+KERNEL_START_S = 600
 # The notebooks' name for "how many seeds" (``build_reports(seeds=...)``): the first of these
 # that a notebook's parameters cell assigns.
 SEEDS_PARAMETERS = ("n_seeds", "seeds")
@@ -265,6 +267,7 @@ def build_reports(
                 # chdir is process-wide, so concurrent ones would race.
                 cwd=str(path.parent) if jobs == 1 else None,
                 progress_bar=False, log_output=False, engine_name=ENGINE, toymech_on_cell=on_cell,
+                start_timeout=KERNEL_START_S,
                 # ipykernel warns on every start that TCP is unencrypted (it is local);
                 # its errors still show.
                 extra_arguments=["--IPKernelApp.log_level=ERROR"] if kernel_name.startswith("python") else [],

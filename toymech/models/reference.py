@@ -1,0 +1,92 @@
+"""The reference step: one AdamW step of a plain PyTorch copy of study 1's 2-layer model (the
+post's attention-only toy: d_model 32, 4 heads, 24 positions, 26 letters, sinusoids added to q and
+k), batch 256, on one CPU thread. Costs are stated in these steps beside the wall time, so a figure
+measured on one machine carries to another of a different speed (``reference_step_seconds``
+measures it here in about a second); the benchmarks compare toymech's own loop with it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+from torch import nn
+
+from ..devices import make_generator
+from ..tasks import masked_cross_entropy
+from ..tasks.repeated_blocks import RepeatedBlocks
+from .build import sinusoid_table
+
+BATCH = 256
+# Reference steps per second of the machine that measured the shipped costs
+# (benchmarks/README.md: the plain loop, 1 thread, quiet 2-core machine, 2026-11-30).
+SHIPPED_STEPS_PER_S = 37.7
+
+
+class PlainAttnOnly(nn.Module):
+    """Attention-only transformer, no biases/LayerNorm, sinusoids added to q and k."""
+
+    def __init__(self, n_layers=2, n_heads=4, d_model=32, d_vocab=26, n_ctx=24):
+        super().__init__()
+        d_head = d_model // n_heads
+        self.n_heads, self.d_head = n_heads, d_head
+        self.W_E = nn.Parameter(torch.randn(d_vocab, d_model) * 0.1)
+        self.W_U = nn.Parameter(torch.randn(d_model, d_vocab) * 0.1)
+        self.qkv = nn.ModuleList(nn.Linear(d_model, 3 * d_model, bias=False) for _ in range(n_layers))
+        self.out = nn.ModuleList(nn.Linear(d_model, d_model, bias=False) for _ in range(n_layers))
+        self.register_buffer("sin", sinusoid_table(n_ctx, d_head))
+        self.register_buffer("mask", torch.tril(torch.ones(n_ctx, n_ctx, dtype=torch.bool)))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        B, T = tokens.shape
+        x = self.W_E[tokens]
+        for qkv, out in zip(self.qkv, self.out):
+            q, k, v = qkv(x).view(B, T, 3, self.n_heads, self.d_head).unbind(2)
+            q, k = q + self.sin[:T, None], k + self.sin[:T, None]
+            scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.d_head)
+            scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))
+            z = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v).reshape(B, T, -1)
+            x = x + out(z)
+        return x @ self.W_U
+
+
+def bare_loop_seconds(model: nn.Module, forward, task, steps: int, batch_size: int = BATCH,
+                      device: torch.device | str = "cpu", seed: int = 0, warmup: int = 5) -> float:
+    """Seconds per step of a bare AdamW loop on ``forward``'s logits (``warmup`` steps left out)."""
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3,
+                            weight_decay=1.0)
+    gen = make_generator(seed, device)
+    t0 = 0.0
+    for step in range(steps + warmup):
+        if step == warmup:
+            if torch.device(device).type == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+        batch = task.sample(batch_size, gen)
+        loss = masked_cross_entropy(forward(batch.tokens), batch)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / steps
+
+
+def reference_step_seconds(steps: int = 30) -> float:
+    """One reference step's seconds on this machine now (one CPU thread; the thread count is
+    restored afterwards). About ``steps`` x 27 ms on the machine of the shipped costs."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = PlainAttnOnly()
+        return bare_loop_seconds(model, model, RepeatedBlocks(), steps)
+    finally:
+        torch.set_num_threads(before)
+
+
+def speed_ratio(seconds_per_step: float) -> float:
+    """How much slower this machine is than the one that shipped the costs (>1: slower)."""
+    return seconds_per_step * SHIPPED_STEPS_PER_S
