@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 from ..core import check_bool, check_int, check_path_writable_dir, check_seed, check_size
 from ..devices import choose_threads, resolve_device
 from ..display import duration_text
+from ..models.reference import reference_step_seconds
 from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
 from .progress import ENGINE, CostTable, section_at
 from .reader import bare_figures, cell_durations, facts_of, prepare, time_table, title_of
@@ -241,12 +242,15 @@ def build_reports(
     resolved = str(resolve_device(device))
     costs = CostTable(out)
     cost_key = CostTable.key(size, seeds)
+    # this machine's speed now, in reference steps: earlier runs' cell times (shipped ones too)
+    # are scaled by it, so an estimate made on a faster machine still holds here
+    here = reference_step_seconds() if progress is not None else None
 
     def run_one(index: int, path: Path) -> ReportEntry:
         if on_start:
             on_start(index, path)
         if progress is not None:
-            progress.start(index, costs.get(path.stem, cost_key))
+            progress.start(index, costs.get(path.stem, cost_key, here))
         executed = out / "executed" / path.name
         report = out / f"{path.stem}.html"
         date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -285,7 +289,7 @@ def build_reports(
             with _TRUST_LOCK:  # one writer at a time on Jupyter's signature database
                 _trust(nb)
         if failure is None:
-            costs.record(path.stem, cost_key, cell_durations(nb), wall_s)
+            costs.record(path.stem, cost_key, cell_durations(nb), wall_s, here)
         facts = facts_of(nb) if executed.is_file() else {}
         parameters = per_notebook[path]
         given = {**defaults[path], **{k: repr(v) for k, v in parameters.items()}}

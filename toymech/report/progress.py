@@ -7,7 +7,9 @@
   run of each notebook at each size (and seed count). The next run estimates from it; before
   any run of its own, from the cost table shipped in the package (``toymech/data/
   report_costs.json``: the `default` run measured on a 2-core CPU with an empty zoo, the
-  figures of ``benchmarks/README.md``).
+  figures of ``benchmarks/README.md``). Each row carries the reference step's seconds of the
+  machine that measured it (``toymech.models.reference``); ``get`` scales a row to this
+  machine's reference step, so the estimate follows a slower or busier machine.
 * ``LiveProgress``: one line per notebook (the cell it is at out of how many, its section, the
   time elapsed and the estimate left). On a terminal the lines are redrawn in place every second;
   elsewhere (CI logs, pipes) a line is printed when a notebook starts, enters a new section and
@@ -28,6 +30,7 @@ from typing import Callable, Sequence, TextIO
 from papermill.engines import NBClientEngine, papermill_engines
 
 from ..display import duration_text
+from ..models.reference import SHIPPED_STEPS_PER_S
 from .reader import SETUP_SECTION, heading
 
 ENGINE = "toymech-progress"
@@ -83,23 +86,40 @@ class CostTable:
         except (OSError, ValueError):
             return {}
 
-    def get(self, stem: str, key: str) -> dict | None:
+    def get(self, stem: str, key: str, reference_step_s: float | None = None) -> dict | None:
         """This folder's last run of ``stem`` at ``key``; else the shipped measurement (its row
-        carries ``"shipped": True``); else None."""
+        carries ``"shipped": True``); else None. With ``reference_step_s`` (this machine's, now),
+        the row's times are scaled from its own machine's reference step to this one
+        (``"scale"``: the factor)."""
         row = self._read().get(stem, {}).get(key)
-        if _valid(row):
-            return row
-        row = shipped_costs().get(stem, {}).get(key)
-        return {**row, "shipped": True} if _valid(row) else None
+        if not _valid(row):
+            row = shipped_costs().get(stem, {}).get(key)
+            row = {"reference_step_s": 1.0 / SHIPPED_STEPS_PER_S, **row, "shipped": True} \
+                if _valid(row) else None
+        return None if row is None else scaled(row, reference_step_s)
 
-    def record(self, stem: str, key: str, cells: Sequence[float | None], total_s: float) -> None:
+    def record(self, stem: str, key: str, cells: Sequence[float | None], total_s: float,
+               reference_step_s: float | None = None) -> None:
         with self._lock:  # notebooks finish in parallel threads
             data = self._read()
             data.setdefault(stem, {})[key] = {"cells": [None if c is None else round(c, 3) for c in cells],
                                               "total_s": round(total_s, 2)}
+            if reference_step_s:
+                data[stem][key]["reference_step_s"] = round(reference_step_s, 6)
             tmp = self.path.with_name(f".costs.{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
             os.replace(tmp, self.path)
+
+
+def scaled(row: dict, reference_step_s: float | None) -> dict:
+    """``row`` with its cell times and total multiplied by this machine's reference step over
+    the row's (unchanged when either is unknown); ``"scale"`` is the factor used."""
+    theirs = row.get("reference_step_s")
+    if not reference_step_s or not isinstance(theirs, (int, float)) or theirs <= 0:
+        return {**row, "scale": 1.0}
+    k = reference_step_s / theirs
+    return {**row, "cells": [None if c is None else c * k for c in row["cells"]],
+            "total_s": row["total_s"] * k, "scale": k}
 
 
 def _valid(row) -> bool:
@@ -128,6 +148,11 @@ def estimate_left(previous: dict | None, cell_index: int, n_cells: int, in_cell_
         return None if elapsed_s is None else max(0.0, previous["total_s"] - elapsed_s)
     cells = [c or 0.0 for c in previous["cells"]]
     return sum(cells[cell_index + 1:]) + max(0.0, cells[cell_index] - in_cell_s)
+
+
+def _scale_text(previous: dict) -> str:
+    k = previous.get("scale", 1.0)
+    return "" if abs(k - 1.0) < 0.1 else f" (scaled x{k:.1f}: this machine's reference step)"
 
 
 class _Row:
@@ -170,7 +195,7 @@ class LiveProgress:
             if not self.live:
                 est = "" if not previous else (
                     f", {'measured on a 2-core CPU' if previous.get('shipped') else 'last run at this size'} "
-                    f"{duration_text(previous['total_s'])}")
+                    f"{duration_text(previous['total_s'])}" + _scale_text(previous))
                 self._print(f"[{index + 1}/{len(self.rows)}] {row.name}: started{est}")
             self._redraw()
         if self.live and self._ticker is None:
