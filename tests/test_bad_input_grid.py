@@ -65,7 +65,24 @@ GRID_CASES = {
     "override train.steps 0": (over(MOD, **{"train.steps": [0]}), ".json", ["steps=0"]),
     "override task.p 1": (over(MOD, **{"task.p": [1]}), ".json", ["p=1"]),
     "overrides a string": ({**MOD, "overrides": "model.d_model"}, ".json", ["overrides="]),
+    "train.stop_metric naming no metric (retried at run time before)": (over(MOD, **{"train.stop_metric": ["eval_accuracy"], "train.stop_value": [0.9]}), ".json", ["stop_metric='eval_accuracy'", "eval_acc"]),
+    "train.stop_value 2.0 for an accuracy (never triggered before)": (over(MOD, **{"train.stop_metric": ["eval_acc"], "train.stop_value": [2.0]}), ".json", ["stop_value=2.0", "[0, 1]"]),
+    "train.stop_value -1 for a loss": (over(MOD, **{"train.stop_metric": ["eval_loss"], "train.stop_value": [-1]}), ".json", ["stop_value=-1"]),
 }
+
+
+def _cpu_has_bf16() -> bool:
+    try:
+        from toymech.training.precision import bf16_support
+    except ImportError:
+        return False
+    import torch
+    return bf16_support(torch.device("cpu"))[0]
+
+
+if not _cpu_has_bf16():  # the case exists where bf16 cannot run: on this machine's CPU
+    GRID_CASES["train.precision bf16 on a CPU without bf16 (retried at run time before)"] = (
+        over(MOD, **{"train.precision": ["bf16"]}), ".json", ["precision='bf16'", "fp32"])
 
 
 @pytest.mark.parametrize("case", list(GRID_CASES), ids=[f"sweep grids: {c}" for c in GRID_CASES])
