@@ -83,13 +83,11 @@ _OWN_OPTIONS = {"size": "--size", "device": "--device", "seed": "--seed", "n_see
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from toymech.core import check_path_writable_dir
     from toymech.devices import resolve_device
     from toymech.report import LiveProgress, build_reports
     from toymech.report.checks import check_out_dir
 
     resolve_device(args.device)  # fails fast (exit 2) when e.g. cuda is asked for but absent
-    check_path_writable_dir("--out", args.out)
     _set_cache(args.cache)
     if args.notebooks:
         notebooks = [Path(p) for p in args.notebooks]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import logging
-import math
 import os
 import re
 import sqlite3
