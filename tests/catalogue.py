@@ -123,6 +123,17 @@ def stderr_lines(err: str) -> list[str]:
             and "it/s" not in line]
 
 
+def refused(code: int, out: str, err: str, fragments, want: int = 2) -> str:
+    """A command refused its input: exit code ``want`` and ONE line on stderr, ``toymech:
+    error: ...`` holding every fragment, no traceback. Returns the line."""
+    assert code == want, (code, out[-2000:], err[-3000:])
+    lines = stderr_lines(err)
+    assert "Traceback" not in err and len(lines) == 1 and lines[0].startswith("toymech: error: "), err[-3000:]
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
 # --------------------------------------------------------------------------------------------
 # zoo entries damaged on purpose
 # --------------------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ CLI_CASES = {
     "--device mps (absent)": (["train", "induction-1l", *SMOKE[:4], "--device", "mps"], 2, ["device='mps'", "not available"]),
     "--cache a symlink loop": ([*TRAIN, "--cache", "{loop}"], 2, ["--cache="]),
     "--cache a dangling symlink": ([*TRAIN, "--cache", "{dangling}"], 2, ["--cache="]),
-    "--cache /proc/zoo (cannot be created)": ([*TRAIN, "--cache", "/proc/toymech-zoo"], 2, ["zoo='/proc/toymech-zoo'"]),
+    "--cache /proc/zoo (cannot be created)": ([*TRAIN, "--cache", "/proc/toymech-zoo"], 2, ["--cache='/proc/toymech-zoo'", "can be created"]),
     "TOYMECH_CACHE a file (train)": (TRAIN, 2, ["zoo=", "a folder"], {"TOYMECH_CACHE": "{file}"}),
     "TOYMECH_CACHE /proc (train)": (TRAIN, 2, ["zoo='/proc'"], {"TOYMECH_CACHE": "/proc"}),
     "TOYMECH_CACHE a symlink loop (train)": (TRAIN, 2, ["zoo=", "symlink"], {"TOYMECH_CACHE": "{loop}"}),
@@ -90,6 +90,8 @@ CLI_CASES = {
     "sweep a FIFO grid (hung before)": (["sweep", "{fifo}", "--backend", "local"], 2, ["grid=", "regular file"]),
     "sweep a folder grid": (["sweep", "{dir}", "--backend", "local"], 2, ["grid=", "regular file"]),
     "sweep /dev/zero grid": (["sweep", "{zero}", "--backend", "local"], 2, ["grid=", "regular file"]),
+    "zoo verify of a folder that does not exist (exit 0, '0 ok' before)": (["zoo", "verify", "--cache", "{tmp}/no-zoo"], 2, ["zoo=", "no-zoo", "does not exist"]),
+    "zoo verify TOYMECH_CACHE a folder that does not exist": (["zoo", "verify"], 2, ["zoo=", "no-zoo"], {"TOYMECH_CACHE": "{tmp}/no-zoo"}),
 }
 
 
@@ -182,8 +184,21 @@ CONFIG_CASES = {
     "an empty object": (lambda: "{}", 2, ["missing 'task'"]),
     "null": (lambda: "null", 2, ["--config=", "JSON object"]),
     "a JSON string": (lambda: "\"induction-1l\"", 2, ["--config=", "JSON object"]),
+    "train.stop_value 2.0 for eval_acc (never stopped before)": (_at("train", stop_metric="eval_acc", stop_value=2.0), 2, ["stop_value=2.0", "[0, 1]"]),
+    "train.stop_metric naming no metric (failed at the first evaluation before)": (_at("train", stop_metric="eval_nothing", stop_value=0.5), 2, ["stop_metric='eval_nothing'", "eval_loss"]),
+    "task version 1 of a version-2 task (trained as version 2 before)": (lambda: _versioned(1), 2, ["task version=1", "2"]),
     "Latin-1 text": (lambda: json.dumps(_experiment()).replace("induction-1l", "induction-\xe91l").encode("latin-1"), 2, ["--config=", "UTF-8"]),
 }
+
+
+def _versioned(version: int) -> str:
+    """A smoke modular-addition config (its task is at version 2) that records ``version``."""
+    from toymech import experiments
+
+    d = experiments.get("modular_addition", size="smoke").to_dict()
+    d["task"]["version"] = version
+    d["train"].update(steps=2, eval_every=2)
+    return json.dumps(d)
 
 
 def _raw(change):

@@ -129,6 +129,31 @@ def _newer(p):
     rehash(p, {**meta(p), "format": 2})
 
 
+def _task_version(version):
+    """The entry's task recorded at ``version``, with a valid integrity record and its key."""
+    def damage(p):
+        m = meta(p)
+        rehash(p, {**m, "task": {**m["task"], "version": version}})
+    return damage
+
+
+def _v1_of_a_v2_task(root, tmp):
+    """A modular-addition entry (its task is at version 2) that records task version 1."""
+    from toymech import experiments
+    from toymech.training import Zoo
+
+    exp = experiments.get("modular_addition", "smoke")
+    exp.train = exp.train.replace(steps=2, eval_every=2)
+    entry = Zoo(root).get_or_train(exp, device="cpu", progress=False, log=None)
+    _task_version(1)(entry.path)
+
+
+def _one_quarantined(root, tmp):
+    from toymech.training import Zoo
+
+    Zoo(root).quarantine(root / _name(root, 1), "damaged on purpose")
+
+
 VERIFY = ["zoo", "verify", "--cache", "{zoo}"]
 LIST = ["list", "models", "--cache", "{zoo}"]
 
@@ -162,6 +187,8 @@ DAMAGE_CASES = {
     "list: config.json -> /dev/zero": (_swap("config.json", "zero"), LIST, 0, ["DAMAGED"]),
     "list: stripped record": (legacy, LIST, 0, ["UNVERIFIED"]),
     "newer format, verify --fix (quarantined before)": (_newer, [*VERIFY, "--fix"], 0, ["NEWER", "newer than this toymech"]),
+    "task version 3 with a valid record (listed ok and served before)": (_task_version(3), VERIFY, 0, ["NEWER", "version 3"]),
+    "list: task version 3 with a valid record": (_task_version(3), LIST, 0, ["NEWER", "version 3"]),
 }
 
 
@@ -222,6 +249,10 @@ SPECIAL_CASES = {
     "stripped record, train -q (said nothing before)": (lambda r, t: legacy(r / _name(r, 0)), TRAIN, 0, "notice", ["unverified", "moved it to"], False),
     "--retrain with NOTES.txt in the entry (deleted before)": (_notes, [*TRAIN, "--retrain"], 0, "notice", ["NOTES.txt", ".quarantine"], False),
     "verify --fix of an unverified entry holding NOTES.txt": (_notes_legacy, [*VERIFY, "--fix"], 1, "entry", ["UNVERIFIED", "moved to"], False),
+    "task version 3, train (served as the current task's before)": (lambda r, t: _task_version(3)(r / _name(r, 0)), TRAIN, 2, "stderr", ["newer than this toymech", "version 3"], True),
+    "task version 1 of a version-2 task, verify (listed ok and served before)": (_v1_of_a_v2_task, VERIFY, 1, "modular_addition-", ["DAMAGED", "version 1"], True),
+    "task version 1 of a version-2 task, list": (_v1_of_a_v2_task, LIST, 0, "modular_addition-", ["DAMAGED", "version 1"], True),
+    "list with a quarantined entry (not mentioned before)": (_one_quarantined, LIST, 0, "quarantined", ["1 quarantined", ".quarantine"], True),
 }
 
 

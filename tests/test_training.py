@@ -261,8 +261,9 @@ def test_stop_rule_stops_at_the_first_passing_evaluation_and_records_the_step():
                  device="cpu", progress=False, log=None)
     assert full.stop_step is None and [r["step"] for r in full.history] == [2, 4, 6, 8, 10, 12]
     assert full.history[0]["eval_loss"] == result.history[0]["eval_loss"]
-    # a threshold never reached: all the steps; a loss passes by falling, a metric by rising
-    never = train(_gpt(MODADD), MODADD, cfg.replace(stop_metric="eval_acc", stop_value=1.01),
+    # a threshold not reached in 12 steps: all the steps; a loss passes by falling, a metric by
+    # rising (an accuracy above 1, which no run reaches, is refused: test_bad_input_cli)
+    never = train(_gpt(MODADD), MODADD, cfg.replace(stop_metric="eval_acc", stop_value=1.0),
                   device="cpu", progress=False, log=None)
     assert never.stop_step is None and never.history[-1]["step"] == 12
     low = train(_gpt(MODADD), MODADD, cfg.replace(stop_value=1e-3), device="cpu",
@@ -284,6 +285,8 @@ def test_stop_rule_config_keys_and_errors():
         TrainConfig(stop_metric="step", stop_value=1.0)
     with pytest.raises(ValueError, match="stop_value=nan is not allowed"):
         TrainConfig(stop_metric="eval_acc", stop_value=float("nan"))
+    with pytest.raises(ValueError, match=r"stop_value=1.01 is not allowed: a number in \[0, 1\]"):
+        TrainConfig(stop_metric="eval_acc", stop_value=1.01)
     with pytest.raises(ValueError, match="stop_metric='eval_accuracy' is not allowed: a metric "
                                          "of the logged history, one of train_loss, eval_loss"):
         _train(TrainConfig(steps=2, batch_size=4, eval_every=1, eval_size=4,

@@ -66,7 +66,15 @@ def _parse_param(text: str) -> tuple[str, object]:
         value = raw
     if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
         raise UsageError(f"--param {name}={raw!r} is not allowed: a finite number, JSON or a string")
+    if name in _OWN_OPTIONS:
+        raise UsageError(f"--param {name}={raw!r} is not allowed: {name!r} has its own option; "
+                         f"pass {_OWN_OPTIONS[name]} instead")
     return name, value
+
+
+# notebook parameters that `toymech report` sets from its own options (not through --param)
+_OWN_OPTIONS = {"size": "--size", "device": "--device", "seed": "--seed", "n_seeds": "--seeds",
+                "seeds": "--seeds"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -75,12 +83,11 @@ def _parse_param(text: str) -> tuple[str, object]:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from toymech.core import check_path_writable_dir
     from toymech.devices import resolve_device
     from toymech.report import LiveProgress, build_reports
+    from toymech.report.checks import check_out_dir
 
     resolve_device(args.device)  # fails fast (exit 2) when e.g. cuda is asked for but absent
-    check_path_writable_dir("--out", args.out)
     _set_cache(args.cache)
     if args.notebooks:
         notebooks = [Path(p) for p in args.notebooks]
@@ -90,6 +97,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if not notebooks:
             raise UsageError(f"no notebooks in {str(folder)!r}")
     extra = dict(_parse_param(p) for p in args.param)
+    check_out_dir("--out", args.out, [p for p in notebooks if p.is_file()])
     seeds = f", seeds {args.seeds}" if args.seeds is not None else ""
     # One live line per notebook (redrawn in place on a terminal, printed per section otherwise),
     # under a heading printed once the arguments are checked (bad input stays one line).
@@ -258,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="size passed to every notebook's parameters cell (default: default)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--seed", type=_seed, default=0, help="seed passed to every notebook (default: 0)")
-    p.add_argument("--seeds", type=_int_option(1, 10**6), metavar="N",
+    p.add_argument("--seeds", type=_int_option(1, 1000), metavar="N",  # == protocol.MAX_SEEDS
                    help="how many seeds the claims run over, passed to every notebook as `n_seeds` (or `seeds`) "
                    "(default: each notebook's own, by size)")
     p.add_argument("--code", action="store_true",

@@ -41,6 +41,8 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "experiments": listing.experiment_rows,
                 "models": lambda: listing.model_rows(args.cache)}
     data = {name: builders[name]() for name in what}
+    if "models" in data:
+        data["quarantined"] = listing.quarantined_rows(args.cache)
     if args.json:
         print(json.dumps(data, indent=1, default=str))
         return EXIT_OK
@@ -53,6 +55,9 @@ def cmd_zoo_verify(args: argparse.Namespace) -> int:
     from toymech.training import Zoo
 
     zoo = Zoo(args.cache)
+    if not os.path.lexists(zoo.root):  # checking nothing is no "0 ok"
+        raise ValueError(f"zoo={str(zoo.root)!r} is not allowed: an existing zoo folder (it does "
+                         "not exist; --cache or $TOYMECH_CACHE names the zoo)")
     rows = zoo.verify(fix=args.fix, adopt=args.adopt)
     for row in rows:
         name = Path(row["path"]).name

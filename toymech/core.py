@@ -112,8 +112,9 @@ def check_str(name: str, value: Any, choices: Any = None, *, empty: bool = False
 
 def check_path_writable_dir(name: str, path: Any) -> "Path":
     """A folder that is or can be made writable: an existing writable directory, or a path
-    whose nearest existing parent is a writable directory. A file (or a file on the way) is
-    refused. Creates nothing; returns the expanded path."""
+    whose nearest existing parent is a writable directory in which a folder can be made (tried:
+    a folder made and removed at once). A file (or a file on the way) is refused. Leaves
+    nothing behind; returns the expanded path."""
     from pathlib import Path
 
     check(isinstance(path, (str, Path)) and str(path).strip() != "" and "\0" not in str(path),
@@ -129,6 +130,15 @@ def check_path_writable_dir(name: str, path: Any) -> "Path":
     check(parent.is_dir(), name, str(path), f"a folder path ({parent} is a file)")
     check(os.access(parent, os.W_OK | os.X_OK), name, str(path),
           f"a folder that can be created ({parent} is not writable)")
+    # Permissions do not tell everything (root in /proc, a read-only mount): make a folder
+    # there and remove it again, as the caller's mkdir would.
+    probe = parent / f".toymech-probe-{os.getpid()}-{id(p):x}"
+    try:
+        probe.mkdir()
+    except OSError as exc:
+        check(False, name, str(path), f"a folder that can be created (making one in {parent} "
+              f"fails: {exc.strerror or exc})")
+    probe.rmdir()
     return p
 
 

@@ -64,6 +64,19 @@ def model_rows(cache: str | None) -> list[dict]:
     return rows
 
 
+def quarantined_rows(cache: str | None) -> list[dict]:
+    """The folders kept in ``<zoo>/.quarantine`` (damaged, unverified or replaced entries, moved
+    aside, never served): name and path, with the reason where one was written."""
+    rows = []
+    for path in Zoo(cache).quarantined():
+        try:
+            reason = (path / "QUARANTINED.txt").read_text(errors="replace").strip()[:200]
+        except OSError:
+            reason = ""
+        rows.append({"name": path.name, "path": str(path), "reason": reason})
+    return rows
+
+
 def final_metrics(row: dict) -> dict:
     """The numbers worth a line: step, train loss, and the held-out metrics (eval_*)."""
     keys = ["step", "train_loss"] + [k for k in row if isinstance(k, str) and k.startswith("eval_")]
@@ -110,4 +123,9 @@ def lines(data: dict[str, list[dict]], where: Path) -> list[str]:
             seconds = r["seconds"] if r["seconds"] is not None else 0.0
             out.append(f"  {r['name'] or r['task']:<32} {fmt_metrics(r['final'])}  [{r['device']}, "
                        f"{seconds:.0f} s, {r['created']}] {name}")
+    kept = data.get("quarantined")
+    if kept:
+        out.append(f"  {len(kept)} quarantined entr{'y' if len(kept) == 1 else 'ies'} kept in "
+                   f"{where / '.quarantine'} (not served; moved aside as damaged, unverified or "
+                   "replaced)")
     return out

@@ -34,6 +34,7 @@ import fnmatch
 import math
 import os
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -45,6 +46,7 @@ from ..core import check, check_float, check_int
 from ..models.fast import fast_forward
 from ..tasks.base import Batch, masked_cross_entropy
 from .dynamics import transition_step
+from .inputs import check_callable, check_module, check_tokens, finite, vocab_of
 
 LossFn = Callable[[torch.nn.Module, Any], torch.Tensor]
 
@@ -202,6 +204,8 @@ def estimate_llc(model: torch.nn.Module, loss_fn: LossFn, data: Any,
     items in ``data``); ``freeze``: parameter-name patterns (fnmatch, as
     ``TrainConfig.freeze``) that stay at w*, e.g. what the run never trained. The caller's
     model is not changed (the chains run on a copy)."""
+    check_module(model)
+    check_callable(loss_fn, "loss_fn", "loss_fn(model, minibatch) -> a 0-d loss")
     check(isinstance(settings, SGLDSettings), "settings", type(settings).__name__,
           "an SGLDSettings")
     size = _size(data)
@@ -216,7 +220,9 @@ def estimate_llc(model: torch.nn.Module, loss_fn: LossFn, data: Any,
     check(bool(params), "model", type(model).__name__, "a model with trainable parameters")
     anchor = [p.detach().clone() for p in params]
     device = params[0].device
-    init_loss = _full_loss(star, loss_fn, data, max(settings.batch_size, 256))
+    init_loss = finite(_full_loss(star, loss_fn, data, max(settings.batch_size, 256)), "loss_fn",
+                       "the loss at the model's own parameters, before any SGLD step")
+    diverged: list[tuple[int, int]] = []  # (chain, step)
     steps = settings.burnin + settings.draws
     trace = np.zeros((settings.chains, steps))
     trace_star = np.zeros((settings.chains, steps))
@@ -241,11 +247,19 @@ def estimate_llc(model: torch.nn.Module, loss_fn: LossFn, data: Any,
                     p.add_(-0.5 * eps * drift + math.sqrt(eps) * xi)
             if not math.isfinite(trace[c, t]):
                 trace[c, t:] = np.nan  # a diverged chain stays diverged
+                diverged.append((c, t))
                 break
     kept = slice(settings.burnin, None)
     per_chain = n_beta * (trace[:, kept] - trace_star[:, kept]).mean(1)
+    if diverged:
+        warnings.warn(f"SGLD diverged in {len(diverged)} of {settings.chains} chain(s) (chain "
+                      f"{diverged[0][0]} at step {diverged[0][1]}; lr={eps:g}, gamma={gamma:g}): "
+                      "the estimate is NaN and the result is marked (finite=False, "
+                      "extra['diverged']); a smaller lr or a larger gamma keeps the chains bounded",
+                      RuntimeWarning, stacklevel=2)
     return LLCResult(per_chain, trace, trace_star, init_loss, n, n_beta, settings,
-                     time.perf_counter() - start, sum(p.numel() for p in params))
+                     time.perf_counter() - start, sum(p.numel() for p in params),
+                     {"diverged": diverged} if diverged else {})
 
 
 def _index_device(data: Any) -> torch.device:
@@ -277,10 +291,15 @@ def task_llc(model: torch.nn.Module, pool: Batch, settings: SGLDSettings = SGLDS
              freeze: Sequence[str] = ()) -> LLCResult:
     """λ̂ of a task model on a fixed pool of sequences; n = the pool's scored targets (the
     samples whose mean loss L_n is); ``freeze``: see ``estimate_llc``."""
+    check_module(model)
     check(isinstance(pool, Batch), "pool", type(pool).__name__, "a toymech Batch")
+    scored = int(pool.target_mask.sum())
+    check(len(pool) >= 1 and scored >= 2, "pool", f"{len(pool)} sequence(s), {scored} scored "
+          "target(s)", "a Batch with at least one sequence and 2 scored targets")
+    check_tokens(pool.tokens, "pool", vocab_of(model))
     pool = pool.to(next(model.parameters()).device)
     try:
-        return estimate_llc(model, task_loss, pool, settings, n=int(pool.target_mask.sum()),
+        return estimate_llc(model, task_loss, pool, settings, n=scored,
                             freeze=freeze)
     finally:
         _forwards.clear()  # the chains' model copies are gone

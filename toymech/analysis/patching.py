@@ -46,6 +46,7 @@ from transformer_lens import HookedTransformer
 
 from ..core import check
 from ..tasks.base import Batch, masked_cross_entropy
+from .inputs import check_callable, check_tokens, check_transformer, finite
 
 Metric = Callable[[torch.Tensor], torch.Tensor]
 Head = tuple[int, int]
@@ -127,16 +128,13 @@ class Patched:
 
 
 # --- plumbing --------------------------------------------------------------------------------
-def _tokens(model: HookedTransformer, tokens: torch.Tensor, name: str) -> torch.Tensor:
-    check(isinstance(tokens, torch.Tensor) and tokens.ndim == 2 and not tokens.is_floating_point(),
-          name, tuple(getattr(tokens, "shape", ())), "integer token ids [batch, pos]")
-    check(tokens.shape[1] <= model.cfg.n_ctx, name, tuple(tokens.shape),
-          f"at most n_ctx={model.cfg.n_ctx} positions")
-    return tokens.to(model.cfg.device)
-
-
-def _pair(model, clean, corrupted):
-    clean, corrupted = _tokens(model, clean, "clean"), _tokens(model, corrupted, "corrupted")
+def _pair(model, clean, corrupted, metric):
+    """The checked inputs of every patching function (``analysis.inputs``): a HookedTransformer
+    with finite weights, token ids it can read, two batches of one shape, a callable metric."""
+    model = check_transformer(model)
+    check_callable(metric, "metric", "logits [batch, pos, d_vocab] -> a scalar")
+    clean, corrupted = (check_tokens(t, n, model.cfg.d_vocab, model.cfg.n_ctx).to(model.cfg.device)
+                        for t, n in ((clean, "clean"), (corrupted, "corrupted")))
     check(clean.shape == corrupted.shape, "corrupted", tuple(corrupted.shape),
           f"the shape of clean {tuple(clean.shape)}")
     return clean, corrupted
@@ -189,10 +187,10 @@ def split_inputs(model: HookedTransformer):
 
 @torch.no_grad()
 def run_metric(model: HookedTransformer, tokens: torch.Tensor, metric: Metric,
-               fwd_hooks: Sequence = ()) -> float:
-    """``metric`` of one (optionally hooked) run."""
+               fwd_hooks: Sequence = (), run: str = "a patched run") -> float:
+    """``metric`` of one (optionally hooked) run; a NaN or inf is a ValueError naming ``run``."""
     with model.hooks(fwd_hooks=list(fwd_hooks)):
-        return float(metric(model(tokens)))
+        return finite(metric(model(tokens)), "metric", f"it gave a non-finite value on {run}")
 
 
 @torch.no_grad()
@@ -209,6 +207,13 @@ def replace_head(source_z: torch.Tensor, head: int, mask: torch.Tensor):
     return hook
 
 
+def _patched(model, values: torch.Tensor, clean, corrupted, metric: Metric, direction: str
+             ) -> Patched:
+    """``values`` with the metric of the unpatched clean and corrupted runs."""
+    return Patched(values, run_metric(model, clean, metric, run="the clean run"),
+                   run_metric(model, corrupted, metric, run="the corrupted run"), direction)
+
+
 # --- activation patching ---------------------------------------------------------------------
 @torch.no_grad()
 def patch_heads(model: HookedTransformer, clean: torch.Tensor, corrupted: torch.Tensor,
@@ -219,7 +224,7 @@ def patch_heads(model: HookedTransformer, clean: torch.Tensor, corrupted: torch.
     values: [n_layers, n_heads] (the head patched at every position in ``positions``, default
     all) or, with ``per_position``, [n_layers, n_heads, pos] (one position at a time).
     """
-    clean, corrupted = _pair(model, clean, corrupted)
+    clean, corrupted = _pair(model, clean, corrupted, metric)
     direction = _direction(direction)
     source, target = (clean, corrupted) if direction == "denoise" else (corrupted, clean)
     z = _cache(model, source, ("hook_z",))
@@ -234,8 +239,8 @@ def patch_heads(model: HookedTransformer, clean: torch.Tensor, corrupted: torch.
             for i, mask in enumerate(masks):
                 hook = (f"blocks.{layer}.attn.hook_z", replace_head(src, head, mask))
                 values[layer, head, i] = run_metric(model, target, metric, [hook])
-    return Patched(values if per_position else values[..., 0], run_metric(model, clean, metric),
-                   run_metric(model, corrupted, metric), direction)
+    values = values if per_position else values[..., 0]
+    return _patched(model, values, clean, corrupted, metric, direction)
 
 
 @torch.no_grad()
@@ -245,10 +250,10 @@ def patch_layers(model: HookedTransformer, clean: torch.Tensor, corrupted: torch
     """Patch a whole layer's ``site`` (``resid_pre``: the residual entering the block;
     ``attn_out``: its attention output; ``mlp_out``: its MLP output) from source into target.
     values: [n_layers] or, with ``per_position``, [n_layers, pos]."""
+    clean, corrupted = _pair(model, clean, corrupted, metric)
     check(site in LAYER_SITES, "site", site, f"one of {LAYER_SITES}")
     check(site != "mlp_out" or not model.cfg.attn_only, "site", site,
           "resid_pre or attn_out for an attention-only model")
-    clean, corrupted = _pair(model, clean, corrupted)
     direction = _direction(direction)
     source, target = (clean, corrupted) if direction == "denoise" else (corrupted, clean)
     cache = _cache(model, source, (f"hook_{site}",))
@@ -261,8 +266,8 @@ def patch_layers(model: HookedTransformer, clean: torch.Tensor, corrupted: torch
             def hook(x, hook, src=cache[name], col=col):
                 return src.clone() if col is None else torch.where(col[None, :, None], src, x)
             values[layer, i] = run_metric(model, target, metric, [(name, hook)])
-    return Patched(values if per_position else values[:, 0], run_metric(model, clean, metric),
-                   run_metric(model, corrupted, metric), direction)
+    values = values if per_position else values[:, 0]
+    return _patched(model, values, clean, corrupted, metric, direction)
 
 
 @torch.no_grad()
@@ -272,7 +277,7 @@ def patch_inputs(model: HookedTransformer, clean: torch.Tensor, corrupted: torch
     """Replace the q, k or v input of receiver heads (``(layer, head, "q"|"k"|"v")``, one or a
     list) by the source run's: every path into that input at once (e.g. the token a head reads
     through its values). ``positions`` [pos] or [batch, pos]: only there. values: 0-d."""
-    clean, corrupted = _pair(model, clean, corrupted)
+    clean, corrupted = _pair(model, clean, corrupted, metric)
     direction = _direction(direction)
     receivers = _receivers(model, receivers, [(-1, 0)])
     check(all(isinstance(r, tuple) and len(r) == 3 for r in receivers), "receivers", receivers,
@@ -291,8 +296,7 @@ def patch_inputs(model: HookedTransformer, clean: torch.Tensor, corrupted: torch
                 return x
             hooks.append((name, hook))
         value = run_metric(model, target, metric, hooks)
-    return Patched(torch.tensor(value), run_metric(model, clean, metric),
-                   run_metric(model, corrupted, metric), direction)
+    return _patched(model, torch.tensor(value), clean, corrupted, metric, direction)
 
 
 # --- path patching ---------------------------------------------------------------------------
@@ -378,7 +382,7 @@ def path_patch(model: HookedTransformer, clean: torch.Tensor, corrupted: torch.T
     """Path patching from ``senders`` (one (layer, head) or several, their results summed) to
     ``receivers`` (see the module docstring). ``positions`` [pos] or [batch, pos] bool: only
     the sender's result at those positions is patched. values: a 0-d tensor."""
-    clean, corrupted = _pair(model, clean, corrupted)
+    clean, corrupted = _pair(model, clean, corrupted, metric)
     direction = _direction(direction)
     senders = _heads(model, [senders] if _one_head(senders) else senders, "senders")
     receivers = _receivers(model, receivers, senders)
@@ -388,8 +392,7 @@ def path_patch(model: HookedTransformer, clean: torch.Tensor, corrupted: torch.T
     delta = delta * _position_mask(positions, tuple(clean.shape), clean.device)[..., None]
     with split_inputs(model):
         value = run_metric(model, target, metric, _add_hooks(model, delta, receivers))
-    return Patched(torch.tensor(value), run_metric(model, clean, metric),
-                   run_metric(model, corrupted, metric), direction)
+    return _patched(model, torch.tensor(value), clean, corrupted, metric, direction)
 
 
 @torch.no_grad()
@@ -399,6 +402,7 @@ def composition_paths(model: HookedTransformer, clean: torch.Tensor, corrupted: 
     """Path patching of every earlier head into every later head's q, k and v input separately:
     {"q"|"k"|"v": patched metric [n_layers, n_heads, n_layers, n_heads]} (NaN where l2 <= l1),
     plus "clean" and "corrupted" (0-d). One run per (sender, receiver, input)."""
+    _pair(model, clean, corrupted, metric)
     L, H = model.cfg.n_layers, model.cfg.n_heads
     out = {s: torch.full((L, H, L, H), float("nan")) for s in "qkv"}
     base = None

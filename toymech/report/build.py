@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import logging
-import math
 import os
 import re
 import sqlite3
@@ -14,8 +13,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..core import check_bool, check_int, check_path_writable_dir, check_seed, check_size
+from ..core import check_bool, check_int
 from ..devices import choose_threads, resolve_device
+from .checks import (SEEDS_PARAMETERS, check_arguments, check_out_dir, check_study_parameters,
+                     folder_lock)
 from ..display import duration_text
 from ..models.reference import reference_step_seconds
 from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
@@ -26,45 +27,7 @@ from .scorecards import find_scorecard, scorecard_counts, scorecard_heading, sco
 TEMPLATE_NAME = "toymech_report"
 # papermill waits 60 s for a kernel by default; a slow, busy machine can take longer to start one
 KERNEL_START_S = 600
-# The notebooks' name for "how many seeds" (``build_reports(seeds=...)``): the first of these
-# that a notebook's parameters cell assigns.
-SEEDS_PARAMETERS = ("n_seeds", "seeds")
-_SET_BY_ARGUMENT = ("size", "device", "seed", *SEEDS_PARAMETERS)
 _NOT_IN_HEADER = ("size", "device", "seed", *SEEDS_PARAMETERS, "cache_dir")  # cache_dir: a local path
-
-
-def _check_arguments(notebooks, size, device, seed, seeds, extra_parameters) -> list[Path]:
-
-    check_size(size)
-    resolve_device(device)  # the one device validator: a known name, and available here
-    check_seed(seed)
-    if seeds is not None:
-        check_int("seeds", seeds, 1, 10**6)  # == the CLI's --seeds
-    for name in extra_parameters:
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"extra parameter name {name!r} is not a Python identifier")
-        if name in _SET_BY_ARGUMENT:
-            raise ValueError(f"extra parameter {name!r} is set by its own argument; pass {name}=... instead")
-        value = extra_parameters[name]
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{name}={value!r} is not allowed: a finite number")
-        if name == "cache_dir" and value is not None:  # the notebooks' model zoo
-            check_path_writable_dir("cache_dir", value)
-    if isinstance(notebooks, (str, Path)):
-        notebooks = [notebooks]
-    paths = [Path(nb) for nb in notebooks]
-    if not paths:
-        raise ValueError("notebooks is empty; expected at least one .ipynb path")
-    stems: dict[str, Path] = {}
-    for path in paths:
-        if path.suffix != ".ipynb":
-            raise ValueError(f"notebook {str(path)!r} is not allowed; expected a .ipynb file")
-        if not path.is_file():
-            raise ValueError(f"notebook {str(path)!r} does not exist")
-        if path.stem in stems:
-            raise ValueError(f"notebooks {str(stems[path.stem])!r} and {str(path)!r} would write the same report name")
-        stems[path.stem] = path
-    return paths
 
 
 @contextlib.contextmanager
@@ -223,122 +186,124 @@ def build_reports(
     import nbformat
     import papermill
 
-
     jobs = check_int("jobs", jobs, 1, 256)
     code = check_bool("code", code)
-    check_path_writable_dir("out_dir", out_dir)  # before any notebook runs
 
     extra_parameters = dict(extra_parameters or {})
     # Absolute paths: papermill changes the process's working directory while a kernel starts,
     # which would move relative paths under other notebooks running at the same time.
-    paths = [p.resolve() for p in _check_arguments(notebooks, size, device, seed, seeds, extra_parameters)]
+    paths = [p.resolve() for p in check_arguments(notebooks, size, device, seed, seeds, extra_parameters)]
+    out = check_out_dir("out_dir", out_dir, paths).resolve()  # before any notebook runs
     common = {"size": size, "device": device, "seed": seed, **extra_parameters}
     defaults = {path: _parameters_cell(path, list(common)) for path in paths}
     per_notebook = {path: _with_seeds(path, common, defaults[path], seeds) for path in paths}
+    for path in paths:
+        check_study_parameters(path, per_notebook[path])
 
-    out = Path(out_dir).resolve()
-    (out / "executed").mkdir(parents=True, exist_ok=True)
-    found_versions = versions()
-    resolved = str(resolve_device(device))
-    costs = CostTable(out)
-    cost_key = CostTable.key(size, seeds)
-    # this machine's speed now, in reference steps: earlier runs' cell times (shipped ones too)
-    # are scaled by it, so an estimate made on a faster machine still holds here
-    here = reference_step_seconds() if progress is not None else None
+    with folder_lock(out):  # one run at a time writes into out (a second one waits)
+        (out / "executed").mkdir(parents=True, exist_ok=True)
+        found_versions = versions()
+        resolved = str(resolve_device(device))
+        costs = CostTable(out)
+        cost_key = CostTable.key(size, seeds)
+        # this machine's speed now, in reference steps: earlier runs' cell times (shipped ones
+        # too) are scaled by it, so an estimate made on a faster machine still holds here
+        here = reference_step_seconds() if progress is not None else None
 
-    def run_one(index: int, path: Path) -> ReportEntry:
-        if on_start:
-            on_start(index, path)
-        if progress is not None:
-            progress.start(index, costs.get(path.stem, cost_key, here))
-        executed = out / "executed" / path.name
-        report = out / f"{path.stem}.html"
-        date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-        failure = None
-        executed.unlink(missing_ok=True)  # never report a previous run's output as this one's
-
-        def on_cell(cell_index: int, cells) -> None:
-            # ``cells``: the executed notebook's (with papermill's injected-parameters cell), the
-            # ones ``cell_index`` counts
+        def run_one(index: int, path: Path) -> ReportEntry:
+            if on_start:
+                on_start(index, path)
             if progress is not None:
-                progress.cell(index, cell_index, len(cells), section_at(cells, cell_index))
+                progress.start(index, costs.get(path.stem, cost_key, here))
+            executed = out / "executed" / path.name
+            report = out / f"{path.stem}.html"
+            date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+            failure = None
+            executed.unlink(missing_ok=True)  # never report a previous run's output as this one's
 
-        start = time.perf_counter()
-        try:
-            papermill.execute_notebook(
-                str(path), str(executed), parameters=per_notebook[path], kernel_name=kernel_name,
-                # In parallel the kernels start in this process's folder instead: papermill's
-                # chdir is process-wide, so concurrent ones would race.
-                cwd=str(path.parent) if jobs == 1 else None,
-                progress_bar=False, log_output=False, engine_name=ENGINE, toymech_on_cell=on_cell,
-                start_timeout=KERNEL_START_S,
-                # ipykernel warns on every start that TCP is unencrypted (it is local);
-                # its errors still show.
-                extra_arguments=["--IPKernelApp.log_level=ERROR"] if kernel_name.startswith("python") else [],
+            def on_cell(cell_index: int, cells) -> None:
+                # ``cells``: the executed notebook's (with papermill's injected-parameters cell), the
+                # ones ``cell_index`` counts
+                if progress is not None:
+                    progress.cell(index, cell_index, len(cells), section_at(cells, cell_index))
+
+            start = time.perf_counter()
+            try:
+                papermill.execute_notebook(
+                    str(path), str(executed), parameters=per_notebook[path], kernel_name=kernel_name,
+                    # In parallel the kernels start in this process's folder instead: papermill's
+                    # chdir is process-wide, so concurrent ones would race.
+                    cwd=str(path.parent) if jobs == 1 else None,
+                    progress_bar=False, log_output=False, engine_name=ENGINE, toymech_on_cell=on_cell,
+                    start_timeout=KERNEL_START_S,
+                    # ipykernel warns on every start that TCP is unencrypted (it is local);
+                    # its errors still show.
+                    extra_arguments=(["--IPKernelApp.log_level=ERROR"]
+                                     if kernel_name.startswith("python") else []),
+                )
+            # Broad on purpose: whatever stopped the notebook (a cell's exception, a dead kernel, a
+            # timeout) must end up in its report and the index, not abort the other notebooks.
+            except Exception as exc:  # noqa: BLE001
+                failure = _failure_from_exception(exc)
+            wall_s = time.perf_counter() - start
+
+            # Papermill writes the output notebook even on failure; if the kernel never started
+            # there may be none, and the report then shows the input notebook under the error.
+            nb = nbformat.read(executed if executed.is_file() else path, as_version=4)
+            if trust and executed.is_file():
+                with _TRUST_LOCK:  # one writer at a time on Jupyter's signature database
+                    _trust(nb)
+            if failure is None:
+                costs.record(path.stem, cost_key, cell_durations(nb), wall_s, here)
+            facts = facts_of(nb) if executed.is_file() else {}
+            parameters = per_notebook[path]
+            given = {**defaults[path], **{k: repr(v) for k, v in parameters.items()}}
+            seeds_given = next((given[n] for n in SEEDS_PARAMETERS if n in given), None)
+            run = {
+                "notebook": path.name, "title": title_of(nb, path.stem),
+                "status": "failed" if failure else "ok", "size": size, "seed": seed,
+                "seeds": _seeds_text(facts, seeds_given),
+                "device": str(facts.get("device") or resolved), "device_requested": device,
+                "wall_s": wall_s, "date": date, "versions": found_versions, "failure": failure,
+                "parameters": [(k, v) for k, v in given.items() if k not in _NOT_IN_HEADER],
+                "notes": ([f"{n} plotly figure(s) carry no HTML and are missing from this page: call "
+                           "toymech.display.setup_notebook() before the first figure"]
+                          if (n := bare_figures(nb)) else []),
+                "time_table": time_table(nb, wall_s), "zoo": _zoo_text(facts),
+                # Only from this run's output: an input notebook stored with outputs must not pass
+                # off old numbers as this run's.
+                "scorecard": find_scorecard(nb) if executed.is_file() else None,
+            }
+            report.write_text(_render_html(nb, run, code), encoding="utf-8")
+            entry = ReportEntry(
+                notebook=str(path), html=report.name, executed=f"executed/{executed.name}",
+                status=run["status"], size=size, device=device, seed=seed, wall_s=round(wall_s, 2),
+                date=date, versions=found_versions, size_bytes=report.stat().st_size,
+                error=f"{failure['ename']}: {failure['evalue']}" if failure else None,
+                parameters=extra_parameters, title=run["title"], scorecard=run["scorecard"],
+                seeds=run["seeds"], device_used=run["device"], code=code,
             )
-        # Broad on purpose: whatever stopped the notebook (a cell's exception, a dead kernel, a
-        # timeout) must end up in its report and the index, not abort the other notebooks.
-        except Exception as exc:  # noqa: BLE001
-            failure = _failure_from_exception(exc)
-        wall_s = time.perf_counter() - start
+            if progress is not None:
+                progress.done(index, done_line(index, len(paths), entry, out))
+            if on_done:
+                on_done(index, entry)
+            return entry
 
-        # Papermill writes the output notebook even on failure; if the kernel never started
-        # there may be none, and the report then shows the input notebook under the error.
-        nb = nbformat.read(executed if executed.is_file() else path, as_version=4)
-        if trust and executed.is_file():
-            with _TRUST_LOCK:  # one writer at a time on Jupyter's signature database
-                _trust(nb)
-        if failure is None:
-            costs.record(path.stem, cost_key, cell_durations(nb), wall_s, here)
-        facts = facts_of(nb) if executed.is_file() else {}
-        parameters = per_notebook[path]
-        given = {**defaults[path], **{k: repr(v) for k, v in parameters.items()}}
-        seeds_given = next((given[n] for n in SEEDS_PARAMETERS if n in given), None)
-        run = {
-            "notebook": path.name, "title": title_of(nb, path.stem),
-            "status": "failed" if failure else "ok", "size": size, "seed": seed,
-            "seeds": _seeds_text(facts, seeds_given),
-            "device": str(facts.get("device") or resolved), "device_requested": device,
-            "wall_s": wall_s, "date": date, "versions": found_versions, "failure": failure,
-            "parameters": [(k, v) for k, v in given.items() if k not in _NOT_IN_HEADER],
-            "notes": ([f"{n} plotly figure(s) carry no HTML and are missing from this page: call "
-                       "toymech.display.setup_notebook() before the first figure"]
-                      if (n := bare_figures(nb)) else []),
-            "time_table": time_table(nb, wall_s), "zoo": _zoo_text(facts),
-            # Only from this run's output: an input notebook stored with outputs must not pass
-            # off old numbers as this run's.
-            "scorecard": find_scorecard(nb) if executed.is_file() else None,
-        }
-        report.write_text(_render_html(nb, run, code), encoding="utf-8")
-        entry = ReportEntry(
-            notebook=str(path), html=report.name, executed=f"executed/{executed.name}",
-            status=run["status"], size=size, device=device, seed=seed, wall_s=round(wall_s, 2),
-            date=date, versions=found_versions, size_bytes=report.stat().st_size,
-            error=f"{failure['ename']}: {failure['evalue']}" if failure else None,
-            parameters=extra_parameters, title=run["title"], scorecard=run["scorecard"],
-            seeds=run["seeds"], device_used=run["device"], code=code,
-        )
-        if progress is not None:
-            progress.done(index, done_line(index, len(paths), entry, out))
-        if on_done:
-            on_done(index, entry)
-        return entry
+        try:
+            with _quiet_papermill(), _kernel_threads(jobs):
+                if jobs == 1:
+                    entries = [run_one(i, p) for i, p in enumerate(paths)]
+                else:
+                    from concurrent.futures import ThreadPoolExecutor
 
-    try:
-        with _quiet_papermill(), _kernel_threads(jobs):
-            if jobs == 1:
-                entries = [run_one(i, p) for i, p in enumerate(paths)]
-            else:
-                from concurrent.futures import ThreadPoolExecutor
-
-                # Each worker thread only waits on its own kernel process.
-                with ThreadPoolExecutor(max_workers=jobs) as pool:
-                    entries = list(pool.map(run_one, range(len(paths)), paths))
-    finally:
-        if progress is not None:
-            progress.close()
-    write_index(out, entries)
-    return entries
+                    # Each worker thread only waits on its own kernel process.
+                    with ThreadPoolExecutor(max_workers=jobs) as pool:
+                        entries = list(pool.map(run_one, range(len(paths)), paths))
+        finally:
+            if progress is not None:
+                progress.close()
+        write_index(out, entries)
+        return entries
 
 
 def done_line(index: int, total: int, entry: ReportEntry, out: Path) -> str:

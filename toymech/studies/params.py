@@ -4,10 +4,14 @@
 (one ValueError each, naming the parameter), applies the thread policy
 (``toymech.devices.apply_threads``: ``threads`` if given, else the free cores shared among the
 processes of the job) and resolves the device once; each study's ``validate`` calls it, then
-checks its own parameters.
+checks its own parameters. Under ``checks_only()`` it only checks (``toymech report`` runs
+each notebook's ``validate`` before the kernel starts).
 """
 
 from __future__ import annotations
+
+import contextlib
+import contextvars
 
 import torch
 
@@ -27,9 +31,23 @@ def validate_run(size: str, seed: int, device: str | torch.device = "auto",
     if threads is not None:
         check_int("threads", threads, 1, 1024)
     dev = resolve_device(device)
-    if dev.type == "cpu":
+    if dev.type == "cpu" and not _CHECKS_ONLY.get():
         apply_threads(threads)
     return dev
+
+
+_CHECKS_ONLY = contextvars.ContextVar("checks_only", default=False)
+
+
+@contextlib.contextmanager
+def checks_only():
+    """Within it, a study's ``validate`` only checks: it sets no threads for this process (how
+    ``toymech report`` checks a notebook's parameters before it starts the kernel)."""
+    token = _CHECKS_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _CHECKS_ONLY.reset(token)
 
 
 ALL = "all"  # every option (``also="all"``: the one switch for every optional comparison)

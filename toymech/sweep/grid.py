@@ -186,7 +186,8 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
     """
     which, device, zoo, out = check_options(cache_dir=cache_dir, backend=backend, address=address,
                                             out=out, retries=retries, device=device,
-                                            gpu_fraction=gpu_fraction, workers=workers)
+                                            gpu_fraction=gpu_fraction, workers=workers,
+                                            grid=grid if isinstance(grid, (str, Path)) else None)
     spec = load_grid(grid) if isinstance(grid, (str, Path)) else grid
     stem = Path(grid).stem if isinstance(grid, (str, Path)) else "sweep"
     trials = expand_grid(spec)

@@ -22,11 +22,11 @@ from typing import Any, Callable
 
 from tqdm.auto import tqdm
 
-from ..core import check, check_bool, check_float, check_int, check_path_writable_dir, check_path_writable_file
+from ..core import check, check_bool, check_float, check_int, check_path_writable_dir
 from ..devices import check_device, choose_threads, resolve_device
 from ..training import Experiment, Zoo, ZooEntry, add_zoo_stats, preflight, seedless_key
 from .backends import make_runner, outcome
-from .table import (SweepResult, Trial, check_retries, explicit_trials, row, sweep_name,
+from .table import (SweepResult, Trial, check_out, check_retries, explicit_trials, row, sweep_name,
                     write_meta, write_table)
 
 BACKENDS = ("auto", "ray", "local")
@@ -46,8 +46,10 @@ def choose_backend(backend: str, address: str | None) -> str:
     return "ray" if backend == "ray" or (backend == "auto" and has_ray) else "local"
 
 
-def check_options(*, cache_dir, backend, address, out, retries, device, gpu_fraction, workers):
-    """Every option of a sweep, checked before its grid is read: (backend, device, zoo, out)."""
+def check_options(*, cache_dir, backend, address, out, retries, device, gpu_fraction, workers,
+                  grid=None):
+    """Every option of a sweep, checked before its grid is read: (backend, device, zoo, out);
+    ``grid``: the grid's file, which ``out`` must not be."""
     which = choose_backend(backend, address)
     if retries is not None:
         check_retries(retries)
@@ -59,9 +61,7 @@ def check_options(*, cache_dir, backend, address, out, retries, device, gpu_frac
         check_int("workers", workers, 1, 4096)
     zoo = Zoo(cache_dir)
     check_path_writable_dir("cache_dir", zoo.root)
-    if out is not None:
-        check_path_writable_file("out", out)
-    return which, device, zoo, None if out is None else Path(out).expanduser()
+    return which, device, zoo, None if out is None else check_out(out, grid)
 
 
 def preflight_all(trials: list[Trial], device: str) -> None:

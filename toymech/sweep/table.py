@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..core import check, check_int, check_str, jsonable
+from ..core import check, check_int, check_path_writable_file, check_str, jsonable
 from ..training import Experiment, Zoo, ZooEntry, seedless_key
 
 STATUSES = ("ok", "failed", "diverged", "cancelled", "pending")  # pending: a live sweep's table
@@ -134,6 +134,28 @@ def write_table(rows: dict[int, dict[str, Any]], path: Path) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------
 # options every sweep shares
 # ----------------------------------------------------------------------------------------------
+
+
+def check_out(out: Any, grid: str | Path | None = None) -> Path:
+    """``out``, the table's file: a new file, or a results table a sweep wrote before (its header
+    starts with ``COLUMNS``), never the grid file or another file of the user's, which
+    writing the table would overwrite."""
+    path = check_path_writable_file("out", out)
+    if not os.path.lexists(path):
+        return path
+    if grid is not None and os.path.exists(grid):
+        check(not os.path.samefile(path, grid), "out", str(out),
+              "a results table file, not the grid itself (the table would overwrite it)")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            header = f.readline(4096) if path.is_file() else ""
+    except OSError:
+        header = ""
+    check(header.startswith(",".join(COLUMNS) + ","), "out", str(out),
+          "a new file or a results table an earlier sweep wrote (this file is no results "
+          "table: writing the table would overwrite it)")
+    return path
+
 
 
 def check_stack(value: Any) -> bool | str:

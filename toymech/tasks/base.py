@@ -147,6 +147,12 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def version_of(name: str) -> int | None:
+    """The version of the registered task ``name`` in this toymech (None: no such task)."""
+    cls = _REGISTRY.get(name) if isinstance(name, str) else None
+    return None if cls is None else int(getattr(cls, "version", 1))
+
+
 def get(name: str, **params: Any) -> Task:
     """Build a registered task; unknown names and parameters raise ``ValueError``."""
     check(isinstance(name, str) and name in _REGISTRY, "task", name,
@@ -171,10 +177,16 @@ def from_dict(d: dict[str, Any]) -> Task:
     name = d.pop("name", None)
     if name is None:
         raise ValueError("a task dict needs a 'name' entry")
-    version = d.pop("version", 1)  # absent: saved before the task's first change
+    given = "version" in d
+    version = d.pop("version", 1)  # absent: a hand-written dict, or saved before any change
     task = get(name, **d)
     check(is_int(version) and 1 <= version <= task.version, "task version", version,
           f"at most {task.version}, the version of {name!r} in this toymech (a newer one saved it)")
+    # An older version asked for by name is another task (its data or logged evaluation
+    # differ): never trained or served as this one.
+    check(not given or version == task.version, "task version", version,
+          f"{task.version}, the version of {name!r} in this toymech (version {version} drew other "
+          "data or logged another evaluation, which this toymech no longer makes)")
     return task
 
 

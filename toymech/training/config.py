@@ -120,7 +120,15 @@ class TrainConfig:
         check(isinstance(self.stop_metric, str) and self.stop_metric not in ("", "step", "lr"),
               "stop_metric", self.stop_metric,
               "None or the name of a logged metric, e.g. 'eval_acc', 'eval_seq_acc', 'eval_loss'")
-        set_checked(self, stop_value=check_float("stop_value", self.stop_value))
+        value = check_float("stop_value", self.stop_value)
+        # a value the metric can never reach would never stop the run
+        if "acc" in self.stop_metric:
+            check(0 <= value <= 1, "stop_value", value, f"a number in [0, 1] for the accuracy "
+                  f"stop_metric={self.stop_metric!r} (accuracies are fractions)")
+        elif self.stop_metric.endswith("loss"):
+            check(value >= 0, "stop_value", value, f"a number >= 0 for the loss "
+                  f"stop_metric={self.stop_metric!r} (losses are never negative)")
+        set_checked(self, stop_value=value)
 
     def _checked_snapshots(self) -> int | tuple[int, ...]:
         s = self.snapshots

@@ -24,6 +24,7 @@ from typing import Any
 from . import checkpoints
 from .atomic import KEEP_DIR, LEFTOVER, STALE_S, clean_leftovers, move_aside
 from .checkpoints import DamagedCheckpoint, NewerFormat
+from ..tasks.base import version_of
 from .experiment import Experiment
 from .locks import EntryLock
 
@@ -50,6 +51,7 @@ def check_entry(path: Path, build: bool):
                 raise DamagedCheckpoint(path, f"it records the key {meta.get('key')!r}, not the "
                                         f"{key!r} of its folder name (copied or moved from "
                                         "another entry)")
+            _check_task_version(path, meta)
             return meta, state, verified, model
         except NewerFormat:
             raise
@@ -71,6 +73,22 @@ def check_entry(path: Path, build: bool):
         except OSError as exc:
             raise DamagedCheckpoint(path, f"unreadable ({exc.strerror or exc})") from None
     raise AssertionError("not reached")
+
+
+def _check_task_version(path: Path, meta: dict[str, Any]) -> None:
+    """An entry trained on another version of its task is not this toymech's (its data or its
+    logged evaluation differ): one of a newer version is a newer toymech's (left alone), one of
+    an older version is not served (it would pass for the current task's)."""
+    task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
+    current = version_of(task.get("name"))
+    recorded = task.get("version", 1)  # absent: saved before the task's first change
+    if current is None or recorded == current:
+        return
+    what = f"task {task.get('name')!r} version {recorded!r}, this toymech's is {current}"
+    if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > current:
+        raise NewerFormat(path, int(meta.get("format", 1)), what)
+    raise DamagedCheckpoint(path, f"it was trained on {what} (other data or another logged "
+                            "evaluation): not served as the current task's")
 
 
 def folders(root: Path) -> list[Path]:
@@ -112,6 +130,14 @@ def quarantine(root: Path, path: Path, reason: str = "") -> Path:
     """Move an entry folder to ``<zoo>/.quarantine/<name>-<time>`` (kept, never deleted, with
     the reason in QUARANTINED.txt); returns where it went."""
     return move_aside(path, root / KEEP_DIR, reason)
+
+
+def quarantined(root: Path) -> list[Path]:
+    """The folders in ``<zoo>/.quarantine``, sorted by name ([] when there is none)."""
+    try:
+        return sorted(Path(e.path) for e in os.scandir(root / KEEP_DIR) if e.is_dir())
+    except OSError:
+        return []
 
 
 def adopt(root: Path, path: Path) -> str:

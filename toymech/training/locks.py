@@ -58,8 +58,10 @@ class EntryLock:
     """The claim on one zoo entry, ``<zoo>/.<name>.lock`` (see the module docstring)."""
 
     def __init__(self, root: Path, name: str, log=None, poll_s: float = 0.2,
-                 timeout: float | None = None):
+                 timeout: float | None = None, what: str | None = None):
+        # ``what``: what the lock guards, in words (default "zoo entry NAME")
         self.path, self.name, self.log, self.poll_s = root / f".{name}.lock", name, log, poll_s
+        self.what = what or f"zoo entry {name}"
         self.timeout = lock_timeout(timeout)
         self.nonce: str | None = None
 
@@ -97,11 +99,11 @@ class EntryLock:
         told, deadline = False, time.monotonic() + self.timeout
         while not self.try_acquire():
             if time.monotonic() >= deadline:
-                raise LockTimeout(f"zoo entry {self.name} is locked by {self.holder_text()}: "
+                raise LockTimeout(f"{self.what} is locked by {self.holder_text()}: "
                                   f"waited {self.timeout:g} s (lock timeout: --lock-timeout or "
                                   "TOYMECH_LOCK_TIMEOUT waits longer)")
             if not told:
-                line = (f"[toymech] waiting for the writer of zoo entry {self.name} "
+                line = (f"[toymech] waiting for the writer of {self.what} "
                         f"({self.holder_text()}; at most {self.timeout:g} s)")
                 (self.log or (lambda text: print(text, file=sys.stderr, flush=True)))(line)
                 told = True

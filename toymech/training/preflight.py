@@ -13,7 +13,8 @@ never fails on its configuration after minutes of training, and a refused one wr
 3. only then the model is built (on ``device``), the ``freeze`` and ``train_from`` patterns are
    resolved against its parameter names (each must match; something must stay trainable), and a
    forward pass and loss on a batch of 2 run, so a configuration that cannot run (e.g. rotary
-   positions with an odd ``d_head``) is refused here, in one line.
+   positions with an odd ``d_head``) is refused here, in one line; under the run's precision
+   (bf16 where the device lacks it is refused), and its stop metric must be one the run logs.
 
 Every refusal is a ValueError in one line naming the field, the value and what is allowed.
 """
@@ -33,6 +34,7 @@ from ..devices import resolve_device
 from ..models import BaselineConfig, build_model
 from ..models.config import FLOAT_BYTES, activation_bytes, buffer_bytes, parameter_estimate
 from .experiment import Experiment
+from .precision import autocast
 
 GB = 1e9
 
@@ -135,9 +137,10 @@ def _patterns(exp: Experiment, model: torch.nn.Module) -> list[str]:
 
 
 def preflight(exp: Experiment, device: torch.device | str = "cpu", *,
-              keep_model: bool = True) -> Plan:
+              keep_model: bool = True, extra_metrics: bool = False) -> Plan:
     """Check ``exp`` whole (see the module docstring); ValueError in one line when it cannot run.
-    ``keep_model``: return the model it built (initialised as training would build it)."""
+    ``keep_model``: return the model it built (initialised as training would build it);
+    ``extra_metrics``: the run's callbacks add to its history (its stop metric may be theirs)."""
     check(isinstance(exp, Experiment), "experiment", exp, "an Experiment (toymech.experiments.get)")
     dev = resolve_device(device)
     _fits(exp)
@@ -151,14 +154,29 @@ def preflight(exp: Experiment, device: torch.device | str = "cpu", *,
     frozen = _patterns(exp, model)
     batch = exp.task.sample(2, torch.Generator(device=dev).manual_seed(0))
     try:
-        with torch.no_grad():
-            loss = exp.task.loss(model(batch.tokens), batch)
+        with torch.no_grad(), autocast(exp.train.precision, dev):  # bf16 where the device has it
+            logits = model(batch.tokens)
+            loss = exp.task.loss(logits, batch)
         check(loss.numel() == 1, "task.loss", tuple(loss.shape), "a scalar loss")
     except (RuntimeError, TypeError, IndexError, AssertionError) as exc:
         raise ValueError(f"model={_model_text(exp)} is not allowed: experiment {label!r} fails "
                          f"on a batch of 2 ({type(exc).__name__}: {_line(exc)})") from None
+    if exp.train.stop_metric is not None and not extra_metrics:
+        logged = logged_metrics(exp.task, logits.float(), batch, dev)
+        check(exp.train.stop_metric in logged, "train.stop_metric", exp.train.stop_metric,
+              f"a metric the run logs: one of {', '.join(logged)}")
     return Plan(parameters=sum(p.numel() for p in model.parameters()), memory=parts,
                 limit=limit, frozen=frozen, model=model if keep_model else None)
+
+
+def logged_metrics(task, logits: torch.Tensor, batch, dev: torch.device) -> list[str]:
+    """The numbers a run of ``task`` logs at an evaluation step (``evaluation.LoggedEval``):
+    the running train loss, the task's metrics as ``eval_*``, and as ``train_*`` too where the
+    task holds out a split."""
+    metrics = list(task.metrics(logits, batch))
+    held_out = task.held_out(2, torch.Generator(device=dev).manual_seed(0)) is not None
+    return (["train_loss"] + [f"eval_{k}" for k in metrics]
+            + ([f"train_{k}" for k in metrics if k != "loss"] if held_out else []) + ["cpu_seconds"])
 
 
 def _model_text(exp: Experiment) -> str:

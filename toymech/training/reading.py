@@ -47,10 +47,11 @@ class Unverified(DamagedCheckpoint):
 class NewerFormat(ValueError):
     """A folder written by a newer toymech (``format`` above ``FORMAT``): not ours to judge."""
 
-    def __init__(self, folder: Path | str, fmt: int):
+    def __init__(self, folder: Path | str, fmt: int, what: str | None = None):
+        # ``what``: the newer thing, when it is not the folder's format (e.g. its task's version)
         self.folder, self.format = Path(folder), fmt
-        self.how = (f"newer than this toymech (format {fmt}; toymech {toymech.__version__} reads "
-                    f"format {FORMAT}): upgrade toymech, or use another zoo folder")
+        what = what or f"format {fmt}; toymech {toymech.__version__} reads format {FORMAT}"
+        self.how = f"newer than this toymech ({what}): upgrade toymech, or use another zoo folder"
         super().__init__(f"checkpoint={str(folder)!r} is {self.how}")
 
 

@@ -220,7 +220,8 @@ class Zoo:
                 return entry
         else:
             self._refuse_newer(exp, tag)
-        plan = preflight(exp, dev)  # before the lock: a refused experiment writes nothing
+        plan = preflight(exp, dev, extra_metrics=bool(callbacks))  # before the lock: a refused
+        # experiment writes nothing
         with self._writing():
             with self.lock(exp, tag, log):
                 if not retrain:  # again: another process may have stored it while we waited
@@ -294,7 +295,8 @@ class Zoo:
         fresh = {}
         if stack and len(missing) > 1 and _same_but_seed([exps[i] for i in missing]):
             todo = [exps[i] for i in missing]
-            models = [preflight(e, dev).model for e in todo]
+            models = [preflight(e, dev, extra_metrics=bool(cbs[i])).model
+                      for e, i in zip(todo, missing)]
             with self._writing():
                 results = train_stacked(models, todo[0].task, [e.train for e in todo], device=dev,
                                         callbacks=[cbs[i] for i in missing], progress=progress,
@@ -332,6 +334,10 @@ class Zoo:
         except OSError as exc:
             raise ValueError(f"zoo={str(self.root)!r} is not allowed: a folder toymech can write "
                              f"({exc.strerror or exc})") from None
+
+    def quarantined(self) -> list[Path]:
+        """The folders kept in ``<zoo>/.quarantine`` (never served), sorted by name."""
+        return inventory.quarantined(self.root)
 
     def quarantine(self, path: Path, reason: str = "") -> Path:
         """Move an entry folder to ``<zoo>/.quarantine/<name>-<time>`` (kept, never deleted,

@@ -1,0 +1,131 @@
+"""What ``build_reports`` checks before any kernel starts, and the lock of a reports folder.
+
+* the arguments (size, device, seeds, extra parameters) and every notebook: a readable Jupyter
+  notebook (a file that is ``{}`` or empty is named, never a schema traceback);
+* the reports folder: one that can be created, not a folder of source notebooks, and no input
+  notebook inside its ``executed/`` (the run replaces what is there);
+* a study's notebook (``study_of``: the study it imports, else its file name in
+  ``protocol.STUDIES``): the parameters it will get go through the study's own ``validate``
+  (under ``params.checks_only``), so a bad ``also``, ``n_seeds`` or ``cache_dir`` is refused
+  here with the line the notebook would print, not after its kernel started;
+* ``folder_lock``: one report run at a time writes into a folder (``training.locks``); a
+  second waits for the first, saying so, rather than both writing the same pages.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from ..core import check, check_int, check_path_writable_dir, check_seed, check_size
+from ..devices import resolve_device
+from ..studies import params as study_params, protocol
+from ..training.locks import EntryLock
+
+# The notebooks' name for "how many seeds" (``build_reports(seeds=...)``): the first of these
+# that a notebook's parameters cell assigns.
+SEEDS_PARAMETERS = ("n_seeds", "seeds")
+SET_BY_ARGUMENT = ("size", "device", "seed", *SEEDS_PARAMETERS)
+LOCK_NAME = "toymech-report"  # <out>/.toymech-report.lock
+
+
+def check_arguments(notebooks, size, device, seed, seeds, extra_parameters) -> list[Path]:
+    """The arguments every notebook gets, and the notebooks (readable, distinct names)."""
+    check_size(size)
+    resolve_device(device)  # the one device validator: a known name, and available here
+    check_seed(seed)
+    if seeds is not None:
+        check_int("seeds", seeds, 1, protocol.MAX_SEEDS)  # == the CLI's --seeds
+    for name in extra_parameters:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"extra parameter name {name!r} is not a Python identifier")
+        if name in SET_BY_ARGUMENT:
+            raise ValueError(f"extra parameter {name!r} is set by its own argument; pass {name}=... instead")
+        value = extra_parameters[name]
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{name}={value!r} is not allowed: a finite number")
+        if name == "cache_dir" and value is not None:  # the notebooks' model zoo
+            check_path_writable_dir("cache_dir", value)
+    if isinstance(notebooks, (str, Path)):
+        notebooks = [notebooks]
+    paths = [Path(nb) for nb in notebooks]
+    if not paths:
+        raise ValueError("notebooks is empty; expected at least one .ipynb path")
+    stems: dict[str, Path] = {}
+    for path in paths:
+        if path.suffix != ".ipynb":
+            raise ValueError(f"notebook {str(path)!r} is not allowed; expected a .ipynb file")
+        if not path.is_file():
+            raise ValueError(f"notebook {str(path)!r} does not exist")
+        read_notebook(path)
+        if path.stem in stems:
+            raise ValueError(f"notebooks {str(stems[path.stem])!r} and {str(path)!r} would write the same report name")
+        stems[path.stem] = path
+    return paths
+
+
+def read_notebook(path: Path):
+    """The notebook at ``path`` (nbformat 4); anything else is one line naming the file."""
+    import nbformat
+
+    try:
+        return nbformat.read(str(path), as_version=4)
+    except Exception as exc:  # noqa: BLE001  (NotJSONError, ValidationError, UnicodeDecodeError, ...)
+        why = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise ValueError(f"notebook={str(path)!r} is not allowed: a Jupyter notebook (.ipynb JSON "
+                         f"with cells and metadata); reading it gives {type(exc).__name__}: {why}"
+                         ) from None
+
+
+def check_out_dir(name: str, out_dir: Any, notebooks: list[Path]) -> Path:
+    """A reports folder that can be written, holding no source notebooks, and no input notebook
+    inside its ``executed/`` (whose files each run replaces)."""
+    out = check_path_writable_dir(name, out_dir)
+    if out.is_dir():
+        sources = sorted(p.name for p in out.glob("*.ipynb"))
+        check(not sources, name, str(out_dir), f"a reports folder, not one holding source "
+              f"notebooks ({', '.join(sources[:3])}): the reports and executed/ would be written "
+              "among them; pass another folder")
+    executed = out.resolve() / "executed"
+    for path in notebooks:
+        inside = path.resolve().is_relative_to(executed)
+        check(not inside, "notebook", str(path), f"a notebook outside {executed} (the run writes "
+              "its executed notebooks there, replacing this one); copy it elsewhere first")
+    return out
+
+
+def study_of(path: Path, nb) -> str | None:
+    """The registered study a notebook shows: the one study package its code imports, else the
+    study whose notebook has its file name; None for other notebooks."""
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    found = {m for m in re.findall(r"toymech\.studies(?:\s+import\s+|\.)(\w+)", code)
+             if m in protocol.STUDIES}
+    if len(found) == 1:
+        return found.pop()
+    return next((s for s, p in protocol.STUDIES.items() if Path(p).name == path.name), None)
+
+
+def check_study_parameters(path: Path, parameters: dict[str, Any]) -> None:
+    """The parameters a study's notebook gets through the study's ``validate``; its ValueError
+    (the line the notebook would print) names the notebook."""
+    name = study_of(path, read_notebook(path))
+    if name is None:
+        return
+    validate = protocol.study(name).validate
+    accepted = inspect.signature(validate).parameters
+    options = {k: v for k, v in parameters.items()
+               if k in accepted and k not in ("size", "seed", "device")}
+    try:
+        with study_params.checks_only():
+            validate(parameters["size"], parameters["seed"], parameters["device"], **options)
+    except ValueError as exc:
+        raise ValueError(f"{path.name}: {' '.join(str(exc).split())}") from None
+
+
+def folder_lock(out: Path, log=None) -> EntryLock:
+    """The claim of one report run on ``out`` (``with folder_lock(out): ...``): a second run
+    into the same folder waits for it (``TOYMECH_LOCK_TIMEOUT`` at most), saying who holds it."""
+    return EntryLock(out, LOCK_NAME, log, what=f"reports folder {out}")
