@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from waiting import limit
+from waiting import limit, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -180,6 +180,12 @@ def test_index_opens_offline(reports, browser):
 # JupyterLab: live outputs render, and an executed (signed) notebook renders without re-running
 # --------------------------------------------------------------------------------------------
 
+_KERNEL_STATUS = """
+var w = window.jupyterapp.shell.currentWidget;
+var k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+return k ? k.status : null;
+"""
+
 _LAB_STATE = """
 return {
   plots: document.querySelectorAll('.jp-OutputArea-output svg.main-svg').length,
@@ -241,8 +247,11 @@ def _lab_open(driver, base: str, token: str, relative: str, run_all: bool) -> di
     while not driver.execute_script(script):
         assert time.monotonic() < deadline, "JupyterLab did not open the notebook"
         time.sleep(1)
-    time.sleep(2)  # the kernel session starts after the notebook panel
     if run_all:
+        # The kernel session starts after the notebook panel, and later still on a slow, busy
+        # machine: run-all before the kernel is idle can be dropped (the cells never run).
+        wait_for(lambda: driver.execute_script(_KERNEL_STATUS) == "idle", 240,
+                 "the notebook's kernel to start", interval=1)
         driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     deadline = time.monotonic() + limit(240)  # a loaded CI machine renders late
     state = driver.execute_script(_LAB_STATE)
