@@ -196,6 +196,7 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
           value=lambda n: n["causal.head_moves"],
           holds=lambda n: _chance_low(n) and n["causal.head_moves"] >= MOVES,
           unit="share of sequences", reference=lambda n: n["causal.corrupted_moves"],
+          null="unpatched run",
           test=f"the prediction moves to a in >= {MOVES:.0%} of sequences, the unpatched "
                "corrupted run predicting a rarely", why="an untrained model's output carries "
           "nothing to move", ours=True),
@@ -207,6 +208,7 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
           value=lambda n: n["causal.value_moves"],
           holds=lambda n: _chance_low(n) and n["causal.value_moves"] >= MOVES,
           unit="share of sequences", reference=lambda n: n["causal.corrupted_moves"],
+          null="unpatched run",
           test=f"moves in >= {MOVES:.0%} of sequences", why="as above", ours=True),
     Claim("causal-wk2-path",
           f"with the trigger's earlier occurrences replaced, the layer-1 -> layer-2 key path "

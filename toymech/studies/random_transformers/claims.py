@@ -190,7 +190,7 @@ def _solves(task: str) -> Claim:
                  "plan's large width", f"{PAPER}, Table 1 (width 1024, median of 10 seeds)",
                  "100 % at width 1024", value=lambda n: 100 * n[key],
                  holds=_random_solves(task), unit="%",
-                 reference=lambda n: 100 * n[f"chance.{task}"],
+                 reference=lambda n: 100 * n[f"chance.{task}"], null="chance",
                  test=f"held-out accuracy >= {SOLVED:.0%} and half way from chance to 1; "
                       "decided only where the normal model solves the task",
                  why="chance is computed on the same test set; a recipe under which normal "
@@ -210,7 +210,7 @@ def _solves_recipe(task: str) -> Claim:
                  f"sweep, toymech sweep {recipe(task, 'random').grid_file(task)})",
                  f"{PAPER}, Table 1", "100 % at width 1024 (~50k steps)",
                  value=lambda n: 100 * n[key], holds=holds, unit="%",
-                 reference=lambda n: 100 * n[f"chance.{task}"],
+                 reference=lambda n: 100 * n[f"chance.{task}"], null="chance",
                  test=f"held-out accuracy of the recipe's run >= {SOLVED:.0%} and half way from "
                       "chance to 1; decided where the normal model solves the task",
                  why="as the table's claim; the recipe's width and steps are above what the "
@@ -316,7 +316,7 @@ CLAIMS: tuple[Claim, ...] = (
           "all-or-nothing: a run is perfect or stops at most at 67.5 %", REBUTTAL,
           "4 of 10 runs perfect, the others <= 67.5 % (one at 34.9 %)",
           value=lambda n: 100 * n["acc.decimal_addition.normal.small"], holds=_bimodal,
-          unit="% (whole sum)", reference=lambda n: 100 * n["chance.decimal_addition"],
+          unit="% (whole sum)", reference=lambda n: 100 * n["chance.decimal_addition"], null="chance",
           test=f"accuracy >= 99 %, or between chance + {NOT_SOLVED * 100:.0f} points and "
                f"{BIMODAL_TOP:.1%}, at the plan's small width",
           why="a run at chance learned nothing and is not one of the two modes"),
@@ -344,7 +344,7 @@ CLAIMS: tuple[Claim, ...] = (
           value=lambda n: n["lm.loss.random"] - n["lm.loss.normal"],
           holds=lambda n: (n["lm.loss.random"] >= n["lm.loss.normal"] + LM_GAP
                            and n["lm.loss.normal"] <= n["lm.chance"] - LM_LEARNED),
-          unit="nats (random - normal)", reference=lambda n: n["lm.chance"],
+          unit="nats (random - normal)", reference=lambda n: n["lm.chance"], null="chance",
           test=f"random loss >= normal + {LM_GAP} nats, normal <= ln(V) - {LM_LEARNED}",
           why="untrained models both sit at ln(V)"),
     Claim("concentration-hard-tasks", "random transformers' hidden states are more concentrated "
@@ -379,14 +379,14 @@ CLAIMS: tuple[Claim, ...] = (
           REBUTTAL, f"{PAPER_LINEARISED_W512['decimal_addition']} % at width 512",
           value=lambda n: 100 * n["baseline.linearised.decimal_addition"],
           holds=_baseline_fails("linearised", "decimal_addition"), unit="% (whole sum)",
-          reference=lambda n: 100 * n["chance.decimal_addition"],
+          reference=lambda n: 100 * n["chance.decimal_addition"], null="chance",
           test=f"<= chance + {NOT_SOLVED * 100:.0f} points, while it learned parentheses (else unresolved)",
           why="a model that learned nothing fails everything"),
     Claim("lstm-fails-decimal", "fully trained LSTMs fail decimal addition", REBUTTAL,
           "the LSTMs we trained ... fail to complete the decimal addition task",
           value=lambda n: 100 * n["baseline.lstm.decimal_addition"],
           holds=_baseline_fails("lstm", "decimal_addition"), unit="% (whole sum)",
-          reference=lambda n: 100 * n["chance.decimal_addition"],
+          reference=lambda n: 100 * n["chance.decimal_addition"], null="chance",
           test=f"<= chance + {NOT_SOLVED * 100:.0f} points, while it learned parentheses (else unresolved)",
           why="a model that learned nothing fails everything"),
     Claim("frozen-lstm-fails-needle", "a frozen random LSTM (only embeddings trained) does not "
@@ -394,7 +394,7 @@ CLAIMS: tuple[Claim, ...] = (
           f"{PAPER_FROZEN_LSTM_NEEDLE} % at width 1024",
           value=lambda n: 100 * n["baseline.lstm-frozen.needle"],
           holds=_baseline_fails("lstm-frozen", "needle"), unit="%",
-          reference=lambda n: 100 * n["chance.needle"],
+          reference=lambda n: 100 * n["chance.needle"], null="chance",
           test=f"<= chance + {NOT_SOLVED * 100:.0f} points, while the random transformer "
                "solves the needle (else unresolved)", why="a model that learned nothing fails everything"),
 )
