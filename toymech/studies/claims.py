@@ -88,6 +88,7 @@ class Claim:
     scaled: str = ""      # why this qualitative claim may be judged below the source's setting
     null: str = ""        # what ``reference`` is: one of NULLS
     null_exempt: str = ""  # why untrained models cannot be shown to fail it (empty: they can)
+    calibration: tuple[int, ...] = ()  # seeds this claim's own calibration used: never judged
 
     def __post_init__(self) -> None:
         check(isinstance(self.key, str) and self.key != "", "key", self.key, "a non-empty string")
@@ -212,10 +213,14 @@ def holds_per_seed(claim: Claim, per_seed: Sequence[Numbers]) -> list[bool | Non
 
 
 def assess(claim: Claim, per_seed: Sequence[Numbers], pipeline: bool = False,
-           settings: StudySettings | None = None, size: str | None = None) -> Assessment:
+           settings: StudySettings | None = None, size: str | None = None,
+           seeds: Sequence[int] | None = None) -> Assessment:
     """Median/spread of the claim's value and how many of the requested seeds (every entry of
     ``per_seed``) agree with the source; with ``settings`` and ``size``, "below the source's
-    setting" where that size does not meet the claim's setting (see the module docstring)."""
+    setting" where that size does not meet the claim's setting (see the module docstring).
+    With ``seeds``, the claim's own calibration seeds are left out (never judged)."""
+    if seeds is not None and claim.calibration:
+        per_seed = [n for s, n in zip(seeds, per_seed) if s not in claim.calibration]
     values = [float(v) for v in (_call(claim.value, n) for n in per_seed) if _finite(v)]
     refs = [float(v) for v in (_call(claim.reference, n) for n in per_seed) if _finite(v)]
     held, unresolved = [], 0
@@ -291,7 +296,7 @@ def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str | 
     pipeline = is_pipeline(size)
     rows = []
     for c in claims:
-        a = assess(c, per_seed, pipeline, settings, size)
+        a = assess(c, per_seed, pipeline, settings, size, seeds)
         unit = f" {c.unit}" if c.unit and a.ours != "n/a" else ""
         null = f"{a.reference:.3g} ({c.null})" if math.isfinite(a.reference) else ""
         rows.append({"claim": c.statement, "source": c.source,

@@ -21,7 +21,7 @@ from ..core import SIZES, check
 
 # Parameters where more is at least the source's setting (a longer run, a wider model).
 AT_LEAST = frozenset({"steps", "batch", "width", "d_model", "eval_n", "train_n", "seeds",
-                      "widths"})
+                      "circuit_target", "baseline_width"})
 
 Setting = Mapping[str, Any]
 Short = tuple[tuple[str, Any, Any], ...]  # (parameter, ours, theirs)

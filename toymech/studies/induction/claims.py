@@ -309,6 +309,41 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
+# --- the numbers every claim's tests are checked against (tests/test_claims_null.py) ------------
+def source_like() -> dict[str, float]:
+    """One seed as the post reports it (its numbers, its words made numbers): every claim holds."""
+    n = {"chance.loss": math.log(26), "floor.loss": 0.708}
+    for short, test, doubled in (("1l", 2.6, 3.6), ("smeared", 1.24, 2.31), ("2l", 1.40, 2.31)):
+        n.update({f"{short}.test": test, f"{short}.doubled": doubled,
+                  f"{short}.direct_copy": -0.99, f"{short}.predictable": 0.1,
+                  f"{short}.shifted": 0.2, f"{short}.period5": 0.3, f"{short}.period7": 0.3})
+    n.update({"smeared.option1": 0.99, "smeared.option2": 0.73, "2l.option1": 0.73,
+              "2l.option2": 6.42, "2l.copy_max.L0": -0.93, "2l.copy_min.L0": -1.0,
+              "2l.copy_max.L1": 1.0, "2l.copy_min.L1": 0.9, "smeared.copying_heads": 2.0,
+              "smeared.suppressing_heads": 2.0, "1l.copying_heads": 4.0,
+              "2l.prev_token_max.L0": 0.9, "2l.path.direct": 3.12, "2l.path.k": 2.52,
+              "2l.path.q": 2.62, "2l.path.both": 1.39, "2l.share_k": 0.6, "2l.share_q": 0.2,
+              "2l.pref_clean": 4.0, "2l.pref_corrupted": 1.0, "2l.layer1_restores": 0.8,
+              "smeared.recent_suppressing": 2.0})
+    return n
+
+
+LOSS_SETS = ("test", "doubled", "option1", "option2", "predictable", "shifted", "period5",
+             "period7")
+
+
+def at_chance(n: Mapping[str, float]) -> dict[str, float]:
+    """``n`` moved to what a model that learned nothing gives: every loss at ln 26, copy metrics
+    and head counts 0, pattern scores at uniform attention (0.16), effects 0."""
+    def null(k: str, v: float) -> float:
+        if k.startswith(("chance.", "floor.")):
+            return v
+        if k.split(".")[1] in LOSS_SETS or ".path." in k:
+            return n["chance.loss"]
+        return 0.16 if "prev_token" in k else 0.0
+    return {k: null(k, v) for k, v in n.items()}
+
+
 def scorecard(per_seed: Sequence[Mapping[str, float]], size: str | None = None,
               seeds: Sequence[int] | None = None) -> pd.DataFrame:
     """The study's claims assessed over seeds (one dict of ``numbers`` per seed)."""

@@ -20,8 +20,8 @@ import pandas as pd
 from ...models import build_model, parameter_counts
 from ...training import apply_freeze
 from ..claims import Measured
-from ..findings import Findings, misses, scorecard_sentence
-from .claims import _solved, numbers
+from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
+from .claims import SETTINGS, TABLE1, _solved, numbers
 from .design import ALGORITHMIC, FREEZE_MODES, experiment, plan, size_spec, task_for
 from .measure import (BASELINE_KINDS, baseline_exp, baseline_row, circuit_experiments,
                       circuit_row, concentration_rows, row_for, size_spec)
@@ -81,6 +81,12 @@ def untrained_runs(size: str, seed: int) -> dict[str, pd.DataFrame]:
             "base": pd.DataFrame(base)}
 
 
+def untrained_numbers(size: str, seed: int) -> dict[str, float]:
+    """The null world: every table the claims read with its models untrained, at ``size``'s
+    settings (``untrained_runs``), measured by ``measure_seed``."""
+    return measure_seed(untrained_runs(size, seed), measure_data(size, seed))
+
+
 def _trainable(exp) -> int:
     """Trainable parameters of ``exp`` under its freezing (as the training loop counts them)."""
     model = _untrained(exp)
@@ -93,6 +99,7 @@ def findings(per_seed, card: pd.DataFrame, size: str):
     (over the seeds that trained them), the scorecard's counts, what did not reproduce, and the
     run's budget against the paper's, all computed (``studies.findings``)."""
     lines = []
+    at = at_setting(SETTINGS, size, TABLE1, "the paper's")
     for mode, width in (("normal", "small"), ("random", "large")):
         solved, measured = [], 0
         for task in ALGORITHMIC:
@@ -108,10 +115,10 @@ def findings(per_seed, card: pd.DataFrame, size: str):
                     solved.append(task)
         if measured:
             w = plan(size).widths[0 if width == "small" else 1]
-            lines.append(f"{mode.capitalize()} transformers of width {w} solve "
+            lines.append(opening(at, f"{mode.capitalize()} transformers of width {w} solve "
                          f"{len(solved)} of the {measured} algorithmic tasks at this budget"
                          f"{': ' + ', '.join(solved) if solved else ''} (held-out accuracy, whole "
-                         "answers, in most seeds).")
+                         "answers, in most seeds)."))
     lines.append(scorecard_sentence(card))
     lines.append(misses(card))
     spec = size_spec(size)
