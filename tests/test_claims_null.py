@@ -95,7 +95,7 @@ def test_at_chance_numbers_pass_no_claim(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_null_world(name, size):
     st = protocol.study(name)
-    seeds = st.seeds_of(size, 0, 3)
+    seeds = st.seeds_of(size, 0, 2)
     per_seed = [st.untrained_numbers(size, s) for s in seeds]
     card = st.scorecard(per_seed, size, list(seeds))
     alone = scorecard(st.CLAIMS, per_seed)  # what the seeds say, whatever the setting

@@ -240,7 +240,7 @@ def assess(claim: Claim, per_seed: Sequence[Numbers], pipeline: bool = False,
     short = shortfall(claim.setting, settings.of(size)) if settings and size else ()
     if short and not pipeline:
         said = (f"{said} (scaled: {describe(short)})" if claim.scaled else
-                f"{BELOW}: {describe(short)}; reached by {settings.reach(claim.setting)}")
+                f"{BELOW}: {describe(short)}; {settings.reach(claim.setting)}")
     return Assessment(float(med), float(low), float(high), agree, len(held), unresolved,
                       said, float(statistics.median(refs)) if refs else float("nan"),
                       len(per_seed))

@@ -86,7 +86,7 @@ class StudySettings:
         """The command that meets ``source`` and its cost, or that no size of ours does."""
         for size in SIZES:
             if not shortfall(source, self.sizes[size]):
-                return f"`./run.sh report --size {size}` ({self.cost[size]})"
+                return f"reached by `./run.sh report --size {size}` ({self.cost[size]})"
         return "no size of ours reaches it"
 
     def seeds_text(self) -> str:

@@ -279,6 +279,16 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
           unit="heads", test=f">= {N_SUPPRESSING} heads with an effect <= {SUPPRESSES} logits",
           why="untrained heads' effects are within 0.001 logits: 100 times that", ours=True,
           **_SCALED),
+    Claim("2l-suppresses-recent",
+          f"2-layer model: a head lowers the centred logits of the recently seen letters by >= "
+          f"{-SUPPRESSES} logits (resampling its output from other sequences raises them)",
+          "the post, 2B: 'the 2-layer model prevents the last ~4-6 letters from being copied'",
+          "prevents the last ~4-6 letters from being copied (no number)",
+          value=lambda n: n["2l.recent_min"], holds=lambda n: n["2l.recent_min"] <= SUPPRESSES,
+          unit="logits (most negative head effect)",
+          test=f"some head's effect on the last block's letters <= {SUPPRESSES} logits",
+          why="no number in the post: 100 times the untrained heads' 0.001 logits, the "
+              "threshold of the smeared model's anti-induction row", ours=True, **_SCALED),
 )
 
 

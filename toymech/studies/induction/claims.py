@@ -324,7 +324,7 @@ def source_like() -> dict[str, float]:
               "2l.prev_token_max.L0": 0.9, "2l.path.direct": 3.12, "2l.path.k": 2.52,
               "2l.path.q": 2.62, "2l.path.both": 1.39, "2l.share_k": 0.6, "2l.share_q": 0.2,
               "2l.pref_clean": 4.0, "2l.pref_corrupted": 1.0, "2l.layer1_restores": 0.8,
-              "smeared.recent_suppressing": 2.0})
+              "smeared.recent_suppressing": 2.0, "2l.recent_min": -0.5})
     return n
 
 
