@@ -15,7 +15,7 @@ equality. A parameter the run does not state is not met. ``shortfall`` lists wha
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..core import SIZES, check
 
@@ -75,6 +75,12 @@ class StudySettings:
               f"a setting for each of {', '.join(SIZES)}")
         check(set(self.cost) >= set(SIZES), "cost", sorted(self.cost),
               f"a cost for each of {', '.join(SIZES)}")
+
+    @classmethod
+    def of_sizes(cls, setting: Callable[[str], Setting], cost: Mapping[str, str],
+                 calibration: Mapping[str, tuple[int, ...]], **words: str) -> "StudySettings":
+        """The settings of every size from a study's ``setting(size)``."""
+        return cls({size: setting(size) for size in SIZES}, cost, calibration, **words)
 
     def of(self, size: str | None) -> Setting | None:
         return None if size is None else self.sizes[size]

@@ -31,8 +31,8 @@ CLAIMS = (
 )
 # Each size's setting in the parameters the claims name, what reaching each costs, the seeds
 # thresholds were chosen on (never judged: seeds_of passes over them).
-SETTINGS = StudySettings({size: setting(size) for size in ("smoke", "default", "paper")}, COST,
-                         CALIBRATION, calibrated="nothing", judged="the seeds of seeds_of")
+SETTINGS = StudySettings.of_sizes(setting, COST, CALIBRATION, calibrated="nothing",
+                                  judged="the seeds of seeds_of")
 
 
 def source_like() -> dict[str, float]:

@@ -61,8 +61,7 @@ COSINE_GAIN = 0.05    # "toward the construction": an untrained model gains exac
 _SCALED = dict(setting=PAPER_SETTING, numeric=False,
                scaled="an order, a preference or a direction read on the paper's model and task at "
                       "fewer steps, shorter sequences and a smaller batch; marked scaled")
-SETTINGS = StudySettings(
-    {size: setting(size) for size in ("smoke", "default", "paper")}, COST, CALIBRATION,
+SETTINGS = StudySettings.of_sizes(setting, COST, CALIBRATION,
     calibrated="at default the SGD learning rate 3.0 (seeds 0-2)",
     judged="default 3-5 (seeds_of passes over 0-2: the notebook trains seeds 3-5); paper 0-9")
 

@@ -31,8 +31,7 @@ from ..settings import StudySettings
 from .design import CALIBRATION, COST, POST_SETTING, SHORT, setting
 
 # The study's settings per size, what reaching each costs, and its calibration seeds.
-SETTINGS = StudySettings(
-    {size: setting(size) for size in ("smoke", "default", "paper")}, COST, CALIBRATION,
+SETTINGS = StudySettings.of_sizes(setting, COST, CALIBRATION,
     calibrated="at default, the causal thresholds (seen seed 0) and the tolerances these replaced "
                "(seeds 0-2)",
     judged="default 3-5 (seeds_of passes over 0-2); paper 0-9, never calibrated (no paper run "

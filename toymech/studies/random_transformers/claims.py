@@ -97,8 +97,7 @@ TASK_SIZE = {"modular_addition": {"modulus": 199}, "needle": {"needle_pairs": 30
              "decimal_addition": {"digits": 10}, "parentheses": {"paren_len": 60}}
 TABLE1 = {"width": 1024, "steps": 50_000}
 ALL_TASKS = {k: v for t in ALGORITHMIC for k, v in TASK_SIZE[t].items()}
-SETTINGS = StudySettings(
-    {size: setting(size) for size in ("smoke", "default", "paper")}, COST, CALIBRATION,
+SETTINGS = StudySettings.of_sizes(setting, COST, CALIBRATION,
     calibrated="at default the learning rates and thresholds (seeds 0-2); the recipes (seed 0, "
                "every size: the recipe rows never read seed 0)",
     judged="default 3-5 (seeds_of passes over 0-2: the notebook trains seeds 3-5); paper 0-9 "
