@@ -25,6 +25,7 @@ from .claims import SETTINGS, TABLE1, _solved, numbers
 from .design import ALGORITHMIC, FREEZE_MODES, experiment, plan, size_spec, task_for
 from .measure import (BASELINE_KINDS, baseline_exp, baseline_row, circuit_experiments,
                       circuit_row, concentration_rows, row_for, size_spec)
+from .recipes import recipe
 from .tables import memorization_table
 
 
@@ -76,6 +77,7 @@ def untrained_runs(size: str, seed: int) -> dict[str, pd.DataFrame]:
     mem = mem.assign(trainable=[_trainable(experiment("memorization", p.memorization_widths[-1],
                                                       m, size, seed)) for m in mem["mode"]])
     return {"main": pd.DataFrame(rows), "short": pd.DataFrame(short),
+            "calibration": _untrained_recipes(size, seed),
             "mem": memorization_table(mem, task_for("memorization", size)),
             "lm": pd.DataFrame(side["char_lm"]), "circ": pd.DataFrame(circ), "conc": conc,
             "base": pd.DataFrame(base)}
@@ -85,6 +87,21 @@ def untrained_numbers(size: str, seed: int) -> dict[str, float]:
     """The null world: every table the claims read with its models untrained, at ``size``'s
     settings (``untrained_runs``), measured by ``measure_seed``."""
     return measure_seed(untrained_runs(size, seed), measure_data(size, seed))
+
+
+def _untrained_recipes(size: str, seed: int) -> pd.DataFrame:
+    """The calibration sweeps' rows of the recipes' runs (what the recipe claims read), with the
+    models untrained: each task's normal and random recipe at its width, lr and step budget."""
+    rows = []
+    for task in ALGORITHMIC:
+        for mode in ("normal", "random"):
+            r = recipe(task, mode)
+            exp = experiment(task, r.width, mode, size, seed)
+            row = row_for(exp, _untrained(exp), size)
+            rows.append({"task": task, "mode": mode, "seed": seed, "width": r.width, "lr": r.lr,
+                         "steps": r.steps, "last_step": 0,
+                         "held_out_acc": row["seq_acc" if task == "decimal_addition" else "acc"]})
+    return pd.DataFrame(rows)
 
 
 def _trainable(exp) -> int:
