@@ -119,3 +119,26 @@ def test_exemptions_are_printed(name):
     for c in protocol.study(name).CLAIMS:
         if c.null_exempt:
             assert " ".join(c.null_exempt.split()) in text, c.key
+
+
+def test_claims_are_documented_one_row_each():
+    """docs/sources.md has the generated claims table, current: one row per claim key of every
+    registered study, each with our test, the tolerance's derivation and its setting
+    (``python -m toymech.studies.docs`` rewrites it)."""
+    from pathlib import Path
+
+    from toymech.studies.docs import with_table
+    text = (Path(__file__).parents[1] / "docs" / "sources.md").read_text()
+    assert with_table(text) == text, "run: python -m toymech.studies.docs"
+    for name in protocol.STUDIES:
+        for c in protocol.study(name).CLAIMS:
+            assert f"| `{c.key}` |" in text, (name, c.key)
+            assert c.test and c.why, c.key
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_claim_keys_are_unique_and_state_a_setting(name):
+    claims = protocol.study(name).CLAIMS
+    assert len({c.key for c in claims}) == len(claims)
+    # Only a claim of ours (a recipe's, at its own setting) may state no source setting.
+    assert all(c.setting or c.ours for c in claims), [c.key for c in claims if not c.setting]
