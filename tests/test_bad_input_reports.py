@@ -48,10 +48,10 @@ BIRTH_REPORT = ["report", str(BIRTH), *SMOKE, "--out", "{tmp}/reports"]
 CASES = {
     "sweep --out the grid itself (overwrote the grid before)": (
         ["sweep", "{grid}", "--out", "{grid}", "--backend", "local", "--device", "cpu", "--no-progress"],
-        ["out=", "grid.json", "the grid"]),
+        ["out=", "the grid"]),  # (the value is elided where the temp path is long, as under xdist)
     "sweep --out a user's file that is no results table": (
         ["sweep", "{grid}", "--out", "{notes}", "--backend", "local", "--device", "cpu", "--no-progress"],
-        ["out=", "notes.txt", "results table"]),
+        ["out=", "results table"]),
     "report a notebook inside --out's executed/ (deleted before)": (
         ["report", "{out}/executed/report_ok.ipynb", *SMOKE, "--out", "{out}"],
         ["notebook=", "executed", "copy it"]),

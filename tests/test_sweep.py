@@ -398,9 +398,10 @@ def test_sweeps_sit_above_the_training_layer():
         return {n for n in names if n.startswith("toymech")}
 
     below = ("toymech.core", "toymech.devices", "toymech.models", "toymech.tasks", "toymech.training")
-    for name in ("runner", "table"):
+    for name in ("runner", "backends", "table"):
         bad = [m for m in imported(root / "sweep" / f"{name}.py")
-               if not m.startswith(below) and not m.startswith("toymech.sweep.table")]
+               if not m.startswith(below)
+               and not m.startswith(("toymech.sweep.table", "toymech.sweep.backends"))]
         assert not bad, (name, bad)
     assert "toymech.experiments" in imported(root / "sweep" / "grid.py")
     for path in (root / "training").glob("*.py"):

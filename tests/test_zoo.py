@@ -88,7 +88,7 @@ def test_a_sweep_adds_the_trials_its_ray_workers_ran(tmp_path, monkeypatch):
     """The Ray runner's trials ran in other processes: the sweep adds them from its results (a
     stand-in runner answers like Ray would, without starting it); the in-process runner's
     trials are counted by the zoo itself, once."""
-    from toymech.sweep import runner as runner_module
+    from toymech.sweep import backends as runner_module
     from toymech.training import reset_zoo_stats, zoo_stats
 
     class FakeRay(runner_module.LocalRunner):

@@ -90,13 +90,16 @@ class CostTable:
         """This folder's last run of ``stem`` at ``key``; else the shipped measurement (its row
         carries ``"shipped": True``); else None. With ``reference_step_s`` (this machine's, now),
         the row's times are scaled from its own machine's reference step to this one
-        (``"scale"``: the factor)."""
+        (``"scale"``: the factor; a shipped row's machine ran ``SHIPPED_STEPS_PER_S``)."""
         row = self._read().get(stem, {}).get(key)
         if not _valid(row):
             row = shipped_costs().get(stem, {}).get(key)
-            row = {"reference_step_s": 1.0 / SHIPPED_STEPS_PER_S, **row, "shipped": True} \
-                if _valid(row) else None
-        return None if row is None else scaled(row, reference_step_s)
+            row = {**row, "shipped": True} if _valid(row) else None
+        if row is None or reference_step_s is None:
+            return row
+        theirs = row.get("reference_step_s") or (1.0 / SHIPPED_STEPS_PER_S
+                                                 if row.get("shipped") else None)
+        return scaled({**row, "reference_step_s": theirs}, reference_step_s)
 
     def record(self, stem: str, key: str, cells: Sequence[float | None], total_s: float,
                reference_step_s: float | None = None) -> None:

@@ -293,7 +293,7 @@ def make_runner(which: str, address: str | None, workers: int, gpu_fraction: flo
                                "seconds": 0.0, "outcome": "in-process"}
     try:
         runner = RayRunner(address, workers, gpu_fraction, device)
-        return runner, {"requested": "ray", "backend": "ray", **runner.startup}
+        return runner, {"requested": "ray", "backend": "ray", **getattr(runner, "startup", {})}
     except RayStartFailed as exc:
         if not fallback or address:
             raise
