@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from waiting import limit
 from catalogue import refused, run_cli, tree
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,7 +111,7 @@ def test_catalogue_part_5_size():
 # two reports into one --out at once
 # --------------------------------------------------------------------------------------------
 
-WAIT_S = 300 * float(os.environ.get("TOYMECH_TEST_TIMEOUT_SCALE", "1"))  # generous: never a timing
+WAIT_S = limit(300)  # generous: never a timing
 
 
 def _waiting_notebook(path: Path, started: Path, release: Path) -> None:
