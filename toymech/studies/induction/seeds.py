@@ -40,12 +40,16 @@ def load_seeds(size: str, seed: int, device: torch.device, cache_dir: str | Path
     # processes), the longest runs (most layers) first; everything is then read back
     exps = sorted((experiment(n, size, s) for n in names for s in seeds),
                   key=lambda e: -e.model.n_layers)
-    if not all(zoo.has(e) for e in exps):  # seeds stacked only where that pays (a GPU)
-        train_grid(exps, zoo, device, stacked=None if torch.device(device).type == "cuda" else False)
+    missing = [e for e in exps if not zoo.has(e)]
+    if missing:  # seeds stacked only where that pays (a GPU)
+        train_grid(missing, zoo, device,
+                   stacked=None if torch.device(device).type == "cuda" else False)
+    trained_now = {zoo.path(e) for e in missing}
     for name in names:
         entries = zoo.get_or_train_many([experiment(name, size, s) for s in seeds], device=device,
                                         progress=progress)
         for s, entry in zip(seeds, entries):
+            entry.loaded = entry.loaded and entry.path not in trained_now  # trained by this call
             out[s][name] = Model(name, entry)
     return out
 
