@@ -399,8 +399,8 @@ def test_freezing_rows_name_their_freezing_and_feed_the_claims(tmp_path):
 
 
 def test_optimizer_comparison_counts_each_optimizers_seeds():
-    from claims_like import _birth_like
-    good = _birth_like()
+    from toymech.studies.birth.claims import source_like
+    good = source_like()
     bad = {**good, "half.W_K1": 120.0}  # W_K1 before W_K2: top-down fails
     table = birth.optimizer_table({"adam": {0: bad, 1: good}, "sgd": {0: good, 1: good, 2: good}})
     assert table.loc["adam", "top-down"] == "1/2" and table.loc["sgd", "top-down"] == "3/3"

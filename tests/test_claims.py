@@ -41,3 +41,102 @@ def test_scorecard_rows():
     assert row["verdict"] == "consistent (1 seed)" and row["source's number"] == "a < b"
     card = scorecard([CLAIM], [{"a": 0.0, "b": 1.0}] * 3, "default", [0, 1, 2])
     assert card.loc["a is below b", "verdict"] == "reproduced"
+
+
+# --- every seed counts; distinct seeds; calibration seeds apart ---------------------------------
+@pytest.mark.parametrize("agree, measured, unresolved, requested, expected", [
+    (3, 3, 7, 10, "mixed"),            # 3 True + 7 unresolved is not "reproduced"
+    (3, 3, 0, 5, "mixed"),             # 3 of 5 requested, 2 not measured
+    (4, 4, 0, 5, "reproduced"),        # 4 of 5 = 80 %
+    (3, 5, 0, 5, "mixed"),             # 3 passes and 2 failures
+    (2, 2, 0, 3, "consistent (2 seeds)"),
+    (0, 2, 1, 3, "not reproduced (2 seeds)"),
+    (0, 0, 3, 3, "unresolved"),
+])
+def test_verdict_counts_every_requested_seed(agree, measured, unresolved, requested, expected):
+    assert verdict(agree, measured, unresolved, requested=requested) == expected
+
+
+def test_assess_counts_unmeasured_seeds_against_reproduced():
+    per_seed = [{"a": 0.0, "b": 1.0}] * 3 + [{}] * 2
+    a = assess(CLAIM, per_seed)
+    assert (a.agree, a.measured, a.requested) == (3, 3, 5) and a.verdict == "mixed"
+    card = scorecard([CLAIM], per_seed)
+    assert card.loc["a is below b", "seeds agreeing"] == "3/3 (2 not measured)"
+
+
+def test_scorecard_refuses_repeated_and_calibration_seeds():
+    n = {"a": 0.0, "b": 1.0}
+    with pytest.raises(ValueError, match="distinct"):
+        scorecard([CLAIM], [n] * 3, "default", [4, 4, 5])
+    with pytest.raises(ValueError, match="calibrated"):
+        scorecard([SET], [n] * 3, "default", [1, 3, 4], SETTINGS)
+    assert scorecard([SET], [n] * 3, "default", [3, 4, 5], SETTINGS).attrs["caption"].endswith(
+        "Calibration seeds at default (never judged): 0, 1, 2.")
+
+
+# --- settings: below the source's setting, scaled --------------------------------------------
+from toymech.studies.settings import StudySettings, shortfall  # noqa: E402
+
+SETTINGS = StudySettings({"smoke": {"steps": 10}, "default": {"steps": 2000, "modulus": 23},
+                          "paper": {"steps": 10_000, "modulus": 199}},
+                         {"smoke": "seconds", "default": "minutes", "paper": "hours"},
+                         {"default": (0, 1, 2)})
+SET = Claim("gap-set", "a is below b at the source's setting", "somewhere", "a < b",
+            value=lambda n: n["b"] - n["a"], holds=lambda n: n["a"] < n["b"],
+            setting={"steps": 10_000, "modulus": 199})
+SCALED = Claim("gap-scaled", "a is below b, qualitatively", "somewhere", "a < b",
+               value=lambda n: n["b"] - n["a"], holds=lambda n: n["a"] < n["b"],
+               setting={"steps": 10_000}, numeric=False, scaled="a direction, not a size")
+
+
+def test_shortfall_reads_budgets_as_at_least_and_task_sizes_as_equal():
+    assert shortfall({"steps": 10_000, "modulus": 199}, {"steps": 20_000, "modulus": 199}) == ()
+    assert shortfall({"steps": 10_000}, {"steps": 2000}) == (("steps", 2000, 10_000),)
+    assert shortfall({"modulus": 199}, {"modulus": 401}) == (("modulus", 401, 199),)
+    assert shortfall({"width": 1024}, {}) == (("width", "not stated", 1024),)
+
+
+def test_a_run_below_the_source_setting_is_not_judged():
+    n = {"a": 0.0, "b": 1.0}
+    card = scorecard([SET, SCALED], [n] * 3, "default", [3, 4, 5], SETTINGS)
+    below = card.loc[SET.statement, "verdict"]
+    assert below.startswith("below the source's setting") and "steps 2,000 vs the source's " \
+        "10,000" in below and "modulus 23 vs the source's 199" in below
+    assert "./run.sh report --size paper` (hours)" in below
+    assert card.loc[SET.statement, "ours"] == "1"  # our number is still shown
+    assert card.loc[SCALED.statement, "verdict"] == \
+        "reproduced (scaled: steps 2,000 vs the source's 10,000)"
+    card = scorecard([SET, SCALED], [n] * 3, "paper", [0, 1, 2], SETTINGS)
+    assert list(card["verdict"]) == ["reproduced", "reproduced"]
+
+
+def test_a_numeric_claim_is_never_scaled_and_a_reference_names_its_null():
+    with pytest.raises(ValueError, match="scaled"):
+        Claim("x", "x", "s", "v", value=lambda n: 0, holds=lambda n: True, scaled="why")
+    with pytest.raises(ValueError, match="null"):
+        Claim("x", "x", "s", "v", value=lambda n: 0, holds=lambda n: True,
+              reference=lambda n: 0)
+
+
+def test_a_claims_own_calibration_seeds_are_left_out():
+    own = Claim("own", "a is below b (a recipe)", "s", "a < b", value=lambda n: n["b"],
+                holds=lambda n: n["a"] < n["b"], calibration=(0,))
+    per_seed = [{"a": 0.0, "b": 1.0}, {}, {}]  # seed 0 (calibration) passed, 1 and 2 missing
+    a = assess(own, per_seed, seeds=[0, 1, 2])
+    assert (a.agree, a.requested, a.verdict) == (0, 2, "not measured")
+
+
+def test_summaries_keep_the_seed_count_and_count_below_apart():
+    from toymech.report.scorecards import verdict_word
+    from toymech.studies.findings import scorecard_sentence
+    assert verdict_word("consistent (1 seed)") == "consistent (1 seed)"
+    assert verdict_word("below the source's setting: steps 2,000 vs ...") == \
+        "below the source's setting"
+    assert verdict_word("reproduced (scaled: steps 2,000 vs the source's 10,000)") == \
+        "reproduced (scaled)"
+    n = {"a": 0.0, "b": 1.0}
+    card = scorecard([CLAIM, SET, SCALED], [n], "default", [3], SETTINGS)
+    said = scorecard_sentence(card)
+    assert "1 consistent (1 seed)" in said and "1 below the source's setting" in said
+    assert "consistent (1 seed) at a scaled setting" in said

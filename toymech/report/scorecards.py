@@ -21,9 +21,10 @@ SCORECARD_TAG = "scorecard"
 _SCORECARD_CALL = re.compile(r"\.scorecard\(")
 # Display order of the verdict words; "consistent (k seeds)" sorts by k after "reproduced".
 VERDICT_ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "unresolved", "not measured",
-                 "pipeline check", "other")
-_KNOWN = {"reproduced", "mixed", "not reproduced", "unresolved", "not measured", "pipeline check"}
-_CONSISTENT = re.compile(r"^consistent \((\d+) seeds?\)$")
+                 "below the source's setting", "pipeline check", "other")
+_KNOWN = {"reproduced", "mixed", "not reproduced", "unresolved", "not measured", "pipeline check",
+          "below the source's setting"}
+_CONSISTENT = re.compile(r"^(consistent \((\d+) seeds?\))")
 
 
 class _Tables(HTMLParser):
@@ -121,22 +122,27 @@ def find_scorecard(nb) -> dict | None:
 
 def verdict_word(text: str) -> str:
     """The counted form of one verdict cell: a known word (also when detail follows it, as in
-    "pipeline check: holds 0/2"), "consistent (k seeds)", or "other"."""
+    "pipeline check: holds 0/2"), "consistent (k seeds)", or "other"; a verdict judged at a
+    scaled setting keeps " (scaled)" ("reproduced (scaled)"), so it is counted apart."""
     word = " ".join(text.lower().split())
-    if word in _KNOWN or _CONSISTENT.match(word):
-        return word
+    scaled = " (scaled)" if "(scaled:" in word or word.endswith("(scaled)") else ""
+    match = _CONSISTENT.match(word)
+    if match:
+        return match.group(1) + scaled
     # A known word followed by detail ("pipeline check: holds 0/2") counts as that word.
     for known in sorted(_KNOWN, key=len, reverse=True):
-        if re.match(rf"{re.escape(known)}\b", word):
-            return known
+        if re.match(rf"{re.escape(known)}(\b|$)", word):
+            return known + scaled
     return "other"
 
 
-def _order(word: str) -> tuple[int, int]:
+def _order(word: str) -> tuple[int, int, int]:
+    scaled = int(word.endswith(" (scaled)"))
+    word = word.removesuffix(" (scaled)")
     match = _CONSISTENT.match(word)
     if match:
-        return VERDICT_ORDER.index("consistent"), int(match.group(1))
-    return VERDICT_ORDER.index(word), 0
+        return VERDICT_ORDER.index("consistent"), int(match.group(2)), scaled
+    return VERDICT_ORDER.index(word), 0, scaled
 
 
 def verdict_counts(card: dict | None) -> dict[str, int]:
@@ -159,7 +165,7 @@ def scorecard_counts(card: dict | None) -> str:
 
 def verdict_class(text: str) -> str:
     """CSS class of a verdict cell: ``toymech-verdict-not-reproduced``, ``...-consistent``."""
-    word = verdict_word(text)
+    word = verdict_word(text).removesuffix(" (scaled)")
     word = "consistent" if _CONSISTENT.match(word) else word
     return "toymech-verdict-" + re.sub(r"[^a-z0-9]+", "-", word)
 

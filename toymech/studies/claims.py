@@ -14,15 +14,22 @@ counts a seed whose ``value`` or ``holds`` raised ``KeyError`` as not measured. 
 pass or fail on NaN, and a claim "over every task" written with ``need(n, keys)`` is not measured
 for a seed that lacks one of them.
 
-``assess`` over the seeds:
+Each claim names the ``setting`` at which its source states it (``toymech.studies.settings``:
+steps, batch, width, task sizes, what is frozen). Where the run's setting (the study's
+``StudySettings`` for the size) does not meet it, the row shows our number and its verdict reads
+"below the source's setting" with the parameters (ours vs theirs) and the command that reaches
+them: it counts as neither reproduced nor not reproduced. A qualitative claim (``numeric=False``)
+with a ``scaled`` reason is judged at our smaller setting, and its verdict says "(scaled: ...)".
+
+``assess`` over the seeds REQUESTED (every entry of ``per_seed`` counts):
 
     ours      median of ``value`` over the seeds that measured it, with its [min, max]
     agree     seeds for which ``holds`` is True, out of the ``measured`` ones (True or False)
-    verdict   measured >= 3:  "reproduced" when agree/measured >= 0.8, "not reproduced" when
-                              agree = 0, else "mixed";
-              measured 1-2:   "consistent (1 seed)" / "consistent (2 seeds)" when all agree,
-                              "not reproduced (1 seed)" ... when none does, else "mixed (2 seeds)";
-              measured 0:     "unresolved" when some seed was unresolved, else "not measured".
+    verdict   "reproduced" when measured >= 3 and agree >= 80 % of the REQUESTED seeds (a seed
+              not measured or unresolved counts against it); "not reproduced" when some seed
+              measured and none agrees; measured 1-2 with all of them agreeing: "consistent (1
+              seed)" / "consistent (2 seeds)"; else "mixed" ("(k seeds)" when measured < 3);
+              measured 0: "unresolved" when some seed was unresolved, else "not measured".
 
 A size marked as a pipeline check (``smoke``: models trained for seconds) gets no verdict words:
 its verdict column reads "pipeline check: holds k/n" (or "not measured"), and the scorecard's title
@@ -35,23 +42,29 @@ from __future__ import annotations
 import math
 import numbers as _numbers
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
 from ..core import SIZES, check
+from .settings import Setting, StudySettings, describe, shortfall
 
 Numbers = Mapping[str, Any]
 
 REPRODUCED_SEEDS = 3      # seeds measured before a claim may read "reproduced"
 REPRODUCED_SHARE = 0.8    # share of them that must agree
 PIPELINE_SIZES = ("smoke",)  # sizes whose scorecard is a pipeline check, not evidence
+BELOW = "below the source's setting"
 LEGEND = (f". \"Reproduced\" needs at least {REPRODUCED_SEEDS} seeds measured and "
-          f"{REPRODUCED_SHARE:.0%} of them agreeing; with fewer a claim reads \"consistent (n "
-          "seeds)\"; \"unresolved\": measured but undecided (e.g. two curves that never rose). "
-          "\"Chance / null\" is what a model that learned nothing scores on the same data. Each "
-          "claim's test and tolerance: docs/sources.md.")
+          f"{REPRODUCED_SHARE:.0%} of the seeds requested agreeing (a seed not measured or "
+          "unresolved counts against); with fewer a claim reads \"consistent (n seeds)\"; "
+          "\"unresolved\": measured but undecided. \"Below the source's setting\": our run is "
+          "smaller than the source's (the parameters and the command that reaches it are "
+          "given), so the row is not judged. \"Chance / null\" is the reference named in the "
+          "row (chance, a trivial predictor, a ceiling, an untrained model). Each claim's "
+          "setting, test and tolerance: docs/sources.md.")
+NULLS = ("chance", "trivial predictor", "ceiling", "untrained model", "unpatched run")
 
 
 @dataclass(frozen=True)
@@ -70,11 +83,22 @@ class Claim:
     reference: Callable[[Numbers], float | None] | None = None  # chance / null, same instance
     trained: bool = True  # False: a property of the initialisation, not of training
     ours: bool = False    # the number compared with is ours, not the source's
+    setting: Setting = field(default_factory=dict)  # where the source states it
+    numeric: bool = True  # a number (a loss, an accuracy); False: a mechanism, order, preference
+    scaled: str = ""      # why this qualitative claim may be judged below the source's setting
+    null: str = ""        # what ``reference`` is: one of NULLS
+    null_exempt: str = ""  # why untrained models cannot be shown to fail it (empty: they can)
+    calibration: tuple[int, ...] = ()  # seeds this claim's own calibration used: never judged
 
     def __post_init__(self) -> None:
         check(isinstance(self.key, str) and self.key != "", "key", self.key, "a non-empty string")
         check(callable(self.value) and callable(self.holds), "claim", self.key,
               "value and holds functions")
+        check(not (self.scaled and self.numeric), "scaled", self.key,
+              "only on a qualitative claim (numeric=False): a number is never judged scaled")
+        check((self.reference is None) == (self.null == ""), "null", self.key,
+              f"one of {', '.join(NULLS)} exactly when the claim has a reference")
+        check(self.null in ("", *NULLS), "null", self.null, f"one of {', '.join(NULLS)}")
 
 
 class Measured(Mapping):
@@ -140,6 +164,7 @@ class Assessment:
     unresolved: int
     verdict: str
     reference: float = float("nan")
+    requested: int = 0
 
     @property
     def ours(self) -> str:
@@ -154,23 +179,28 @@ def _seeds(n: int) -> str:
     return f"{n} seed{'s' if n != 1 else ''}"
 
 
-def verdict(agree: int, measured: int, unresolved: int = 0, pipeline: bool = False) -> str:
-    """The verdict for ``agree`` seeds out of ``measured`` (see the module docstring)."""
+def verdict(agree: int, measured: int, unresolved: int = 0, pipeline: bool = False,
+            requested: int | None = None) -> str:
+    """The verdict for ``agree`` seeds out of ``measured``, over ``requested`` seeds (None:
+    measured + unresolved); see the module docstring."""
     check(isinstance(measured, int) and measured >= 0, "measured", measured, "an integer >= 0")
     check(isinstance(agree, int) and 0 <= agree <= measured, "agree", agree,
           f"an integer in 0..measured={measured}")
+    requested = measured + unresolved if requested is None else requested
+    check(isinstance(requested, int) and requested >= measured + unresolved, "requested",
+          requested, f"an integer >= measured + unresolved = {measured + unresolved}")
     if measured == 0:
         return "unresolved" if unresolved else "not measured"
     if pipeline:
         return f"pipeline check: holds {agree}/{measured}"
-    if measured < REPRODUCED_SEEDS:
-        if agree == measured:
-            return f"consistent ({_seeds(measured)})"
-        return f"not reproduced ({_seeds(measured)})" if agree == 0 else \
-            f"mixed ({_seeds(measured)})"
-    if agree / measured >= REPRODUCED_SHARE:
+    few = f" ({_seeds(measured)})" if measured < REPRODUCED_SEEDS else ""
+    if agree == 0:
+        return "not reproduced" + few
+    if measured >= REPRODUCED_SEEDS and agree / requested >= REPRODUCED_SHARE:
         return "reproduced"
-    return "not reproduced" if agree == 0 else "mixed"
+    if few and agree == measured:
+        return "consistent" + few
+    return "mixed" + few
 
 
 def holds_per_seed(claim: Claim, per_seed: Sequence[Numbers]) -> list[bool | None]:
@@ -182,8 +212,15 @@ def holds_per_seed(claim: Claim, per_seed: Sequence[Numbers]) -> list[bool | Non
     return out
 
 
-def assess(claim: Claim, per_seed: Sequence[Numbers], pipeline: bool = False) -> Assessment:
-    """Median/spread of the claim's value and how many seeds agree with the source."""
+def assess(claim: Claim, per_seed: Sequence[Numbers], pipeline: bool = False,
+           settings: StudySettings | None = None, size: str | None = None,
+           seeds: Sequence[int] | None = None) -> Assessment:
+    """Median/spread of the claim's value and how many of the requested seeds (every entry of
+    ``per_seed``) agree with the source; with ``settings`` and ``size``, "below the source's
+    setting" where that size does not meet the claim's setting (see the module docstring).
+    With ``seeds``, the claim's own calibration seeds are left out (never judged)."""
+    if seeds is not None and claim.calibration:
+        per_seed = [n for s, n in zip(seeds, per_seed) if s not in claim.calibration]
     values = [float(v) for v in (_call(claim.value, n) for n in per_seed) if _finite(v)]
     refs = [float(v) for v in (_call(claim.reference, n) for n in per_seed) if _finite(v)]
     held, unresolved = [], 0
@@ -199,9 +236,14 @@ def assess(claim: Claim, per_seed: Sequence[Numbers], pipeline: bool = False) ->
     agree = sum(held)
     med = statistics.median(values) if values else float("nan")
     low, high = (min(values), max(values)) if values else (float("nan"), float("nan"))
+    said = verdict(agree, len(held), unresolved, pipeline, len(per_seed))
+    short = shortfall(claim.setting, settings.of(size)) if settings and size else ()
+    if short and not pipeline:
+        said = (f"{said} (scaled: {describe(short)})" if claim.scaled else
+                f"{BELOW}: {describe(short)}; {settings.reach(claim.setting)}")
     return Assessment(float(med), float(low), float(high), agree, len(held), unresolved,
-                      verdict(agree, len(held), unresolved, pipeline),
-                      float(statistics.median(refs)) if refs else float("nan"))
+                      said, float(statistics.median(refs)) if refs else float("nan"),
+                      len(per_seed))
 
 
 def is_pipeline(size: str | None) -> bool:
@@ -218,30 +260,55 @@ def title(size: str | None, seeds: Sequence[int] | None) -> str:
     return f"Reproduction scorecard{where}{over}"
 
 
+def _agreeing(a: Assessment) -> str:
+    """"2/3 (+1 unresolved)", "2/3 (1 not measured)": out of the seeds requested."""
+    missing = a.requested - a.measured - a.unresolved
+    extra = ([f"+{a.unresolved} unresolved"] if a.unresolved else []) + \
+        ([f"{missing} not measured"] if missing > 0 else [])
+    return f"{a.agree}/{a.measured}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def check_seeds(seeds: Sequence[int] | None, per_seed: Sequence[Numbers],
+                settings: StudySettings | None = None, size: str | None = None) -> None:
+    """One distinct seed per entry of ``per_seed``, none of them a calibration seed of ``size``
+    (ValueError otherwise)."""
+    if seeds is None:
+        return
+    check(len(seeds) == len(per_seed), "seeds", seeds,
+          f"one seed per entry of per_seed ({len(per_seed)})")
+    check(len(set(seeds)) == len(seeds), "seeds", list(seeds), "distinct seeds (one repeated)")
+    cal = set(settings.calibration_seeds(size)) if settings else set()
+    check(not cal & set(seeds), "seeds", list(seeds),
+          f"judged seeds only: {sorted(cal & set(seeds))} calibrated the thresholds at {size}")
+
+
 def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str | None = None,
-              seeds: Sequence[int] | None = None) -> pd.DataFrame:
+              seeds: Sequence[int] | None = None, settings: StudySettings | None = None
+              ) -> pd.DataFrame:
     """One row per claim: the source's number beside ours (median [min, max] over seeds), the
-    chance / null reference, seeds agreeing and the verdict. ``size`` (smoke/default/paper; a
-    pipeline check at smoke) and ``seeds`` (the seeds of ``per_seed``) go into the title."""
+    chance / null reference and what it is, seeds agreeing and the verdict. ``size``
+    (smoke/default/paper; a pipeline check at smoke) and ``seeds`` (the distinct seeds of
+    ``per_seed``, never a calibration seed) go into the title; ``settings`` (the study's
+    ``StudySettings``) decides which rows are below the source's setting."""
     if size is not None:
         check(size in SIZES, "size", size, f"one of {', '.join(SIZES)}")
-    check(seeds is None or len(seeds) == len(per_seed), "seeds", seeds,
-          f"one seed per entry of per_seed ({len(per_seed)})")
+    check_seeds(seeds, per_seed, settings, size)
     pipeline = is_pipeline(size)
     rows = []
     for c in claims:
-        a = assess(c, per_seed, pipeline)
+        a = assess(c, per_seed, pipeline, settings, size, seeds)
         unit = f" {c.unit}" if c.unit and a.ours != "n/a" else ""
-        agreeing = f"{a.agree}/{a.measured}" + (f" (+{a.unresolved} unresolved)"
-                                                  if a.unresolved else "")
+        null = f"{a.reference:.3g} ({c.null})" if math.isfinite(a.reference) else ""
         rows.append({"claim": c.statement, "source": c.source,
                      "source's number": c.source_value + (" (ours)" if c.ours else ""),
-                     "ours": a.ours + unit,
-                     "chance / null": f"{a.reference:.3g}" if math.isfinite(a.reference) else "",
-                     "seeds agreeing": agreeing, "verdict": a.verdict})
+                     "ours": a.ours + unit, "chance / null": null,
+                     "seeds agreeing": _agreeing(a), "verdict": a.verdict})
     card = pd.DataFrame(rows).set_index("claim")
     card.attrs["title"] = title(size, seeds)
-    card.attrs["caption"] = card.attrs["title"] + ("." if is_pipeline(size) else LEGEND)
+    cal = settings.calibration_seeds(size) if settings else ()
+    note = (f" Calibration seeds at {size} (never judged): {', '.join(map(str, cal))}."
+            if cal else "")
+    card.attrs["caption"] = card.attrs["title"] + ("." if is_pipeline(size) else LEGEND + note)
     card.attrs["size"] = size
     return card
 

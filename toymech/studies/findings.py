@@ -9,10 +9,11 @@ from typing import Sequence
 
 import pandas as pd
 
-from .claims import is_pipeline
+from .claims import BELOW, is_pipeline
+from .settings import Setting, StudySettings, shortfall
 
 ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "unresolved", "not measured",
-         "pipeline check")
+         BELOW, "pipeline check")
 
 
 class Findings:
@@ -31,13 +32,24 @@ class Findings:
     __repr__ = __str__
 
 
+def verdict_word(v: str) -> str:
+    """A verdict as counted: its first words, keeping the seed count of "consistent (1 seed)"
+    and "(scaled)" for a row judged below the source's setting as a scaled claim."""
+    v = str(v)
+    word = next((w for w in ORDER if v.startswith(w)), "other")
+    if word == "consistent":
+        word = v.split(")")[0] + ")"
+    return word + (" (scaled)" if "(scaled:" in v else "")
+
+
 def verdict_counts(card: pd.DataFrame) -> Counter:
-    """The scorecard's verdicts counted by their first words ("consistent (1 seed)" counts as
-    "consistent")."""
-    out: Counter = Counter()
-    for v in card["verdict"]:
-        out[next((w for w in ORDER if str(v).startswith(w)), "other")] += 1
-    return out
+    """The scorecard's verdicts counted by ``verdict_word``."""
+    return Counter(verdict_word(v) for v in card["verdict"])
+
+
+def _rank(word: str) -> tuple[int, str]:
+    base = word.removesuffix(" (scaled)")
+    return next(i for i, w in enumerate((*ORDER, "other")) if base.startswith(w)), word
 
 
 def scorecard_sentence(card: pd.DataFrame) -> str:
@@ -47,19 +59,47 @@ def scorecard_sentence(card: pd.DataFrame) -> str:
     if is_pipeline(size):
         return (f"This is a pipeline check at size {size}: models trained for seconds, so the "
                 f"{len(card)} claims were computed but say nothing about the sources.")
-    parts = [f"{counts[w]} {w}" for w in ORDER if counts[w]]
+    parts = [f"{counts[w]} {_said(w)}" for w in sorted(counts, key=_rank)]
     return f"Of {len(card)} claims: {', '.join(parts)} ({card.attrs.get('title', '')})."
+
+
+def _said(word: str) -> str:
+    return word.replace(" (scaled)", " at a scaled setting (fewer steps or a smaller model than "
+                        "the source's)")
 
 
 def misses(card: pd.DataFrame, most: int = 3) -> str:
     """The claims that did not reproduce, by their statements (at most ``most``)."""
     if is_pipeline(card.attrs.get("size")):
         return ""
-    rows = [claim for claim, v in card["verdict"].items() if str(v).startswith("not reproduced")]
+    rows = [claim + (" (at our scaled setting)" if "(scaled:" in str(v) else "")
+            for claim, v in card["verdict"].items() if str(v).startswith("not reproduced")]
     if not rows:
         return ""
     more = f" and {len(rows) - most} more" if len(rows) > most else ""
     return "Not reproduced: " + "; ".join(rows[:most]) + more + "."
+
+
+def at_setting(settings: StudySettings, size: str, source: Setting, whose: str) -> str:
+    """The opening of a finding made below the source's setting: "At 2,000 of the post's
+    10,000 steps, " (and "width 64 where the paper's is 1,024, " ...); "" at its setting. A
+    headline never presents a smaller run as the source's."""
+    short = shortfall(source, settings.of(size))
+    if not short:
+        return ""
+    parts = [f"{ours:,} of {whose} {theirs:,} steps" if name == "steps"
+             and isinstance(ours, int) else f"{name} {_num(ours)} where {whose} is {_num(theirs)}"
+             for name, ours, theirs in short]
+    return "At " + ", ".join(parts) + ", "
+
+
+def _num(v) -> str:
+    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+
+
+def opening(prefix: str, sentence: str) -> str:
+    """``sentence`` after ``at_setting``'s opening (its first letter lowered there)."""
+    return prefix + sentence[0].lower() + sentence[1:] if prefix else sentence
 
 
 class NotRun:

@@ -45,6 +45,7 @@ from types import ModuleType
 from typing import Any, Callable, Mapping
 
 from ..core import SIZES as SIZE_NAMES, check, check_int, check_seed, check_size
+from .settings import skipping
 
 # The registry: package name under toymech.studies -> the notebook that shows it.
 STUDIES: dict[str, str] = {
@@ -102,17 +103,21 @@ def check_n_seeds(n_seeds: Any) -> int | None:
     return None if n_seeds is None else check_int("n_seeds", n_seeds, 1, MAX_SEEDS)
 
 
-def seeds_for(sizes: Mapping[str, StudySize]) -> Callable[..., tuple[int, ...]]:
-    """A study's ``seeds_of`` over its ``SIZES`` (the one definition of it)."""
+def seeds_for(sizes: Mapping[str, StudySize],
+              calibration: Mapping[str, tuple[int, ...]] | None = None
+              ) -> Callable[..., tuple[int, ...]]:
+    """A study's ``seeds_of`` over its ``SIZES`` (the one definition of it). ``calibration``:
+    per size, the seeds its thresholds or recipes were chosen on, which are never judged."""
+    skip = dict(calibration or {})
 
     def seeds_of(size: str, seed: int, n_seeds: int | None = None) -> tuple[int, ...]:
         """The seeds a claim is assessed over: ``seed, seed + 1, ...``, ``n_seeds`` of them (None:
-        the size's ``n_seeds``: 2 at smoke, 3 at default, 10 at paper). The first ones are the
+        the size's ``n_seeds``), passing over the size's calibration seeds. The first ones are the
         same whatever the count, so a run with more seeds reuses the zoo entries of a shorter one."""
         spec = size_of(sizes, size)
         seed = check_seed(seed)
         n = check_n_seeds(n_seeds) or spec.n_seeds
-        return tuple(range(seed, seed + n))
+        return skipping(seed, n, skip.get(size, ()))
 
     return seeds_of
 

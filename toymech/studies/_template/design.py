@@ -35,7 +35,17 @@ SIZES = {
     "default": TemplateSize(n_seeds=3, steps=500, batch=64, eval_n=1024),
     "paper": TemplateSize(n_seeds=10, steps=5000, batch=256, eval_n=4096, snapshots=16),
 }
-seeds_of = seeds_for(SIZES)  # the one definition of seeds_of, bound to these sizes
+# The source's setting: the parameters its claims are stated at (compared with ``setting``).
+SOURCE_SETTING = {"steps": 5000, "batch": 256}
+CALIBRATION: dict[str, tuple[int, ...]] = {}  # size -> seeds thresholds were chosen on
+COST = {"smoke": "seconds", "default": "about a minute on a CPU", "paper": "minutes on a CPU"}
+seeds_of = seeds_for(SIZES, CALIBRATION)  # the one definition of seeds_of, bound to these sizes
+
+
+def setting(size: str) -> dict:
+    """What ``size`` trains, in ``SOURCE_SETTING``'s parameters."""
+    s = size_of(SIZES, size)
+    return {"steps": s.steps, "batch": s.batch}
 
 
 def experiment(size: str = "default", seed: int = 0) -> Experiment:

@@ -7,10 +7,12 @@ from typing import Any, Mapping
 import torch
 
 from ...analysis.chance import chance_levels
+from ...models import build_model
 from ...training import Zoo, ZooEntry, evaluate
 from ..findings import Findings, misses, scorecard_sentence
 from .claims import numbers
 from .design import eval_sets, experiment, seeds_of
+from .dynamics import probe_data
 
 
 def load_seeds(size: str, seed: int, device: torch.device, cache_dir=None,
@@ -28,6 +30,14 @@ def measure_seed(runs: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, 
     test = data["sets"]["test"].to(next(model.parameters()).device)
     metrics = evaluate(model, data["task"], test)
     return numbers({"acc": metrics["acc"], "chance": chance_levels(data["task"], test)["acc"]})
+
+
+def untrained_numbers(size: str, seed: int) -> dict[str, float]:
+    """The null world: the study's model at ``size``'s settings, untrained, measured by
+    ``measure_seed`` (every claim must fail it; tests/test_claims_null.py runs it)."""
+    exp = experiment(size, seed)
+    return measure_seed({"model": build_model(exp.model, "cpu").eval()},
+                        probe_data(exp.task, size, seed))
 
 
 def findings(per_seed, card, size: str):

@@ -29,6 +29,7 @@ from .measure import (CONTROL_ROW, EXTREMES, EXTREMES_COLUMNS, FREEZING_LABELS, 
                       main_run, sequence_marks, shared_pool, snapshots, sweep_experiments,
                       sweep_rows, trigger_sweep)
 from .seeds import (findings, main_runs, measure_seed, optimizer_table, other_optimizer,
+                    untrained_numbers,
                     seed_table)
 from ..findings import not_run
 from .tables import (FORMATION_KEYS, before_step, construction_kcomp, construction_table,
@@ -38,7 +39,7 @@ from ..trajectory import over_seeds
 
 TITLE = "Birth of a Transformer: a memory viewpoint"
 
-__all__ = ["CLAIMS", "CONTROL_ROW", "DYNAMICS_METRICS", "EXPERIMENTS", "EXTREMES",
+__all__ = ["untrained_numbers", "CLAIMS", "CONTROL_ROW", "DYNAMICS_METRICS", "EXPERIMENTS", "EXTREMES",
            "EXTREMES_COLUMNS", "FORMATION_KEYS", "FREEZINGS", "FREEZING_LABELS", "HALF",
            "MAIN_CLAIMS", "MODELS", "N_OOD_RANDOM", "OPTIONAL_RUNS", "PROBE_TAG", "SIZES", "SOURCE",
            "TITLE", "attention_table", "attention_view", "before_step", "bigram_baseline",

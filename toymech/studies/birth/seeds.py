@@ -19,16 +19,18 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ...devices import resolve_device
+from ...models import build_model
 from ...training import Zoo, ZooEntry
 from ..claims import assess, by_key, verdict_table
-from ..findings import Findings, misses, scorecard_sentence
+from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from ..protocol import size_of
 from .callbacks import PROBE_TAG, birth_callback
 from .causal import causal_data, causal_numbers
-from .claims import CLAIMS, HALF, MAIN_CLAIMS, numbers
-from .dynamics import ProbeData
-from .design import SIZES, experiment, seeds_of
-from .measure import bigram_baseline
+from .claims import CLAIMS, HALF, MAIN_CLAIMS, SETTINGS, numbers
+from .dynamics import ProbeData, probe_data
+from .design import PAPER_SETTING, SIZES, experiment, seeds_of
+from .measure import (bigram_baseline, extremes_experiments, extremes_rows, freezing_experiments,
+                      freezing_rows, sweep_experiments, sweep_rows)
 from .tables import construction_table
 
 
@@ -82,6 +84,21 @@ def measure_seed(runs: Mapping[str, Any], data: ProbeData) -> dict[str, float]:
     out.update(causal_numbers(trained, causal_data(data.task, data.seed,
                                                    device=trained.cfg.device)))
     return out
+
+
+def untrained_numbers(size: str, seed: int) -> dict[str, float]:
+    """The null world: every run the claims read (the main run, the trigger sweep, the freezing
+    comparison, the extremes) at ``size``'s settings, untrained, measured by ``measure_seed``."""
+    def bare(exps):
+        return {k: build_model(e.model, "cpu").eval() for k, e in exps.items()}
+    exp = experiment(size, seed)
+    sweep = sweep_experiments(size, seed, ks=size_of(SIZES, size).sweep_ks)
+    freezing, extremes = freezing_experiments(size, seed), extremes_experiments(size, seed)
+    runs = {"main": build_model(exp.model, "cpu").eval(),
+            "sweep": sweep_rows(bare(sweep), sweep, size, seed),
+            "freezing": freezing_rows(bare(freezing), freezing, size, seed),
+            "extremes": extremes_rows(bare(extremes), extremes, size, seed)}
+    return measure_seed(runs, probe_data(exp.task, size, seed))
 
 
 def _order(n: Mapping[str, float]) -> str:
@@ -149,18 +166,20 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
     against the paper's, all computed (``studies.findings``)."""
     seeds = list(per_seed.values())
     lines = []
+    at = at_setting(SETTINGS, size, PAPER_SETTING, "the paper's")
     formed = [n for n in seeds if "icl_acc" in n and "baseline.icl_acc" in n]
     if formed:
         accs = sorted(n["icl_acc"] for n in formed)
-        lines.append(f"The induction head's in-context accuracy ends at {statistics.median(accs):.2f}"
+        lines.append(opening(at, f"The induction head's in-context accuracy ends at {statistics.median(accs):.2f}"
                      f" (median of {len(accs)} seeds; range {accs[0]:.2f}-{accs[-1]:.2f}) against "
                      f"{statistics.median(n['baseline.icl_acc'] for n in formed):.2f} for the exact "
-                     "bigram model, which knows the global statistics and nothing in context.")
+                     "bigram model, which knows the global statistics and nothing in context."))
     orders = [_order(n) for n in seeds]
     if any(o != "n/a" for o in orders):
         top = max(set(orders), key=orders.count)
-        lines.append(f"The memories crossed half way in the order {top} in {orders.count(top)} of "
-                     f"{len(orders)} seeds (the paper: W_O² < W_K² < W_K¹).")
+        lines.append(opening(at, f"The memories crossed half way in the order {top} in "
+                                 f"{orders.count(top)} of {len(orders)} seeds (the paper: "
+                                 "W_O² < W_K² < W_K¹)."))
     lines.append(scorecard_sentence(card))
     lines.append(misses(card))
     spec = size_of(SIZES, size)

@@ -19,13 +19,14 @@ from .measure import (MECHANISM_SETS, POST_SETS, Model, ablation_table, algorith
                       algorithms_text, attention_view, chance_loss, copy_table, describe,
                       eigenvalue_sets, load_models, loss_table, measure, measure_all,
                       mechanism_table, mechanism_verdict, path_table, training_summary)
-from .seeds import findings, load_seeds, measure_seed, measure_seeds, seed_table
+from .seeds import (findings, load_seeds, measure_seed, measure_seeds, seed_table,
+                    untrained_numbers)
 from ..findings import not_run
 from ..trajectory import over_seeds
 
 TITLE = "Induction heads on repeated letter blocks"
 
-__all__ = ["CLAIMS", "COPYING", "DYNAMICS_METRICS", "EXPERIMENTS", "LEARNED", "MAIN",
+__all__ = ["untrained_numbers", "CLAIMS", "COPYING", "DYNAMICS_METRICS", "EXPERIMENTS", "LEARNED", "MAIN",
            "MECHANISM_SETS", "MODELS", "OPTIONAL_RUNS", "POST", "POST_PATHS", "POST_SETS", "SIZES",
            "SOURCE", "SUPPRESSING", "TEXTBOOK", "TITLE", "TOL", "Model", "ablation_table",
            "algorithm_in_words", "algorithms_text", "attention_view", "chance_loss",

@@ -48,7 +48,7 @@ from ...devices import make_generator
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
 from ..claims import Claim
-from .design import SHORT
+from .design import POST_SETTING, SHORT
 
 PATHS = ("q", "k", "v", "qkv")
 
@@ -236,6 +236,11 @@ def _k_composition(n) -> bool:
     return n["2l.pref_clean"] >= MIN_PREFERENCE and k >= CARRIES and k > n["2l.share_q"]
 
 
+# Judged at the post's setting; at fewer steps marked scaled (a circuit's presence, not a number).
+_SCALED = dict(setting=POST_SETTING, numeric=False,
+               scaled="a circuit's presence read by patching on the post's architecture and "
+                      "batch, not a number of the post's; marked scaled at fewer steps")
+
 CAUSAL_CLAIMS: tuple[Claim, ...] = (
     Claim("causal-k-composition",
           f"2-layer model: the layer-0 -> layer-1 K path carries >= {CARRIES:.0%} of the "
@@ -246,11 +251,11 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
           "one' by K-composition with the first layer's head 2",
           "K-composition (its code's path losses: direct only 3.12, K 2.52, Q 2.62, both 1.39)",
           value=lambda n: n["2l.share_k"], holds=_k_composition,
-          unit="share of the preference (K path)", reference=lambda n: n["2l.share_q"],
+          unit="share of the preference (K path)",
           test=f"K share >= {CARRIES:.0%} and above the Q share, with a preference >= "
                f"{MIN_PREFERENCE} logit", why="untrained models' preferences are below 0.011 "
           "logits: the shares of a vanishing gap are noise, so a model without a preference "
-          "fails", ours=True),
+          "fails", ours=True, **_SCALED),
     Claim("causal-layer1-copies-first-block",
           f"2-layer model: patching layer 1's attention output from option-1 into option-2 "
           f"runs restores >= {CARRIES:.0%} of the option-1 preference",
@@ -262,7 +267,7 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
           unit="share restored",
           test=f"restores >= {CARRIES:.0%} of the gap between the continuations, a gap >= "
                f"{MIN_PREFERENCE} logit", why="half of the effect; untrained gaps < 0.011 logits",
-          ours=True),
+          ours=True, **_SCALED),
     Claim("causal-anti-induction",
           f"1-layer smeared model: at least {N_SUPPRESSING} heads lower the centred logits of "
           f"the recently seen letters by >= {-SUPPRESSES} logits (resampling a head's output "
@@ -272,7 +277,18 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
           value=lambda n: n["smeared.recent_suppressing"],
           holds=lambda n: n["smeared.recent_suppressing"] >= N_SUPPRESSING,
           unit="heads", test=f">= {N_SUPPRESSING} heads with an effect <= {SUPPRESSES} logits",
-          why="untrained heads' effects are within 0.001 logits: 100 times that", ours=True),
+          why="untrained heads' effects are within 0.001 logits: 100 times that", ours=True,
+          **_SCALED),
+    Claim("2l-suppresses-recent",
+          f"2-layer model: a head lowers the centred logits of the recently seen letters by >= "
+          f"{-SUPPRESSES} logits (resampling its output from other sequences raises them)",
+          "the post, 2B: 'the 2-layer model prevents the last ~4-6 letters from being copied'",
+          "prevents the last ~4-6 letters from being copied (no number)",
+          value=lambda n: n["2l.recent_min"], holds=lambda n: n["2l.recent_min"] <= SUPPRESSES,
+          unit="logits (most negative head effect)",
+          test=f"some head's effect on the last block's letters <= {SUPPRESSES} logits",
+          why="no number in the post: 100 times the untrained heads' 0.001 logits, the "
+              "threshold of the smeared model's anti-induction row", ours=True, **_SCALED),
 )
 
 

@@ -54,7 +54,20 @@ SIZES = {
                                                          eval_every=250, eval_size=2048,
                                                          snapshots=24), twins="all"),
 }
-seeds_of = seeds_for(SIZES)
+# The post's setting (its "Hyperparameters"; docs/sources.md, study 1): every claim of the post
+# is stated at it. ``setting(size)`` is the same parameters for what a size of ours trains.
+POST_SETTING = {"steps": 10_000, "batch": 256, "lr": 1e-3, "weight_decay": 1.0, "d_model": 32,
+                "n_heads": 4, "architecture": "the post's code"}
+# The seeds thresholds were chosen on, never judged: at default, seed 0 (the causal thresholds
+# were set having seen its trained 2-layer and smeared models) and seeds 0-2 (the tolerances this
+# file replaced were set after a default run on them). No run at paper had finished when the
+# post-derived tolerances were fixed, so paper's seeds 0-9 are all judged.
+CALIBRATION = {"default": (0, 1, 2)}
+# What ``./run.sh report --size <size>`` costs for this study (estimates: paper trains 10 seeds
+# x 9 models x 10,000 steps, 25 times default's training, plus the LLC through training).
+COST = {"smoke": "seconds", "default": "about 5-13 minutes on a 2-core CPU",
+        "paper": "estimated 2-4 hours on a 2-core CPU, less on a GPU"}
+seeds_of = seeds_for(SIZES, CALIBRATION)
 # The notebook's ``also``: the textbook / learned-position twins; the learning coefficient
 # through training (on at smoke, a pipeline check, and at paper: ``llc_on``).
 OPTIONAL_RUNS = ("twins", "llc")
@@ -138,6 +151,15 @@ def validate(size: str, seed: int, device: str | torch.device = "auto", *,
     dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
     check_options("also", also, OPTIONAL_RUNS)
     return dev
+
+
+def setting(size: str) -> dict:
+    """The setting ``size`` trains the post's models at, in ``POST_SETTING``'s parameters."""
+    exp = experiment("induction-2l", size)
+    post = exp.model.positions == POST_CODE["positions"] and exp.model.init == POST_CODE["init"]
+    return {"steps": exp.train.steps, "batch": exp.train.batch_size, "lr": exp.train.lr,
+            "weight_decay": exp.train.weight_decay, "d_model": exp.model.d_model,
+            "n_heads": exp.model.n_heads, "architecture": "the post's code" if post else "other"}
 
 
 def eval_sets(task: RepeatedBlocks, size: str, seed: int, device: str | torch.device = "cpu"

@@ -17,14 +17,15 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ... import analysis
+from ...models import build_model
 from ...tasks import Batch
 from ...training import Zoo
 from ..claims import verdict_table
+from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from ..grids import train_grid
-from ..findings import Findings, misses, scorecard_sentence
 from .causal import causal_numbers
-from .claims import CLAIMS, SHORT, floor_and_chance, numbers
-from .design import MAIN, SIZES, experiment, seeds_of
+from .claims import CLAIMS, SETTINGS, SHORT, floor_and_chance, numbers
+from .design import MAIN, POST_SETTING, experiment, seeds_of
 from .dynamics import ProbeData, probe_data
 from .measure import MECHANISM_SETS, POST_SETS, Model, mechanism_verdict
 
@@ -85,6 +86,14 @@ def measure_seed(runs: Mapping[str, Model | HookedTransformer], data: ProbeData
     return out
 
 
+def untrained_numbers(size: str, seed: int) -> dict[str, float]:
+    """The null world: the post's three models at ``size``'s settings, untrained, measured by
+    ``measure_seed`` (what every claim must fail)."""
+    exps = {n: experiment(n, size, seed) for n in MAIN}
+    models = {n: build_model(e.model, "cpu").eval() for n, e in exps.items()}
+    return measure_seed(models, probe_data(exps[MAIN[0]].task, size, seed))
+
+
 def measure_seeds(runs: Mapping[int, Mapping[str, Model]], task, size: str,
                   device: str | torch.device = "cpu") -> dict[int, dict[str, float]]:
     """``measure_seed`` for every seed, each on its own evaluation data (``probe_data`` of that
@@ -138,6 +147,7 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
     run's budget against the post's, all computed (``studies.findings``)."""
     lines = []
     seeds = list(per_seed.values())
+    at = at_setting(SETTINGS, size, POST_SETTING, "the post's")
     for short, label in (("2l", "The 2-layer model"), ("smeared", "The 1-layer smeared model")):
         verdicts = [mechanism_verdict({k: n[f"{short}.{k}"] for k in MECHANISM_SETS
                                        if f"{short}.{k}" in n}, n["chance.loss"])
@@ -145,18 +155,19 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
         if verdicts:
             top, count = max(((v, verdicts.count(v)) for v in set(verdicts)), key=lambda x: x[1])
             key = next(k for k in _MECHANISM if top.startswith(k))
-            lines.append(f"{label} predicts the repeated letters {_MECHANISM[key]} "
-                         f"({count} of {len(verdicts)} seeds).")
+            lines.append(opening(at, f"{label} predicts the repeated letters "
+                                     f"{_MECHANISM[key]} ({count} of {len(verdicts)} seeds)."))
     prefs = [(_prefers(n, "2l"), _prefers(n, "smeared")) for n in seeds]
     if prefs:
-        lines.append(f"Out of distribution the 2-layer model has the lower loss on option 1 (copy "
-                     f"the first block) in {sum(a == 'option 1' for a, _ in prefs)} of "
-                     f"{len(prefs)} seeds, the smeared model on option 2 (the most recent "
-                     f"block) in {sum(b == 'option 2' for _, b in prefs)} of {len(prefs)}.")
+        lines.append(opening(at, f"Out of distribution the 2-layer model has the lower loss on "
+                                 f"option 1 (copy the first block) in "
+                                 f"{sum(a == 'option 1' for a, _ in prefs)} of {len(prefs)} "
+                                 "seeds, the smeared model on option 2 (the most recent block) "
+                                 f"in {sum(b == 'option 2' for _, b in prefs)} of "
+                                 f"{len(prefs)}."))
     lines.append(scorecard_sentence(card))
     lines.append(misses(card))
-    steps = SIZES[size].train.steps
-    if steps < 10_000:
-        lines.append(f"Each model trained {steps:,} steps, the post's {10_000:,}: losses sit "
-                     "where a shorter run leaves them.")
+    if at:
+        lines.append("These are smaller runs than the post's, not its models: the rows whose "
+                     "setting they do not meet read \"below the source's setting\".")
     return Findings(lines)

@@ -234,7 +234,9 @@ def concentration_rows(models: dict[tuple[str, str], Any], task_of: dict[str, Ta
 def concentration_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0
                        ) -> pd.DataFrame:
     """Concentration of normal and random models: the algorithmic tasks at the small width,
-    memorization at its widest width and language modelling at the plan's width."""
+    memorization at its widest width and language modelling at the plan's width, at the first
+    seed the table trains (``plan_seeds``: never a calibration seed)."""
+    seed = plan_seeds(size, seed, "table")[0]
     models, task_of = {}, {}
     width = {"memorization": p.memorization_widths[-1], "char_lm": p.lm_width}
     for name in [*p.table_tasks, "memorization", "char_lm"]:

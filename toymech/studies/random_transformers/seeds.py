@@ -20,11 +20,12 @@ import pandas as pd
 from ...models import build_model, parameter_counts
 from ...training import apply_freeze
 from ..claims import Measured
-from ..findings import Findings, misses, scorecard_sentence
-from .claims import _solved, numbers
+from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
+from .claims import SETTINGS, TABLE1, _solved, numbers
 from .design import ALGORITHMIC, FREEZE_MODES, experiment, plan, size_spec, task_for
 from .measure import (BASELINE_KINDS, baseline_exp, baseline_row, circuit_experiments,
                       circuit_row, concentration_rows, row_for, size_spec)
+from .recipes import recipe
 from .tables import memorization_table
 
 
@@ -76,9 +77,31 @@ def untrained_runs(size: str, seed: int) -> dict[str, pd.DataFrame]:
     mem = mem.assign(trainable=[_trainable(experiment("memorization", p.memorization_widths[-1],
                                                       m, size, seed)) for m in mem["mode"]])
     return {"main": pd.DataFrame(rows), "short": pd.DataFrame(short),
+            "calibration": _untrained_recipes(size, seed),
             "mem": memorization_table(mem, task_for("memorization", size)),
             "lm": pd.DataFrame(side["char_lm"]), "circ": pd.DataFrame(circ), "conc": conc,
             "base": pd.DataFrame(base)}
+
+
+def untrained_numbers(size: str, seed: int) -> dict[str, float]:
+    """The null world: every table the claims read with its models untrained, at ``size``'s
+    settings (``untrained_runs``), measured by ``measure_seed``."""
+    return measure_seed(untrained_runs(size, seed), measure_data(size, seed))
+
+
+def _untrained_recipes(size: str, seed: int) -> pd.DataFrame:
+    """The calibration sweeps' rows of the recipes' runs (what the recipe claims read), with the
+    models untrained: each task's normal and random recipe at its width, lr and step budget."""
+    rows = []
+    for task in ALGORITHMIC:
+        for mode in ("normal", "random"):
+            r = recipe(task, mode)
+            exp = experiment(task, r.width, mode, size, seed)
+            row = row_for(exp, _untrained(exp), size)
+            rows.append({"task": task, "mode": mode, "seed": seed, "width": r.width, "lr": r.lr,
+                         "steps": r.steps, "last_step": 0,
+                         "held_out_acc": row["seq_acc" if task == "decimal_addition" else "acc"]})
+    return pd.DataFrame(rows)
 
 
 def _trainable(exp) -> int:
@@ -93,6 +116,7 @@ def findings(per_seed, card: pd.DataFrame, size: str):
     (over the seeds that trained them), the scorecard's counts, what did not reproduce, and the
     run's budget against the paper's, all computed (``studies.findings``)."""
     lines = []
+    at = at_setting(SETTINGS, size, TABLE1, "the paper's")
     for mode, width in (("normal", "small"), ("random", "large")):
         solved, measured = [], 0
         for task in ALGORITHMIC:
@@ -108,10 +132,10 @@ def findings(per_seed, card: pd.DataFrame, size: str):
                     solved.append(task)
         if measured:
             w = plan(size).widths[0 if width == "small" else 1]
-            lines.append(f"{mode.capitalize()} transformers of width {w} solve "
+            lines.append(opening(at, f"{mode.capitalize()} transformers of width {w} solve "
                          f"{len(solved)} of the {measured} algorithmic tasks at this budget"
                          f"{': ' + ', '.join(solved) if solved else ''} (held-out accuracy, whole "
-                         "answers, in most seeds).")
+                         "answers, in most seeds)."))
     lines.append(scorecard_sentence(card))
     lines.append(misses(card))
     spec = size_spec(size)
