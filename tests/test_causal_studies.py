@@ -35,7 +35,7 @@ def test_untrained_induction_models_pass_no_causal_claim():
 def test_induction_claims_on_source_like_numbers():
     source_like = {"2l.pref_clean": 4.0, "2l.pref_corrupted": 2.5, "2l.share_k": 0.6,
                    "2l.share_q": 0.1, "2l.share_v": 0.7, "2l.layer1_restores": 0.9,
-                   "smeared.recent_suppressing": 2.0}
+                   "smeared.recent_suppressing": 2.0, "2l.recent_min": -0.5}
     assert all(c.holds(source_like) for c in IC.CAUSAL_CLAIMS)
     q_wins = {**source_like, "2l.share_q": 0.8}
     assert not next(c for c in IC.CAUSAL_CLAIMS if c.key == "causal-k-composition").holds(q_wins)

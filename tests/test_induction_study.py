@@ -34,8 +34,11 @@ def test_seeds_train_once_and_are_measured_per_seed(tmp_path):
     from toymech.tasks import RepeatedBlocks
 
     dev = torch.device("cpu")
-    assert study.seeds_of("smoke", 3) == (3, 4) and study.seeds_of("default", 0) == (0, 1, 2)
-    assert study.seeds_of("default", 0, n_seeds=5) == (0, 1, 2, 3, 4)
+    assert study.seeds_of("smoke", 3) == (3, 4)
+    # default's calibration seeds (0-2) are passed over: the judged seeds are others
+    assert study.seeds_of("default", 0) == (3, 4, 5)
+    assert study.seeds_of("default", 0, n_seeds=5) == (3, 4, 5, 6, 7)
+    assert study.seeds_of("default", 2) == (3, 4, 5) and study.seeds_of("default", 4) == (4, 5, 6)
     runs = study.load_seeds("smoke", 3, dev, tmp_path)
     assert list(runs) == [3, 4] and set(runs[3]) == set(study.MAIN)
     again = study.load_models(study.MAIN, "smoke", 3, dev, tmp_path, progress=False)

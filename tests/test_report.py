@@ -125,7 +125,7 @@ SCORECARD_ROWS = [  # what the fixture's scorecard shows (seed 3: losses 0.065 .
     ["loss is positive", "table 1", "> 0", "0.07 [0.065, 0.075]", "", "3/3", "reproduced"],
     ["the gap is positive", "table 2", "1", "-1 [-1, 1]", "", "1/3", "mixed"],
     ["loss above 1", "table 3", "2", "0.07 [0.065, 0.075]", "", "0/3", "not reproduced"],
-    ["a number nobody measured", "sec. 4", "3", "n/a", "", "0/0", "not measured"],
+    ["a number nobody measured", "sec. 4", "3", "n/a", "", "0/0 (3 not measured)", "not measured"],
 ]
 COUNTS = "2 reproduced, 1 mixed, 1 not reproduced, 1 not measured"
 
