@@ -107,6 +107,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     entries = build_reports(
         notebooks, out_dir=args.out, size=args.size, device=args.device, seed=args.seed,
         seeds=args.seeds, code=args.code, extra_parameters=extra, progress=progress, jobs=args.jobs,
+        command=shlex.join(["toymech", *sys.argv[1:]]),
     )
     failed = [e for e in entries if not e.ok]
     print(f"{len(entries) - len(failed)} ok, {len(failed)} failed; index: {Path(args.out) / 'index.html'}")
@@ -288,7 +289,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="further arguments for jupyter lab (after --)")
     p.set_defaults(func=_cmd_lab)
+
+    p = sub.add_parser("results", help="update the results record (docs/results.md) from finished runs",
+                       description="Write each notebook's scorecard, commit, machine, wall time and command "
+                                   "from report folders (and study 3's width ladder from a zoo) into a "
+                                   "results record; other text in it is kept.")
+    p.add_argument("reports", nargs="*", help="report folders written by toymech report")
+    p.add_argument("--ladder", metavar="ZOO", help="a zoo holding the width ladder's sweeps")
+    p.add_argument("--into", default="docs/results.md", help="the record to update (default: docs/results.md)")
+    p.set_defaults(func=_cmd_results)
     return parser
+
+
+def _cmd_results(args: argparse.Namespace) -> int:
+    from toymech.report.results import write_results
+
+    if not args.reports and not args.ladder:
+        raise UsageError("results needs a report folder or --ladder ZOO")
+    keys = write_results(args.reports, args.into, args.ladder)
+    print(f"{len(keys)} block(s) written into {args.into}: {', '.join(keys)}")
+    return EXIT_OK
 
 
 def _run_failed() -> tuple[type, ...]:

@@ -206,3 +206,23 @@ def jsonable(obj: Any) -> Any:
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     return repr(obj)
+
+
+def source_commit() -> str:
+    """The git commit of the toymech source this process runs (``abc123def456``, with
+    `` + local changes`` when tracked files differ from it); "" outside a git checkout or without
+    git. Recorded beside results so a reader can check out what produced them."""
+    import subprocess
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=30)
+        if head.returncode != 0:
+            return ""
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return head.stdout.strip() + (" + local changes" if dirty.stdout.strip() else "")

@@ -28,9 +28,11 @@ from .attention import (KIND_WORDS, AttentionView, _circuitsvis_bundle_script, _
                         attention_caption, attention_view)
 from .bundle import defer_figure, plotly_bundle_script
 from .prose import FACTS_MIME, Facts, Note, duration_text, facts, note  # noqa: F401
+from .scorecard import SCORECARD_MIME, ScorecardView, scorecard  # noqa: F401
 
 __all__ = ["setup_notebook", "attention_view", "attention_caption", "AttentionView", "note",
            "facts", "duration_text", "reset_bundles", "RENDERER_NAME", "FACTS_MIME",
+           "scorecard", "SCORECARD_MIME",
            "MIN_FIGURE_HEIGHT"]
 
 RENDERER_NAME = "toymech"

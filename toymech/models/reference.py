@@ -13,7 +13,7 @@ import time
 import torch
 from torch import nn
 
-from ..devices import make_generator
+from ..devices import make_generator, usable_cores
 from ..tasks import masked_cross_entropy
 from ..tasks.repeated_blocks import RepeatedBlocks
 from .build import sinusoid_table
@@ -90,3 +90,11 @@ def reference_step_seconds(steps: int = 30) -> float:
 def speed_ratio(seconds_per_step: float) -> float:
     """How much slower this machine is than the one that shipped the costs (>1: slower)."""
     return seconds_per_step * SHIPPED_STEPS_PER_S
+
+
+def machine_record(reference_step_s: float | None = None) -> dict:
+    """What a result was measured on: usable cores, the reference steps per second measured
+    now (``reference_step_s`` if already measured), torch's version and whether CUDA was there."""
+    seconds = reference_step_s or reference_step_seconds()
+    return {"cores": usable_cores(), "reference_steps_per_s": round(1.0 / seconds, 1),
+            "torch": torch.__version__, "cuda": torch.cuda.is_available()}

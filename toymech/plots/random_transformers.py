@@ -100,3 +100,38 @@ def concentration_bars(table: pd.DataFrame, title: str = "Explained variance of 
     fig.update_layout(title=title, barmode="group", yaxis_title=axis_title("ev"),
                       xaxis_title="task / layer", yaxis_range=[0, 1.05], height=height(440))
     return fig
+
+
+def width_ladder(summary: pd.DataFrame, solved_at: float = 0.95, paper_width: int = 1024,
+                 title: str = "The width ladder: held-out accuracy vs width (judged seeds)"
+                 ) -> go.Figure:
+    """One panel per task: median held-out accuracy over seeds against width (log axis) for
+    each mode, whiskers from the seeds' min to max; the solved line and the paper's width.
+
+    summary: ``studies.random_transformers.ladder.ladder_summary`` (task, mode, width, median,
+    min, max, seeds)."""
+    task_names = list(dict.fromkeys(summary["task"]))
+    fig = make_subplots(rows=1, cols=len(task_names), subplot_titles=task_names,
+                        shared_yaxes=True)
+    for col, task in enumerate(task_names, start=1):
+        sub = summary[summary["task"] == task]
+        for mode in dict.fromkeys(sub["mode"]):
+            rows = sub[sub["mode"] == mode].sort_values("width")
+            fig.add_trace(go.Scatter(
+                x=rows["width"], y=rows["median"], mode="lines+markers", name=mode,
+                legendgroup=mode, showlegend=(col == 1), marker_color=MODE_COLORS.get(mode),
+                error_y=dict(type="data", symmetric=False, array=rows["max"] - rows["median"],
+                             arrayminus=rows["median"] - rows["min"]),
+                customdata=rows[["seeds", "min", "max"]].to_numpy(),
+                hovertemplate=("width %{x}: median %{y:.3f} over %{customdata[0]} seeds "
+                               "[%{customdata[1]:.3f}, %{customdata[2]:.3f}]<extra>" + mode
+                               + "</extra>")), row=1, col=col)
+        reference_lines(fig, {f"solved ({solved_at:.0%})": solved_at}, row=1, col=col)
+        fig.add_vline(x=paper_width, line_dash="dash", line_color="#666", line_width=1.2,
+                      annotation_text="paper's width", annotation_font_size=11, row=1, col=col)
+    ticks = [*sorted(summary["width"].unique()), paper_width]
+    fig.update_xaxes(title_text=label("width"), **log_ticks_at(ticks))
+    fig.update_yaxes(range=[-0.02, 1.02])
+    fig.update_layout(title=title, height=height(420),
+                      yaxis_title=f"held-out accuracy, whole answer ({ACC})")
+    return fig

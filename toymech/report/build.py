@@ -7,26 +7,29 @@ import datetime as _dt
 import logging
 import os
 import re
+import shutil
 import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..core import check_bool, check_int
-from ..devices import choose_threads, resolve_device
+from ..core import check_bool, check_int, source_commit
+from ..devices import choose_threads, free_cores, resolve_device
 from .checks import (SEEDS_PARAMETERS, check_arguments, check_out_dir, check_study_parameters,
                      folder_lock)
 from ..display import duration_text
-from ..models.reference import reference_step_seconds
+from ..models.reference import machine_record, reference_step_seconds
 from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
-from .progress import ENGINE, CostTable, section_at
+from ..training import live as live_status
+from .progress import ENGINE, CostTable, crowding, kernel_manager, section_at
 from .reader import bare_figures, cell_durations, facts_of, prepare, time_table, title_of
 from .scorecards import find_scorecard, scorecard_counts, scorecard_heading, scorecard_table_html
 
 TEMPLATE_NAME = "toymech_report"
 # papermill waits 60 s for a kernel by default; a slow, busy machine can take longer to start one
 KERNEL_START_S = 600
+LIVE_FOLDER = ".live"  # <out>/.live/<notebook>/: what its training processes are doing now
 _NOT_IN_HEADER = ("size", "device", "seed", *SEEDS_PARAMETERS, "cache_dir")  # cache_dir: a local path
 
 
@@ -167,6 +170,7 @@ def build_reports(
     on_done: Callable[[int, ReportEntry], None] | None = None,
     progress=None,
     jobs: int = 1,
+    command: str = "",
 ) -> list[ReportEntry]:
     """Execute each notebook with papermill and render it to ``out_dir/<name>.html``.
 
@@ -208,18 +212,26 @@ def build_reports(
         cost_key = CostTable.key(size, seeds)
         # this machine's speed now, in reference steps: earlier runs' cell times (shipped ones
         # too) are scaled by it, so an estimate made on a faster machine still holds here
-        here = reference_step_seconds() if progress is not None else None
+        here = reference_step_seconds()
+        machine, commit = machine_record(here), source_commit()  # for the results record
+        at_once = min(jobs, len(paths))  # notebooks that run side by side
+        cores = free_cores()
+        crowded = crowding(at_once, cores)
 
         def run_one(index: int, path: Path) -> ReportEntry:
             if on_start:
                 on_start(index, path)
             if progress is not None:
-                progress.start(index, costs.get(path.stem, cost_key, here))
+                progress.start(index, costs.get(path.stem, cost_key, here, crowded),
+                               live_dir=live_dir)
             executed = out / "executed" / path.name
             report = out / f"{path.stem}.html"
             date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
             failure = None
             executed.unlink(missing_ok=True)  # never report a previous run's output as this one's
+            # what this notebook's training processes are doing (toymech.training.live)
+            live_dir = out / LIVE_FOLDER / path.stem
+            shutil.rmtree(live_dir, ignore_errors=True)
 
             def on_cell(cell_index: int, cells) -> None:
                 # ``cells``: the executed notebook's (with papermill's injected-parameters cell), the
@@ -236,6 +248,7 @@ def build_reports(
                     cwd=str(path.parent) if jobs == 1 else None,
                     progress_bar=False, log_output=False, engine_name=ENGINE, toymech_on_cell=on_cell,
                     start_timeout=KERNEL_START_S,
+                    kernel_manager_class=kernel_manager({live_status.ENV: str(live_dir)}),
                     # ipykernel warns on every start that TCP is unencrypted (it is local);
                     # its errors still show.
                     extra_arguments=(["--IPKernelApp.log_level=ERROR"]
@@ -254,7 +267,7 @@ def build_reports(
                 with _TRUST_LOCK:  # one writer at a time on Jupyter's signature database
                     _trust(nb)
             if failure is None:
-                costs.record(path.stem, cost_key, cell_durations(nb), wall_s, here)
+                costs.record(path.stem, cost_key, cell_durations(nb), wall_s, here, at_once, cores)
             facts = facts_of(nb) if executed.is_file() else {}
             parameters = per_notebook[path]
             given = {**defaults[path], **{k: repr(v) for k, v in parameters.items()}}
@@ -281,8 +294,10 @@ def build_reports(
                 date=date, versions=found_versions, size_bytes=report.stat().st_size,
                 error=f"{failure['ename']}: {failure['evalue']}" if failure else None,
                 parameters=extra_parameters, title=run["title"], scorecard=run["scorecard"],
-                seeds=run["seeds"], device_used=run["device"], code=code,
+                seeds=run["seeds"], device_used=run["device"], code=code, commit=commit,
+                machine=machine, command=command,
             )
+            shutil.rmtree(live_dir, ignore_errors=True)
             if progress is not None:
                 progress.done(index, done_line(index, len(paths), entry, out))
             if on_done:
@@ -290,7 +305,7 @@ def build_reports(
             return entry
 
         try:
-            with _quiet_papermill(), _kernel_threads(jobs):
+            with _quiet_papermill(), _kernel_threads(min(jobs, len(paths))):
                 if jobs == 1:
                     entries = [run_one(i, p) for i, p in enumerate(paths)]
                 else:
@@ -302,6 +317,8 @@ def build_reports(
         finally:
             if progress is not None:
                 progress.close()
+            with contextlib.suppress(OSError):
+                (out / LIVE_FOLDER).rmdir()  # only if empty (no other run writing into it)
         write_index(out, entries)
         return entries
 

@@ -44,6 +44,9 @@ class ReportEntry:
     seeds: str = ""  # the seeds it ran with, as the header says them ("3 (0, 1, 2)")
     device_used: str = ""  # as resolved (the kernel's own report when it gave one)
     code: bool = False  # rendered with the code (toymech report --code)
+    commit: str = ""  # the toymech source's git commit (core.source_commit)
+    machine: dict = field(default_factory=dict)  # models.reference.machine_record
+    command: str = ""  # the command that made the report, as the user would type it
 
     @property
     def ok(self) -> bool:

@@ -11,9 +11,13 @@
   machine that measured it (``toymech.models.reference``); ``get`` scales a row to this
   machine's reference step, so the estimate follows a slower or busier machine.
 * ``LiveProgress``: one line per notebook (the cell it is at out of how many, its section, the
-  time elapsed and the estimate left). On a terminal the lines are redrawn in place every second;
-  elsewhere (CI logs, pipes) a line is printed when a notebook starts, enters a new section and
-  ends.
+  time elapsed, the estimate left and, while the notebook trains, which model and at which step:
+  ``toymech.training.live``, read from the folder its kernel was given by ``kernel_manager``). On
+  a terminal the lines are redrawn in place every second; elsewhere (CI logs, pipes) a line is
+  printed when a notebook starts, enters a new section, starts training another model and ends.
+* Estimates scale by the machine's speed (the reference step) and by how crowded its cores are:
+  a row records the notebooks that ran at once and the free cores, and an estimate made with
+  three notebooks on two cores doubles when the same three share one core.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from papermill.engines import NBClientEngine, papermill_engines
 
 from ..display import duration_text
 from ..models.reference import SHIPPED_STEPS_PER_S
+from ..training import live as live_status
 from .reader import SETUP_SECTION, heading
 
 ENGINE = "toymech-progress"
@@ -57,6 +62,22 @@ class _ProgressEngine(NBClientEngine):
 
 
 papermill_engines.register(ENGINE, _ProgressEngine)
+
+
+def kernel_manager(env: dict[str, str]):
+    """A kernel manager class (nbclient's default, ``AsyncKernelManager``) whose kernel starts
+    with ``env`` added to this process's environment: how one notebook's kernel, among several
+    started by this process at once, gets a value of its own (its ``$TOYMECH_LIVE`` folder)."""
+    from jupyter_client import AsyncKernelManager
+
+    extra = {str(k): str(v) for k, v in env.items()}
+
+    class _KernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            kw["env"] = {**os.environ, **(kw.get("env") or {}), **extra}
+            return await super().start_kernel(**kw)
+
+    return _KernelManager
 
 
 def section_at(cells: Sequence, index: int) -> str:
@@ -86,41 +107,61 @@ class CostTable:
         except (OSError, ValueError):
             return {}
 
-    def get(self, stem: str, key: str, reference_step_s: float | None = None) -> dict | None:
+    def get(self, stem: str, key: str, reference_step_s: float | None = None,
+            crowding: float | None = None) -> dict | None:
         """This folder's last run of ``stem`` at ``key``; else the shipped measurement (its row
         carries ``"shipped": True``); else None. With ``reference_step_s`` (this machine's, now),
         the row's times are scaled from its own machine's reference step to this one
-        (``"scale"``: the factor; a shipped row's machine ran ``SHIPPED_STEPS_PER_S``)."""
+        (``"scale"``: the factor; a shipped row's machine ran ``SHIPPED_STEPS_PER_S``); with
+        ``crowding`` (``crowding(jobs, cores)`` now), also by how much more crowded the cores
+        are than when the row was measured."""
         row = self._read().get(stem, {}).get(key)
         if not _valid(row):
             row = shipped_costs().get(stem, {}).get(key)
             row = {**row, "shipped": True} if _valid(row) else None
-        if row is None or reference_step_s is None:
+        if row is None or (reference_step_s is None and crowding is None):
             return row
         theirs = row.get("reference_step_s") or (1.0 / SHIPPED_STEPS_PER_S
                                                  if row.get("shipped") else None)
-        return scaled({**row, "reference_step_s": theirs}, reference_step_s)
+        return scaled({**row, "reference_step_s": theirs}, reference_step_s, crowding)
 
     def record(self, stem: str, key: str, cells: Sequence[float | None], total_s: float,
-               reference_step_s: float | None = None) -> None:
+               reference_step_s: float | None = None, jobs: int | None = None,
+               cores: int | None = None) -> None:
         with self._lock:  # notebooks finish in parallel threads
             data = self._read()
             data.setdefault(stem, {})[key] = {"cells": [None if c is None else round(c, 3) for c in cells],
                                               "total_s": round(total_s, 2)}
             if reference_step_s:
                 data[stem][key]["reference_step_s"] = round(reference_step_s, 6)
+            if jobs and cores:
+                data[stem][key].update(jobs=int(jobs), cores=int(cores))
             tmp = self.path.with_name(f".costs.{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
             os.replace(tmp, self.path)
 
 
-def scaled(row: dict, reference_step_s: float | None) -> dict:
+def crowding(jobs: int | None, cores: int | None) -> float | None:
+    """How many notebooks share each core (at least 1: a notebook alone on several cores is
+    not faster than the cost it recorded there); None when either is unknown."""
+    if not jobs or not cores:
+        return None
+    return max(1.0, jobs / cores)
+
+
+def scaled(row: dict, reference_step_s: float | None, crowding_now: float | None = None) -> dict:
     """``row`` with its cell times and total multiplied by this machine's reference step over
-    the row's (unchanged when either is unknown); ``"scale"`` is the factor used."""
+    the row's and by ``crowding_now`` over the row's crowding (each factor 1 when either side of
+    it is unknown); ``"scale"`` is the product used."""
     theirs = row.get("reference_step_s")
-    if not reference_step_s or not isinstance(theirs, (int, float)) or theirs <= 0:
+    k = 1.0
+    if reference_step_s and isinstance(theirs, (int, float)) and theirs > 0:
+        k = reference_step_s / theirs
+    then = crowding(row.get("jobs"), row.get("cores"))
+    if crowding_now and then:
+        k *= crowding_now / then
+    if k == 1.0:
         return {**row, "scale": 1.0}
-    k = reference_step_s / theirs
     return {**row, "cells": [None if c is None else c * k for c in row["cells"]],
             "total_s": row["total_s"] * k, "scale": k}
 
@@ -155,7 +196,8 @@ def estimate_left(previous: dict | None, cell_index: int, n_cells: int, in_cell_
 
 def _scale_text(previous: dict) -> str:
     k = previous.get("scale", 1.0)
-    return "" if abs(k - 1.0) < 0.1 else f" (scaled x{k:.1f}: this machine's reference step)"
+    return "" if abs(k - 1.0) < 0.1 else (
+        f" (scaled x{k:.1f}: this machine's reference step and free cores)")
 
 
 class _Row:
@@ -164,6 +206,8 @@ class _Row:
         self.start = self.cell_start = 0.0
         self.cell, self.n_cells, self.section, self.previous = 0, 0, "", None
         self.final = ""
+        self.live_dir: Path | None = None
+        self.training = ""  # the labels training when last printed (non-live streams)
 
 
 class LiveProgress:
@@ -187,13 +231,16 @@ class LiveProgress:
         self._header = header  # printed before the first line (when the first notebook starts)
 
     # --- events (from build_reports' worker threads) ----------------------------------------
-    def start(self, index: int, previous: dict | None) -> None:
+    def start(self, index: int, previous: dict | None, live_dir: str | Path | None = None) -> None:
+        """Notebook ``index`` started; ``previous``: the cost row it is estimated from;
+        ``live_dir``: the folder its training processes report into (``training.live``)."""
         with self._lock:
             if self._header:
                 self._print(self._header)
                 self._header = None
             row = self.rows[index]
             row.state, row.start, row.previous = "running", self.clock(), previous
+            row.live_dir = Path(live_dir) if live_dir is not None else None
             row.cell_start = row.start
             if not self.live:
                 est = "" if not previous else (
@@ -201,7 +248,7 @@ class LiveProgress:
                     f"{duration_text(previous['total_s'])}" + _scale_text(previous))
                 self._print(f"[{index + 1}/{len(self.rows)}] {row.name}: started{est}")
             self._redraw()
-        if self.live and self._ticker is None:
+        if (self.live or live_dir is not None) and self._ticker is None:
             self._ticker = threading.Thread(target=self._tick, daemon=True)
             self._ticker.start()
 
@@ -239,8 +286,16 @@ class LiveProgress:
         est = (f"about {duration_text(left)} left" if left is not None else
                "no estimate (no earlier run at this size)")
         at = f"cell {row.cell + 1}/{row.n_cells}" if row.n_cells else "starting the kernel"
+        training = self.training_text(index)
         return f"{head}: {at}, {duration_text(now - row.start)} elapsed, {est}" + (
-            f" | {row.section}" if row.section else "")
+            f" | {row.section}" if row.section else "") + (f" | {training}" if training else "")
+
+    def training_text(self, index: int) -> str:
+        """Which model notebook ``index`` is training and its step ("" when none)."""
+        row = self.rows[index]
+        if row.state != "running" or row.live_dir is None:
+            return ""
+        return live_status.describe(live_status.read(row.live_dir))
 
     def _print(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
@@ -257,4 +312,12 @@ class LiveProgress:
     def _tick(self) -> None:
         while not self._stop.wait(1.0):
             with self._lock:
-                self._redraw()
+                if self.live:
+                    self._redraw()
+                else:  # a log: one line each time a notebook starts training another model
+                    for i, row in enumerate(self.rows):
+                        runs = live_status.read(row.live_dir)["runs"] if row.state == "running" else []
+                        labels = ", ".join(sorted(str(r.get("label")) for r in runs))
+                        if labels and labels != row.training:
+                            self._print(self.line(i))
+                        row.training = labels

@@ -17,14 +17,17 @@ added to this process's ``zoo_stats`` (the in-process runner's are counted by th
 from __future__ import annotations
 
 import importlib.util
+import time
 from pathlib import Path
 from typing import Any, Callable
 
 from tqdm.auto import tqdm
 
-from ..core import check, check_bool, check_float, check_int, check_path_writable_dir
+from ..core import (check, check_bool, check_float, check_int, check_path_writable_dir,
+                    source_commit)
 from ..devices import check_device, choose_threads, resolve_device
-from ..training import Experiment, Zoo, ZooEntry, add_zoo_stats, preflight, seedless_key
+from ..models.reference import machine_record
+from ..training import Experiment, Zoo, ZooEntry, add_zoo_stats, live, preflight, seedless_key
 from .backends import make_runner, outcome
 from .table import (SweepResult, Trial, check_out, check_retries, explicit_trials, row, sweep_name,
                     write_meta, write_table)
@@ -98,6 +101,7 @@ def run_trials(trials: list[Trial], spec: dict[str, Any], *, which: str, device:
         if entry is None:
             todo.setdefault(trial.group, []).append(trial.index)
     attempts = {job: 0 for job in todo}
+    began = time.perf_counter()
 
     bar = tqdm(total=len(trials), initial=len(trials) - sum(map(len, todo.values())),
                desc="sweep", unit="trial", disable=not progress)
@@ -119,6 +123,9 @@ def run_trials(trials: list[Trial], spec: dict[str, Any], *, which: str, device:
         for job in todo:
             submit(job)
         write_table(rows, path)
+        finished = len(trials) - sum(map(len, todo.values()))
+        if todo:
+            live.sweep_progress(finished, len(trials))  # for a watcher ($TOYMECH_LIVE)
         while runner is not None and runner.pending():
             for job, outcomes in runner.wait():
                 attempts[job] += 1
@@ -140,6 +147,8 @@ def run_trials(trials: list[Trial], spec: dict[str, Any], *, which: str, device:
                                   loaded=sum(o["loaded"] for o in ran),
                                   train_seconds=sum(o["seconds"] for o in ran if not o["loaded"]))
                 bar.update(len(todo[job]))
+                finished += len(todo[job])
+                live.sweep_progress(finished, len(trials))
                 write_table(rows, path)
     except KeyboardInterrupt:
         if runner is not None:
@@ -151,9 +160,13 @@ def run_trials(trials: list[Trial], spec: dict[str, Any], *, which: str, device:
         raise
     finally:
         bar.close()
+        live.sweep_done()
         if runner is not None and not keep_ray:
             runner.close()
     table = write_table(rows, path)
+    if todo:  # what trained these rows, for a results record (toymech results --ladder)
+        meta = {**meta, "commit": source_commit(), "machine": machine_record(),
+                "wall_s": round(time.perf_counter() - began, 1)}
     write_meta(meta, path)
     return SweepResult(table, trials, path, zoo.root, runner.name if runner else "none", meta)
 

@@ -44,6 +44,7 @@ from ..devices import make_generator, rebalance, resolve_device
 from ..models import move, parameter_counts
 from ..models.fast import fast_forward
 from ..tasks.base import Task
+from . import live
 from .config import TrainConfig
 from .divergence import DIVERGED_LOSS, TrainingDiverged
 from .precision import autocast
@@ -306,6 +307,7 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
     t0, c0, last_step = time.perf_counter(), time.process_time(), start
     cpu_before = histories[0][-1].get("cpu_seconds", 0.0) if histories[0] else 0.0  # resumed
     bar = _progress(range(start, cfg.steps), cfg.steps, start, progress, task.name)
+    tick = live.ticker(cfg.steps)  # None unless a watcher asked ($TOYMECH_LIVE)
     for m in models:
         m.train()
     for step in bar:
@@ -324,6 +326,8 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
         sched.step()
         window.append(losses.detach())
         done = last_step = step + 1
+        if tick is not None:
+            tick(done)
         if done in snap_at:
             _record(snapshots, done, run)
         if done % cfg.eval_every == 0 or done == cfg.steps:

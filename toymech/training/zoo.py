@@ -43,7 +43,7 @@ from transformer_lens import HookedTransformer
 from ..core import check, check_bool
 from ..devices import resolve_device
 from ..models import build_model, move
-from . import checkpoints, inventory
+from . import checkpoints, inventory, live
 from .atomic import clean_leftovers
 from .checkpoints import DamagedCheckpoint, Unverified
 from .config import TrainConfig  # noqa: F401  (kept for importers of zoo.TrainConfig)
@@ -228,8 +228,9 @@ class Zoo:
                     entry = self._load_sound(exp, dev, tag, log, repair=True)
                     if entry is not None:
                         return entry
-                result = train(plan.model, exp.task, exp.train, device=dev, callbacks=callbacks,
-                               progress=progress, log=log)
+                with live.training(f"{exp.name or exp.task.name} seed {exp.train.seed}"):
+                    result = train(plan.model, exp.task, exp.train, device=dev,
+                                   callbacks=callbacks, progress=progress, log=log)
                 return self._store(exp, result, dev, tag, log=log)
 
     @contextlib.contextmanager
@@ -298,9 +299,11 @@ class Zoo:
             models = [preflight(e, dev, extra_metrics=bool(cbs[i])).model
                       for e, i in zip(todo, missing)]
             with self._writing():
-                results = train_stacked(models, todo[0].task, [e.train for e in todo], device=dev,
-                                        callbacks=[cbs[i] for i in missing], progress=progress,
-                                        log=log)
+                seeds = ", ".join(str(e.train.seed) for e in todo)
+                with live.training(f"{todo[0].name or todo[0].task.name} seeds {seeds} (stacked)"):
+                    results = train_stacked(models, todo[0].task, [e.train for e in todo],
+                                            device=dev, callbacks=[cbs[i] for i in missing],
+                                            progress=progress, log=log)
                 # stored under each entry's lock; the trained models are returned as they are
                 fresh = {i: self.store(exps[i], r, dev, tag, stacked=len(todo))
                          for i, r in zip(missing, results)}

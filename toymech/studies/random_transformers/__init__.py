@@ -24,7 +24,7 @@ from .measure import (BASELINE_KINDS, ablation_grid, baseline_exp, baseline_grid
                       concentration_rows, eval_sets, evaluate_sets, load, needle_example,
                       plan_seeds, row_for, run, run_grid, run_table, short_budget_grid,
                       summarize, sweep_grid, top_k)
-from . import calibration, causal
+from . import calibration, causal, ladder
 from .seeds import findings, measure_data, measure_seed, untrained_runs, untrained_numbers
 from ..findings import not_run
 from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_table,
@@ -37,7 +37,7 @@ TITLE = "Algorithmic capabilities of random transformers"
 
 __all__ = ["untrained_numbers", "BASELINE_KINDS", "PAPER_FROZEN_LSTM_NEEDLE", "baseline_exp", "baseline_row",
            "circuit_experiments", "circuit_row", "experiments", "findings", "not_run", "measure_data", "measure_seed",
-           "plan_seeds", "row_for", "top_k", "calibration", "causal", "untrained_runs", "DYNAMICS_METRICS", "dynamics_grid", "dynamics_table", "dynamics_metrics", "dynamics_patterns", "over_seeds", "probe_data",
+           "plan_seeds", "row_for", "top_k", "calibration", "causal", "ladder", "untrained_runs", "DYNAMICS_METRICS", "dynamics_grid", "dynamics_table", "dynamics_metrics", "dynamics_patterns", "over_seeds", "probe_data",
            "through_training", "ALGORITHMIC", "CLAIMS", "EXPERIMENTS", "RECIPES", "calibrated", "recipe", "recipe_table", "table_experiment", "FREEZE_MODES", "PAPER_ABLATIONS",
            "PAPER_ACCURACY", "PAPER_BITS_PER_PARAM", "PAPER_LINEARISED_W512", "PLANS", "SIDE_TASKS", "SIZES", "SOURCE", "TITLE", "Plan",
            "Size", "ablation_grid", "ablation_summary", "ablation_table", "accuracy_table",

@@ -12,8 +12,9 @@ whole-sum accuracy, every digit right, with the per-digit accuracy under ``digit
                                     (``analysis.chance``: the share of balanced strings, 1/p,
                                     the needle's listed-value guess, a constant sum)
     acc.<task>.random.short         the plan's ``short_budget`` run (widest)
-    acc.<task>.random.recipe        the calibration sweep's random run at the recipe's width (the
-                                    best of its learning rates), where that sweep was run
+    acc.<task>.random.recipe        the recipe's random run at the seed: the width ladder's rung
+                                    at the recipe's width (``ladder``; calibration rows are seed
+                                    0's and never judged)
     mem.bits.<mode>                 memorized bits per trainable parameter (median over widths)
     lm.loss.<mode>, lm.chance       language-modelling test loss; ln(vocabulary)
     conc.<task>.<mode>              mean top-k explained variance after layers 1..L
@@ -158,8 +159,9 @@ def _solves_recipe(task: str) -> Claim:
     r = recipe(task, "random")
     return Claim(f"random-solves-{task}-recipe", f"at our CPU recipe's setting (width {r.width}, "
                  f"at most {r.steps:,} steps; ours, not the paper's Table 1 setting) a random "
-                 f"transformer solves {task} (the recipe's run in the calibration sweep, "
-                 f"toymech sweep {r.grid_file(task)}, at seeds other than seed 0)",
+                 f"transformer solves {task} (the recipe's runs at the judged seeds: the width "
+                 f"ladder's rung at width {r.width}, python -m "
+                 f"toymech.studies.random_transformers.ladder --tasks {task})",
                  f"{PAPER}, Table 1 (the claim that it can; our setting)", "100 % at width 1024",
                  value=lambda n: 100 * n[key],
                  holds=_random_solves(task, key, ("recipe", "small", "large")), unit="%",

@@ -1,0 +1,126 @@
+"""The progress line names the model being trained and its step (``toymech.training.live``):
+training processes write a status into ``$TOYMECH_LIVE``, ``toymech report`` gives each
+notebook's kernel a folder of its own and reads it back."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+
+import pytest
+
+from toymech.report import progress
+from toymech.report.progress import CostTable, crowding, estimate_left, kernel_manager
+from toymech.training import Zoo, live
+
+
+def _exp(steps=6, seed=0):
+    from toymech import experiments
+
+    exp = experiments.get("induction-1l", "smoke", seed=seed)
+    exp.train = exp.train.replace(steps=steps, eval_every=2)
+    return exp
+
+
+def test_without_a_watcher_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.delenv(live.ENV, raising=False)
+    assert live.ticker(10) is None
+    live.sweep_progress(1, 2)  # no folder: a no-op
+    assert live.read(None) == {"runs": [], "sweeps": []}
+
+
+def test_a_run_reports_its_label_and_step_then_clears(tmp_path, monkeypatch):
+    monkeypatch.setenv(live.ENV, str(tmp_path))
+    with live.training("induction-2l seed 6"):
+        tick = live.ticker(10_000)
+        tick(4_250)
+        status = live.read(tmp_path)
+        assert live.describe(status) == "training induction-2l seed 6: step 4,250/10,000"
+        live.sweep_progress(7, 30)
+        assert live.describe(live.read(tmp_path)).endswith("(7 of 30 runs done)")
+    assert live.read(tmp_path)["runs"] == []  # the run's status goes with it
+    live.sweep_done()
+    assert live.describe(live.read(tmp_path)) == ""
+
+
+def test_stale_or_broken_statuses_are_skipped(tmp_path):
+    (tmp_path / "run-1.json").write_text(json.dumps({"label": "old", "step": 1, "steps": 2,
+                                                     "time": time.time() - 3600}))
+    (tmp_path / "run-2.json").write_text("{not json")
+    (tmp_path / "run-3.json").write_text(json.dumps({"label": "new", "step": 1, "steps": 2,
+                                                     "time": time.time()}))
+    assert [r["label"] for r in live.read(tmp_path)["runs"]] == ["new"]
+
+
+def test_the_zoo_labels_a_training_run_with_its_experiment_and_seed(tmp_path, monkeypatch):
+    monkeypatch.setenv(live.ENV, str(tmp_path / "live"))
+    seen = []
+
+    def look(step, model):  # an evaluation-step callback: what a watcher sees mid-run
+        seen.append(live.describe(live.read(tmp_path / "live")))
+        return {}
+
+    exp = _exp(seed=3)
+    Zoo(tmp_path / "zoo").get_or_train(exp, device="cpu", callbacks=[look], progress=False,
+                                       log=None)
+    assert seen and all(s.startswith(f"training {exp.name} seed 3: step ") for s in seen)
+    assert live.read(tmp_path / "live")["runs"] == []  # cleared when the run ended
+
+
+def test_the_log_line_names_the_model_training(tmp_path, monkeypatch):
+    monkeypatch.setenv(live.ENV, str(tmp_path))
+    out = io.StringIO()
+    line = progress.LiveProgress(["nb.ipynb"], stream=out, live=False)
+    line.start(0, None, live_dir=tmp_path)
+    with live.training("induction-1l seed 2"):
+        live.ticker(100)(40)
+        assert line.line(0).endswith("| training induction-1l seed 2: step 40/100")
+    assert "training" not in line.line(0)
+    line.close()
+
+
+def test_a_kernel_started_by_the_report_sees_its_own_folder(tmp_path):
+    from jupyter_client import BlockingKernelClient  # noqa: F401  (jupyter_client is installed)
+    import asyncio
+
+    async def run():
+        km = kernel_manager({live.ENV: str(tmp_path / "nb")})(kernel_name="python3")
+        await km.start_kernel()
+        try:
+            kc = km.client()
+            kc.start_channels()
+            await kc.wait_for_ready(timeout=300)
+            reply = await kc.execute_interactive(
+                f"import os; open({str(tmp_path / 'env.txt')!r}, 'w').write("
+                f"os.environ.get({live.ENV!r}, ''))", timeout=300)
+            kc.stop_channels()
+            return reply
+        finally:
+            await km.shutdown_kernel(now=True)
+
+    reply = asyncio.run(run())
+    assert reply["content"]["status"] == "ok"
+    assert (tmp_path / "env.txt").read_text() == str(tmp_path / "nb")
+    assert live.ENV not in os.environ  # this process's environment is unchanged
+
+
+def test_three_notebooks_on_one_core_double_the_estimate_of_three_on_two(tmp_path):
+    table = CostTable(tmp_path)
+    table.record("nb", "size=default", [10.0, 50.0], 60.0, reference_step_s=0.03, jobs=3, cores=2)
+    same = table.get("nb", "size=default", 0.03, crowding(3, 2))
+    one_core = table.get("nb", "size=default", 0.03, crowding(3, 1))
+    alone = table.get("nb", "size=default", 0.03, crowding(1, 2))
+    assert same["total_s"] == pytest.approx(60.0)
+    assert one_core["total_s"] == pytest.approx(120.0)
+    assert alone["total_s"] == pytest.approx(60.0 / 1.5)
+    # on a machine also half as fast, both factors apply
+    slow = table.get("nb", "size=default", 0.06, crowding(3, 1))
+    assert estimate_left(slow, 0, 2, 0.0) == pytest.approx(240.0)
+
+
+def test_the_shipped_rows_say_how_crowded_their_cores_were():
+    for stem, runs in progress.shipped_costs().items():
+        for key, row in runs.items():
+            assert row.get("jobs") and row.get("cores"), (stem, key)
