@@ -89,7 +89,7 @@ def test_a_folder_that_is_no_report_is_refused_and_the_record_is_untouched(tmp_p
     assert main(["results", "--into", str(record)]) == 2
 
 
-def test_the_ladder_block_names_commit_machine_and_every_rung(tmp_path):
+def test_the_ladder_block_names_commit_machine_and_every_rung(tmp_path, monkeypatch):
     sweeps = tmp_path / "sweeps"
     sweeps.mkdir()
     (sweeps / "rt-width-ladder-parentheses-random.csv").write_text("trial\n")
@@ -97,14 +97,8 @@ def test_the_ladder_block_names_commit_machine_and_every_rung(tmp_path):
         {"commit": "abc123", "wall_s": 120.0,
          "machine": {"cores": 2, "reference_steps_per_s": 40.0, "torch": "x", "cuda": False}}))
     table = _table({16: [0.1, 0.2, 0.3], 64: [1.0, 0.99, 0.98]})
-    import toymech.studies.random_transformers.ladder as lad
-
-    orig = lad.ladder_table
-    lad.ladder_table = lambda root: table
-    try:
-        key, block = results.ladder_block(tmp_path)
-    finally:
-        lad.ladder_table = orig
+    monkeypatch.setattr(ladder, "ladder_table", lambda root: table)
+    key, block = results.ladder_block(tmp_path)
     assert key == results.LADDER_KEY
     assert "abc123" in block and "40.0 reference steps/s" in block and "4,800 reference steps" in block
     assert "0.990 [0.980, 1.000] (3/3)" in block and "0.200 [0.100, 0.300] (0/3)" in block

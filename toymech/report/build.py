@@ -219,6 +219,9 @@ def build_reports(
         crowded = crowding(at_once, cores)
 
         def run_one(index: int, path: Path) -> ReportEntry:
+            # what this notebook's training processes are doing (toymech.training.live)
+            live_dir = out / LIVE_FOLDER / path.stem
+            shutil.rmtree(live_dir, ignore_errors=True)
             if on_start:
                 on_start(index, path)
             if progress is not None:
@@ -229,9 +232,6 @@ def build_reports(
             date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
             failure = None
             executed.unlink(missing_ok=True)  # never report a previous run's output as this one's
-            # what this notebook's training processes are doing (toymech.training.live)
-            live_dir = out / LIVE_FOLDER / path.stem
-            shutil.rmtree(live_dir, ignore_errors=True)
 
             def on_cell(cell_index: int, cells) -> None:
                 # ``cells``: the executed notebook's (with papermill's injected-parameters cell), the

@@ -19,6 +19,8 @@ from typing import Any, Sequence
 
 from ..display import SCORECARD_MIME
 from ..display.prose import duration_text
+from ..studies.random_transformers import ladder as lad
+from ..sweep.table import meta_path
 from .reader import facts_of
 from .scorecards import find_scorecard, scorecard_counts
 
@@ -115,9 +117,6 @@ def report_block(rec: dict[str, Any]) -> tuple[str, str]:
 
 def ladder_block(zoo_root: str | Path) -> tuple[str, str] | None:
     """(key, markdown) of study 3's width ladder in ``zoo_root``; None before any rung ran."""
-    from ..studies.random_transformers import ladder as lad
-    from ..sweep.table import meta_path
-
     table = lad.ladder_table(zoo_root)
     summary = lad.ladder_summary(table)
     if summary is None:

@@ -26,6 +26,7 @@ from typing import Sequence
 import pandas as pd
 
 from ...core import check
+from ...sweep.runner import run_experiments
 from .calibration import calibration_table
 from .design import ALGORITHMIC
 from .recipes import calibrated, recipe
@@ -61,8 +62,6 @@ def run(zoo_root: str | Path | None, tasks: Sequence[str] = ALGORITHMIC,
         log=print) -> list:
     """Train (or find in the zoo) the ladder's rungs, one sweep per (task, mode), the cheap
     ones first (normal before random, then the tasks in ``tasks``' order)."""
-    from ...sweep.runner import run_experiments
-
     results = []
     for mode in sorted(modes, key=lambda m: m != "normal"):
         for task in tasks:
