@@ -126,3 +126,12 @@ def test_the_record_of_a_finished_report_holds_each_full_scorecard(smoke_reports
     again = results.update_record(text, dict(results.report_block(r)
                                              for r in results.report_records(smoke_reports.out)))
     assert again == text  # regenerating from the same folder changes nothing
+
+
+def test_the_ladder_command_refuses_bad_input_before_any_work(tmp_path, capsys):
+    zoo = tmp_path / "zoo"
+    assert main(["ladder", "--tasks", "parentheses", "sorting", "--cache", str(zoo)]) == 2
+    assert "task='sorting' is not allowed" in capsys.readouterr().err
+    assert main(["ladder", "--seeds", "0", "1", "--cache", str(zoo)]) == 2
+    assert "seed 0 calibrated the recipes" in capsys.readouterr().err
+    assert not (zoo / "sweeps").exists()

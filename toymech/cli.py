@@ -298,7 +298,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ladder", metavar="ZOO", help="a zoo holding the width ladder's sweeps")
     p.add_argument("--into", default="docs/results.md", help="the record to update (default: docs/results.md)")
     p.set_defaults(func=_cmd_results)
+
+    p = sub.add_parser("ladder", help="train study 3's width ladder (recipes at widths 16-256, judged seeds) into the zoo",
+                       description="Each algorithmic task's recipe at each width, random and normal, on seeds "
+                                   "no calibration used, one resumable sweep per (task, mode); notebook 03 "
+                                   "and toymech results --ladder read it back.")
+    p.add_argument("--tasks", nargs="+", help="algorithmic tasks (default: all four)")
+    p.add_argument("--modes", nargs="+", help="random and/or normal (default: both)")
+    p.add_argument("--widths", nargs="+", type=int, help="widths (default: 16 32 64 128 256)")
+    p.add_argument("--seeds", nargs="+", type=int, help="seeds (default: 3 4 5; never 0)")
+    p.add_argument("--backend", choices=("auto", "ray", "local"), default="auto")
+    p.add_argument("--cache", help=cache_help)
+    p.set_defaults(func=_cmd_ladder)
     return parser
+
+
+def _cmd_ladder(args: argparse.Namespace) -> int:
+    from toymech.studies.random_transformers import ladder
+
+    _set_cache(args.cache)
+    given = {k: v for k, v in (("tasks", args.tasks), ("modes", args.modes),
+                               ("widths", args.widths), ("seeds", args.seeds)) if v}
+    runs = ladder.run(args.cache, backend=args.backend, **given)
+    failed = sum(int((r.table["status"] != "ok").sum()) for r in runs)
+    print(ladder.ladder_sentence(ladder.ladder_summary(ladder.ladder_table(args.cache))))
+    if failed:
+        print(f"{failed} rung(s) failed; the tables are in <zoo>/sweeps/{ladder.NAME}-*.csv")
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def _cmd_results(args: argparse.Namespace) -> int:

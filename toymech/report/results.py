@@ -132,7 +132,7 @@ def ladder_block(zoo_root: str | Path) -> tuple[str, str] | None:
     seeds = ", ".join(map(str, summary.attrs.get("seeds", ())))
     widths = sorted(summary["width"].unique())
     lines = [START.format(key=LADDER_KEY), f"### Study 3's width ladder: seeds {seeds}", "",
-             "- command: `python -m toymech.studies.random_transformers.ladder` (with the "
+             "- command: `toymech ladder` (with the "
              "`--tasks`/`--modes` of the rows below)",
              f"- commit: `{', '.join(commits)}`",
              f"- machine: {_machine_text(machine)}",
@@ -182,7 +182,7 @@ def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: s
         found = ladder_block(ladder_zoo)
         if found is None:
             raise ValueError(f"ladder zoo {str(ladder_zoo)!r} is not allowed: it has no width "
-                             "ladder sweeps (python -m toymech.studies.random_transformers.ladder)")
+                             "ladder sweeps (toymech ladder)")
         blocks[found[0]] = found[1]
     if not blocks:
         raise ValueError("nothing to record: no notebook ran ok in the report folders given")

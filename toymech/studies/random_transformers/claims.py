@@ -160,8 +160,7 @@ def _solves_recipe(task: str) -> Claim:
     return Claim(f"random-solves-{task}-recipe", f"at our CPU recipe's setting (width {r.width}, "
                  f"at most {r.steps:,} steps; ours, not the paper's Table 1 setting) a random "
                  f"transformer solves {task} (the recipe's runs at the judged seeds: the width "
-                 f"ladder's rung at width {r.width}, python -m "
-                 f"toymech.studies.random_transformers.ladder --tasks {task})",
+                 f"ladder's rung at width {r.width}, toymech ladder --tasks {task})",
                  f"{PAPER}, Table 1 (the claim that it can; our setting)", "100 % at width 1024",
                  value=lambda n: 100 * n[key],
                  holds=_random_solves(task, key, ("recipe", "small", "large")), unit="%",

@@ -6,7 +6,7 @@ rule) at another width, trained on seeds that no calibration used (``LADDER_SEED
 seeds at ``default``; the recipes were chosen on seed 0). Each (task, mode) is one sweep, so the
 ladder is resumable and can be run a piece at a time::
 
-    python -m toymech.studies.random_transformers.ladder --tasks parentheses modular_addition
+    toymech ladder --tasks parentheses modular_addition
 
 writes ``<zoo>/sweeps/rt-width-ladder-<task>-<mode>.csv`` (and its ``.meta.json``: commit,
 machine, wall time). ``ladder_table`` reads every such table back (``calibration_table``'s rows),
@@ -17,9 +17,7 @@ ladder's runs at the recipe's width, and ``toymech results --ladder <zoo>`` reco
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -62,14 +60,12 @@ def run(zoo_root: str | Path | None, tasks: Sequence[str] = ALGORITHMIC,
         log=print) -> list:
     """Train (or find in the zoo) the ladder's rungs, one sweep per (task, mode), the cheap
     ones first (normal before random, then the tasks in ``tasks``' order)."""
-    results = []
-    for mode in sorted(modes, key=lambda m: m != "normal"):
-        for task in tasks:
-            results.append(run_experiments(experiments(task, mode, widths, seeds),
-                                           cache_dir=zoo_root, name=sweep_name(task, mode),
-                                           backend=backend, device="cpu", workers=workers,
-                                           log=log, fallback=backend == "auto"))
-    return results
+    # every rung is built (and so checked) before the first trains
+    todo = [(task, mode, experiments(task, mode, widths, seeds))
+            for mode in sorted(modes, key=lambda m: m != "normal") for task in tasks]
+    return [run_experiments(exps, cache_dir=zoo_root, name=sweep_name(task, mode),
+                            backend=backend, device="cpu", workers=workers, log=log,
+                            fallback=backend == "auto") for task, mode, exps in todo]
 
 
 def ladder_table(zoo_root: str | Path | None = None) -> pd.DataFrame | None:
@@ -163,30 +159,3 @@ def estimate_core_s(task: str, mode: str, widths: Sequence[int] = WIDTHS,
     r = recipe(task, mode)
     return (f"{len(widths) * len(seeds)} runs of at most {r.steps:,} steps "
             f"(widths {', '.join(map(str, widths))})")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m toymech.studies.random_transformers.ladder",
-        description="Train study 3's width ladder (the recipes at each width, judged seeds) into "
-                    "the zoo; resumable.")
-    parser.add_argument("--tasks", nargs="+", default=list(ALGORITHMIC), choices=ALGORITHMIC)
-    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
-    parser.add_argument("--widths", nargs="+", type=int, default=list(WIDTHS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(LADDER_SEEDS))
-    parser.add_argument("--cache", default=None, help="the zoo (default: toymech's)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "local", "ray"))
-    parser.add_argument("--workers", type=int, default=None)
-    args = parser.parse_args(argv)
-    try:
-        run(args.cache, args.tasks, args.modes, args.widths, args.seeds, args.backend, args.workers)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    summary = ladder_summary(ladder_table(args.cache))
-    print(ladder_sentence(summary))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
