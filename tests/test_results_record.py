@@ -135,3 +135,20 @@ def test_the_ladder_command_refuses_bad_input_before_any_work(tmp_path, capsys):
     assert main(["ladder", "--seeds", "0", "1", "--cache", str(zoo)]) == 2
     assert "seed 0 calibrated the recipes" in capsys.readouterr().err
     assert not (zoo / "sweeps").exists()
+
+
+def test_the_ladder_figure_shows_each_mode_the_solved_line_and_the_paper_width():
+    from toymech.plots import random_transformers as rtplots
+
+    summary = ladder.ladder_summary(pd.concat([
+        _table({16: [0.2, 0.3, 0.1], 64: [0.99, 0.5, 0.97]}),
+        _table({16: [1.0, 1.0, 0.99], 64: [1.0, 1.0, 1.0]}, mode="normal")]))
+    fig = rtplots.width_ladder(summary)
+    names = {t.name for t in fig.data}
+    assert names == {"random", "normal"}
+    random_trace = next(t for t in fig.data if t.name == "random")
+    assert list(random_trace.x) == [16, 64] and list(random_trace.y) == [0.2, 0.97]
+    assert list(random_trace.error_y.arrayminus) == pytest.approx([0.1, 0.47])
+    texts = [a.text for a in fig.layout.annotations]
+    assert any("paper's width" in t for t in texts) and any("solved (95%)" in t for t in texts)
+    assert 1024 in fig.layout.xaxis.tickvals

@@ -39,7 +39,7 @@ SETTINGS = StudySettings.of_sizes(setting, COST, CALIBRATION,
 
 SOURCE = ("the induction-heads blog post on repeated letter blocks and its code, "
           "github.com/CG80499/Attention-only-transformers (2023); see docs/sources.md, study 1")
-CODE = "the post's public code, comment in toy_transformers.py"
+CODE = "the post's public code, comment in run_inference.py"
 
 # The post's figures (cross-entropy in nats) and its code's comments (the 1-layer model's 2.6).
 POST: dict[str, dict[str, float]] = {
