@@ -264,7 +264,7 @@ def test_progress_names_the_section_of_the_running_cell(tmp_path):
     seen = []
 
     class Recorder:
-        def start(self, index, previous): pass
+        def start(self, index, previous, live_dir=None): pass
         def cell(self, index, cell_index, n_cells, section): seen.append((cell_index, n_cells, section))
         def done(self, index, text): pass
         def close(self): pass

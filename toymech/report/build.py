@@ -180,7 +180,8 @@ def build_reports(
     checked before any runs (``ValueError`` naming the problem). ``code=True`` keeps the code in
     the pages (for authors); by default they are written for readers (``toymech.report.reader``).
     ``kernel_name="python3"`` runs the notebooks in this Python environment. ``on_start(i,
-    path)`` / ``on_done(i, entry)`` report progress; ``progress`` (a ``LiveProgress``) hears every
+    path)`` / ``on_done(i, entry)`` report progress; ``progress`` (a ``LiveProgress``, or any object
+    with its ``start(i, previous, live_dir=...)``, ``cell``, ``done`` and ``close``) hears every
     cell as it starts. Returns one entry per notebook, in order; a failed notebook has
     ``entry.status == "failed"``.
 
