@@ -152,3 +152,20 @@ def test_the_ladder_figure_shows_each_mode_the_solved_line_and_the_paper_width()
     texts = [a.text for a in fig.layout.annotations]
     assert any("paper's width" in t for t in texts) and any("solved (95%)" in t for t in texts)
     assert 1024 in fig.layout.xaxis.tickvals
+
+
+def test_scaled_verdicts_are_set_beside_the_source_setting_ones():
+    cols = ["claim", "ours", "verdict"]
+    small = {"name": "nb", "size": "default", "seeds": "3", "card": {"columns": cols, "rows": [
+        ["a", "1", "reproduced (scaled: steps 2,000 vs the source's 10,000)"],
+        ["b", "2", "not reproduced (scaled: steps 2,000 vs ...)"],
+        ["c", "3", "below the source's setting: steps 2,000 vs 10,000"],
+        ["d", "4", "mixed (scaled)"]]}}
+    full = {"name": "nb", "size": "paper", "seeds": "10", "card": {"columns": cols, "rows": [
+        ["a", "1", "reproduced"], ["b", "2", "mixed"], ["c", "3", "reproduced"]]}}
+    key, block = results.scaled_check_block(small, full)
+    assert key == "nb size=default vs size=paper"
+    assert "1 of 2 claims" in block  # c was not judged scaled; d has no paper row
+    assert "| a | reproduced (scaled) | reproduced | yes |" in block
+    assert "| b | not reproduced (scaled) | mixed | no |" in block
+    assert results.scaled_check_block({**small, "card": None}, full) is None

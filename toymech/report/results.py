@@ -22,7 +22,7 @@ from ..display.prose import duration_text
 from ..studies.random_transformers import ladder as lad
 from ..sweep.table import meta_path
 from .reader import facts_of
-from .scorecards import find_scorecard, scorecard_counts
+from .scorecards import find_scorecard, scorecard_counts, verdict_word
 
 START = "<!-- toymech-results {key} -->"
 END = "<!-- /toymech-results -->"
@@ -177,7 +177,15 @@ def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: s
                   ) -> list[str]:
     """Update the record ``into`` from report folders and, with ``ladder_zoo``, the ladder;
     returns the keys written. The file is replaced atomically."""
-    blocks = dict(report_block(r) for folder in reports for r in report_records(folder))
+    records = [r for folder in reports for r in report_records(folder)]
+    blocks = dict(report_block(r) for r in records)
+    # a notebook recorded at a smaller size and at paper: do its scaled verdicts hold there?
+    for small in records:
+        for full in records:
+            if (small["name"] == full["name"] and full["size"] == "paper"
+                    and small["size"] != "paper"
+                    and (found := scaled_check_block(small, full)) is not None):
+                blocks[found[0]] = found[1]
     if ladder_zoo is not None:
         found = ladder_block(ladder_zoo)
         if found is None:
@@ -193,3 +201,37 @@ def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: s
     tmp.write_text(new, encoding="utf-8")
     tmp.replace(target)
     return list(blocks)
+
+
+def scaled_check_block(scaled: dict[str, Any], full: dict[str, Any]) -> tuple[str, str] | None:
+    """(key, markdown): each claim judged at a declared scaled setting in ``scaled`` (a record at
+    a smaller size) beside its verdict in ``full`` (the same notebook at the source's setting),
+    and whether the two agree: the evidence that the scaled setting stands in for the source's.
+    None when either has no scorecard or no row was judged scaled."""
+    a, b = scaled.get("card"), full.get("card")
+    if not a or not b:
+        return None
+    col_a, col_b = list(a["columns"]), list(b["columns"])
+    if "verdict" not in col_a or "verdict" not in col_b:
+        return None
+    at_full = {r[0]: r[col_b.index("verdict")] for r in b["rows"]}
+    rows, agree = [], 0
+    for r in a["rows"]:
+        word = verdict_word(r[col_a.index("verdict")])
+        if not word.endswith(" (scaled)") or r[0] not in at_full:
+            continue
+        theirs = verdict_word(at_full[r[0]])
+        same = word.removesuffix(" (scaled)") == theirs
+        agree += same
+        rows.append([r[0], word, theirs, "yes" if same else "no"])
+    if not rows:
+        return None
+    key = f"{scaled['name']} size={scaled['size']} vs size={full['size']}"
+    lines = [START.format(key=key),
+             f"### {scaled.get('title') or scaled['name']}: the scaled verdicts at `{scaled['size']}` "
+             f"against `{full['size']}`", "",
+             f"{agree} of {len(rows)} claims judged at the declared scaled setting "
+             f"(`{scaled['size']}`, seeds {scaled.get('seeds')}) get the verdict they get at the "
+             f"source's setting (`{full['size']}`, seeds {full.get('seeds')}).", "",
+             *_table(["claim", f"{scaled['size']} (scaled)", full["size"], "same"], rows)]
+    return key, "\n".join(lines + [END]) + "\n"
