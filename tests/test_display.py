@@ -229,3 +229,23 @@ def test_plotly_js_travels_compressed_and_figures_wait_for_it():
         script = page[page.rindex("<script"):]
         assert script.count("Plotly.newPlot") == 1
         assert script.index("window.toymechPlotly || Promise.resolve()") < script.index("Plotly.newPlot")
+
+
+def test_a_notebook_follows_the_free_cores_before_every_cell(monkeypatch):
+    from IPython.core.events import EventManager, available_events
+
+    import toymech.display as display
+
+    calls = []
+    monkeypatch.setattr(display, "rebalance", lambda log=print: calls.append(log))
+
+    class Shell:
+        pass
+
+    shell = Shell()
+    shell.events = EventManager(shell, available_events)
+    assert display._rebalance_before_cells(shell) is True
+    assert display._rebalance_before_cells(shell) is False  # once, however often set up
+    shell.events.trigger("pre_run_cell", None)
+    shell.events.trigger("pre_run_cell", None)
+    assert calls == [None, None]  # quietly, before each cell

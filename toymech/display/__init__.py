@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import warnings
 
+from ..devices import rebalance
 from .attention import (KIND_WORDS, AttentionView, _circuitsvis_bundle_script, _SENT,  # noqa: F401
                         attention_caption, attention_view)
 from .bundle import defer_figure, plotly_bundle_script
@@ -110,9 +111,15 @@ def setup_notebook(silence_deprecations: bool = True) -> None:
     """Prepare a notebook kernel for offline figures; safe to call any number of times.
 
     Registers and activates the ``"toymech"`` plotly renderer (plotly mimetype + offline
-    ``text/html``) and, by default, hides TransformerLens' deprecation warnings.
+    ``text/html``) and, by default, hides TransformerLens' deprecation warnings. In an IPython
+    kernel it also follows the free cores before every cell (``devices.rebalance``, quietly):
+    the training loop does so at its evaluation steps, but a notebook's analysis cells (the
+    learning coefficient, patching) would otherwise keep the threads it took when the machine
+    was free, and two threads beside a sweep's workers ran the analysis about five times slower.
     """
     import plotly.io as pio
+
+    _rebalance_before_cells()
 
     if RENDERER_NAME not in pio.renderers:
         pio.renderers[RENDERER_NAME] = _renderer_class()()
@@ -120,3 +127,25 @@ def setup_notebook(silence_deprecations: bool = True) -> None:
     if silence_deprecations:
         for message in _TL_DEPRECATION_MESSAGES:
             warnings.filterwarnings("ignore", message=message, category=DeprecationWarning)
+
+
+def _on_cell(*_args) -> None:
+    try:
+        rebalance(log=None)
+    except Exception:  # noqa: BLE001  (a thread choice must never stop a cell)
+        pass
+
+
+def _rebalance_before_cells(shell=None) -> bool:
+    """Register ``_on_cell`` for IPython's ``pre_run_cell`` once (True when registered now)."""
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    events = getattr(shell, "events", None)
+    if events is None or _on_cell in events.callbacks.get("pre_run_cell", []):
+        return False
+    events.register("pre_run_cell", _on_cell)
+    return True
