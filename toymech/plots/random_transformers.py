@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Mapping, Sequence
 
 import pandas as pd
@@ -128,7 +129,11 @@ def width_ladder(summary: pd.DataFrame, solved_at: float = 0.95, paper_width: in
                                + "</extra>")), row=1, col=col)
         reference_lines(fig, {f"solved ({solved_at:.0%})": solved_at}, row=1, col=col)
         fig.add_vline(x=paper_width, line_dash="dash", line_color="#666", line_width=1.2,
-                      annotation_text="paper's width", annotation_font_size=11, row=1, col=col)
+                      row=1, col=col)
+        # on a log axis an annotation's x is the exponent (a vline's own label lands off the plot)
+        fig.add_annotation(x=math.log10(paper_width), y=0.5, text="paper's width",
+                           textangle=-90, xanchor="right", showarrow=False,
+                           font=dict(size=11, color="#444"), row=1, col=col)
     ticks = [*sorted(summary["width"].unique()), paper_width]
     fig.update_xaxes(title_text=label("width"), **log_ticks_at(ticks))
     fig.update_yaxes(range=[-0.02, 1.02])
