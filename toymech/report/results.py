@@ -136,7 +136,8 @@ def ladder_block(zoo_root: str | Path) -> tuple[str, str] | None:
              "`--tasks`/`--modes` of the rows below)",
              f"- commit: `{', '.join(commits)}`",
              f"- machine: {_machine_text(machine)}",
-             f"- wall time: {_cost_text(wall, machine)}; "
+             f"- wall time (the sweeps' own, summed; some ran side by side): "
+             f"{_cost_text(wall, machine)}; "
              f"{summary['core_s'].sum() / 60:,.0f} core-minutes of training", "",
              f"Held-out accuracy on the whole answer, median [min, max] over seeds (seeds "
              f"reaching {lad.SOLVED_AT:.0%}); each rung is the task's recipe at that width.", ""]

@@ -102,6 +102,7 @@ def run_trials(trials: list[Trial], spec: dict[str, Any], *, which: str, device:
             todo.setdefault(trial.group, []).append(trial.index)
     attempts = {job: 0 for job in todo}
     began = time.perf_counter()
+    commit = source_commit() if todo else ""  # the code that trains, as it is now
 
     bar = tqdm(total=len(trials), initial=len(trials) - sum(map(len, todo.values())),
                desc="sweep", unit="trial", disable=not progress)
@@ -165,7 +166,7 @@ def run_trials(trials: list[Trial], spec: dict[str, Any], *, which: str, device:
             runner.close()
     table = write_table(rows, path)
     if todo:  # what trained these rows, for a results record (toymech results --ladder)
-        meta = {**meta, "commit": source_commit(), "machine": machine_record(),
+        meta = {**meta, "commit": commit, "machine": machine_record(),
                 "wall_s": round(time.perf_counter() - began, 1)}
     write_meta(meta, path)
     return SweepResult(table, trials, path, zoo.root, runner.name if runner else "none", meta)
