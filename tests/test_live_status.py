@@ -14,6 +14,7 @@ import pytest
 from toymech.report import progress
 from toymech.report.progress import CostTable, crowding, estimate_left, kernel_manager
 from toymech.training import Zoo, live
+from waiting import limit
 
 
 def _exp(steps=6, seed=0):
@@ -91,10 +92,10 @@ def test_a_kernel_started_by_the_report_sees_its_own_folder(tmp_path):
         try:
             kc = km.client()
             kc.start_channels()
-            await kc.wait_for_ready(timeout=300)
+            await kc.wait_for_ready(timeout=limit(300))
             reply = await kc.execute_interactive(
                 f"import os; open({str(tmp_path / 'env.txt')!r}, 'w').write("
-                f"os.environ.get({live.ENV!r}, ''))", timeout=300)
+                f"os.environ.get({live.ENV!r}, ''))", timeout=limit(300))
             kc.stop_channels()
             return reply
         finally:
