@@ -26,7 +26,22 @@ def _stored(zoo: Path) -> dict[str, float]:
             if not p.name.startswith(".") and (p / "config.json").is_file()}
 
 
-@pytest.mark.skipif(not hasattr(os, "killpg"), reason="kills the report's process group")
+def _kernels_of(parent: int) -> list[int]:
+    """Processes started for ``parent`` by jupyter_client (``JPY_PARENT_PID`` in their environment)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                env = (proc / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if f"JPY_PARENT_PID={parent}".encode() in env:
+                found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg") or not Path("/proc").is_dir(),
+                    reason="kills the report's process group and finds its kernel in /proc")
 def test_a_killed_report_trains_only_what_is_missing_on_rerun(tmp_path):
     zoo, out = tmp_path / "zoo", tmp_path / "reports"
     command = [sys.executable, "-m", "toymech", "report", "--size", "smoke", "--seeds", "4",
@@ -42,10 +57,16 @@ def test_a_killed_report_trains_only_what_is_missing_on_rerun(tmp_path):
         if first.poll() is not None:
             pytest.fail(f"the report ended before it was killed: "
                         f"{(tmp_path / 'first.log').read_text()[-2000:]}")
-        os.killpg(first.pid, signal.SIGKILL)  # the CLI, its kernel and whatever trains
+        kernels = _kernels_of(first.pid)  # jupyter_client starts them in their own session
+        assert kernels, "the report's kernel was not found"
+        os.killpg(first.pid, signal.SIGKILL)  # the CLI and its process group
+        for pid in kernels:  # and the kernel, which trains in this test (a local sweep)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     finally:
         first.wait()
-    time.sleep(0.5)
     before = _stored(zoo)
     assert len(before) > 0, before
 
