@@ -363,5 +363,7 @@ def stacking_pays(exp: Experiment, device: torch.device) -> bool:
     Measured (benchmarks/bench_multiseed.py, one CPU thread): 1.5x at width 16, none at width
     64. On a GPU one toy model uses a sliver of the device, so stacking always pays there.
     """
+    if getattr(exp.model, "kind", None) == "lstm":
+        return False  # torch.func has no batching rule for aten::lstm: an LSTM cannot stack
     return device.type == "cuda" or getattr(exp.model, "d_model", 10**9) <= 16
 

@@ -23,7 +23,7 @@ from .design import (EXPERIMENTS, FREEZINGS, MODELS, OPTIONAL_RUNS, SIZES, contr
                           simplified_config, truncated, validate)
 from . import causal
 from .measure import (CONTROL_ROW, EXTREMES, EXTREMES_COLUMNS, FREEZING_LABELS, N_OOD_RANDOM,
-                      attention_table, attention_view, bigram_baseline, eval_sets,
+                      attention_table, attention_view, bigram_baseline, controls, eval_sets,
                       evaluate_sets, example_batch, extremes_experiments, extremes_rows,
                       extremes_table, freezing_comparison, freezing_experiments, freezing_rows,
                       main_run, sequence_marks, shared_pool, snapshots, sweep_experiments,
@@ -42,7 +42,7 @@ TITLE = "Birth of a Transformer: a memory viewpoint"
 __all__ = ["untrained_numbers", "CLAIMS", "CONTROL_ROW", "DYNAMICS_METRICS", "EXPERIMENTS", "EXTREMES",
            "EXTREMES_COLUMNS", "FORMATION_KEYS", "FREEZINGS", "FREEZING_LABELS", "HALF",
            "MAIN_CLAIMS", "MODELS", "N_OOD_RANDOM", "OPTIONAL_RUNS", "PROBE_TAG", "SIZES", "SOURCE",
-           "TITLE", "attention_table", "attention_view", "before_step", "bigram_baseline",
+           "TITLE", "attention_table", "attention_view", "controls", "before_step", "bigram_baseline",
            "birth_callback", "causal", "llc_on", "optional_runs", "construction_kcomp", "construction_table", "control_config",
            "describe", "dynamics_metrics", "dynamics_patterns", "dynamics_summary", "eval_sets",
            "evaluate_sets", "example_batch", "findings", "not_run", "experiment", "experiments", "extremes_experiments",

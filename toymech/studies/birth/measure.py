@@ -282,6 +282,35 @@ def extremes_table(zoo: Zoo, size: str, seed: int, steps: int | None = None, dev
     return extremes_rows(models, exps, size, seed)
 
 
+def controls(zoo: Zoo, size: str, seeds, trigger_mode: str = "fixed", n_triggers: int = 3, *,
+             ks=None, tied: bool = False, control: bool = False, extremes: bool = False,
+             device="auto", log=print) -> dict[int, dict[str, pd.DataFrame]]:
+    """The runs the claims compare the main run with, for EVERY seed they judge: the trigger
+    sweep, the freezing comparison and (``extremes``) the extremes, as ``{seed: {"sweep": ...,
+    "freezing": ..., "extremes": ...}}`` (``trigger_sweep``, ``freezing_comparison``,
+    ``extremes_table``). Every seed's runs are trained as one grid first, so the seeds of a
+    setting train together (stacked) instead of one seed after another."""
+    seeds = list(seeds)
+    grid = []
+    for s in seeds:
+        grid += sweep_experiments(size, s, ks).values()
+        grid += freezing_experiments(size, s, trigger_mode, n_triggers, tied=tied,
+                                     control=control).values()
+        if extremes:
+            grid += extremes_experiments(size, s).values()
+    # one grid, each run once (the sweep's fixed-trigger point can be a freezing row's run)
+    _train_grid(zoo, list({e.key(): e for e in grid}.values()), device, log)
+    out: dict[int, dict[str, pd.DataFrame]] = {}
+    for s in seeds:
+        out[s] = {"sweep": trigger_sweep(zoo, size, s, ks=ks, device=device, log=log),
+                  "freezing": freezing_comparison(zoo, size, s, trigger_mode, n_triggers,
+                                                  tied=tied, control=control, device=device,
+                                                  log=log)}
+        if extremes:
+            out[s]["extremes"] = extremes_table(zoo, size, s, device=device, log=log)
+    return out
+
+
 # --- attention before and after -------------------------------------------------------------------
 def attention_view(models: Mapping[str, HookedTransformer], task: tasks.Task,
                    tokens: torch.Tensor):

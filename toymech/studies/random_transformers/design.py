@@ -116,7 +116,7 @@ SIZES: dict[str, Size] = {
                "circuit_imitation": dict(n_tokens=16, length=8, target_width=8)},
         steps=20, side_steps=20, batch=32, eval_n=256, probe_n=256, train_eval_n=256,
         evals_per_run=1, batch_factor={"modular_addition": 4, "memorization": 4}, snapshots=4,
-        plan=Plan(ALGORITHMIC, (8, 16), 1, False, ("parentheses",), ("E_token+U", "U"),
+        plan=Plan(ALGORITHMIC, (8, 16), 2, False, ("parentheses",), ("E_token+U", "U"),
                   ("parentheses",), (8, 16), (8,), (4, 8), 8, 8, ("parentheses",), 8,
                   (("modular_addition", 8, 1e-2), ("modular_addition", 16, 1e-2)))),
     "default": Size(
@@ -126,7 +126,7 @@ SIZES: dict[str, Size] = {
                "circuit_imitation": dict(n_tokens=64, length=16)},
         steps=600, side_steps=250, batch=128, eval_n=2048, probe_n=1024, train_eval_n=1024,
         evals_per_run=5, batch_factor={"modular_addition": 4, "memorization": 4}, snapshots=12,
-        plan=Plan(ALGORITHMIC, (16, 64), 1, True, ("parentheses",),
+        plan=Plan(ALGORITHMIC, (16, 64), 3, True, ("parentheses",),
                   ("E_token+U", "E_token+E_pos", "U"), ("parentheses",), (16, 32),
                   (8, 16), (4, 16, 64), 32, 32, ("parentheses", "needle", "decimal_addition"),
                   16, (), table_steps=300, sweep_normal=False)),

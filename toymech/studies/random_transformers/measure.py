@@ -231,20 +231,22 @@ def concentration_rows(models: dict[tuple[str, str], Any], task_of: dict[str, Ta
     return pd.DataFrame(rows)
 
 
-def concentration_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0
-                       ) -> pd.DataFrame:
+def concentration_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
+                       n_seeds: int | None = None) -> pd.DataFrame:
     """Concentration of normal and random models: the algorithmic tasks at the small width,
-    memorization at its widest width and language modelling at the plan's width, at the first
-    seed the table trains (``plan_seeds``: never a calibration seed)."""
-    seed = plan_seeds(size, seed, "table")[0]
-    models, task_of = {}, {}
+    memorization at its widest width and language modelling at the plan's width, at every seed
+    the table trains (``plan_seeds``: never a calibration seed), one block of rows per seed."""
     width = {"memorization": p.memorization_widths[-1], "char_lm": p.lm_width}
-    for name in [*p.table_tasks, "memorization", "char_lm"]:
-        task_of[name] = task_for(name, size)
-        for mode in ("normal", "random"):
-            exp = table_experiment(name, width.get(name, p.widths[0]), mode, size, seed)
-            models[name, mode] = load(zoo, exp, device)
-    return concentration_rows(models, task_of, size_spec(size).probe_n, device=device, seed=seed)
+    names = [*p.table_tasks, "memorization", "char_lm"]
+    task_of = {name: task_for(name, size) for name in names}
+    parts = []
+    for s in plan_seeds(size, seed, "table", n_seeds):
+        models = {(name, mode): load(zoo, table_experiment(name, width.get(name, p.widths[0]),
+                                                           mode, size, s), device)
+                  for name in names for mode in ("normal", "random")}
+        parts.append(concentration_rows(models, task_of, size_spec(size).probe_n,
+                                        device=device, seed=s))
+    return pd.concat(parts, ignore_index=True)
 
 
 BASELINE_KINDS = ("lstm", "linearised", "lstm-frozen")  # lstm-frozen: only embed/unembed train
