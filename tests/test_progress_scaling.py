@@ -64,3 +64,33 @@ def test_the_started_line_says_it_was_scaled(tmp_path):
 def test_the_reference_step_is_measured_here():
     seconds = reference_step_seconds(steps=3)
     assert 0 < seconds < 60 and speed_ratio(seconds) == pytest.approx(seconds * SHIPPED_STEPS_PER_S)
+
+
+def test_another_seed_count_is_estimated_from_the_sizes_own_row(tmp_path):
+    table = CostTable(tmp_path)
+    table.record("nb", "size=default", [1.0, None, 3.0], 4.5, reference_step_s=0.02)
+    # --seeds 6 where the size runs 3: no row of its own, so the size's row, twice as long
+    six = table.get("nb", CostTable.key("default", 6), 0.02, None, ("size=default", 2.0))
+    assert six["seeds_ratio"] == 2.0 and six["total_s"] == pytest.approx(9.0)
+    assert six["cells"] == [pytest.approx(2.0), None, pytest.approx(6.0)]
+    assert "x2.00 for the seeds" in progress._scale_text(six)
+    # without the ratio (or without any row) there is still no estimate
+    assert table.get("nb", CostTable.key("default", 6), 0.02) is None
+    assert table.get("other", CostTable.key("default", 6), 0.02, None, ("size=default", 2.0)) is None
+    # a run recorded at that seed count wins over the scaled one
+    table.record("nb", CostTable.key("default", 6), [5.0, None, 5.0], 10.0, reference_step_s=0.02)
+    own = table.get("nb", CostTable.key("default", 6), 0.02, None, ("size=default", 2.0))
+    assert own["total_s"] == pytest.approx(10.0) and "seeds_ratio" not in own
+
+
+def test_each_study_notebook_knows_its_sizes_own_seed_count():
+    from pathlib import Path
+
+    from toymech.report.checks import study_n_seeds
+    from toymech.studies import protocol
+
+    root = Path(__file__).resolve().parents[1]
+    for name, notebook in protocol.STUDIES.items():
+        for size in ("smoke", "default", "paper"):
+            want = protocol.size_of(protocol.study(name).SIZES, size).n_seeds
+            assert study_n_seeds(root / notebook, size) == want

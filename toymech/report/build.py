@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 from ..core import check_bool, check_int, source_commit
 from ..devices import choose_threads, free_cores, resolve_device
 from .checks import (SEEDS_PARAMETERS, check_arguments, check_out_dir, check_study_parameters,
-                     folder_lock)
+                     folder_lock, study_n_seeds)
 from ..display import duration_text
 from ..models.reference import machine_record, reference_step_seconds
 from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
@@ -226,7 +226,9 @@ def build_reports(
             if on_start:
                 on_start(index, path)
             if progress is not None:
-                progress.start(index, costs.get(path.stem, cost_key, here, crowded),
+                own = study_n_seeds(path, size) if seeds is not None else None
+                from_size = (CostTable.key(size, None), seeds / own) if own else None
+                progress.start(index, costs.get(path.stem, cost_key, here, crowded, from_size),
                                live_dir=live_dir)
             executed = out / "executed" / path.name
             report = out / f"{path.stem}.html"

@@ -125,6 +125,15 @@ def check_study_parameters(path: Path, parameters: dict[str, Any]) -> None:
         raise ValueError(f"{path.name}: {' '.join(str(exc).split())}") from None
 
 
+def study_n_seeds(path: Path, size: str) -> int | None:
+    """How many seeds the study behind notebook ``path`` runs at ``size`` by default (its
+    ``SIZES[size].n_seeds``); None for a notebook of no registered study."""
+    name = study_of(path, read_notebook(path))
+    if name is None:
+        return None
+    return protocol.size_of(protocol.study(name).SIZES, size).n_seeds
+
+
 def folder_lock(out: Path, log=None) -> EntryLock:
     """The claim of one report run on ``out`` (``with folder_lock(out): ...``): a second run
     into the same folder waits for it (``TOYMECH_LOCK_TIMEOUT`` at most), saying who holds it."""

@@ -108,22 +108,37 @@ class CostTable:
             return {}
 
     def get(self, stem: str, key: str, reference_step_s: float | None = None,
-            crowding: float | None = None) -> dict | None:
+            crowding: float | None = None, seeds_from: tuple[str, float] | None = None
+            ) -> dict | None:
         """This folder's last run of ``stem`` at ``key``; else the shipped measurement (its row
         carries ``"shipped": True``); else None. With ``reference_step_s`` (this machine's, now),
         the row's times are scaled from its own machine's reference step to this one
         (``"scale"``: the factor; a shipped row's machine ran ``SHIPPED_STEPS_PER_S``); with
         ``crowding`` (``crowding(jobs, cores)`` now), also by how much more crowded the cores
-        are than when the row was measured."""
-        row = self._read().get(stem, {}).get(key)
-        if not _valid(row):
-            row = shipped_costs().get(stem, {}).get(key)
-            row = {**row, "shipped": True} if _valid(row) else None
+        are than when the row was measured. ``seeds_from`` = (the size's own key, seeds asked /
+        the size's own seeds): with no row at ``key`` (another seed count), the size's own row
+        with its times multiplied by that ratio (``"seeds_ratio"``), since training dominates
+        and grows with the seeds."""
+        row = self._row(stem, key)
+        if row is None and seeds_from is not None:
+            base_key, ratio = seeds_from
+            row = self._row(stem, base_key)
+            if row is not None:
+                row = {**row, "cells": [None if c is None else c * ratio for c in row["cells"]],
+                       "total_s": row["total_s"] * ratio, "seeds_ratio": ratio}
         if row is None or (reference_step_s is None and crowding is None):
             return row
         theirs = row.get("reference_step_s") or (1.0 / SHIPPED_STEPS_PER_S
                                                  if row.get("shipped") else None)
         return scaled({**row, "reference_step_s": theirs}, reference_step_s, crowding)
+
+    def _row(self, stem: str, key: str) -> dict | None:
+        """This folder's row, else the shipped one (marked ``"shipped"``), else None."""
+        row = self._read().get(stem, {}).get(key)
+        if _valid(row):
+            return row
+        row = shipped_costs().get(stem, {}).get(key)
+        return {**row, "shipped": True} if _valid(row) else None
 
     def record(self, stem: str, key: str, cells: Sequence[float | None], total_s: float,
                reference_step_s: float | None = None, jobs: int | None = None,
@@ -195,9 +210,11 @@ def estimate_left(previous: dict | None, cell_index: int, n_cells: int, in_cell_
 
 
 def _scale_text(previous: dict) -> str:
-    k = previous.get("scale", 1.0)
-    return "" if abs(k - 1.0) < 0.1 else (
-        f" (scaled x{k:.1f}: this machine's reference step and free cores)")
+    k, ratio = previous.get("scale", 1.0), previous.get("seeds_ratio")
+    parts = ([f"x{k:.1f} for this machine's reference step and free cores"]
+             if abs(k - 1.0) >= 0.1 else []) + (
+        [f"x{ratio:.2f} for the seeds asked over the size's own"] if ratio else [])
+    return f" (scaled {'; '.join(parts)})" if parts else ""
 
 
 class _Row:
