@@ -81,7 +81,9 @@ from toymech.studies.settings import StudySettings, shortfall  # noqa: E402
 SETTINGS = StudySettings({"smoke": {"steps": 10}, "default": {"steps": 2000, "modulus": 23},
                           "paper": {"steps": 10_000, "modulus": 199}},
                          {"smoke": "seconds", "default": "minutes", "paper": "hours"},
-                         {"default": (0, 1, 2)})
+                         {"default": (0, 1, 2)},
+                         evidence={"default": frozenset({"gap-scaled"})},
+                         evidence_record="a recorded run (this test's)")
 SET = Claim("gap-set", "a is below b at the source's setting", "somewhere", "a < b",
             value=lambda n: n["b"] - n["a"], holds=lambda n: n["a"] < n["b"],
             setting={"steps": 10_000, "modulus": 199})

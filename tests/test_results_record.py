@@ -160,12 +160,19 @@ def test_scaled_verdicts_are_set_beside_the_source_setting_ones():
         ["a", "1", "reproduced (scaled: steps 2,000 vs the source's 10,000)"],
         ["b", "2", "not reproduced (scaled: steps 2,000 vs ...)"],
         ["c", "3", "below the source's setting: steps 2,000 vs 10,000"],
-        ["d", "4", "mixed (scaled)"]]}}
+        ["d", "4", "mixed (scaled)"],
+        ["e", "5", "below the source's setting: steps 2,000 vs 10,000; reached by ...; our "
+                   "scaled run says mixed, but no run has shown that the scaled setting gives "
+                   "the source's setting's verdict"]]}}
     full = {"name": "nb", "size": "paper", "seeds": "10", "card": {"columns": cols, "rows": [
-        ["a", "1", "reproduced"], ["b", "2", "mixed"], ["c", "3", "reproduced"]]}}
+        ["a", "1", "reproduced"], ["b", "2", "mixed"], ["c", "3", "reproduced"],
+        ["e", "5", "mixed"]]}}
     key, block = results.scaled_check_block(small, full)
     assert key == "nb size=default vs size=paper"
-    assert "1 of 2 claims" in block  # c was not judged scaled; d has no paper row
+    # c was not judged scaled; d has no paper row; e is a scaled claim not yet shown (its
+    # verdict reads below, quoting the scaled run's), compared all the same
+    assert "2 of 3 claims" in block
+    assert "| e | mixed (scaled) | mixed | yes |" in block
     assert "| a | reproduced (scaled) | reproduced | yes |" in block
     assert "| b | not reproduced (scaled) | mixed | no |" in block
     assert results.scaled_check_block({**small, "card": None}, full) is None

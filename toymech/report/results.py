@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from ..display import SCORECARD_MIME
 from ..display.prose import duration_text
+from ..studies.claims import SCALED_SAYS
 from ..studies.random_transformers import ladder as lad
 from ..sweep.table import meta_path
 from .reader import facts_of
@@ -204,6 +205,17 @@ def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: s
     return list(blocks)
 
 
+def _scaled_verdict(cell: str) -> str:
+    """The counted verdict of a scaled row: "reproduced (scaled)" where the row was judged scaled,
+    and also where it reads below the source's setting but quotes what the scaled run said (a
+    scaled claim not yet shown to match), so the comparison covers every scaled claim."""
+    word = verdict_word(cell)
+    text = " ".join(str(cell).split())
+    if SCALED_SAYS in text:
+        return verdict_word(text.split(SCALED_SAYS, 1)[1].split(",", 1)[0]) + " (scaled)"
+    return word
+
+
 def scaled_check_block(scaled: dict[str, Any], full: dict[str, Any]) -> tuple[str, str] | None:
     """(key, markdown): each claim judged at a declared scaled setting in ``scaled`` (a record at
     a smaller size) beside its verdict in ``full`` (the same notebook at the source's setting),
@@ -218,7 +230,7 @@ def scaled_check_block(scaled: dict[str, Any], full: dict[str, Any]) -> tuple[st
     at_full = {r[0]: r[col_b.index("verdict")] for r in b["rows"]}
     rows, agree = [], 0
     for r in a["rows"]:
-        word = verdict_word(r[col_a.index("verdict")])
+        word = _scaled_verdict(r[col_a.index("verdict")])
         if not word.endswith(" (scaled)") or r[0] not in at_full:
             continue
         theirs = verdict_word(at_full[r[0]])

@@ -19,7 +19,10 @@ steps, batch, width, task sizes, what is frozen). Where the run's setting (the s
 ``StudySettings`` for the size) does not meet it, the row shows our number and its verdict reads
 "below the source's setting" with the parameters (ours vs theirs) and the command that reaches
 them: it counts as neither reproduced nor not reproduced. A qualitative claim (``numeric=False``)
-with a ``scaled`` reason is judged at our smaller setting, and its verdict says "(scaled: ...)".
+with a ``scaled`` reason is judged at our smaller setting, and its verdict says "(scaled: ...)",
+only where a recorded run showed that the scaled setting gives the verdict of the source's
+setting on that claim (``StudySettings.evidence``, re-read by ``tests/test_scaled_evidence.py``);
+elsewhere it reads "below the source's setting" and quotes what the scaled run said.
 
 ``assess`` over the seeds REQUESTED (every entry of ``per_seed`` counts):
 
@@ -56,6 +59,7 @@ REPRODUCED_SEEDS = 3      # seeds measured before a claim may read "reproduced"
 REPRODUCED_SHARE = 0.8    # share of them that must agree
 PIPELINE_SIZES = ("smoke",)  # sizes whose scorecard is a pipeline check, not evidence
 BELOW = "below the source's setting"
+SCALED_SAYS = "our scaled run says "  # how a BELOW verdict quotes the scaled run's own verdict
 LEGEND = (f". \"Reproduced\" needs at least {REPRODUCED_SEEDS} seeds measured and "
           f"{REPRODUCED_SHARE:.0%} of the seeds requested agreeing (a seed not measured or "
           "unresolved counts against); with fewer a claim reads \"consistent (n seeds)\"; "
@@ -239,8 +243,12 @@ def assess(claim: Claim, per_seed: Sequence[Numbers], pipeline: bool = False,
     said = verdict(agree, len(held), unresolved, pipeline, len(per_seed))
     short = shortfall(claim.setting, settings.of(size)) if settings and size else ()
     if short and not pipeline:
-        said = (f"{said} (scaled: {describe(short)})" if claim.scaled else
-                f"{BELOW}: {describe(short)}; {settings.reach(claim.setting)}")
+        if claim.scaled and settings.scaled_shown(size, claim.key):
+            said = f"{said} (scaled: {describe(short)})"
+        else:
+            said = (f"{BELOW}: {describe(short)}; {settings.reach(claim.setting)}"
+                    + (f"; {SCALED_SAYS}{said}, but no run has shown that the scaled "
+                       "setting gives the source's setting's verdict" if claim.scaled else ""))
     return Assessment(float(med), float(low), float(high), agree, len(held), unresolved,
                       said, float(statistics.median(refs)) if refs else float("nan"),
                       len(per_seed))

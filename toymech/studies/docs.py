@@ -27,8 +27,10 @@ def _sizes(c, settings) -> str:
     out = []
     for size in SIZES:
         short = shortfall(c.setting, settings.of(size))
-        word = "meets it" if not short else ("judged scaled: " if c.scaled else "below: ") + \
-            describe(short)
+        scaled = c.scaled and settings.scaled_shown(size, c.key)
+        word = "meets it" if not short else ("judged scaled: " if scaled else "below: ") + \
+            describe(short) + (" (scaled, not yet shown to match the source's setting)"
+                               if c.scaled and not scaled else "")
         out.append(f"{size}: {word}")
     return "; ".join(out)
 
@@ -43,6 +45,8 @@ def claims_markdown() -> str:
         parts.append(f"### {study.TITLE}\n")
         if settings is not None:
             parts.append(f"Seeds: {_cell(settings.seeds_text())}.\n")
+            if settings.evidence_record:
+                parts.append(f"Scaled verdicts: {_cell(settings.evidence_record)}.\n")
         parts.append("| key | claim | where the source says it | the source's number | the "
                      "source's setting | our sizes | our test | the tolerance's derivation | "
                      "seeds | null |")

@@ -69,6 +69,11 @@ class StudySettings:
     calibration: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # size -> seeds
     calibrated: str = ""                         # what was chosen on the calibration seeds
     judged: str = ""                             # which seeds are judged, in words
+    # size -> keys of the qualitative claims whose scaled verdict at that size was shown to be
+    # the verdict at the source's setting (``evidence_record`` says where, a test re-reads it);
+    # a scaled claim without it reads "below the source's setting" at that size
+    evidence: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    evidence_record: str = ""
 
     def __post_init__(self) -> None:
         check(set(self.sizes) == set(SIZES), "sizes", sorted(self.sizes),
@@ -78,12 +83,17 @@ class StudySettings:
 
     @classmethod
     def of_sizes(cls, setting: Callable[[str], Setting], cost: Mapping[str, str],
-                 calibration: Mapping[str, tuple[int, ...]], **words: str) -> "StudySettings":
+                 calibration: Mapping[str, tuple[int, ...]], **words: Any) -> "StudySettings":
         """The settings of every size from a study's ``setting(size)``."""
         return cls({size: setting(size) for size in SIZES}, cost, calibration, **words)
 
     def of(self, size: str | None) -> Setting | None:
         return None if size is None else self.sizes[size]
+
+    def scaled_shown(self, size: str | None, key: str) -> bool:
+        """Whether claim ``key``'s scaled verdict at ``size`` was shown to match the source's
+        setting (``evidence``)."""
+        return size is not None and key in self.evidence.get(size, frozenset())
 
     def calibration_seeds(self, size: str | None) -> tuple[int, ...]:
         return tuple(self.calibration.get(size, ())) if size is not None else ()

@@ -62,6 +62,7 @@ _SCALED = dict(setting=PAPER_SETTING, numeric=False,
                scaled="an order, a preference or a direction read on the paper's model and task at "
                       "fewer steps, shorter sequences and a smaller batch; marked scaled")
 SETTINGS = StudySettings.of_sizes(setting, COST, CALIBRATION,
+    evidence_record="none at default: no run at the paper's setting has been made (a GPU job), so every scaled claim reads below the source's setting there",
     calibrated="at default the SGD learning rate 3.0 (seeds 0-2)",
     judged="default 3-5 (seeds_of passes over 0-2: the notebook trains seeds 3-5); paper 0-9")
 

@@ -99,6 +99,7 @@ TASK_SIZE = {"modular_addition": {"modulus": 199}, "needle": {"needle_pairs": 30
 TABLE1 = {"width": 1024, "steps": 50_000}
 ALL_TASKS = {k: v for t in ALGORITHMIC for k, v in TASK_SIZE[t].items()}
 SETTINGS = StudySettings.of_sizes(setting, COST, CALIBRATION,
+    evidence_record="none at default: no run at the paper's setting has been made (a GPU job), so every scaled claim reads below the source's setting there",
     calibrated="at default the learning rates and thresholds (seeds 0-2); the recipes (seed 0, "
                "every size: the recipe rows never read seed 0)",
     judged="default 3-5 (seeds_of passes over 0-2: the notebook trains seeds 3-5); paper 0-9 "
