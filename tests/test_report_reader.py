@@ -81,7 +81,7 @@ def test_header_block_and_time_table(reader):
     rows = re.findall(r"<tr><td>(.*?)</td>", time_part)
     assert rows[:4] == ["Setup (imports, parameters, data)", "Training curves", "Attention", "Claims"]
     assert rows[-1] == "kernel start-up and saving (outside the cells)"
-    # the fixture trains nothing: the zoo counter (toymech.training.zoo_stats) says so
+    # the fixture trains nothing: the zoo counter (toymech.zoo.zoo_stats) says so
     assert "Models trained / loaded from the zoo: 0 trained, 0 loaded" in time_part
 
 

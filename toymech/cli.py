@@ -342,7 +342,7 @@ def _run_failed() -> tuple[type, ...]:
     a diverged run. Only a command that reached the zoo can raise them, so they are looked up
     here rather than imported (``--help`` stays free of heavy imports)."""
     found = [getattr(sys.modules.get(m), n, None) for m, n in
-             (("toymech.training.locks", "LockTimeout"),
+             (("toymech.zoo.locks", "LockTimeout"),
               ("toymech.training.divergence", "TrainingDiverged"),
              ("toymech.sweep.backends", "RayStartFailed"))]
     return tuple(t for t in found if t is not None) or (_Never,)

@@ -8,7 +8,7 @@
   ``protocol.STUDIES``): the parameters it will get go through the study's own ``validate``
   (under ``params.checks_only``), so a bad ``also``, ``n_seeds`` or ``cache_dir`` is refused
   here with the line the notebook would print, not after its kernel started;
-* ``folder_lock``: one report run at a time writes into a folder (``training.locks``); a
+* ``folder_lock``: one report run at a time writes into a folder (``zoo.locks``); a
   second waits for the first, saying so, rather than both writing the same pages.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 from ..core import check, check_int, check_path_writable_dir, check_seed, check_size
 from ..devices import resolve_device
 from ..studies import params as study_params, protocol
-from ..training.locks import EntryLock
+from ..zoo.locks import EntryLock
 
 # The notebooks' name for "how many seeds" (``build_reports(seeds=...)``): the first of these
 # that a notebook's parameters cell assigns.
