@@ -8,10 +8,11 @@ The study protocol (``toymech.studies.protocol``): ``TITLE``, ``SOURCE``, ``SIZE
 ``trigger_sweep``, ``freezing_comparison``, ``extremes_table``, ...). The notebook only calls
 these and displays what they return.
 
-Modules: ``experiments`` (sizes, freezings, configs, named experiments), ``callbacks`` (the
-training callback recording the memory probes), ``measure`` (batches from the run's seed
-streams, runs, sweeps), ``tables`` (summaries of what was measured), ``claims``, ``seeds``
-(the main run over seeds), ``dynamics`` (through training).
+Modules: ``design`` (sizes, freezings, configs, named experiments, optional runs),
+``callbacks`` (the training callback recording the memory probes), ``measure`` (batches from
+the run's seed streams, runs, sweeps), ``tables`` (summaries of what was measured), ``claims``,
+``seeds`` (the main run over seeds), ``dynamics`` (through training), ``causal`` (the learning
+coefficient and the causal tests through training).
 """
 
 from .callbacks import PROBE_TAG, birth_callback, trigger_sets
