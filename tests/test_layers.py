@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -71,10 +72,19 @@ def test_no_module_imports_a_higher_layer():
     assert not wrong, "\n".join(wrong)
 
 
-def test_no_module_is_over_450_lines():
-    long = [f"{p.relative_to(ROOT.parent)}: {n}" for p in ROOT.rglob("*.py")
-            if (n := len(p.read_text().splitlines())) > 450]
-    assert not long, long
+# Size is a symptom, not the rule (a file holds one concept; one idea is never cut in two to meet
+# a count): past LONG lines a module is named in a warning, to be read for a second concept;
+# past TOO_LONG it surely holds two, and fails.
+LONG, TOO_LONG = 450, 800
+
+
+def test_no_module_is_far_too_long():
+    sizes = {f"{p.relative_to(ROOT.parent)}": len(p.read_text().splitlines())
+             for p in ROOT.rglob("*.py")}
+    long = sorted(f"{name}: {n}" for name, n in sizes.items() if n > LONG)
+    if long:
+        warnings.warn(f"modules over {LONG} lines (one concept each?): {', '.join(long)}")
+    assert not [x for x in long if int(x.rsplit(": ", 1)[1]) > TOO_LONG], long
 
 
 def _modules() -> dict[str, list[str]]:

@@ -29,7 +29,7 @@ def reader(tmp_path_factory):
     out = tmp_path_factory.mktemp("reader")
     [entry] = build_reports([READER], out_dir=out, size="smoke", device="cpu", seed=0, trust=False)
     [coded] = build_reports([READER], out_dir=out / "code", size="smoke", device="cpu", seed=0,
-                            seeds=3, code=True, trust=False)
+                            n_seeds=3, code=True, trust=False)
     return out, entry, (out / entry.html).read_text(encoding="utf-8"), \
         (out / "code" / coded.html).read_text(encoding="utf-8"), coded
 
