@@ -16,7 +16,7 @@ import tempfile
 import time
 
 from toymech.devices import apply_threads, choose_threads, free_cores, usable_cores
-from toymech.sweep import run_sweep
+from toymech.grid import run_sweep
 
 
 def grid(trials: int, steps: int) -> dict:

@@ -22,7 +22,7 @@ def _exp(seed=0, **train):
 
 
 def _zoo(root):
-    from toymech.training import Zoo
+    from toymech.zoo import Zoo
 
     return Zoo(root)
 
@@ -38,7 +38,7 @@ def _many(root, **kw):
 
 def _sweep(root, grid=None, **kw):
     def call():
-        from toymech.sweep import run_sweep
+        from toymech.grid import run_sweep
         return run_sweep(grid or {"experiment": "induction-1l", "size": "smoke"}, cache_dir=root,
                          **{"backend": "local", "progress": False, "log": None, **kw})
     return call
@@ -93,8 +93,8 @@ def _cases(root: Path, tmp: Path) -> dict:
         "Zoo('  ')": (lambda: _zoo("  "), ["cache_dir='  '"]),
         "Zoo(123)": (lambda: _zoo(123), ["cache_dir=123"]),
         "Zoo(b'zoo')": (lambda: _zoo(b"zoo"), ["cache_dir=b'zoo'"]),
-        "Zoo(lock_timeout=-1)": (lambda: __import__("toymech.training", fromlist=["Zoo"]).Zoo(root, lock_timeout=-1), ["lock_timeout=-1"]),
-        "Zoo(lock_timeout='1')": (lambda: __import__("toymech.training", fromlist=["Zoo"]).Zoo(root, lock_timeout="1"), ["lock_timeout='1'"]),
+        "Zoo(lock_timeout=-1)": (lambda: __import__("toymech.zoo", fromlist=["Zoo"]).Zoo(root, lock_timeout=-1), ["lock_timeout=-1"]),
+        "Zoo(lock_timeout='1')": (lambda: __import__("toymech.zoo", fromlist=["Zoo"]).Zoo(root, lock_timeout="1"), ["lock_timeout='1'"]),
         "get_or_train retrain='no' (retrained before)": (_get(root, retrain="no"), ["retrain='no'"]),
         "get_or_train retrain=1": (_get(root, retrain=1), ["retrain=1"]),
         "get_or_train progress='yes'": (lambda: _zoo(root).get_or_train(_exp(), device="cpu", progress="yes", log=None), ["progress='yes'"]),

@@ -32,7 +32,7 @@ def _exp(seed):
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
-    from toymech.training import Zoo
+    from toymech.zoo import Zoo
 
     root = tmp_path_factory.mktemp("pristine")
     for seed in (0, 1):
@@ -41,7 +41,7 @@ def pristine(tmp_path_factory):
 
 
 def _name(root: Path, seed: int) -> str:
-    from toymech.training import Zoo
+    from toymech.zoo import Zoo
 
     return Zoo(root).path(_exp(seed)).name
 
@@ -140,7 +140,7 @@ def _task_version(version):
 def _v1_of_a_v2_task(root, tmp):
     """A modular-addition entry (its task is at version 2) that records task version 1."""
     from toymech import experiments
-    from toymech.training import Zoo
+    from toymech.zoo import Zoo
 
     exp = experiments.get("modular_addition", "smoke")
     exp.train = exp.train.replace(steps=2, eval_every=2)
@@ -149,7 +149,7 @@ def _v1_of_a_v2_task(root, tmp):
 
 
 def _one_quarantined(root, tmp):
-    from toymech.training import Zoo
+    from toymech.zoo import Zoo
 
     Zoo(root).quarantine(root / _name(root, 1), "damaged on purpose")
 

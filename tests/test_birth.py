@@ -12,7 +12,8 @@ from toymech.analysis import probes
 from toymech.models import build_model
 from toymech.studies import birth
 from toymech.tasks.bigram_triggers import bigram_predictor_metrics, corpus_statistics
-from toymech.training import Zoo, train
+from toymech.training import train
+from toymech.zoo import Zoo
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_birth_of_a_transformer.ipynb"
 
@@ -356,7 +357,7 @@ def test_before_and_after_views_come_from_the_runs_snapshots(tmp_path):
     equals a freshly built model, the last view is the trained model."""
     from toymech.models import build_model
     from toymech.studies import birth
-    from toymech.training import Zoo
+    from toymech.zoo import Zoo
 
     zoo = Zoo(tmp_path)
     exp = birth.experiment("smoke", 0)

@@ -141,7 +141,8 @@ def test_process_liveness_is_written_once_and_tells_dead_zombie_and_reused_pids(
     import subprocess
     import sys
 
-    from toymech.training import atomic, locks
+    from toymech.training import atomic
+    from toymech.zoo import locks
 
     # the zoo's locks and leftovers and the thread claims ask the same function
     assert locks.process_alive is devices.process_alive is atomic.process_alive

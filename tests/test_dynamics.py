@@ -16,7 +16,8 @@ from toymech.analysis import (formation_order, order_agreement, transition_step,
 from toymech.training.config import log_spaced_steps
 from toymech.models import ModelConfig, build_model
 from toymech.plots import scrubber
-from toymech.training import Experiment, TrainConfig, Zoo, train
+from toymech.training import Experiment, TrainConfig, train
+from toymech.zoo import Zoo
 from toymech.training.checkpoints import SNAPSHOTS, DamagedCheckpoint
 
 STEPS = 12

@@ -13,7 +13,8 @@ import pytest
 
 from toymech.report import progress
 from toymech.report.progress import CostTable, crowding, estimate_left, kernel_manager
-from toymech.training import Zoo, live
+from toymech.training import live
+from toymech.zoo import Zoo
 from waiting import limit
 
 

@@ -126,7 +126,8 @@ def test_stage_boundaries_are_the_turns_of_the_curve():
 
 def test_task_llc_over_snapshots(tmp_path):
     from toymech import experiments
-    from toymech.training import Experiment, TrainConfig, Zoo
+    from toymech.training import Experiment, TrainConfig
+    from toymech.zoo import Zoo
     exp = experiments.get("induction-2l", size="smoke", seed=0)
     exp = Experiment(exp.task, exp.model, TrainConfig(steps=4, batch_size=8, eval_every=4,
                                                       eval_size=16, snapshots=2), "tiny")

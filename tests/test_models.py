@@ -227,7 +227,7 @@ def test_saved_model_loads_in_a_fresh_interpreter(family, tmp_path):
     import subprocess
     import sys
 
-    from toymech.training import Zoo
+    from toymech.zoo import Zoo
 
     exp = _family(family)
     exp.train = exp.train.replace(steps=2, eval_every=1, warmup_steps=0)

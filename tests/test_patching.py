@@ -268,7 +268,8 @@ def test_patching_a_sender_into_every_reader_equals_patching_the_sender(family):
 
 
 def test_patching_runs_on_snapshot_models(tmp_path):
-    from toymech.training import Experiment, TrainConfig, Zoo
+    from toymech.training import Experiment, TrainConfig
+    from toymech.zoo import Zoo
     exp = experiments.get("induction-2l", size="smoke", seed=0)
     exp = Experiment(exp.task, exp.model, TrainConfig(steps=4, batch_size=8, eval_every=4,
                                                       eval_size=16, snapshots=3), "tiny")

@@ -11,7 +11,8 @@ import toymech.experiments
 from toymech.analysis.subspace import concentration, explained_variance, hidden_states
 from toymech.models import BaselineConfig, build_model
 from toymech.studies import random_transformers as rt
-from toymech.training import Zoo, train, train_stacked
+from toymech.training import train, train_stacked
+from toymech.zoo import Zoo
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_random_transformers.ipynb"
 

@@ -64,7 +64,7 @@ def test_calibration_table_is_none_without_a_sweep(tmp_path):
 @pytest.fixture(scope="module")
 def smoke_calibration(tmp_path_factory):
     """Two tiny runs through ``toymech sweep`` into a calibration table."""
-    from toymech.sweep import run_sweep
+    from toymech.grid import run_sweep
 
     zoo = tmp_path_factory.mktemp("zoo")
     grid = {"name": "rt-calibration-test", "size": "smoke", "seed": [0],
@@ -137,7 +137,7 @@ def test_the_recipe_claim_reads_the_recipes_own_run_not_the_best_setting():
 def test_the_decimal_calibration_grid_trains_the_named_recipe():
     """The 10k-step grid shipped for decimal addition is the named experiment itself, so a
     user's sweep and ``toymech train rt-decimal_addition-random`` share one zoo entry."""
-    from toymech.sweep import expand_grid, load_grid
+    from toymech.grid import expand_grid, load_grid
 
     grid = load_grid("grids/rt-calibration-random-decimal_addition-10k.yaml")
     (trial,) = expand_grid(grid)
@@ -150,7 +150,7 @@ def test_the_decimal_calibration_grid_trains_the_named_recipe():
 def test_every_recipe_names_a_shipped_grid_that_trains_its_setting(task, mode):
     """The command a claim names (``Recipe.grid_file``) exists and trains the recipe's task at
     its width, learning rate and token-embedding init."""
-    from toymech.sweep import expand_grid, load_grid
+    from toymech.grid import expand_grid, load_grid
 
     r = recipes.recipe(task, mode)
     trials = expand_grid(load_grid(r.grid_file(task, mode)))

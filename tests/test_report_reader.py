@@ -29,7 +29,7 @@ def reader(tmp_path_factory):
     out = tmp_path_factory.mktemp("reader")
     [entry] = build_reports([READER], out_dir=out, size="smoke", device="cpu", seed=0, trust=False)
     [coded] = build_reports([READER], out_dir=out / "code", size="smoke", device="cpu", seed=0,
-                            seeds=3, code=True, trust=False)
+                            n_seeds=3, code=True, trust=False)
     return out, entry, (out / entry.html).read_text(encoding="utf-8"), \
         (out / "code" / coded.html).read_text(encoding="utf-8"), coded
 
@@ -81,7 +81,7 @@ def test_header_block_and_time_table(reader):
     rows = re.findall(r"<tr><td>(.*?)</td>", time_part)
     assert rows[:4] == ["Setup (imports, parameters, data)", "Training curves", "Attention", "Claims"]
     assert rows[-1] == "kernel start-up and saving (outside the cells)"
-    # the fixture trains nothing: the zoo counter (toymech.training.zoo_stats) says so
+    # the fixture trains nothing: the zoo counter (toymech.zoo.zoo_stats) says so
     assert "Models trained / loaded from the zoo: 0 trained, 0 loaded" in time_part
 
 

@@ -1,7 +1,6 @@
 """Every study has the protocol's surface (``toymech.studies.protocol``), the template included,
 checked with ``inspect.signature``; the registry is the one list of studies."""
 
-import importlib
 import inspect
 import re
 import types
@@ -119,11 +118,17 @@ def test_template_notebook_runs_at_smoke(tmp_path):
     assert "Pipeline check" in out.read_text()
 
 
-@pytest.mark.parametrize("name", ["induction", "birth", "random_transformers"])
+@pytest.mark.parametrize("name", ALL)
 def test_one_switch_turns_every_optional_comparison_on(name):
-    study = importlib.import_module(f"toymech.studies.{name}")
+    study = protocol.study(name)
     assert study.optional_runs("all") == tuple(study.OPTIONAL_RUNS)
     assert study.optional_runs(()) == ()
     study.validate("smoke", 0, "cpu", also="all")  # accepted by every notebook's study
     for option in study.OPTIONAL_RUNS:
         assert study.optional_runs([option]) == (option,)
+    with pytest.raises(ValueError, match=r"also\[0\]='nope'"):
+        study.optional_runs(["nope"])
+    if "llc" in study.OPTIONAL_RUNS:  # the curve: on where LLC_ON says, or asked for
+        for size, on in study.LLC_ON.items():
+            assert study.llc_on(size) is on and study.llc_on(size, ("llc",)) is True
+            assert study.llc_on(size, "all") is True

@@ -247,7 +247,7 @@ def test_through_training_walks_the_zoo_snapshots(tmp_path, study):
     scrubber has one slider step per snapshot."""
     from toymech.studies import birth, induction, random_transformers as rt
     from toymech.studies.trajectory import over_seeds
-    from toymech.training import Zoo
+    from toymech.zoo import Zoo
 
     mod, exp = {"induction": (induction, lambda: induction.experiment("induction-2l", "smoke", 0)),
                 "birth": (birth, lambda: birth.experiment("smoke", 0)),

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from toymech import cli, experiments
-from toymech.sweep import apply_overrides, expand_grid, load_grid, run_sweep
-from toymech.training import Zoo
+from toymech.grid import apply_overrides, expand_grid, load_grid, run_sweep
+from toymech.zoo import Zoo
 from toymech.sweep import backends as sweep_module
 from waiting import limit
 
@@ -378,10 +378,10 @@ def test_a_study_grid_runs_on_local_ray_like_in_process(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(tables["ray"][cols], tables["local"][cols], rtol=1e-4)
 
 
-def test_sweeps_sit_above_the_training_layer():
-    """runner and table import only training and below; grid is the one sweep module that
-    knows the experiments; the training layer imports no sweep, experiment registry or study
-    (its sweep.py is a forwarding name kept until studies/grids.py imports toymech.sweep)."""
+def test_sweeps_sit_above_the_zoo_layer():
+    """runner, backends and table import only the zoo and below; named grids (``toymech.grid``)
+    are the module that knows the experiments, outside the sweep package; the training layer
+    imports no zoo, sweep, experiment registry or study."""
     import ast
 
     root = Path(__file__).resolve().parents[1] / "toymech"
@@ -397,16 +397,15 @@ def test_sweeps_sit_above_the_training_layer():
                 names |= {a.name for a in node.names}
         return {n for n in names if n.startswith("toymech")}
 
-    below = ("toymech.core", "toymech.devices", "toymech.models", "toymech.tasks", "toymech.training")
+    below = ("toymech.core", "toymech.devices", "toymech.models", "toymech.tasks", "toymech.training",
+             "toymech.zoo")
     for name in ("runner", "backends", "table"):
         bad = [m for m in imported(root / "sweep" / f"{name}.py")
                if not m.startswith(below)
                and not m.startswith(("toymech.sweep.table", "toymech.sweep.backends"))]
         assert not bad, (name, bad)
-    assert "toymech.experiments" in imported(root / "sweep" / "grid.py")
+    assert "toymech.experiments" in imported(root / "grid.py")
     for path in (root / "training").glob("*.py"):
-        if path.name == "sweep.py":
-            continue
-        bad = [m for m in imported(path) if m.startswith(("toymech.sweep", "toymech.experiments",
+        bad = [m for m in imported(path) if m.startswith(("toymech.zoo", "toymech.sweep", "toymech.experiments",
                                                           "toymech.studies", "toymech.analysis"))]
         assert not bad, (path.name, bad)

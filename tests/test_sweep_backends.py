@@ -9,7 +9,8 @@ import json
 import pytest
 
 from toymech import cli
-from toymech.sweep import backends, run_sweep
+from toymech.grid import run_sweep
+from toymech.sweep import backends
 from toymech.sweep.table import meta_path
 
 ray = pytest.importorskip("ray")

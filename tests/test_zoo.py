@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from toymech import experiments
-from toymech.training import Experiment, Zoo
+from toymech.training import Experiment
+from toymech.zoo import Zoo
 
 
 def test_experiments_registry_and_errors():
@@ -64,7 +65,7 @@ def test_zoo_location_follows_the_environment(tmp_path, monkeypatch):
 
 
 def test_zoo_stats_count_what_this_process_trained_and_loaded(tmp_path):
-    from toymech.training import add_zoo_stats, reset_zoo_stats, zoo_stats
+    from toymech.zoo import add_zoo_stats, reset_zoo_stats, zoo_stats
 
     reset_zoo_stats()
     zoo = Zoo(tmp_path)
@@ -89,7 +90,7 @@ def test_a_sweep_adds_the_trials_its_ray_workers_ran(tmp_path, monkeypatch):
     stand-in runner answers like Ray would, without starting it); the in-process runner's
     trials are counted by the zoo itself, once."""
     from toymech.sweep import backends as runner_module
-    from toymech.training import reset_zoo_stats, zoo_stats
+    from toymech.zoo import reset_zoo_stats, zoo_stats
 
     class FakeRay(runner_module.LocalRunner):
         name, remote = "ray", True
@@ -102,14 +103,14 @@ def test_a_sweep_adds_the_trials_its_ray_workers_ran(tmp_path, monkeypatch):
             before = zoo_stats()
             out = runner_module.run_job(*args, **kwargs)
             reset_zoo_stats()  # as if it had run elsewhere: forget what this process counted
-            from toymech.training import add_zoo_stats
+            from toymech.zoo import add_zoo_stats
             add_zoo_stats(before["trained"], before["loaded"], before["train_seconds"])
             return [(job, out)]
 
     monkeypatch.setattr(runner_module, "RayRunner", FakeRay)
     grid = {"experiment": "modular_addition", "size": "smoke", "seed": [0, 1],
             "overrides": {"train.steps": [2]}}
-    from toymech.sweep import run_sweep
+    from toymech.grid import run_sweep
 
     reset_zoo_stats()
     result = run_sweep(grid, cache_dir=tmp_path, backend="ray", device="cpu", progress=False, log=None)
@@ -170,8 +171,8 @@ def test_lock_waits_end_and_name_the_holder(tmp_path, capsys):
     import os
 
     from toymech.devices import HOST, process_start
-    from toymech.training import LockTimeout
-    from toymech.training.locks import EntryLock
+    from toymech.zoo import LockTimeout
+    from toymech.zoo.locks import EntryLock
 
     held = EntryLock(tmp_path, "entry")
     assert held.try_acquire()

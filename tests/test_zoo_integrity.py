@@ -18,11 +18,11 @@ from safetensors.torch import load_file, save_file
 
 from toymech import experiments
 from toymech.cli import main
-from toymech.training import Zoo
+from toymech.zoo import Zoo
 from toymech.devices import HOST
 from toymech.training.atomic import clean_leftovers
 from toymech.training.checkpoints import DamagedCheckpoint, Unverified
-from toymech.training.locks import EntryLock
+from toymech.zoo.locks import EntryLock
 
 STEPS = 4
 
@@ -268,7 +268,7 @@ def test_leftovers_are_invisible_restored_or_cleaned(zoo):
 WORKER = textwrap.dedent(f"""
     import sys
     from toymech import experiments
-    from toymech.training import Zoo
+    from toymech.zoo import Zoo
     exp = experiments.get("induction-1l", "smoke", seed=0)
     exp.train = exp.train.replace(steps=int(sys.argv[3]), eval_every=min(exp.train.eval_every, {STEPS}))
     import os

@@ -98,15 +98,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
             raise UsageError(f"no notebooks in {str(folder)!r}")
     extra = dict(_parse_param(p) for p in args.param)
     check_out_dir("--out", args.out, [p for p in notebooks if p.is_file()])
-    seeds = f", seeds {args.seeds}" if args.seeds is not None else ""
+    seeds_note = f", seeds {args.n_seeds}" if args.n_seeds is not None else ""
     # One live line per notebook (redrawn in place on a terminal, printed per section otherwise),
     # under a heading printed once the arguments are checked (bad input stays one line).
     progress = LiveProgress(notebooks, stream=sys.stderr, header=(
-        f"{len(notebooks)} notebook(s) at size {args.size}{seeds}, device {args.device}, seed "
+        f"{len(notebooks)} notebook(s) at size {args.size}{seeds_note}, device {args.device}, seed "
         f"{args.seed}, {args.jobs} at a time -> {args.out}"))
     entries = build_reports(
         notebooks, out_dir=args.out, size=args.size, device=args.device, seed=args.seed,
-        seeds=args.seeds, code=args.code, extra_parameters=extra, progress=progress, jobs=args.jobs,
+        n_seeds=args.n_seeds, code=args.code, extra_parameters=extra, progress=progress, jobs=args.jobs,
         command=shlex.join(["toymech", *sys.argv[1:]]),
     )
     failed = [e for e in entries if not e.ok]
@@ -267,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="size passed to every notebook's parameters cell (default: default)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--seed", type=_seed, default=0, help="seed passed to every notebook (default: 0)")
-    p.add_argument("--seeds", type=_int_option(1, 1000), metavar="N",  # == protocol.MAX_SEEDS
+    p.add_argument("--seeds", dest="n_seeds", type=_int_option(1, 1000), metavar="N",  # == protocol.MAX_SEEDS
                    help="how many seeds the claims run over, passed to every notebook as `n_seeds` (or `seeds`) "
                    "(default: each notebook's own, by size)")
     p.add_argument("--code", action="store_true",
@@ -342,7 +342,7 @@ def _run_failed() -> tuple[type, ...]:
     a diverged run. Only a command that reached the zoo can raise them, so they are looked up
     here rather than imported (``--help`` stays free of heavy imports)."""
     found = [getattr(sys.modules.get(m), n, None) for m, n in
-             (("toymech.training.locks", "LockTimeout"),
+             (("toymech.zoo.locks", "LockTimeout"),
               ("toymech.training.divergence", "TrainingDiverged"),
              ("toymech.sweep.backends", "RayStartFailed"))]
     return tuple(t for t in found if t is not None) or (_Never,)

@@ -34,7 +34,7 @@ def check_cache(cache: str | None) -> None:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from toymech import listing
-    from toymech.training import default_cache_dir
+    from toymech.zoo import default_cache_dir
 
     what = [args.what] if args.what != "all" else ["studies", "tasks", "experiments", "models"]
     builders = {"studies": listing.study_rows, "tasks": listing.task_rows,
@@ -52,7 +52,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_zoo_verify(args: argparse.Namespace) -> int:
-    from toymech.training import Zoo
+    from toymech.zoo import Zoo
 
     zoo = Zoo(args.cache)
     if not os.path.lexists(zoo.root):  # checking nothing is no "0 ok"
@@ -112,7 +112,7 @@ def load_experiment(args: argparse.Namespace):
 def cmd_train(args: argparse.Namespace) -> int:
     from toymech import listing
     from toymech.devices import apply_threads, check_device
-    from toymech.training import Zoo
+    from toymech.zoo import Zoo
 
     check_cache(args.cache)
     check_device(args.device)
@@ -150,7 +150,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from toymech.sweep import run_sweep
+    from toymech.grid import run_sweep
 
     check_cache(args.cache)
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731

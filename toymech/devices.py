@@ -15,7 +15,6 @@ import torch
 
 from .core import check
 
-DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 _DEVICE = re.compile(r"^(auto|cpu|cuda|mps)(?::([0-9]{1,3}))?$")
 DEVICE_ALLOWED = "auto, cpu, cuda, cuda:N (N a device index: 0, 1, ...) or mps"
 

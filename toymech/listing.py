@@ -12,7 +12,7 @@ from typing import Any
 from . import experiments, tasks
 from .studies import protocol
 from .core import SIZES
-from .training import Zoo
+from .zoo import Zoo
 
 
 def task_rows() -> list[dict]:

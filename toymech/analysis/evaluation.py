@@ -60,9 +60,6 @@ def ablation_losses(model: HookedTransformer, sets: dict[str, Batch]
     return out
 
 
-COMPOSITION_PATHS = ("direct only", "K-composition", "Q-composition", "K and Q")
-
-
 @torch.no_grad()
 def composition_path_losses(model: HookedTransformer, batch: Batch) -> dict[str, float]:
     """Loss when layer 1's queries and/or keys see only the direct path (layer 0's attention

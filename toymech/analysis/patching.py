@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence, Union
+from typing import Callable, Iterable, Sequence
 
 import torch
 from jaxtyping import Float
@@ -50,7 +50,6 @@ from .inputs import check_callable, check_tokens, check_transformer, finite
 
 Metric = Callable[[torch.Tensor], torch.Tensor]
 Head = tuple[int, int]
-Receiver = Union[tuple[int, int, str], tuple[str, int], str]
 DIRECTIONS = ("denoise", "noise")
 LAYER_SITES = ("resid_pre", "attn_out", "mlp_out")
 

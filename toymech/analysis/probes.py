@@ -190,16 +190,3 @@ def linear_probe(features: Float[torch.Tensor, "n d"], labels: torch.Tensor, n_c
     acc = lambda idx: float(((X[idx] @ W).argmax(-1) == y[idx]).float().mean())  # noqa: E731
     chance = float(torch.bincount(y[te], minlength=n_classes).max()) / max(len(te), 1)
     return {"train_acc": acc(tr), "test_acc": acc(te), "chance": chance}
-
-
-@torch.no_grad()
-def residual_linear_probe(model: HookedTransformer, tokens: torch.Tensor, hook: str,
-                          generator: torch.Generator, offset: int = 1) -> dict[str, float]:
-    """Linear probe for ``tokens[:, t - offset]`` read from the residual ``hook`` at position t
-    (offset 1: "which token came before?"; 0: the current token)."""
-    check(offset in (0, 1), "offset", offset, "0 (current token) or 1 (previous token)")
-    _, cache = model.run_with_cache(tokens.to(model.cfg.device), names_filter=hook)
-    acts = cache[hook][:, offset:]  # positions t >= offset
-    labels = tokens[:, : tokens.shape[1] - offset]
-    return linear_probe(acts.reshape(-1, acts.shape[-1]), labels.reshape(-1), model.cfg.d_vocab,
-                        generator)

@@ -18,7 +18,7 @@ import string
 from typing import Any
 
 from ..core import jsonable
-from ..training import zoo_stats
+from ..zoo import zoo_stats
 
 # The mimetype of ``facts`` outputs; toymech.report reads it and never shows it.
 FACTS_MIME = "application/vnd.toymech.facts+json"
@@ -82,7 +82,7 @@ def note(template: str, **values: Any) -> Note:
 
 
 def _zoo_stats() -> dict | None:
-    """``toymech.training.zoo_stats()`` (models trained / loaded by this process), or None: the
+    """``toymech.zoo.zoo_stats()`` (models trained / loaded by this process), or None: the
     report then says "not recorded"."""
     stats = zoo_stats()
     return dict(stats) if stats is not None else None

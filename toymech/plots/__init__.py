@@ -17,7 +17,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from .labels import axis_title, label, shared_axis_title
-from .style import PALETTE, height, reference_lines, unit_range
+from .style import PALETTE, height, reference_lines
 
 
 def _np(x):
@@ -214,13 +214,6 @@ def pattern_score_heatmaps(scores: Mapping[str, Mapping[str, torch.Tensor]],
                       coloraxis=dict(colorscale="Blues", cmin=0, cmax=1,
                                      colorbar=dict(title=dict(text="pattern score Σ(A⊙D)/ΣA", side="right"))))
     return fig
-
-
-def accuracy_range(fig: go.Figure, values: Sequence[float]) -> None:
-    """Fix the y axis at [0, 1.05] when every value is an accuracy-like number in [0, 1]."""
-    r = unit_range(values)
-    if r is not None:
-        fig.update_yaxes(range=r)
 
 
 from .scrubber import scrubber  # noqa: E402,F401  (training dynamics: patterns with a step slider)

@@ -60,14 +60,3 @@ def llc_curve(curve: pd.DataFrame, boundaries: Sequence[float] = (),
     fig.update_layout(title=title, xaxis_type="log", xaxis_title="training step",
                       yaxis_title="λ̂", height=380)
     return fig
-
-
-def causal_curves(curves: pd.DataFrame, metrics: Sequence[str],
-                  title: str = "Causal effects through training") -> go.Figure:
-    """The patching effects at each snapshot (``curves``: step plus the metrics), log step."""
-    c = curves[curves["step"] > 0]
-    fig = go.Figure([go.Scatter(x=c["step"], y=c[m], mode="lines+markers", name=m)
-                     for m in metrics if m in c])
-    fig.update_layout(title=title, xaxis_type="log", xaxis_title="training step",
-                      yaxis_title="effect", height=360)
-    return fig

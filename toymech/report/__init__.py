@@ -29,10 +29,10 @@ has ``status == "failed"`` and the caller decides the exit code.
 from .build import TEMPLATE_NAME, _render_html, build_reports, done_line  # noqa: F401
 from .index import ReportEntry, external_loads, write_index
 from .progress import CostTable, LiveProgress
-from .reader import TAGS, facts_of, looks_like_repr, prepare, time_table
+from .reader import facts_of, looks_like_repr, prepare, time_table
 from .scorecards import (find_scorecard, scorecard_counts, scorecard_heading,  # noqa: F401
                          scorecard_table_html, verdict_counts, verdict_word)
 
 __all__ = ["ReportEntry", "build_reports", "write_index", "external_loads", "TEMPLATE_NAME",
            "find_scorecard", "scorecard_counts", "verdict_counts", "verdict_word", "LiveProgress",
-           "CostTable", "TAGS", "prepare", "facts_of", "time_table", "looks_like_repr"]
+           "CostTable", "prepare", "facts_of", "time_table", "looks_like_repr"]

@@ -73,16 +73,16 @@ def _parameters_cell(path: Path, names: Sequence[str]) -> dict[str, str]:
     return defined
 
 
-def _with_seeds(path: Path, common: dict, defined: dict, seeds: int | None) -> dict:
-    """The parameters of one notebook: ``common`` plus, with ``seeds``, its seeds parameter."""
-    if seeds is None:
+def _with_seeds(path: Path, common: dict, defined: dict, n_seeds: int | None) -> dict:
+    """The parameters of one notebook: ``common`` plus, with ``n_seeds``, its seeds parameter."""
+    if n_seeds is None:
         return dict(common)
     name = next((n for n in SEEDS_PARAMETERS if n in defined), None)
     if name is None:
         raise ValueError(f"notebook {str(path)!r} does not define parameter(s) {' or '.join(SEEDS_PARAMETERS)} "
                          f"in its cell tagged 'parameters' (it defines: {', '.join(defined)}), so "
-                         f"seeds={seeds} cannot reach it")
-    return {**common, name: int(seeds)}
+                         f"n_seeds={n_seeds} cannot reach it")
+    return {**common, name: int(n_seeds)}
 
 
 def _failure_from_exception(exc: BaseException) -> dict:
@@ -162,7 +162,7 @@ def build_reports(
     seed: int = 0,
     extra_parameters: dict | None = None,
     *,
-    seeds: int | None = None,
+    n_seeds: int | None = None,
     code: bool = False,
     kernel_name: str = "python3",
     trust: bool = True,
@@ -174,7 +174,7 @@ def build_reports(
 ) -> list[ReportEntry]:
     """Execute each notebook with papermill and render it to ``out_dir/<name>.html``.
 
-    ``size`` (smoke, default or paper), ``device``, ``seed``, ``seeds`` (how many seeds the
+    ``size`` (smoke, default or paper), ``device``, ``seed``, ``n_seeds`` (how many seeds the
     claims run over, an integer >= 1, injected as the notebook's ``n_seeds`` or ``seeds``
     parameter; None: the notebook's own default) and ``extra_parameters`` are injected into each notebook's cell tagged ``parameters``; all notebooks and arguments are
     checked before any runs (``ValueError`` naming the problem). ``code=True`` keeps the code in
@@ -197,11 +197,11 @@ def build_reports(
     extra_parameters = dict(extra_parameters or {})
     # Absolute paths: papermill changes the process's working directory while a kernel starts,
     # which would move relative paths under other notebooks running at the same time.
-    paths = [p.resolve() for p in check_arguments(notebooks, size, device, seed, seeds, extra_parameters)]
+    paths = [p.resolve() for p in check_arguments(notebooks, size, device, seed, n_seeds, extra_parameters)]
     out = check_out_dir("out_dir", out_dir, paths).resolve()  # before any notebook runs
     common = {"size": size, "device": device, "seed": seed, **extra_parameters}
     defaults = {path: _parameters_cell(path, list(common)) for path in paths}
-    per_notebook = {path: _with_seeds(path, common, defaults[path], seeds) for path in paths}
+    per_notebook = {path: _with_seeds(path, common, defaults[path], n_seeds) for path in paths}
     for path in paths:
         check_study_parameters(path, per_notebook[path])
 
@@ -210,7 +210,7 @@ def build_reports(
         found_versions = versions()
         resolved = str(resolve_device(device))
         costs = CostTable(out)
-        cost_key = CostTable.key(size, seeds)
+        cost_key = CostTable.key(size, n_seeds)
         # this machine's speed now, in reference steps: earlier runs' cell times (shipped ones
         # too) are scaled by it, so an estimate made on a faster machine still holds here
         here = reference_step_seconds()
@@ -226,8 +226,8 @@ def build_reports(
             if on_start:
                 on_start(index, path)
             if progress is not None:
-                own = study_n_seeds(path, size) if seeds is not None else None
-                from_size = (CostTable.key(size, None), seeds / own) if own else None
+                own = study_n_seeds(path, size) if n_seeds is not None else None
+                from_size = (CostTable.key(size, None), n_seeds / own) if own else None
                 progress.start(index, costs.get(path.stem, cost_key, here, crowded, from_size),
                                live_dir=live_dir)
             executed = out / "executed" / path.name

@@ -8,7 +8,7 @@
   ``protocol.STUDIES``): the parameters it will get go through the study's own ``validate``
   (under ``params.checks_only``), so a bad ``also``, ``n_seeds`` or ``cache_dir`` is refused
   here with the line the notebook would print, not after its kernel started;
-* ``folder_lock``: one report run at a time writes into a folder (``training.locks``); a
+* ``folder_lock``: one report run at a time writes into a folder (``zoo.locks``); a
   second waits for the first, saying so, rather than both writing the same pages.
 """
 
@@ -23,22 +23,22 @@ from typing import Any
 from ..core import check, check_int, check_path_writable_dir, check_seed, check_size
 from ..devices import resolve_device
 from ..studies import params as study_params, protocol
-from ..training.locks import EntryLock
+from ..zoo.locks import EntryLock
 
-# The notebooks' name for "how many seeds" (``build_reports(seeds=...)``): the first of these
+# The notebooks' name for "how many seeds" (``build_reports(n_seeds=...)``): the first of these
 # that a notebook's parameters cell assigns.
 SEEDS_PARAMETERS = ("n_seeds", "seeds")
 SET_BY_ARGUMENT = ("size", "device", "seed", *SEEDS_PARAMETERS)
 LOCK_NAME = "toymech-report"  # <out>/.toymech-report.lock
 
 
-def check_arguments(notebooks, size, device, seed, seeds, extra_parameters) -> list[Path]:
+def check_arguments(notebooks, size, device, seed, n_seeds, extra_parameters) -> list[Path]:
     """The arguments every notebook gets, and the notebooks (readable, distinct names)."""
     check_size(size)
     resolve_device(device)  # the one device validator: a known name, and available here
     check_seed(seed)
-    if seeds is not None:
-        check_int("seeds", seeds, 1, protocol.MAX_SEEDS)  # == the CLI's --seeds
+    if n_seeds is not None:
+        check_int("n_seeds", n_seeds, 1, protocol.MAX_SEEDS)  # == the CLI's --seeds
     for name in extra_parameters:
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"extra parameter name {name!r} is not a Python identifier")

@@ -97,8 +97,9 @@ class CostTable:
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(size: str, seeds: int | None) -> str:
-        return f"size={size}" + (f",seeds={seeds}" if seeds is not None else "")
+    def key(size: str, n_seeds: int | None) -> str:
+        # "seeds=" in the stored key: cost tables already written keep their rows
+        return f"size={size}" + (f",seeds={n_seeds}" if n_seeds is not None else "")
 
     def _read(self) -> dict:
         try:

@@ -36,7 +36,6 @@ from ..display import FACTS_MIME
 from .scorecards import find_scorecard, html_of, is_scorecard, scorecard_table_html, tables
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-TAGS = ("finding", "scorecard", "remove-cell", "remove-input", "remove-output", "show-input")
 _PARAMETER_TAGS = ("parameters", "injected-parameters")
 _LOG_LINE = re.compile(r"^\s*\[toymech\]")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)[\s#]*$")

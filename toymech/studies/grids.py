@@ -20,7 +20,8 @@ import torch
 
 from ..core import check
 from ..devices import initial_threads
-from ..training import Experiment, Zoo
+from ..training import Experiment
+from ..zoo import Zoo
 from ..sweep.runner import BACKENDS, run_experiments
 from ..sweep.table import SweepResult
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+from typing import Callable, Mapping
 
 import torch
 
@@ -64,3 +65,31 @@ def check_options(name: str, values, allowed) -> tuple[str, ...]:
         check(isinstance(v, str) and v in allowed, f"{name}[{i}]", v,
               f"one of {', '.join(allowed) or '(none)'}")
     return tuple(values)
+
+
+def optional_runs_for(runs: tuple[str, ...]) -> Callable[..., tuple[str, ...]]:
+    """A study's ``optional_runs`` over its ``OPTIONAL_RUNS`` (the one definition of it)."""
+    runs = tuple(runs)
+
+    def optional_runs(also=()) -> tuple[str, ...]:
+        """The optional comparisons ``also`` names (``"all"``: every one of the study's
+        ``OPTIONAL_RUNS``); a name outside them: ValueError. The notebook's ``also`` after its
+        setup cell."""
+        return check_options("also", also, runs)
+
+    return optional_runs
+
+
+def llc_on_for(runs: tuple[str, ...], sizes: Mapping[str, bool]) -> Callable[..., bool]:
+    """A study's ``llc_on`` over its ``OPTIONAL_RUNS`` (which name ``"llc"``) and its ``LLC_ON``
+    table (size -> whether the curve runs without being asked for)."""
+    runs, sizes = tuple(runs), dict(sizes)
+    check("llc" in runs, "OPTIONAL_RUNS", runs, "a tuple naming \"llc\" (the study's LLC curve)")
+
+    def llc_on(size: str, also=()) -> bool:
+        """Whether the notebook estimates the learning coefficient through training: at the
+        sizes the study's ``LLC_ON`` turns on, or where ``also`` names ``"llc"`` (or is
+        ``"all"``)."""
+        return sizes[check_size(size)] or "llc" in check_options("also", also, runs)
+
+    return llc_on

@@ -28,6 +28,13 @@ name                   role
 ``dynamics_metrics``   ``(model, data)``: the study's numbers for one snapshot
 ``through_training``   ``(entry, data, name="")``: a ``Trajectory`` over the run's snapshots
 ``describe``           ``(size, seed, device, **study options)``: the run's settings in a line
+``OPTIONAL_RUNS``      tuple of the optional comparisons a notebook's ``also`` may name
+``optional_runs``      ``(also=())``: ``also`` checked and expanded (``"all"``: every one);
+                       ``params.optional_runs_for(OPTIONAL_RUNS)`` makes it; ``validate`` takes
+                       ``also`` too
+``llc_on``             ``(size, also=())``, only where ``OPTIONAL_RUNS`` names ``"llc"``: whether
+                       the learning-coefficient curve runs (``params.llc_on_for(OPTIONAL_RUNS,
+                       LLC_ON)``; the curve itself: ``learning_coefficient.llc_for``)
 =====================  ===========================================================================
 
 ``tests/test_studies.py`` checks every study and the template against ``SIGNATURES`` with
@@ -57,7 +64,7 @@ TEMPLATE = "_template"
 
 MAX_SEEDS = 1000
 
-DATA = ("TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS")
+DATA = ("TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS")
 
 # name -> the parameters every study's function starts with: (name, kind, has a default).
 # A study may add keyword-only parameters with defaults after these (``**options`` below).
@@ -75,7 +82,11 @@ SIGNATURES: dict[str, tuple[tuple[str, Any, bool], ...]] = {
     "dynamics_metrics": (("model", P, False), ("data", P, False)),
     "through_training": (("entry", P, False), ("data", P, False), ("name", P, True)),
     "describe": (("size", P, False), ("seed", P, False), ("device", P, False)),
+    "optional_runs": (("also", P, True),),
 }
+# Only a study whose OPTIONAL_RUNS name "llc" (a learning-coefficient curve) has these (and
+# ``LLC_ON``: size -> whether the curve runs without being asked for).
+LLC_SIGNATURES = {"llc_on": (("size", P, False), ("also", P, True))}
 OPEN_ENDED = ("validate", "describe", "probe_data", "eval_sets")  # may add keyword-only options
 
 
@@ -135,14 +146,21 @@ def all_studies() -> list[ModuleType]:
 
 def surface_problems(module: ModuleType) -> list[str]:
     """What ``module`` lacks or states differently from the protocol (empty: it conforms)."""
-    problems = [f"missing {name}" for name in (*DATA, *SIGNATURES) if not hasattr(module, name)]
+    signatures = dict(SIGNATURES)
+    if "llc" in tuple(getattr(module, "OPTIONAL_RUNS", ())):
+        signatures.update(LLC_SIGNATURES)
+    data = (*DATA, "LLC_ON") if "llc_on" in signatures else DATA
+    problems = [f"missing {name}" for name in (*data, *signatures) if not hasattr(module, name)]
     sizes = getattr(module, "SIZES", None)
     if isinstance(sizes, Mapping):
         if set(sizes) != set(SIZE_NAMES):
             problems.append(f"SIZES has {sorted(sizes)}, not {list(SIZE_NAMES)}")
         problems += [f"SIZES[{k!r}] is not a StudySize" for k, v in sizes.items()
                      if not isinstance(v, StudySize)]
-    for name, want in SIGNATURES.items():
+    validate = getattr(module, "validate", None)
+    if callable(validate) and "also" not in inspect.signature(validate).parameters:
+        problems.append("validate takes no 'also' (the notebook's optional comparisons)")
+    for name, want in signatures.items():
         fn = getattr(module, name, None)
         if fn is None:
             continue

@@ -2,7 +2,7 @@
 (``PoolRunner``) or Ray core tasks (``RayRunner``: an embedded local Ray, started with retries
 inside a budget, or a cluster joined by address); ``make_runner`` picks one and records how it
 started. ``run_job`` is what every runner runs for one job: train or load its experiments
-through the zoo, never raising. Imports only ``toymech.training`` and below.
+through the zoo, never raising. Imports only ``toymech.zoo`` and below.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Any, Callable
 import torch
 
 from ..core import check_float, check_int
-from ..training import Experiment, TrainingDiverged, Zoo, ZooEntry
+from ..training import Experiment, TrainingDiverged
+from ..zoo import Zoo, ZooEntry
 
 # How long an embedded Ray may take to start, all attempts together (Ray itself gives its raylet
 # a fixed 30 s per attempt, which a slow or busy machine can miss): TOYMECH_RAY_START_S.

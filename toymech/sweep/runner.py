@@ -1,5 +1,5 @@
 """Running a sweep's trials through the zoo: the preflight of every trial, the runners (Ray core
-tasks or this process), retries, Ctrl-C, the table. Imports only ``toymech.training`` and below.
+tasks or this process), retries, Ctrl-C, the table. Imports only ``toymech.zoo`` and below.
 
 Each trial is ``Zoo.get_or_train`` (its lock makes concurrent workers and a re-run after a kill
 safe); a trial whose entry exists is done and read back, never run again, so a sweep is
@@ -27,7 +27,8 @@ from ..core import (check, check_bool, check_float, check_int, check_path_writab
                     source_commit)
 from ..devices import check_device, choose_threads, resolve_device
 from ..models.reference import machine_record
-from ..training import Experiment, Zoo, ZooEntry, add_zoo_stats, live, preflight, seedless_key
+from ..training import Experiment, live, preflight, seedless_key
+from ..zoo import Zoo, ZooEntry, add_zoo_stats
 from .backends import make_runner, outcome
 from .table import (SweepResult, Trial, check_out, check_retries, explicit_trials, row, sweep_name,
                     write_meta, write_table)

@@ -1,8 +1,8 @@
 """A sweep's trials and its results table (one row per trial), and the checks of the options
-every sweep shares. Imports only ``toymech.training`` and below.
+every sweep shares. Imports only ``toymech.zoo`` and below.
 
 ``explicit_trials`` turns ``{"experiments": [Experiment, ...]}`` into trials (how the studies
-send their grids); ``toymech.sweep.grid`` makes trials from a named grid.
+send their grids); ``toymech.grid`` makes trials from a named grid.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Any
 import pandas as pd
 
 from ..core import check, check_int, check_path_writable_file, check_str, jsonable
-from ..training import Experiment, Zoo, ZooEntry, seedless_key
+from ..training import Experiment, seedless_key
+from ..zoo import Zoo, ZooEntry
 
 STATUSES = ("ok", "failed", "diverged", "cancelled", "pending")  # pending: a live sweep's table
 COLUMNS = ("trial", "experiment", "size", "seed")  # then the overrides, RESULT_COLUMNS, metrics

@@ -13,7 +13,7 @@ files toymech writes (``OWNED``) is moved into ``<parent>/.quarantine/`` with a 
 
 Fault injection for tests: ``TOYMECH_FAULT=after-tmp-write`` (the temporary folder is complete,
 nothing renamed yet), ``between-renames`` (the old folder is hidden, the new one not yet in place)
-or ``holding-lock`` (see ``locks``) makes the process SIGKILL itself at that point.
+or ``holding-lock`` (see ``toymech.zoo.locks``) makes the process SIGKILL itself at that point.
 """
 
 from __future__ import annotations

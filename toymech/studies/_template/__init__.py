@@ -6,8 +6,8 @@ signatures); ``notebook.ipynb`` beside this file is the notebook skeleton (copy 
 """
 
 from .claims import CLAIMS, SOURCE, numbers, scorecard
-from .design import (EXPERIMENTS, SIZES, describe, eval_sets, experiment, experiments, seeds_of,
-                     validate)
+from .design import (EXPERIMENTS, OPTIONAL_RUNS, SIZES, describe, eval_sets, experiment,
+                     experiments, optional_runs, seeds_of, validate)
 from .dynamics import DYNAMICS_METRICS, dynamics_metrics, probe_data, through_training
 from .measure import findings, load_seeds, measure_seed, untrained_numbers
 
@@ -15,5 +15,5 @@ TITLE = "Template study: a 2-layer transformer on parenthesis balancing"
 
 __all__ = ["untrained_numbers", "CLAIMS", "DYNAMICS_METRICS", "EXPERIMENTS", "SIZES", "SOURCE", "TITLE", "describe",
            "dynamics_metrics", "eval_sets", "experiment", "experiments", "findings", "load_seeds",
-           "measure_seed", "numbers", "probe_data", "scorecard", "seeds_of", "through_training",
-           "validate"]
+           "measure_seed", "numbers", "OPTIONAL_RUNS", "optional_runs", "probe_data", "scorecard",
+           "seeds_of", "through_training", "validate"]

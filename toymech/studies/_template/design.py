@@ -16,7 +16,7 @@ from ...devices import make_generator
 from ...models import ModelConfig
 from ...tasks import Batch
 from ...training import Experiment, Named, TrainConfig
-from ..params import validate_run
+from ..params import optional_runs_for, validate_run
 from ..protocol import StudySize, seeds_for, size_of
 
 
@@ -40,6 +40,11 @@ SOURCE_SETTING = {"steps": 5000, "batch": 256}
 CALIBRATION: dict[str, tuple[int, ...]] = {}  # size -> seeds thresholds were chosen on
 COST = {"smoke": "seconds", "default": "about a minute on a CPU", "paper": "minutes on a CPU"}
 seeds_of = seeds_for(SIZES, CALIBRATION)  # the one definition of seeds_of, bound to these sizes
+# The notebook's ``also``: the optional comparisons, off unless asked for (``"all"``: every one).
+# A study with a learning-coefficient curve names "llc" here and adds ``LLC_ON`` (size -> on
+# without being asked) and ``llc_on = params.llc_on_for(OPTIONAL_RUNS, LLC_ON)``.
+OPTIONAL_RUNS: tuple[str, ...] = ()
+optional_runs = optional_runs_for(OPTIONAL_RUNS)
 
 
 def setting(size: str) -> dict:
@@ -73,9 +78,11 @@ EXPERIMENTS = {"template-parentheses": Named("template-parentheses", "template s
 
 def validate(size: str, seed: int, device: str | torch.device = "auto", *,
              n_seeds: int | None = None, cache_dir: str | None = None,
-             threads: int | None = None) -> torch.device:
+             threads: int | None = None, also=()) -> torch.device:
     """Check the notebook's parameters (one clear ValueError each); resolve the device once."""
-    return validate_run(size, seed, device, n_seeds, cache_dir, threads)
+    dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
+    optional_runs(also)
+    return dev
 
 
 def eval_sets(task, size: str, seed: int, device: str | torch.device = "cpu") -> dict[str, Batch]:

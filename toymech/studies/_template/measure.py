@@ -8,7 +8,8 @@ import torch
 
 from ...analysis.chance import chance_levels
 from ...models import build_model
-from ...training import Zoo, ZooEntry, evaluate
+from ...training import evaluate
+from ...zoo import Zoo, ZooEntry
 from ..findings import Findings, misses, scorecard_sentence
 from .claims import numbers
 from .design import eval_sets, experiment, seeds_of

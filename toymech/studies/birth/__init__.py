@@ -8,17 +8,18 @@ The study protocol (``toymech.studies.protocol``): ``TITLE``, ``SOURCE``, ``SIZE
 ``trigger_sweep``, ``freezing_comparison``, ``extremes_table``, ...). The notebook only calls
 these and displays what they return.
 
-Modules: ``experiments`` (sizes, freezings, configs, named experiments), ``callbacks`` (the
-training callback recording the memory probes), ``measure`` (batches from the run's seed
-streams, runs, sweeps), ``tables`` (summaries of what was measured), ``claims``, ``seeds``
-(the main run over seeds), ``dynamics`` (through training).
+Modules: ``design`` (sizes, freezings, configs, named experiments, optional runs),
+``callbacks`` (the training callback recording the memory probes), ``measure`` (batches from
+the run's seed streams, runs, sweeps), ``tables`` (summaries of what was measured), ``claims``,
+``seeds`` (the main run over seeds), ``dynamics`` (through training), ``causal`` (the learning
+coefficient and the causal tests through training).
 """
 
 from .callbacks import PROBE_TAG, birth_callback, trigger_sets
 from .claims import CLAIMS, HALF, MAIN_CLAIMS, SOURCE, half_and_rise, numbers, scorecard
 from .dynamics import (DYNAMICS_METRICS, dynamics_metrics, dynamics_patterns, probe_data,
                        through_training)
-from .design import (EXPERIMENTS, FREEZINGS, MODELS, OPTIONAL_RUNS, SIZES, control_config,
+from .design import (EXPERIMENTS, FREEZINGS, LLC_ON, MODELS, OPTIONAL_RUNS, SIZES, control_config,
                           experiment, experiments, freeze_patterns, llc_on, optional_runs, seeds_of,
                           simplified_config, truncated, validate)
 from . import causal
@@ -41,7 +42,7 @@ TITLE = "Birth of a Transformer: a memory viewpoint"
 
 __all__ = ["untrained_numbers", "CLAIMS", "CONTROL_ROW", "DYNAMICS_METRICS", "EXPERIMENTS", "EXTREMES",
            "EXTREMES_COLUMNS", "FORMATION_KEYS", "FREEZINGS", "FREEZING_LABELS", "HALF",
-           "MAIN_CLAIMS", "MODELS", "N_OOD_RANDOM", "OPTIONAL_RUNS", "PROBE_TAG", "SIZES", "SOURCE",
+           "LLC_ON", "MAIN_CLAIMS", "MODELS", "N_OOD_RANDOM", "OPTIONAL_RUNS", "PROBE_TAG", "SIZES", "SOURCE",
            "TITLE", "attention_table", "attention_view", "controls", "before_step", "bigram_baseline",
            "birth_callback", "causal", "llc_on", "optional_runs", "construction_kcomp", "construction_table", "control_config",
            "describe", "dynamics_metrics", "dynamics_patterns", "dynamics_summary", "eval_sets",

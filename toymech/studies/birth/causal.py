@@ -29,12 +29,12 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ...analysis import patching as P
-from ...analysis.llc import LLCCurve, SGLDSettings, llc_through_training
-from ...core import check, check_size, seed_for
+from ...analysis.llc import SGLDSettings
+from ...core import check, seed_for
 from ...devices import make_generator
-from ...tasks import Batch
 from ...tasks.bigram_triggers import BigramTriggers
 from ..claims import Claim
+from ..learning_coefficient import llc_for
 
 # Thresholds of the claims (ours; the paper gives none for patching). Chance for "the
 # prediction is a" is 1/N (N = 65 characters); a working induction head moves most sequences.
@@ -254,17 +254,4 @@ LLC_SETTINGS = {
 }
 LLC_POOL = {"smoke": 32, "default": 256, "paper": 256}
 LLC_ON = {"smoke": True, "default": False, "paper": True}
-
-
-def llc_pool(task: BigramTriggers, size: str, seed: int,
-             device: str | torch.device = "cpu") -> Batch:
-    """The fixed sequences the LLC's L_n is over (``probe`` stream; ``LLC_POOL[size]``)."""
-    check_size(size)
-    return task.sample(LLC_POOL[size], make_generator(seed_for(seed, "probe"), torch.device(device)))
-
-
-def llc_curve(entry, task: BigramTriggers, size: str, seed: int,
-              steps: list[int] | None = None) -> LLCCurve:
-    """λ̂ at the snapshots of the main run ``entry`` with the size's settings."""
-    dev = next(entry.model.parameters()).device
-    return llc_through_training(entry, llc_pool(task, size, seed, dev), LLC_SETTINGS[size], steps)
+llc_pool, llc_curve = llc_for(LLC_SETTINGS, LLC_POOL)  # over the main run's snapshots

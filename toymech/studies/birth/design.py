@@ -26,7 +26,7 @@ from ... import tasks
 from ...core import check, check_int
 from ...models import ModelConfig
 from ...models.variants import BIRTH_SIMPLIFIED, simplified_options
-from ..params import check_options, validate_run
+from ..params import llc_on_for, optional_runs_for, validate_run
 from .causal import LLC_ON, PAPER_SETTING  # noqa: F401 (the claims read it here)
 from ..protocol import StudySize, seeds_for, size_of
 from ...training import Experiment, Named, TrainConfig
@@ -228,19 +228,11 @@ EXPERIMENTS = {name: Named(name, description, _maker(name, kwargs), "birth")
 # The notebook's optional runs (its ``also`` parameter): tied embeddings in the freezing
 # comparison, the fully trained 4-head control, the only-/no-trigger extremes, the main run with
 # the other optimizer. Off by default: the laptop run keeps to the claims with a source number.
+# The learning coefficient of the main run through training: ``causal.LLC_ON`` (smoke and
+# paper; ``also=("llc",)`` at default).
 OPTIONAL_RUNS = ("tied", "control", "extremes", "optimizers", "llc")
-
-
-def optional_runs(also=()) -> tuple[str, ...]:
-    """The optional comparisons ``also`` names (``"all"``: every one of ``OPTIONAL_RUNS``); a
-    name outside them: ValueError. The notebook's ``also`` after its setup cell."""
-    return check_options("also", also, OPTIONAL_RUNS)
-
-
-def llc_on(size: str, also=()) -> bool:
-    """Whether the notebook estimates the learning coefficient of the main run through training
-    (``causal.LLC_ON``: smoke and paper; ``also=("llc",)`` at default)."""
-    return "llc" in also or LLC_ON[size]
+optional_runs = optional_runs_for(OPTIONAL_RUNS)
+llc_on = llc_on_for(OPTIONAL_RUNS, LLC_ON)
 
 
 def experiments(size: str, seeds) -> list[Experiment]:
@@ -265,5 +257,5 @@ def validate(size: str, seed: int, device: str | torch.device = "auto", *,
         check_int(f"sweep_ks[{i}]", k, 1, vocab)
     if sweep_steps is not None:
         check_int("sweep_steps", sweep_steps, 1, 10**8)
-    check_options("also", also, OPTIONAL_RUNS)
+    optional_runs(also)
     return dev

@@ -21,7 +21,8 @@ from ...display import attention_view as view
 from ...models import build_model
 from ...tasks import Batch
 from ...tasks.bigram_triggers import bigram_predictor_metrics, held_out_tokens
-from ...training import Experiment, Zoo, ZooEntry
+from ...training import Experiment
+from ...zoo import Zoo, ZooEntry
 from ..grids import train_grid
 from .callbacks import PROBE_TAG, birth_callback
 from ..protocol import size_of

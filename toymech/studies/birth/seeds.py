@@ -20,7 +20,7 @@ from transformer_lens import HookedTransformer
 
 from ...devices import resolve_device
 from ...models import build_model
-from ...training import Zoo, ZooEntry
+from ...zoo import Zoo, ZooEntry
 from ..claims import assess, by_key, verdict_table
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from ..protocol import size_of

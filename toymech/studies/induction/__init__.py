@@ -12,7 +12,7 @@ from .claims import (CLAIMS, COPYING, POST, POST_PATHS, SOURCE, SUPPRESSING, TOL
                      floor_and_chance, numbers, scorecard)
 from .dynamics import (DYNAMICS_METRICS, dynamics_metrics, dynamics_patterns, probe_data,
                        through_training)
-from .design import (EXPERIMENTS, LEARNED, MAIN, MODELS, OPTIONAL_RUNS, SIZES, TEXTBOOK,
+from .design import (EXPERIMENTS, LEARNED, LLC_ON, MAIN, MODELS, OPTIONAL_RUNS, SIZES, TEXTBOOK,
                           eval_sets, experiment, experiments, llc_on, optional_runs, seeds_of, twins, validate)
 from . import causal
 from .measure import (MECHANISM_SETS, POST_SETS, Model, ablation_table, algorithm_in_words,
@@ -27,7 +27,7 @@ from ..trajectory import over_seeds
 TITLE = "Induction heads on repeated letter blocks"
 
 __all__ = ["untrained_numbers", "CLAIMS", "COPYING", "DYNAMICS_METRICS", "EXPERIMENTS", "LEARNED", "MAIN",
-           "MECHANISM_SETS", "MODELS", "OPTIONAL_RUNS", "POST", "POST_PATHS", "POST_SETS", "SIZES",
+           "LLC_ON", "MECHANISM_SETS", "MODELS", "OPTIONAL_RUNS", "POST", "POST_PATHS", "POST_SETS", "SIZES",
            "SOURCE", "SUPPRESSING", "TEXTBOOK", "TITLE", "TOL", "Model", "ablation_table",
            "algorithm_in_words", "algorithms_text", "attention_view", "chance_loss",
            "causal", "copy_table", "describe", "llc_on", "optional_runs", "dynamics_metrics", "dynamics_patterns",

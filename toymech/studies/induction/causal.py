@@ -42,12 +42,12 @@ import pandas as pd
 
 from ...analysis import patching as P
 from ...analysis.heads import head_labels
-from ...analysis.llc import LLCCurve, SGLDSettings, llc_through_training
-from ...core import check, check_size, seed_for
+from ...analysis.llc import SGLDSettings
+from ...core import check, seed_for
 from ...devices import make_generator
-from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
 from ..claims import Claim
+from ..learning_coefficient import llc_for
 from .design import POST_SETTING, SHORT
 
 PATHS = ("q", "k", "v", "qkv")
@@ -309,21 +309,7 @@ LLC_SETTINGS = {
                           batch_size=32),
 }
 LLC_POOL = {"smoke": 64, "default": 1024, "paper": 1024}  # sequences (nβ depends on it)
-
-
-def llc_pool(task: RepeatedBlocks, size: str, seed: int,
-             device: str | torch.device = "cpu") -> Batch:
-    """The fixed training-distribution sequences the LLC's loss L_n is over (``probe``
-    stream of ``seed``; ``LLC_POOL[size]`` of them)."""
-    check_size(size)
-    return task.sample(LLC_POOL[size], make_generator(seed_for(seed, "probe"), torch.device(device)))
-
-
-def llc_curve(entry, task: RepeatedBlocks, size: str, seed: int,
-              steps: list[int] | None = None) -> LLCCurve:
-    """λ̂ at the snapshots of ``entry`` (e.g. the 2-layer model) with the size's settings."""
-    dev = next(entry.model.parameters()).device
-    return llc_through_training(entry, llc_pool(task, size, seed, dev), LLC_SETTINGS[size], steps)
+llc_pool, llc_curve = llc_for(LLC_SETTINGS, LLC_POOL)  # e.g. over the 2-layer model's snapshots
 
 
 def head_effect_table(models: Mapping[str, HookedTransformer], data: CausalData) -> pd.DataFrame:

@@ -27,7 +27,7 @@ from ...devices import make_generator
 from ...models import ModelConfig
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
-from ..params import check_options, validate_run
+from ..params import llc_on_for, optional_runs_for, validate_run
 from ..protocol import StudySize, seeds_for, size_of
 from ...training import Experiment, Named, TrainConfig
 
@@ -72,17 +72,8 @@ seeds_of = seeds_for(SIZES, CALIBRATION)
 # through training (on at smoke, a pipeline check, and at paper: ``llc_on``).
 OPTIONAL_RUNS = ("twins", "llc")
 LLC_ON = {"smoke": True, "default": False, "paper": True}
-
-
-def optional_runs(also=()) -> tuple[str, ...]:
-    """The optional comparisons ``also`` names (``"all"``: every one of ``OPTIONAL_RUNS``); a
-    name outside them: ValueError. The notebook's ``also`` after its setup cell."""
-    return check_options("also", also, OPTIONAL_RUNS)
-
-
-def llc_on(size: str, also=()) -> bool:
-    """Whether the notebook estimates the learning coefficient through training."""
-    return "llc" in also or LLC_ON[size]
+optional_runs = optional_runs_for(OPTIONAL_RUNS)
+llc_on = llc_on_for(OPTIONAL_RUNS, LLC_ON)
 
 # ModelConfig options of each family. The post's alpha = 1.0 is an initial sigmoid of
 # sigmoid(1.0) = 0.731 (smear_init is the initial sigmoid; its logit is stored as 1.0).
@@ -149,7 +140,7 @@ def validate(size: str, seed: int, device: str | torch.device = "auto", *,
     ``OPTIONAL_RUNS``), apply the thread policy and resolve the device, once
     (``toymech.studies.params.validate_run``)."""
     dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
-    check_options("also", also, OPTIONAL_RUNS)
+    optional_runs(also)
     return dev
 
 

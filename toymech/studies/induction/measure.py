@@ -17,7 +17,7 @@ from ...devices import make_generator
 from ...display import attention_caption, attention_view as view
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
-from ...training import Zoo, ZooEntry
+from ...zoo import Zoo, ZooEntry
 from ..protocol import size_of
 from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
 from .design import SIZES, experiment, seeds_of

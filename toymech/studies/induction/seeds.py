@@ -19,7 +19,7 @@ from transformer_lens import HookedTransformer
 from ... import analysis
 from ...models import build_model
 from ...tasks import Batch
-from ...training import Zoo
+from ...zoo import Zoo
 from ..claims import verdict_table
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from ..grids import train_grid

@@ -4,8 +4,11 @@ docs/sources.md, study 3).
 The public surface every study has: ``TITLE``, ``SOURCE``, ``SIZES``, ``EXPERIMENTS``,
 ``validate``, the functions that train and measure (``run_grid``, ``run_table``, ...), tables,
 ``CLAIMS`` with ``numbers`` and ``scorecard``. The notebook only calls these and displays what
-they return. Modules: ``experiments`` (sizes, freezing modes, configs, plans), ``measure``
-(train/load and measure), ``tables`` (what the notebook shows), ``claims`` (the paper's claims).
+they return. Modules: ``design`` (sizes, freezing modes, configs, plans), ``measure``
+(train/load and measure), ``tables`` (what the notebook shows), ``claims`` (the paper's claims),
+``recipes`` and ``calibration`` (the calibrated CPU recipes and their sweeps), ``ladder`` (the
+width ladder), ``named`` (one seed's named numbers), ``seeds`` (over seeds, and the null world),
+``dynamics`` (through training), ``causal`` (the causal tests).
 """
 
 from .dynamics import (DYNAMICS_METRICS, dynamics_grid, dynamics_metrics, dynamics_table, dynamics_patterns, probe_data,

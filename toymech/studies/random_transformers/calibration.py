@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...training import default_cache_dir
+from ...zoo import default_cache_dir
 from .design import mode_of
 from .recipes import ANSWER_METRIC
 

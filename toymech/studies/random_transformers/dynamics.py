@@ -21,7 +21,8 @@ from ...analysis.subspace import concentration
 from ...core import check, seed_for
 from ...devices import make_generator
 from ...tasks.base import Batch, Task
-from ...training import Zoo, evaluate
+from ...training import evaluate
+from ...zoo import Zoo
 from .design import Plan, experiment, size_spec
 from .measure import eval_sets, plan_seeds, top_k
 from .recipes import table_experiment

@@ -18,7 +18,8 @@ from ...core import check, seed_for
 from ...devices import make_generator, resolve_device
 from ...tasks.base import Batch, Task
 from ..grids import train_grid
-from ...training import Experiment, Zoo, ZooEntry, evaluate
+from ...training import Experiment, evaluate
+from ...zoo import Zoo, ZooEntry
 from .claims import PAPER_LINEARISED_W512
 from .design import (Plan, baseline_experiment, experiment, mode_of, plan, seeds_of,
                           size_spec, task_for)

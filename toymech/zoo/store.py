@@ -43,15 +43,15 @@ from transformer_lens import HookedTransformer
 from ..core import check, check_bool
 from ..devices import resolve_device
 from ..models import build_model, move
-from . import checkpoints, inventory, live
-from .atomic import clean_leftovers
-from .checkpoints import DamagedCheckpoint, Unverified
-from .config import TrainConfig  # noqa: F401  (kept for importers of zoo.TrainConfig)
-from .divergence import DIVERGED_LOSS, TrainingDiverged
-from .experiment import Experiment, Named, seedless_key  # noqa: F401  (re-exported)
+from ..training import checkpoints, live
+from ..training.atomic import clean_leftovers
+from ..training.checkpoints import DamagedCheckpoint, Unverified
+from ..training.divergence import DIVERGED_LOSS, TrainingDiverged
+from ..training.experiment import Experiment, seedless_key
+from ..training.loop import Callback, TrainResult, train, train_stacked
+from ..training.preflight import check_callbacks, preflight
+from . import inventory
 from .locks import EntryLock, lock_timeout as lock_timeout_s
-from .loop import Callback, TrainResult, train, train_stacked
-from .preflight import check_callbacks, preflight
 from .stats import add_zoo_stats
 
 

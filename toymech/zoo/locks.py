@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..core import check
 from ..devices import HOST, process_alive, process_start
-from .atomic import fault
+from ..training.atomic import fault
 
 LOCK_TIMEOUT_S = 6 * 3600.0  # a waiter gives up after 6 hours (a paper-size run on a CPU)
 LOCK_UNREADABLE_S = 10.0  # a lock file still without content after this: its writer died

@@ -1,5 +1,6 @@
 """Named grids: a grid spec expanded into trials of named experiments (``toymech.experiments``:
-this is the one sweep module that knows the registry), and ``run_sweep``.
+this module sits beside the registry, above ``toymech.sweep``, so that the sweep package never
+imports experiments or studies), and ``run_sweep``.
 
 A grid spec (a dict, or a JSON/YAML file holding one)::
 
@@ -36,13 +37,13 @@ import math
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import experiments
-from ..core import check, check_seed, check_size, is_int, jsonable
-from ..tasks import from_dict as task_from_dict
-from ..training import Experiment
-from ..training.specfiles import read_mapping
-from .runner import check_options, check_retries, run_trials
-from .table import MAX_TRIALS, SweepResult, Trial, check_common, explicit_trials, sweep_name
+from . import experiments
+from .core import check, check_seed, check_size, is_int, jsonable
+from .sweep.runner import check_options, check_retries, run_trials
+from .sweep.table import MAX_TRIALS, SweepResult, Trial, check_common, explicit_trials, sweep_name
+from .tasks import from_dict as task_from_dict
+from .training import Experiment
+from .training.specfiles import read_mapping
 
 SPEC_KEYS = ("experiment", "size", "seed", "overrides", "stack_seeds", "retries", "tag", "name",
              "experiments")

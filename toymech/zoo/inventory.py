@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import checkpoints
-from .atomic import KEEP_DIR, LEFTOVER, STALE_S, clean_leftovers, move_aside
-from .checkpoints import DamagedCheckpoint, NewerFormat
 from ..tasks.base import version_of
-from .experiment import Experiment
+from ..training import checkpoints
+from ..training.atomic import KEEP_DIR, LEFTOVER, STALE_S, clean_leftovers, move_aside
+from ..training.checkpoints import DamagedCheckpoint, NewerFormat
+from ..training.experiment import Experiment
 from .locks import EntryLock
 
 ENTRY = re.compile(r"^(?P<task>.+)-(?P<key>[0-9a-f]{16})$")  # an entry's folder name
