@@ -35,7 +35,7 @@ def test_without_a_watcher_nothing_is_written(tmp_path, monkeypatch):
 def test_a_run_reports_its_label_and_step_then_clears(tmp_path, monkeypatch):
     monkeypatch.setenv(live.ENV, str(tmp_path))
     with live.training("induction-2l seed 6"):
-        tick = live.ticker(10_000, clock=lambda: now[0])
+        tick = live.ticker(10_000)
         tick(4_250)
         status = live.read(tmp_path)
         assert live.describe(status) == "training induction-2l seed 6: step 4,250/10,000"
