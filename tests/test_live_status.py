@@ -126,3 +126,34 @@ def test_the_shipped_rows_say_how_crowded_their_cores_were():
     for stem, runs in progress.shipped_costs().items():
         for key, row in runs.items():
             assert row.get("jobs") and row.get("cores"), (stem, key)
+
+
+def test_a_log_gets_a_line_at_least_every_30_s_while_a_model_trains(tmp_path, monkeypatch):
+    monkeypatch.setenv(live.ENV, str(tmp_path))
+    now = [1000.0]
+    out = io.StringIO()
+    line = progress.LiveProgress(["nb.ipynb"], stream=out, live=False, clock=lambda: now[0])
+    line.start(0, None, live_dir=tmp_path)
+    start = out.getvalue().count("\n")
+
+    def printed():
+        return out.getvalue().count("\n") - start
+
+    with live.training("induction-2l seed 3"):
+        tick = live.ticker(10_000, clock=lambda: now[0])
+        tick(10)
+        line._log_tick()
+        assert printed() == 1  # a new model: a line
+        for step in (500, 900):  # the same model, less than 30 s later: nothing
+            now[0] += 10.0
+            tick(step)
+            line._log_tick()
+        assert printed() == 1
+        now[0] += progress.LOG_EVERY_S  # 30 s after the last line: its step, again
+        tick(1_500)
+        line._log_tick()
+        assert printed() == 2 and "step 1,500/10,000" in out.getvalue().splitlines()[-1]
+    now[0] += progress.LOG_EVERY_S
+    line._log_tick()  # nothing training: no heartbeat
+    assert printed() == 2
+    line.close()

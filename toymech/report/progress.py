@@ -40,6 +40,7 @@ from .reader import SETUP_SECTION, heading
 
 ENGINE = "toymech-progress"
 SHIPPED_COSTS = "report_costs.json"  # in toymech.data
+LOG_EVERY_S = 30.0  # in a log, a training notebook's line at least this often (its step moves)
 
 
 class _ProgressEngine(NBClientEngine):
@@ -226,6 +227,7 @@ class _Row:
         self.final = ""
         self.live_dir: Path | None = None
         self.training = ""  # the labels training when last printed (non-live streams)
+        self.logged = -float("inf")  # when the last training line was printed (non-live)
 
 
 class LiveProgress:
@@ -332,10 +334,17 @@ class LiveProgress:
             with self._lock:
                 if self.live:
                     self._redraw()
-                else:  # a log: one line each time a notebook starts training another model
-                    for i, row in enumerate(self.rows):
-                        runs = live_status.read(row.live_dir)["runs"] if row.state == "running" else []
-                        labels = ", ".join(sorted(str(r.get("label")) for r in runs))
-                        if labels and labels != row.training:
-                            self._print(self.line(i))
-                        row.training = labels
+                else:
+                    self._log_tick()
+
+    def _log_tick(self) -> None:
+        """A log (no terminal): a line each time a notebook starts training another model, and
+        while one trains, a line at least every ``LOG_EVERY_S`` seconds (its step moves)."""
+        now = self.clock()
+        for i, row in enumerate(self.rows):
+            runs = live_status.read(row.live_dir)["runs"] if row.state == "running" else []
+            labels = ", ".join(sorted(str(r.get("label")) for r in runs))
+            if labels and (labels != row.training or now - row.logged >= LOG_EVERY_S):
+                self._print(self.line(i))
+                row.logged = now
+            row.training = labels
