@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1] / "toymech"
 LAYERS = {
     "core": 0, "devices": 1, "tasks": 2, "models": 2, "training": 3, "analysis": 3,
     "sweep.runner": 4, "sweep.backends": 4, "sweep.table": 4, "plots": 5, "display": 5, "studies": 6, "experiments": 7,
-    "sweep": 7, "report": 8, "report_scorecards": 8, "listing": 8, "cli": 9, "cli_zoo": 9, "__main__": 9,
+    "sweep": 7, "report": 8, "report_scorecards": 8, "explore": 8, "listing": 8, "cli": 9, "cli_zoo": 9, "__main__": 9,
 }
 FORBIDDEN = {("analysis", "training"), ("training", "analysis")}  # same layer, kept apart
 
