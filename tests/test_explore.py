@@ -156,10 +156,12 @@ def test_samples_come_from_the_sampler_and_the_named_sets(explorer):
     assert explorer.sets[:3] == ["sampler", "test", "doubled"]
     doubled = explorer.sample("doubled")["tokens"]
     assert doubled[0::2] == doubled[1::2]  # AABB...
-    assert explorer.sample("doubled")["tokens"] != doubled or True  # the next one of the set
-    first, second = explorer.sample()["tokens"], explorer.sample()["tokens"]
-    assert first[:4] == first[4:] and len(first) == T
-    assert first != second or explorer.sample()["tokens"] != first
+    sets = explorer._eval_sets()
+    assert doubled == TASK.str_tokens(sets["doubled"].tokens[0])
+    assert explorer.sample("doubled")["tokens"] == TASK.str_tokens(sets["doubled"].tokens[1])
+    drawn = [explorer.sample()["tokens"] for _ in range(4)]
+    assert all(d[:4] == d[4:] and len(d) == T for d in drawn)  # the task's own sampler
+    assert len({"".join(d) for d in drawn}) > 1  # fresh draws, not one sequence again
 
 
 @pytest.fixture(scope="module")
@@ -224,3 +226,20 @@ def test_static_snapshot_is_offline_and_says_it_needs_a_kernel(explorer):
     assert "toymech-explore-strip" in page and "toymech-explore-attribution" in page
     assert external_loads(page) == []
     assert "session" not in page.lower().replace("sessioncontext", "")
+
+
+def test_a_report_shows_the_snapshot_not_the_widget(explorer):
+    """A reader's page has no widget manager: ``report.prepare`` keeps the explorer's static
+    HTML and drops its widget view (both in reader and in code mode)."""
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    from toymech.report import prepare
+
+    bundle = explorer._repr_mimebundle_()
+    cell = new_code_cell("toymech.explore(model)", execution_count=1,
+                         outputs=[new_output("execute_result", data=bundle, execution_count=1)])
+    for code in (False, True):
+        nb, _ = prepare(new_notebook(cells=[new_markdown_cell("# t"), cell]), code=code)
+        (output,) = nb.cells[-1].outputs
+        assert set(output["data"]) == {"text/html", "text/plain"}
+        assert output["data"]["text/html"] == bundle["text/html"]
