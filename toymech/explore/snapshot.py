@@ -42,8 +42,10 @@ def strip_html(state: dict) -> str:
         top, top_p = preds[i][0]
         border = "2px solid #222" if i == pos else "1px solid #ccc"
         title = f"position {i}: next-token guess {top} ({top_p:.0%})"
+        shown = "" if prob is None else f"{prob:.6f}"  # read by tests and scripts
+        data = f' data-token="{html.escape(token)}" data-prob="{shown}"'
         cells.append(
-            f'<span class="toymech-explore-token" title="{html.escape(title)}" style="display:'
+            f'<span class="toymech-explore-token"{data} title="{html.escape(title)}" style="display:'
             f'inline-block;margin:1px;padding:2px 3px;text-align:center;border:{border};'
             f'background:{_tint(prob)};font-family:monospace">{html.escape(token)}<br>'
             f'<small style="color:#555">{html.escape(top)} {top_p:.0%}</small></span>')

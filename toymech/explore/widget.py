@@ -94,7 +94,7 @@ class ExplorerWidget:
                 self.position.value = state["position"]
         finally:
             self._busy = False
-        self.caption.value = f"<p>{html.escape(caption(state))}</p>"
+        self.caption.value = f'<p class="toymech-explore-caption">{html.escape(caption(state))}</p>'
         self.strip.value = strip_html(state)
         layer, head = self.head.value
         view = attention_html(state, layer, head, include_bundle=not self._bundle_sent)
