@@ -10,7 +10,8 @@ import nbformat
 import pytest
 from waiting import wait_for
 
-from test_browser import SCREENSHOTS, _KERNEL_STATUS, browser, jupyterlab, monkeypatch_module  # noqa: F401
+from test_browser import (SCREENSHOTS, _KERNEL_STATUS, browser, jupyterlab,  # noqa: F401
+                          monkeypatch_module)
 
 pytestmark = pytest.mark.browser
 
@@ -60,10 +61,23 @@ def test_explorer_widget_reacts_to_typing_and_ablation(jupyterlab, browser, tmp_
     assert typed["tokens"] != first["tokens"] and "ablated heads: none" in typed["caption"]
 
     toggle = browser.find_element("xpath", "//button[normalize-space()='L1H0']")
-    toggle.click()
+    wait_for(lambda: _click(browser, toggle), 30, "the L1H0 toggle to take a click")
     ablated = wait_for(lambda: (s := browser.execute_script(_STRIP)) and "L1H0 (zero)" in
                        s["caption"] and s, 60, "the caption to name the ablated head")
     assert ablated["tokens"] == TYPED
     assert ablated["probs"] != typed["probs"], "the predictions did not change with the ablation"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOTS / "jupyterlab-explore.png"))
+
+
+def _click(browser, element) -> bool:
+    """A user's click, once the element is in the middle of the view and nothing (a JupyterLab
+    notification) lies over it; False while something does."""
+    from selenium.common.exceptions import ElementClickInterceptedException
+
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    try:
+        element.click()
+    except ElementClickInterceptedException:
+        return False
+    return True

@@ -117,7 +117,8 @@ class Explorer:
         ``position``), ``attribution`` ([L, H] direct logit attribution to the target), and
         ``patterns`` ([L, H, T, T], for the attention view).
         """
-        hooks = views.ablation_hooks(self.ablated, self._head_means() if self._needs_means() else None)
+        means = self._head_means() if self._needs_means() else None
+        hooks = views.ablation_hooks(self.ablated, means)
         logits, cache = views.run(self.model, self.tokens, hooks)
         target = self._target(logits)
         preds = views.predictions(logits, self.vocab)

@@ -45,9 +45,10 @@ def strip_html(state: dict) -> str:
         shown = "" if prob is None else f"{prob:.6f}"  # read by tests and scripts
         data = f' data-token="{html.escape(token)}" data-prob="{shown}"'
         cells.append(
-            f'<span class="toymech-explore-token"{data} title="{html.escape(title)}" style="display:'
-            f'inline-block;margin:1px;padding:2px 3px;text-align:center;border:{border};'
-            f'background:{_tint(prob)};font-family:monospace">{html.escape(token)}<br>'
+            f'<span class="toymech-explore-token"{data} title="{html.escape(title)}" '
+            f'style="display:inline-block;margin:1px;padding:2px 3px;text-align:center;'
+            f'border:{border};background:{_tint(prob)};font-family:monospace">'
+            f'{html.escape(token)}<br>'
             f'<small style="color:#555">{html.escape(top)} {top_p:.0%}</small></span>')
     return '<div class="toymech-explore-strip" style="line-height:1.1">' + "".join(cells) + "</div>"
 
