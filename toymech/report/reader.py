@@ -112,7 +112,11 @@ def _reader_output(output: dict) -> dict | None:
     if kind in ("execute_result", "display_data"):
         data = output.get("data", {})
         if set(data) - {"text/plain", WIDGET_VIEW}:
-            return output
+            if WIDGET_VIEW not in data:
+                return output
+            # A widget with a static rendering beside it (the explorer): a page has no widget
+            # manager (one would come from a CDN), so the static rendering is what it shows.
+            return _node({**output, "data": {k: v for k, v in data.items() if k != WIDGET_VIEW}})
         return None  # a bare value or a progress bar
     return output  # errors
 

@@ -1,0 +1,83 @@
+"""The explorer live in JupyterLab (headless Chromium): a notebook runs ``toymech.explore`` on a
+smoke model, a user types a sequence into its text box and toggles an ablation, and the
+predictions strip changes each time. Uses test_browser's JupyterLab server and browser (the same
+skips: no Chromium or chromedriver, unless TOYMECH_REQUIRE_BROWSER=1). Saves a screenshot of the
+widget to artifacts/screenshots/jupyterlab-explore.png."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from waiting import wait_for
+
+from test_browser import (SCREENSHOTS, _KERNEL_STATUS, browser, jupyterlab,  # noqa: F401
+                          monkeypatch_module)
+
+pytestmark = pytest.mark.browser
+
+_STRIP = """
+var strip = document.querySelector('.jp-OutputArea-output .toymech-explore-strip');
+var caption = document.querySelector('.jp-OutputArea-output .toymech-explore-caption');
+if (!strip || !caption) { return null; }
+var cells = Array.from(strip.querySelectorAll('.toymech-explore-token'));
+return {tokens: cells.map(c => c.dataset.token).join(''), probs: cells.map(c => c.dataset.prob),
+        caption: caption.innerText};
+"""
+TYPED = "QWERTYQWERTYQWERTYQWERTY"
+
+
+def test_explorer_widget_reacts_to_typing_and_ablation(jupyterlab, browser, tmp_path):
+    from selenium.webdriver.common.keys import Keys
+
+    from toymech import experiments
+    from toymech.zoo import Zoo
+
+    root, base, token = jupyterlab
+    zoo = root / "explore-zoo"  # trained here, so the kernel only loads it
+    Zoo(zoo).get_or_train(experiments.get("induction-2l", "smoke", 0), device="cpu",
+                          progress=False, log=None)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import toymech.explore\n"
+        f"toymech.explore('induction-2l', size='smoke', cache_dir={str(zoo)!r})")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}})  # else JupyterLab asks which kernel
+    nbformat.write(nb, root / "explore.ipynb")
+
+    browser.get(f"{base}/lab/tree/explore.ipynb?token={token}")
+    wait_for(lambda: browser.execute_script(
+        "return !!(window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell'))"), 90,
+        "JupyterLab to open the notebook", interval=1)
+    wait_for(lambda: browser.execute_script(_KERNEL_STATUS) == "idle", 240,
+             "the notebook's kernel to start", interval=1)
+    browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    first = wait_for(lambda: browser.execute_script(_STRIP), 240, "the explorer widget to render",
+                     interval=1)
+
+    box = browser.find_element("css selector", ".jp-OutputArea-output .widget-text input")
+    box.clear()
+    box.send_keys(TYPED + Keys.ENTER)
+    typed = wait_for(lambda: (s := browser.execute_script(_STRIP)) and s["tokens"] == TYPED and s,
+                     60, "the strip to show the typed sequence")
+    assert typed["tokens"] != first["tokens"] and "ablated heads: none" in typed["caption"]
+
+    toggle = browser.find_element("xpath", "//button[normalize-space()='L1H0']")
+    wait_for(lambda: _click(browser, toggle), 30, "the L1H0 toggle to take a click")
+    ablated = wait_for(lambda: (s := browser.execute_script(_STRIP)) and "L1H0 (zero)" in
+                       s["caption"] and s, 60, "the caption to name the ablated head")
+    assert ablated["tokens"] == TYPED
+    assert ablated["probs"] != typed["probs"], "the predictions did not change with the ablation"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / "jupyterlab-explore.png"))
+
+
+def _click(browser, element) -> bool:
+    """A user's click, once the element is in the middle of the view and nothing (a JupyterLab
+    notification) lies over it; False while something does."""
+    from selenium.common.exceptions import ElementClickInterceptedException
+
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    try:
+        element.click()
+    except ElementClickInterceptedException:
+        return False
+    return True

@@ -1,0 +1,89 @@
+"""Where an explorer's model comes from: a ``HookedTransformer`` (with its task), a zoo entry, or
+an experiment name (loaded from the zoo, trained there first when absent, with the usual
+progress), and the named evaluation sets its study draws for that task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import torch
+from transformer_lens import HookedTransformer
+
+from .. import experiments, studies, tasks
+from ..core import check, check_seed, check_size, seed_for
+from ..devices import make_generator
+from ..tasks import Batch, Task
+from ..zoo import Zoo, ZooEntry
+
+N_SET = 64  # sequences drawn per named set when the study is unknown
+
+
+@dataclass
+class Source:
+    """The model to explore and what it was trained on.
+
+    entry: the zoo entry (its snapshots feed ``at_step``), None for a bare model.
+    study: the study package whose experiment made it, None when unknown.
+    """
+
+    model: HookedTransformer
+    task: Task
+    entry: ZooEntry | None
+    study: ModuleType | None
+    size: str
+    seed: int
+
+    @property
+    def snapshot_steps(self) -> list[int]:
+        return self.entry.snapshot_steps if self.entry is not None else []
+
+    def eval_sets(self) -> dict[str, Batch]:
+        """The named evaluation sets of the run's ``eval`` stream: the study's ``eval_sets``
+        where the study is known (test, ood, doubled, option1, ...), else the task's own."""
+        dev = torch.device("cpu")
+        if self.study is not None:
+            return self.study.eval_sets(self.task, self.size, self.seed, dev)
+        return self.task.eval_sets(N_SET, make_generator(seed_for(self.seed, "eval"), dev))
+
+
+def study_of(name: str) -> ModuleType | None:
+    """The registered study whose ``EXPERIMENTS`` holds ``name`` (None: a task's own)."""
+    return next((s for s in studies.all_studies() if name in s.EXPERIMENTS), None)
+
+
+def resolve(model: Any, task: Any, size: str, seed: int, cache_dir: Any) -> Source:
+    """``explore``'s arguments -> a ``Source`` (checked: a ValueError names the bad one)."""
+    size, seed = check_size(size), check_seed(seed)
+    check(task is None or isinstance(task, Task), "task", task,
+          "None (the model's own) or a toymech Task (toymech.tasks.get)")
+    if isinstance(model, str):
+        check(model in experiments.names(), "model", model,
+              f"a HookedTransformer, a ZooEntry or an experiment name "
+              f"({', '.join(experiments.names())})")
+        exp = experiments.get(model, size=size, seed=seed)
+        entry = Zoo(cache_dir).get_or_train(exp, device="cpu", progress=True)
+        return _from_entry(entry, task, size, seed)
+    if isinstance(model, ZooEntry):
+        return _from_entry(model, task, size, seed)
+    check(isinstance(model, HookedTransformer), "model", type(model).__name__,
+          "a HookedTransformer, a ZooEntry or an experiment name (toymech list experiments)")
+    check(task is not None, "task", task,
+          "the model's Task (a bare HookedTransformer does not say what it was trained on)")
+    _check_fits(model, task)
+    return Source(model.eval(), task, None, None, size, seed)
+
+
+def _from_entry(entry: ZooEntry, task: Task | None, size: str, seed: int) -> Source:
+    meta = entry.meta
+    task = task if task is not None else tasks.from_dict(meta["task"])
+    _check_fits(entry.model, task)
+    run_seed = int(meta.get("train", {}).get("seed", seed))
+    return Source(entry.model.eval(), task, entry, study_of(meta.get("name", "")), size, run_seed)
+
+
+def _check_fits(model: HookedTransformer, task: Task) -> None:
+    check(model.cfg.d_vocab >= task.d_vocab, "task", task.name,
+          f"a task of at most the model's d_vocab={model.cfg.d_vocab} tokens "
+          f"(it has {task.d_vocab})")
