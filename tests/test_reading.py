@@ -57,3 +57,7 @@ def test_violations_refuses_what_is_not_a_page_state():
         reading.violations({"text": ""})
     with pytest.raises(ValueError, match="state='str' is not allowed"):
         reading.violations("<html>")
+
+
+def test_an_interval_after_its_number_is_no_repr():
+    assert reading.violations(_state(text="held-out loss 3.25 [3.24, 3.26] nats; 65 % [60, 70]")) == []

@@ -28,7 +28,8 @@ MIN_TICK_PX = 10.0
 RULES = ("nan", "repr", "internal-key", "wide-table", "small-tick", "cut-title", "instruction")
 
 _NAN_CELL = re.compile(r"(?<![\w.])(nan|NaN|NAN|<NA>|None|NaT)(?![\w.])")
-_REPR = re.compile(r"\{'|\{\"\w|\{-?\d+(\.\d+)?: |\[-?\d+(\.\d+)?, -?\d|\b[A-Z]\w*\(\w+=")
+# A list after a number ("0.41 [0.38, 0.44]") is an interval, not a repr.
+_REPR = re.compile(r"\{'|\{\"\w|\{-?\d+(\.\d+)?: |(?<![\d%] )\[-?\d+(\.\d+)?, -?\d|\b[A-Z]\w*\(\w+=")
 _DOTTED_KEY = re.compile(r"\b[a-z]+\.[a-z]+_[a-z0-9_]+\b")
 _SNAKE_HEADER = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 _INSTRUCTION = re.compile(
@@ -47,8 +48,10 @@ function room(e) {
   }
   return window.innerWidth;
 }
-var clone = document.body.cloneNode(true);
-clone.querySelectorAll('.jp-InputArea, script, style').forEach(function (e) { e.remove(); });
+var inputs = Array.from(document.querySelectorAll('.jp-InputArea'));
+inputs.forEach(function (e) { e.dataset.display = e.style.display; e.style.display = 'none'; });
+var text = document.body.innerText;  // laid out: table cells apart, scripts and styles left out
+inputs.forEach(function (e) { e.style.display = e.dataset.display; });
 var figures = Array.from(document.querySelectorAll('.js-plotly-plot')).map(function (g) {
   var svg = g.querySelector('svg.main-svg');
   var title = (g.layout && g.layout.title && (g.layout.title.text || g.layout.title)) || '?';
@@ -65,7 +68,7 @@ var figures = Array.from(document.querySelectorAll('.js-plotly-plot')).map(funct
 return {
   window: window.innerWidth,
   pending: document.querySelectorAll('.plotly-graph-div:not(.js-plotly-plot)').length,
-  text: clone.innerText || clone.textContent,
+  text: text,
   tables: Array.from(document.querySelectorAll('table')).filter(function (t) {
     return !t.closest('.jp-InputArea') && !t.closest('.js-plotly-plot'); }).map(function (t) {
     var cap = t.querySelector('caption');
