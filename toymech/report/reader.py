@@ -33,6 +33,7 @@ import re
 from typing import Any
 
 from ..display import FACTS_MIME
+from ..display.tables import RAW_TABLE_MIME
 from .scorecards import find_scorecard, html_of, is_scorecard, scorecard_table_html, tables
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -112,6 +113,8 @@ def _reader_output(output: dict) -> dict | None:
         return _node({**output, "text": text}) if text else None
     if kind in ("execute_result", "display_data"):
         data = output.get("data", {})
+        if RAW_TABLE_MIME in data:  # a reader_table: the reader's HTML only
+            return _node({**output, "data": {k: v for k, v in data.items() if k != RAW_TABLE_MIME}})
         if set(data) - {"text/plain", WIDGET_VIEW}:
             return output
         return None  # a bare value or a progress bar
@@ -227,7 +230,7 @@ def prepare(nb, *, code: bool = False, scorecard: dict | None = None) -> tuple[A
                 if FACTS_MIME in data:
                     continue  # machine-readable: read by facts_of, never shown
                 if code:
-                    output = _widget_as_text(output, states)
+                    output = _widget_as_text(_raw_table(output), states)
                 else:
                     shown = _reader_output(output)
                     hidden += shown is None
@@ -270,6 +273,15 @@ def prepare(nb, *, code: bool = False, scorecard: dict | None = None) -> tuple[A
                 cell["id"] = next(f"toymech-{n}-{k}" for k in range(len(nb.cells) + 1)
                                   if f"toymech-{n}-{k}" not in taken)
     return nb, {"hidden": hidden, "finding": bool(finding), "scorecard": how}
+
+
+def _raw_table(output: dict) -> dict:
+    """With --code, a ``reader_table`` output shows the raw frame it was made from."""
+    data = output.get("data", {})
+    if RAW_TABLE_MIME not in data:
+        return output
+    rest = {k: v for k, v in data.items() if k != RAW_TABLE_MIME}
+    return _node({**output, "data": {**rest, "text/html": data[RAW_TABLE_MIME]}})
 
 
 def _widget_as_text(output: dict, states: dict) -> dict | None:
