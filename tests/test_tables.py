@@ -89,3 +89,17 @@ def test_reports_show_the_reader_table_and_code_mode_the_raw_frame():
     [shown], [raw] = read.cells[0].outputs, coded.cells[0].outputs
     assert RAW_TABLE_MIME not in shown["data"] and "toymech-table" in shown["data"]["text/html"]
     assert "icl_acc" in raw["data"]["text/html"] and "toymech-table" not in raw["data"]["text/html"]
+
+
+def test_not_run_says_what_runs_it_in_a_readers_words():
+    from toymech.report import reading
+    from toymech.studies.findings import not_run
+
+    optional, command = not_run("extremes"), not_run("the width ladder", how="`toymech ladder`")
+    assert optional.text == ("Not run at this size: extremes, an optional comparison; a report made "
+                             "with `--param also=extremes` on the command line runs it.")
+    assert "`toymech ladder` runs it" in command.text
+    for shown in (optional, command):
+        assert reading.violations({"text": shown.text, "tables": [], "figures": []}) == []
+    with pytest.raises(ValueError, match="^how='' is not allowed"):
+        not_run("x", how="")
