@@ -158,3 +158,16 @@ def test_sequence_view_is_readable_at_any_length():
     fig = birth.sequence_view(seq, torch.tensor([True, False, False, False]), torch.zeros(4, dtype=torch.bool))
     assert fig.layout.height >= 240 and not fig.data[0].showscale
     assert [t.name for t in fig.data[1:]] == ["bigram", "first output (not predictable)", "in-context output", "trigger"]
+
+
+def test_fit_title_and_tick_stride_keep_labels_readable():
+    from toymech.plots.style import fit_title, tick_stride
+
+    title = fit_title("explained variance of the top-10 principal directions (fraction of variance)", 240)
+    assert all(len(line) * 7 <= 240 for line in title.split("<br>")) and title.count("<br>") >= 1
+    assert fit_title("short", 500) == "short"
+    assert tick_stride(48, 180) == 4 and tick_stride(8, 180) == 1
+    with pytest.raises(ValueError, match="^length_px=0 is not allowed"):
+        fit_title("x", 0)
+    with pytest.raises(ValueError, match="^length_px=-1 is not allowed"):
+        tick_stride(3, -1)
