@@ -25,7 +25,7 @@ from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
 from ..training import live as live_status
 from .progress import ENGINE, CostTable, crowding, kernel_manager, section_at
 from .glossary import glossary
-from .reader import bare_figures, cell_durations, facts_of, prepare, time_table, title_of
+from .reader import bare_figures, cell_durations, facts_of, finding_lines, prepare, time_table, title_of
 from .scorecards import find_scorecard, scorecard_counts, scorecard_heading, scorecard_table_html
 
 TEMPLATE_NAME = "toymech_report"
@@ -306,6 +306,7 @@ def build_reports(
                 parameters=extra_parameters, title=run["title"], scorecard=run["scorecard"],
                 seeds=run["seeds"], device_used=run["device"], code=code, commit=commit,
                 machine=machine, command=command,
+                finding=finding_lines(nb) if executed.is_file() else [],
             )
             shutil.rmtree(live_dir, ignore_errors=True)
             if progress is not None:

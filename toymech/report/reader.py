@@ -316,6 +316,27 @@ def _widget_text(model_id: str, states: dict, depth: int = 0) -> str:
     return ""
 
 
+def finding_lines(nb, most: int = 2) -> list[str]:
+    """The first sentences of "What this run found" (cells tagged ``finding``: their markdown
+    outputs or text), one per bullet, at most ``most``; a bullet saying the run is a pipeline
+    check is always among them. For the index's front page."""
+    bullets = []
+    for cell in nb.cells:
+        if "finding" not in _tags(cell):
+            continue
+        texts = [cell.source] if cell.cell_type == "markdown" else [
+            "".join(o.get("data", {}).get("text/markdown", "")) for o in cell.get("outputs", [])]
+        for text in texts:
+            bullets += [re.sub(r"^\s*[-*]\s+", "", line).strip() for line in text.splitlines()
+                        if line.strip() and not _HEADING.match(line)]
+    bullets = [b.replace("**", "") for b in bullets]
+    chosen = bullets[:most]
+    pipeline = next((b for b in bullets if "pipeline check" in b), None)
+    if pipeline and pipeline not in chosen and chosen:
+        chosen[-1] = pipeline
+    return chosen
+
+
 def title_of(nb, fallback: str) -> str:
     """The first heading of the notebook's first markdown cell (papermill's error banner skipped)."""
     from papermill.execute import ERROR_MARKER_TAG
