@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import check
+
 WINDOW = (1280, 1600)  # px: the window a reader's report is checked in
 MIN_TICK_PX = 10.0
 RULES = ("nan", "repr", "internal-key", "wide-table", "small-tick", "cut-title", "instruction")
@@ -131,8 +133,6 @@ def _figure_violations(fig: dict) -> list[Violation]:
 
 def violations(state: dict[str, Any]) -> list[Violation]:
     """Every rule broken on the page ``state`` (``DOM_SCRIPT``'s result), in ``RULES`` order."""
-    from ..core import check
-
     check(isinstance(state, dict) and {"text", "tables", "figures"} <= set(state), "state",
           type(state).__name__ if not isinstance(state, dict) else sorted(state),
           "the DOM_SCRIPT result: a dict with text, tables and figures")
