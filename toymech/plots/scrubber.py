@@ -140,10 +140,13 @@ def _add_curves(fig: go.Figure, curves: pd.DataFrame, marks: dict[str, float], r
         raw = table[metric].to_numpy(float)
         y = range_scaled(raw) if normalize else raw
         color = PALETTE[i % len(PALETTE)]
-        fig.add_trace(go.Scatter(x=x + 1, y=y, mode="lines+markers", name=label(metric),
+        finite = raw[np.isfinite(raw)]
+        # A scaled curve says its raw range in the legend and in the hover (raw value first).
+        span = (f" (raw {finite.min():.3g} to {finite.max():.3g})" if normalize and finite.size else "")
+        fig.add_trace(go.Scatter(x=x + 1, y=y, mode="lines+markers", name=label(metric) + span,
                                  legendgroup=metric, line=dict(color=color), marker_size=4,
                                  customdata=np.stack([x, raw], axis=1),
-                                 hovertemplate="step %{customdata[0]}: %{customdata[1]:.3g}"),
+                                 hovertemplate="step %{customdata[0]}: %{customdata[1]:.3g}" + span),
                       row=row, col=1)
         if metric in marks and np.isfinite(y).all():
             at = marks[metric]
