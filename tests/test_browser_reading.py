@@ -1,7 +1,8 @@
 """Every report and the index at size smoke, read by the rules of toymech.report.reading in a
 1,280 x 1,600 Chromium window: no NaN cell, no Python repr, no internal key, no table wider than
-its room, no tick label under 10 px, no cut axis title, no instruction to edit a parameter. Each
-rule is first shown to fail on a hand-made page that breaks it. Uses test_browser's fixtures."""
+its room, no empty column, no tick label under 10 px, no cut axis title, no instruction to edit
+a parameter. Each rule is first shown to fail on a hand-made page that breaks it. Uses
+test_browser's fixtures."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ _BAD = {
     "repr": lambda: "<p>per seed {1: 0.155, 2: 0.2}</p>",
     "internal-key": lambda: "<table><thead><tr><th>qcomp_max</th></tr></thead><tbody><tr><td>0.2</td></tr></tbody></table>",
     "wide-table": lambda: "<table style='width:2400px'><tbody><tr><td>a</td></tr></tbody></table>",
+    "empty-column": lambda: "<table><tbody><tr><td>a</td><td></td></tr><tr><td>b</td><td></td></tr></tbody></table>",
     "small-tick": lambda: _figure_html(xaxis_tickfont_size=7),
     # a rotated y title longer than the figure is high runs out of its SVG at both ends
     "cut-title": lambda: _figure_html(y_title="the token whose attention pattern each row shows " * 3, height=260),

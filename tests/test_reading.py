@@ -11,7 +11,8 @@ from toymech.report import reading
 
 def _table(**over):
     return {"caption": "Loss per set (model: induction-2l)", "width": 600, "room": 1200,
-            "headers": ["model", "held-out loss (nats)"], "cells": ["induction-2l", "0.412", "—"], **over}
+            "headers": ["model", "held-out loss (nats)"], "cells": ["induction-2l", "0.412", "—"],
+            "rows": [["induction-2l", "0.412"], ["tied", "—"]], **over}
 
 
 def _figure(**over):
@@ -41,6 +42,7 @@ def test_a_clean_page_breaks_no_rule():
     ("internal-key", {"text": "the gap causal.clean_gap fell"}),
     ("internal-key", {"tables": [_table(headers=["model", "qcomp_max"])]}),
     ("wide-table", {"tables": [_table(width=1500, room=1200)]}),
+    ("empty-column", {"tables": [_table(rows=[["a", "", "1"], ["b", "", "2"]])]}),
     ("small-tick", {"figures": [_figure(ticks=[{"text": "L0H1", "px": 8}])]}),
     ("cut-title", {"figures": [_figure(titles=[{"text": "loss", "box": {"l": -20, "r": 10, "t": 100, "b": 200}}])]}),
     ("instruction", {"text": 'Not run: Add "llc" to `also` (or pass it to the report) to train it.'}),

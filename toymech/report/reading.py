@@ -11,6 +11,7 @@ without a browser, and a test with one opens the rendered reports. The rules (``
 ``internal-key``   a dotted key (``causal.clean_gap``) in the text, or a snake_case table header
                    (``qcomp_max``)
 ``wide-table``     a table wider than the page's room for it (cut or scrolled at 1,280 px)
+``empty-column``   a table column that no row fills (rows of equal length only: no row spans)
 ``small-tick``     a figure's tick label drawn below ``MIN_TICK_PX``
 ``cut-title``      an axis title whose box leaves its figure's SVG
 ``instruction``    text that tells the reader to edit a parameter (``Add "llc" to `also```)
@@ -27,7 +28,8 @@ from ..core import check
 
 WINDOW = (1280, 1600)  # px: the window a reader's report is checked in
 MIN_TICK_PX = 10.0
-RULES = ("nan", "repr", "internal-key", "wide-table", "small-tick", "cut-title", "instruction")
+RULES = ("nan", "repr", "internal-key", "wide-table", "empty-column", "small-tick", "cut-title",
+         "instruction")
 
 _NAN_CELL = re.compile(r"(?<![\w.])(nan|NaN|NAN|<NA>|None|NaT)(?![\w.])")
 # A list after a number ("0.41 [0.38, 0.44]") is an interval, not a repr.
@@ -76,7 +78,9 @@ return {
     var cap = t.querySelector('caption');
     return {caption: cap ? cap.innerText.trim() : '', width: t.getBoundingClientRect().width, room: room(t),
             headers: Array.from(t.querySelectorAll('thead th')).map(function (c) { return c.innerText.trim(); }),
-            cells: Array.from(t.querySelectorAll('tbody td, tbody th')).map(function (c) { return c.innerText.trim(); })};
+            cells: Array.from(t.querySelectorAll('tbody td, tbody th')).map(function (c) { return c.innerText.trim(); }),
+            rows: Array.from(t.querySelectorAll('tbody tr')).map(function (r) {
+              return Array.from(r.children).map(function (c) { return c.innerText.trim(); }); })};
   }),
   figures: figures,
 };
@@ -112,6 +116,10 @@ def _table_violations(n: int, table: dict) -> list[Violation]:
              if _NAN_CELL.search(cell)]
     found += [Violation("internal-key", f"{name}: header {h!r}") for h in table.get("headers", [])
               if _SNAKE_HEADER.match(h)]
+    rows = table.get("rows") or []
+    if rows and len({len(r) for r in rows}) == 1:
+        found += [Violation("empty-column", f"{name}: column {j + 1}") for j in range(len(rows[0]))
+                  if all(r[j] == "" for r in rows)]
     if table["width"] > table["room"] + 1:
         found.append(Violation("wide-table", f"{name}: {table['width']:.0f} px in {table['room']:.0f} px"))
     return found
