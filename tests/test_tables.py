@@ -37,6 +37,7 @@ def test_numbers_to_their_precision(value, text):
 def test_values_as_a_reader_reads_them():
     assert format_value({"p": 23, "n_keys": 8}) == "p = 23, n keys = 8"
     assert format_value([1, 2, 3]) == "1, 2, 3"
+    assert format_value("cb_bigram_acc") == "bigram accuracy" and format_value("learned_pos") == "learned_pos"
     assert format_value(float("nan")) == "—" and format_value(None) == "—"
     assert is_missing(pd.NA) and not is_missing(0.0)
 
@@ -63,6 +64,10 @@ def test_a_wide_table_is_transposed_or_split():
     long = pd.DataFrame({f"metric number {i} of the run": [0.5] for i in range(40)}, index=["run"])
     flipped = reader_table(long, caption="One run, many metrics")
     assert len(flipped.columns) == 1 and len(flipped.rows) == 40 and len(flipped.parts()) == 1
+    seeds = reader_table(long.set_axis(pd.Index([3], name="seed")), caption="Per seed")
+    assert seeds.columns == ["seed 3"]
+    plain = reader_table(pd.DataFrame({"metric": ["icl_acc"], "step": [4.0]}), caption="No index")
+    assert "<th></th>" not in plain.html() and "<tr><td>in-context accuracy</td><td>4</td></tr>" in plain.html()
     wide = pd.DataFrame(np.full((50, 40), 0.123), columns=[f"column_{i:02d}_name" for i in range(40)])
     split = reader_table(wide, caption="Many rows and columns")
     parts = split.parts()

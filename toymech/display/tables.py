@@ -28,7 +28,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ..core import check
-from ..plots.labels import LABELS, axis_title
+from ..plots.labels import LABELS, axis_title, label
 
 RAW_TABLE_MIME = "application/vnd.toymech.raw-table+html"
 MAX_WIDTH_PX = 1100  # what a table may take of a 1,280 px window beside the page's margins
@@ -92,6 +92,8 @@ def format_value(value: Any, digits: int = 3) -> str:
         return ", ".join(format_value(v, digits) for v in items)
     if isinstance(value, numbers.Number):
         return format_number(value, digits)
+    if isinstance(value, str) and value in LABELS:  # a metric named by its key
+        return label(value)
     return str(value)
 
 
@@ -127,8 +129,11 @@ class ReaderTable:
         self.caption = caption.strip().rstrip(".") + "." + (f" Model: {model}." if model else "")
         shown = frame.copy()
         shown.columns = [readable_name(c, units) for c in frame.columns]
-        self.index_names = [readable_name(n) if n is not None else "" for n in frame.index.names]
-        self.rows = [[readable_name(k) for k in (key if isinstance(key, tuple) else (key,))]
+        # A default 0, 1, 2 ... index numbers nothing a reader needs: it is left out.
+        plain = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None
+        self.index_names = [] if plain else [readable_name(n) if n is not None else ""
+                                             for n in frame.index.names]
+        self.rows = [[] if plain else [readable_name(k) for k in (key if isinstance(key, tuple) else (key,))]
                      for key in frame.index]
         self.columns = list(shown.columns)
         self.cells = _cells(frame, digits)
@@ -142,15 +147,21 @@ class ReaderTable:
         index = sum(_min_width([r[i] for r in rows] + [""]) for i in range(len(rows[0]) if rows else 0))
         return index + sum(_min_width([c] + [row[j] for row in cells]) for j, c in enumerate(columns))
 
+    def _flipped_columns(self) -> list[str]:
+        """The row names as column names: "seed 3" where the index is named seed."""
+        name = self.index_names[0] if len(self.index_names) == 1 else ""
+        return [(f"{name} {r[0]}" if name else " · ".join(r)) if r else str(n + 1)
+                for n, r in enumerate(self.rows)]
+
     def _transposed_fits_better(self) -> bool:
         flipped_cells = [list(col) for col in zip(*self.cells)] if self.cells else []
         rows = [[c] for c in self.columns]
-        columns = [" · ".join(r) for r in self.rows]
-        return self._width(columns, rows, flipped_cells) < self._width(self.columns, self.rows, self.cells)
+        return self._width(self._flipped_columns(), rows, flipped_cells) < \
+            self._width(self.columns, self.rows, self.cells)
 
     def _transpose(self) -> None:
         self.cells = [list(col) for col in zip(*self.cells)] if self.cells else []
-        self.rows, self.columns = [[c] for c in self.columns], [" · ".join(r) for r in self.rows]
+        self.rows, self.columns = [[c] for c in self.columns], self._flipped_columns()
         self.index_names = [""]
 
     def parts(self) -> list[list[int]]:
