@@ -54,7 +54,7 @@ def test_table_has_caption_readable_headers_no_nan_and_a_footnote():
     assert "<th>in-context accuracy (fraction correct)</th>" in page and "icl_acc" not in page
     assert "<td>1,024</td>" in page and "<td>0.912</td>" in page and "<td>p = 23</td>" in page
     assert not re.search(r">\s*(nan|NaN|None)\s*<", page)
-    assert "<td>—</td>" in page and "— not measured for this row at this size." in page
+    assert "<td>—</td>" in page and "— no value: not measured for this row at this size, or not given by the source." in page
     bundle = table._repr_mimebundle_()
     assert "icl_acc" in bundle[RAW_TABLE_MIME] and "NaN" in bundle[RAW_TABLE_MIME]
     assert table.frame is not None and "End of training" in bundle["text/plain"]

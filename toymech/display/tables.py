@@ -34,7 +34,7 @@ RAW_TABLE_MIME = "application/vnd.toymech.raw-table+html"
 MAX_WIDTH_PX = 1100  # what a table may take of a 1,280 px window beside the page's margins
 CHAR_PX, CELL_PAD_PX = 7.5, 18  # a character of the table font; a cell's padding and border
 MISSING = "—"
-DEFAULT_MISSING_NOTE = "not measured for this row at this size"
+DEFAULT_MISSING_NOTE = "no value: not measured for this row at this size, or not given by the source"
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 _DOTTED = re.compile(r"^([a-z]+)\.([a-z0-9_]+)$")
 
