@@ -58,27 +58,15 @@ def reports(tmp_path_factory, monkeypatch_module, smoke_reports):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory, monkeypatch_module):
-    from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
+
+    from reading_pages import chromium_options
 
     home = tmp_path_factory.mktemp("chromium-home")
     # Chromium writes under ~/.config and ~/.cache: keep that inside the test's temp dir.
     for var, sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache")):
         monkeypatch_module.setenv(var, str(home / sub))
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",  # the CI runs as root
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        "--disable-sync",
-        "--window-size=1280,900",
-        f"--user-data-dir={home / 'profile'}",
-    ):
-        options.add_argument(flag)
+    options = chromium_options(home)  # the CI runs as root: --no-sandbox among them
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)

@@ -54,3 +54,17 @@ def test_seeds_train_once_and_are_measured_per_seed(tmp_path):
         study.measure_seed(again, study.probe_data(task, "smoke", 3, dev))["2l.test"], abs=1e-6)
     table = study.seed_table(per_seed)
     assert list(table.index) == [3, 4] and "2l-option1" in table.columns
+
+
+def test_attention_view_names_its_model():
+    from toymech.models import build_model
+    from toymech.tasks import RepeatedBlocks
+
+    exp = study.experiment("induction-2l", "smoke", 0)
+    model, task = build_model(exp.model), RepeatedBlocks()
+    tokens = task.sample(1, torch.Generator().manual_seed(0)).tokens[0]
+    view = study.attention_view(model, task, tokens, name="induction-2l")
+    assert view.caption == "Model: induction-2l."
+    assert study.attention_view(model, task, tokens).caption is None
+    with pytest.raises(ValueError, match="^name='' is not allowed"):
+        study.attention_view(model, task, tokens, name="")

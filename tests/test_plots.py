@@ -98,8 +98,11 @@ def test_range_scaling_keeps_an_overshoot_inside_the_axis():
     assert np.all(style.range_scaled(np.full(3, 0.5)) == 0)  # flat: no division by zero
     fig = plots.scrubber([0, 1, 3, 9], [np.full((1, 2, 2), 0.5)] * 4, ["L0H0"],
                          curves=pd.DataFrame({"step": [0, 1, 3, 9], "qcomp_max": y}), normalize=True)
-    curve = next(t for t in fig.data if t.type == "scatter" and t.name == labels.label("qcomp_max"))
+    curve = next(t for t in fig.data if t.type == "scatter" and t.name.startswith(labels.label("qcomp_max")))
     assert max(curve.y) == 1 and min(curve.y) == 0  # first-to-last scaling would put the peak at 2.6
+    assert curve.name.endswith(f"(raw {y.min():.3g} to {y.max():.3g})") and "raw" in curve.hovertemplate
+    heads = [fig.layout[k] for k in fig.layout if k.startswith(("xaxis", "yaxis"))]
+    assert all(a.tickfont.size is None or a.tickfont.size >= style.MIN_TICK_PX for a in heads)
 
 
 def test_ticks_at_the_data_for_log_axes_and_counts():
@@ -158,3 +161,16 @@ def test_sequence_view_is_readable_at_any_length():
     fig = birth.sequence_view(seq, torch.tensor([True, False, False, False]), torch.zeros(4, dtype=torch.bool))
     assert fig.layout.height >= 240 and not fig.data[0].showscale
     assert [t.name for t in fig.data[1:]] == ["bigram", "first output (not predictable)", "in-context output", "trigger"]
+
+
+def test_fit_title_and_tick_stride_keep_labels_readable():
+    from toymech.plots.style import fit_title, tick_stride
+
+    title = fit_title("explained variance of the top-10 principal directions (fraction of variance)", 240)
+    assert all(len(line) * 7 <= 240 for line in title.split("<br>")) and title.count("<br>") >= 1
+    assert fit_title("short", 500) == "short"
+    assert tick_stride(48, 180) == 4 and tick_stride(8, 180) == 1
+    with pytest.raises(ValueError, match="^length_px=0 is not allowed"):
+        fit_title("x", 0)
+    with pytest.raises(ValueError, match="^length_px=-1 is not allowed"):
+        tick_stride(3, -1)

@@ -111,8 +111,8 @@ def test_index_lists_every_report(built):
 
     import toymech
 
-    assert ok[10:13] == [torch.__version__, version("transformer-lens"), toymech.__version__]
-    assert "RuntimeError: fixture failure on purpose" in failed[14]
+    assert ok[10] == f"torch {torch.__version__}, transformer-lens {version('transformer-lens')}, toymech {toymech.__version__}"
+    assert "RuntimeError: fixture failure on purpose" in failed[header.index("error")]
     summary = re.search(r'<p id="summary">(.*?)</p>', index, re.S).group(1)
     assert re.sub(r"<[^>]+>|\s+", " ", summary).split() == \
         f"3 report(s). Ran: 2 ok, 1 failed . Claims: {COUNTS} .".split()
@@ -329,3 +329,17 @@ def test_parallel_jobs_keep_order_and_results(tmp_path, monkeypatch):
     assert not {"OMP_NUM_THREADS", "TOYMECH_THREADS", "TOYMECH_THREADS_AUTO"} & set(os.environ)
     with pytest.raises(ValueError, match="jobs=0"):
         build_reports([OK], out_dir=tmp_path, jobs=0)
+
+
+def test_index_front_page_states_each_finding_and_drops_empty_columns(tmp_path):
+    (tmp_path / "a.html").write_text("a")
+    entry = ReportEntry(**{**asdict(_entry("a")), "title": "Study A",
+                           "finding": ["At 6 of the paper's 10,000 steps, the head forms.",
+                                       "This is a pipeline check at size smoke."]})
+    write_index(tmp_path, [entry])
+    index = (tmp_path / "index.html").read_text()
+    study = index.split('<article class="study" id="study-a">')[1].split("</article>")[0]
+    assert '<p class="finding">At 6 of the paper&#39;s 10,000 steps, the head forms.</p>' in study
+    assert "pipeline check" in study and 'href="a.html">report</a>' in study
+    header = re.findall(r"<th>(.*?)</th>", index.split('<table id="reports">')[1].split("</thead>")[0])
+    assert "error" not in header and "parameters" not in header and "versions" in header

@@ -280,3 +280,16 @@ def test_progress_names_the_section_of_the_running_cell(tmp_path):
         if "y = 2" in executed[cell_index].source:
             assert section == "Second part"
     assert {s for _, _, s in seen} >= {"First part", "Second part"}
+
+
+def test_finding_lines_keep_the_first_sentences_and_the_pipeline_caveat():
+    from toymech.report.reader import finding_lines
+
+    finding = new_output("display_data", data={"text/markdown": "- **At 6 steps**, the head forms.\n"
+                                                                 "- The memories cross in order.\n"
+                                                                 "- This is a pipeline check at size smoke.\n",
+                                               "text/plain": "x"})
+    nb = _nb(new_code_cell("f", outputs=[finding], metadata={"tags": ["finding"]}), new_code_cell("other"))
+    assert finding_lines(nb) == ["At 6 steps, the head forms.", "This is a pipeline check at size smoke."]
+    assert finding_lines(nb, most=3)[1] == "The memories cross in order."
+    assert finding_lines(_nb(new_code_cell("nothing"))) == []

@@ -30,10 +30,11 @@ from .attention import (KIND_WORDS, AttentionView, _circuitsvis_bundle_script, _
 from .bundle import defer_figure, plotly_bundle_script
 from .prose import FACTS_MIME, Facts, Note, duration_text, facts, note  # noqa: F401
 from .scorecard import SCORECARD_MIME, ScorecardView, scorecard  # noqa: F401
+from .tables import RAW_TABLE_MIME, ReaderTable, reader_table  # noqa: F401
 
 __all__ = ["setup_notebook", "attention_view", "attention_caption", "AttentionView", "note",
            "facts", "duration_text", "reset_bundles", "RENDERER_NAME", "FACTS_MIME",
-           "scorecard", "SCORECARD_MIME",
+           "scorecard", "SCORECARD_MIME", "reader_table", "ReaderTable", "RAW_TABLE_MIME",
            "MIN_FIGURE_HEIGHT"]
 
 RENDERER_NAME = "toymech"

@@ -10,6 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .labels import label
+
 
 def chain_traces(results: Mapping[int, object], title: str = "SGLD chains (convergence check)",
                  max_panels: int = 4) -> go.Figure:
@@ -56,7 +58,8 @@ def llc_curve(curve: pd.DataFrame, boundaries: Sequence[float] = (),
         for metric, step in zip(transitions["metric"], transitions["step"]):
             if step == step and step > 0:
                 fig.add_vline(x=step, line_dash="dot", line_color="grey",
-                              annotation_text=str(metric), annotation_textangle=-90)
-    fig.update_layout(title=title, xaxis_type="log", xaxis_title="training step",
+                              annotation_text=label(str(metric)), annotation_textangle=-90)
+    # ticks at the decades: plotly labels a log axis' minor ticks (2, 5) below 10 px
+    fig.update_layout(title=title, xaxis_type="log", xaxis_dtick=1, xaxis_title="training step",
                       yaxis_title="λ̂", height=380)
     return fig

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .labels import ACC, axis_title, label
-from .style import height, log_ticks_at, reference_lines, unit_range
+from .style import fit_title, height, log_ticks_at, reference_lines, unit_range
 
 MODE_COLORS = {"normal": "#1f77b4", "random": "#d62728", "E_token+U": "#2ca02c",
                "E_token+E_pos": "#9467bd", "U": "#8c564b"}
@@ -98,8 +98,9 @@ def concentration_bars(table: pd.DataFrame, title: str = "Explained variance of 
             continue
         fig.add_trace(go.Bar(x=[f"{t} / {l}" for t, l in zip(rows["task"], rows["layer"])],
                              y=rows["ev"], name=f"{mode}, {basis} basis"))
-    fig.update_layout(title=title, barmode="group", yaxis_title=axis_title("ev"),
-                      xaxis_title="task / layer", yaxis_range=[0, 1.05], height=height(440))
+    tall = height(440)
+    fig.update_layout(title=title, barmode="group", yaxis_title=fit_title(axis_title("ev"), tall - 200),
+                      xaxis_title="task / layer", yaxis_range=[0, 1.05], height=tall)
     return fig
 
 

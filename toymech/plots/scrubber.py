@@ -18,7 +18,7 @@ from plotly.subplots import make_subplots
 
 from ..core import check, check_int
 from .labels import label
-from .style import PALETTE, height, range_scaled
+from .style import MIN_TICK_PX, PALETTE, height, range_scaled, tick_stride
 
 
 def _array(x) -> np.ndarray:
@@ -91,7 +91,8 @@ def scrubber(steps: Sequence[int], patterns: Sequence, head_labels: Sequence[str
     fig = make_subplots(rows=len(specs), cols=cols, specs=specs, subplot_titles=titles,
                         horizontal_spacing=0.04, vertical_spacing=0.3 / len(specs))
     active = len(steps) - 1
-    ticks = dict(tickvals=list(range(T)), ticktext=list(token_labels)) if token_labels else {}
+    every = tick_stride(T, 180)  # a head's panel is about 180 px high: labels at 10 px fit
+    ticks = dict(tickvals=list(range(0, T, every)), ticktext=list(token_labels)[::every]) if token_labels else {}
     for h in range(n_heads):
         row, col = h // cols + 1, h % cols + 1
         fig.add_trace(go.Heatmap(z=zs[active][h].tolist(), zmin=0, zmax=1, colorscale="Blues",
@@ -100,10 +101,10 @@ def scrubber(steps: Sequence[int], patterns: Sequence, head_labels: Sequence[str
                                  hovertemplate="query %{y}, key %{x}: %{z}<extra>"
                                                + head_labels[h] + "</extra>"), row=row, col=col)
         bottom = h + cols >= n_heads  # no head below this one
-        fig.update_xaxes(showticklabels=bool(ticks), tickfont_size=8, **ticks, row=row, col=col,
+        fig.update_xaxes(showticklabels=bool(ticks), tickfont_size=MIN_TICK_PX, **ticks, row=row, col=col,
                          title_text="key position" if bottom else None, title_font_size=11)
         fig.update_yaxes(autorange="reversed", showticklabels=bool(ticks) and col == 1,
-                         tickfont_size=8, **ticks, row=row, col=col,
+                         tickfont_size=MIN_TICK_PX, **ticks, row=row, col=col,
                          title_text="query position" if col == 1 else None, title_font_size=11)
     heat = list(range(n_heads))  # trace indices of the heatmaps, in head order
 
@@ -139,10 +140,13 @@ def _add_curves(fig: go.Figure, curves: pd.DataFrame, marks: dict[str, float], r
         raw = table[metric].to_numpy(float)
         y = range_scaled(raw) if normalize else raw
         color = PALETTE[i % len(PALETTE)]
-        fig.add_trace(go.Scatter(x=x + 1, y=y, mode="lines+markers", name=label(metric),
+        finite = raw[np.isfinite(raw)]
+        # A scaled curve says its raw range in the legend and in the hover (raw value first).
+        span = (f" (raw {finite.min():.3g} to {finite.max():.3g})" if normalize and finite.size else "")
+        fig.add_trace(go.Scatter(x=x + 1, y=y, mode="lines+markers", name=label(metric) + span,
                                  legendgroup=metric, line=dict(color=color), marker_size=4,
                                  customdata=np.stack([x, raw], axis=1),
-                                 hovertemplate="step %{customdata[0]}: %{customdata[1]:.3g}"),
+                                 hovertemplate="step %{customdata[0]}: %{customdata[1]:.3g}" + span),
                       row=row, col=1)
         if metric in marks and np.isfinite(y).all():
             at = marks[metric]

@@ -8,7 +8,11 @@ from typing import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from ..core import check
+
 MIN_HEIGHT = 260  # px; below it titles, legends and colour bars overlap
+MIN_TICK_PX = 10  # no tick label is drawn smaller (a reader's report is checked for it)
+TITLE_CHAR_PX = 7.0  # about one character of an 14 px axis title
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf"]
 SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down"]
@@ -84,3 +88,24 @@ def unit_range(values: Sequence[float], pad: float = 0.05) -> list[float] | None
     if vals.size and vals.min() >= 0 and vals.max() <= 1:
         return [0, 1 + pad]
     return None
+
+
+def fit_title(text: str, length_px: float, char_px: float = TITLE_CHAR_PX) -> str:
+    """``text`` broken into lines (``<br>``, at spaces) that fit ``length_px``: a y-axis title
+    longer than its plot is high would run out of the figure."""
+    check(length_px > 0, "length_px", length_px, "a length in px > 0")
+    most = max(1, int(length_px // char_px))
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > most:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "<br>".join(lines + [line])
+
+
+def tick_stride(n_labels: int, length_px: float, font_px: float = MIN_TICK_PX) -> int:
+    """Show every k-th of ``n_labels`` tick labels so that labels of ``font_px`` fit ``length_px``."""
+    check(length_px > 0, "length_px", length_px, "a length in px > 0")
+    return max(1, int(np.ceil(n_labels * (font_px + 2) / length_px)))

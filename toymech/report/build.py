@@ -17,13 +17,15 @@ from typing import Any, Callable, Sequence
 from ..core import check_bool, check_int, source_commit
 from ..devices import choose_threads, free_cores, resolve_device
 from .checks import (SEEDS_PARAMETERS, check_arguments, check_out_dir, check_study_parameters,
-                     folder_lock, study_n_seeds)
+                     folder_lock, study_n_seeds, study_of)
 from ..display import duration_text
+from ..studies import protocol
 from ..models.reference import machine_record, reference_step_seconds
 from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
 from ..training import live as live_status
 from .progress import ENGINE, CostTable, crowding, kernel_manager, section_at
-from .reader import bare_figures, cell_durations, facts_of, prepare, time_table, title_of
+from .glossary import glossary
+from .reader import bare_figures, cell_durations, facts_of, finding_lines, prepare, time_table, title_of
 from .scorecards import find_scorecard, scorecard_counts, scorecard_heading, scorecard_table_html
 
 TEMPLATE_NAME = "toymech_report"
@@ -141,6 +143,12 @@ def _render_html(nb, run: dict, code: bool = False) -> str:
 
 
 _TRUST_LOCK = threading.Lock()
+
+
+def _options_of(path: Path, nb) -> tuple[str, ...]:
+    """The optional comparisons of the study the notebook shows (none for other notebooks)."""
+    name = study_of(path, nb)
+    return tuple(getattr(protocol.study(name), "OPTIONAL_RUNS", ())) if name else ()
 
 
 def _trust(nb) -> None:
@@ -290,6 +298,7 @@ def build_reports(
                 # off old numbers as this run's.
                 "scorecard": find_scorecard(nb) if executed.is_file() else None,
             }
+            run["glossary"] = glossary(size, seed, run["seeds"], run["parameters"], _options_of(path, nb))
             report.write_text(_render_html(nb, run, code), encoding="utf-8")
             entry = ReportEntry(
                 notebook=str(path), html=report.name, executed=f"executed/{executed.name}",
@@ -299,6 +308,7 @@ def build_reports(
                 parameters=extra_parameters, title=run["title"], scorecard=run["scorecard"],
                 seeds=run["seeds"], device_used=run["device"], code=code, commit=commit,
                 machine=machine, command=command,
+                finding=finding_lines(nb) if executed.is_file() else [],
             )
             shutil.rmtree(live_dir, ignore_errors=True)
             if progress is not None:

@@ -47,6 +47,7 @@ class ReportEntry:
     commit: str = ""  # the toymech source's git commit (core.source_commit)
     machine: dict = field(default_factory=dict)  # models.reference.machine_record
     command: str = ""  # the command that made the report, as the user would type it
+    finding: list = field(default_factory=list)  # its first sentences of "What this run found"
 
     @property
     def ok(self) -> bool:
@@ -103,7 +104,9 @@ def write_index(out_dir: str | Path, entries: Sequence[ReportEntry]) -> Path:
          "verdicts": [(w, n, verdict_class(w)) for w, n in verdict_counts(e.scorecard).items()]}
         for e in rows
     ]
-    page = env.get_template("reports_index.html.j2").render(rows=view, summary=_summary(rows))
+    # A column that no row fills is left out: the table fits a 1,280 px window.
+    columns = {"parameters": any(v["extra"] for v in view), "error": any(v["error"] for v in view)}
+    page = env.get_template("reports_index.html.j2").render(rows=view, summary=_summary(rows), columns=columns)
     path = out / "index.html"
     path.write_text(page, encoding="utf-8")
     return path

@@ -33,6 +33,7 @@ import re
 from typing import Any
 
 from ..display import FACTS_MIME
+from ..display.tables import RAW_TABLE_MIME
 from .scorecards import find_scorecard, html_of, is_scorecard, scorecard_table_html, tables
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -111,6 +112,8 @@ def _reader_output(output: dict) -> dict | None:
         return _node({**output, "text": text}) if text else None
     if kind in ("execute_result", "display_data"):
         data = output.get("data", {})
+        if RAW_TABLE_MIME in data:  # a reader_table: the reader's HTML only
+            return _node({**output, "data": {k: v for k, v in data.items() if k != RAW_TABLE_MIME}})
         if set(data) - {"text/plain", WIDGET_VIEW}:
             if WIDGET_VIEW not in data:
                 return output
@@ -230,7 +233,7 @@ def prepare(nb, *, code: bool = False, scorecard: dict | None = None) -> tuple[A
                 if FACTS_MIME in data:
                     continue  # machine-readable: read by facts_of, never shown
                 if code:
-                    output = _widget_as_text(output, states)
+                    output = _widget_as_text(_raw_table(output), states)
                 else:
                     shown = _reader_output(output)
                     hidden += shown is None
@@ -275,6 +278,15 @@ def prepare(nb, *, code: bool = False, scorecard: dict | None = None) -> tuple[A
     return nb, {"hidden": hidden, "finding": bool(finding), "scorecard": how}
 
 
+def _raw_table(output: dict) -> dict:
+    """With --code, a ``reader_table`` output shows the raw frame it was made from."""
+    data = output.get("data", {})
+    if RAW_TABLE_MIME not in data:
+        return output
+    rest = {k: v for k, v in data.items() if k != RAW_TABLE_MIME}
+    return _node({**output, "data": {**rest, "text/html": data[RAW_TABLE_MIME]}})
+
+
 def _widget_as_text(output: dict, states: dict) -> dict | None:
     """Widgets (tqdm bars) need a widget manager from a CDN: show their final state as text. The
     output's own text/plain was captured at display time (a 0% bar); the final values live in the
@@ -305,6 +317,27 @@ def _widget_text(model_id: str, states: dict, depth: int = 0) -> str:
         filled = min(10, max(0, round(10 * (value - low) / (high - low)))) if high > low else 10
         return "|" + "█" * filled + " " * (10 - filled) + "|"
     return ""
+
+
+def finding_lines(nb, most: int = 2) -> list[str]:
+    """The first sentences of "What this run found" (cells tagged ``finding``: their markdown
+    outputs or text), one per bullet, at most ``most``; a bullet saying the run is a pipeline
+    check is always among them. For the index's front page."""
+    bullets = []
+    for cell in nb.cells:
+        if "finding" not in _tags(cell):
+            continue
+        texts = [cell.source] if cell.cell_type == "markdown" else [
+            "".join(o.get("data", {}).get("text/markdown", "")) for o in cell.get("outputs", [])]
+        for text in texts:
+            bullets += [re.sub(r"^\s*[-*]\s+", "", line).strip() for line in text.splitlines()
+                        if line.strip() and not _HEADING.match(line)]
+    bullets = [b.replace("**", "") for b in bullets]
+    chosen = bullets[:most]
+    pipeline = next((b for b in bullets if "pipeline check" in b), None)
+    if pipeline and pipeline not in chosen and chosen:
+        chosen[-1] = pipeline
+    return chosen
 
 
 def title_of(nb, fallback: str) -> str:

@@ -9,6 +9,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from ..core import check
 from .claims import BELOW, is_pipeline
 from .settings import Setting, StudySettings, shortfall
 
@@ -103,11 +104,19 @@ def opening(prefix: str, sentence: str) -> str:
 
 
 class NotRun:
-    """What a notebook shows where an optional comparison was not asked for."""
+    """What a notebook shows where an optional comparison was not run, in a reader's words: what
+    was not run and what runs it (a report made with ``--param also=NAME``, or the command
+    ``how`` names), never an instruction to edit the notebook."""
 
-    def __init__(self, name: str, param: str = "also"):
-        self.text = (f"Not run: an optional comparison. Add \"{name}\" to `{param}` (or pass "
-                     f"it to the report) to train it.")
+    def __init__(self, name: str, param: str = "also", how: str | None = None):
+        check(isinstance(name, str) and name.strip() != "", "name", name, "the comparison's name")
+        check(how is None or (isinstance(how, str) and how.strip() != ""), "how", how,
+              "None or the command that runs the comparison")
+        if how is None:
+            self.text = (f"Not run at this size: {name}, an optional comparison; a report made with "
+                         f"`--param {param}={name}` on the command line runs it.")
+        else:
+            self.text = f"Not run for this report: {name}; {how} runs it, and the next report shows it."
 
     def _repr_markdown_(self) -> str:
         return f"*{self.text}*"
@@ -116,6 +125,6 @@ class NotRun:
         return self.text
 
 
-def not_run(name: str, param: str = "also") -> NotRun:
+def not_run(name: str, param: str = "also", how: str | None = None) -> NotRun:
     """``NotRun`` for the optional comparison ``name``."""
-    return NotRun(name, param)
+    return NotRun(name, param, how)

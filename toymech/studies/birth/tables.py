@@ -100,9 +100,9 @@ def sweep_summary(sweep: pd.DataFrame) -> list[str]:
             f"{mode}-trigger models {v:.3f}" for mode, v in means.items()))
     for mode in wide.index.get_level_values("triggers").unique():
         if "ood" in wide:
-            by_k = {int(k): round(float(v), 3) for k, v in wide.loc[mode, "ood"].items()}
+            by_k = ", ".join(f"K = {int(k)}: {float(v):.3f}" for k, v in wide.loc[mode, "ood"].items())
             lines.append(f"{mode}-trigger models, in-context accuracy with never-trigger "
-                         f"tokens as triggers, by K: {by_k}")
+                         f"tokens as triggers: {by_k}")
     return lines
 
 

@@ -12,7 +12,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ... import analysis
-from ...core import seed_for
+from ...core import check, seed_for
 from ...devices import make_generator
 from ...display import attention_caption, attention_view as view
 from ...tasks import Batch
@@ -153,16 +153,21 @@ def eigenvalue_sets(model: HookedTransformer) -> dict[str, torch.Tensor]:
 
 
 def attention_view(model: HookedTransformer, task: RepeatedBlocks, tokens: torch.Tensor,
-                   scores: dict[str, torch.Tensor] | None = None, open: bool = True):
+                   scores: dict[str, torch.Tensor] | None = None, open: bool = True,
+                   name: str | None = None):
     """circuitsvis view of every head (all layers) on one sequence, with a caption naming the
-    heads worth looking at from their measured pattern scores (``scores``: kind -> [L, H], e.g.
-    ``Model.pattern_scores``); ``open=False`` folds it."""
+    model (``name``) and the heads worth looking at from their measured pattern scores
+    (``scores``: kind -> [L, H], e.g. ``Model.pattern_scores``); ``open=False`` folds it."""
+    check(name is None or (isinstance(name, str) and name.strip() != ""), "name", name,
+          "None or the model's name")
     pats = analysis.attention_patterns(model, tokens)  # [L, H, q, k]
     L, H = pats.shape[:2]
     caption = None
     if scores:
         caption = attention_caption({k.replace("_", "-"): v for k, v in scores.items()},
                                     head_names=analysis.head_labels(L, H))
+    if name:
+        caption = f"Model: {name}." + (f" {caption}" if caption else "")
     return view(task.str_tokens(tokens), pats.reshape(L * H, *pats.shape[2:]),
                 analysis.head_labels(L, H), caption=caption, open=open)
 

@@ -1,0 +1,73 @@
+"""Open a rendered page in headless Chromium and read it with ``toymech.report.reading``.
+
+Used by tests/test_browser_reading.py and, to count what each report breaks, from the shell:
+
+    python tests/reading_pages.py REPORTS_DIR/*.html     # one line per page: counts per rule
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))  # waiting.py, when run as a script
+
+from toymech.report import reading  # noqa: E402
+from waiting import limit  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def chromium_options(home: Path, window=(1280, 900)):
+    """Selenium options of a headless Chromium whose profile lives under ``home``."""
+    from selenium.webdriver.chrome.options import Options
+
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync",
+                 f"--window-size={window[0]},{window[1]}", f"--user-data-dir={home / 'profile'}"):
+        options.add_argument(flag)
+    return options
+
+
+def page_state(driver, page: Path) -> dict:
+    """``reading.DOM_SCRIPT``'s result on ``page`` in a 1,280 x 1,600 window, once its figures drew."""
+    driver.set_window_size(*reading.WINDOW)
+    driver.get("about:blank")
+    driver.get(page.resolve().as_uri())
+    deadline = time.monotonic() + limit(30)
+    state = driver.execute_script(reading.DOM_SCRIPT)
+    while time.monotonic() < deadline and (state["pending"] or any(
+            f["svg"] is None for f in state["figures"])):
+        time.sleep(0.5)  # plotly still loading or drawing
+        state = driver.execute_script(reading.DOM_SCRIPT)
+    return state
+
+
+def page_violations(driver, page: Path) -> list[reading.Violation]:
+    return reading.violations(page_state(driver, page))
+
+
+def main(pages: list[str]) -> None:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    with tempfile.TemporaryDirectory() as home:
+        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=chromium_options(Path(home), reading.WINDOW))
+        try:
+            for page in pages:
+                found = page_violations(driver, Path(page))
+                per_rule = ", ".join(f"{k} {v}" for k, v in reading.counts(found).items())
+                print(f"{Path(page).name}: {len(found)} ({per_rule})")
+                for v in found:
+                    print(f"    {v}")
+        finally:
+            driver.quit()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

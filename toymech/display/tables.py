@@ -1,0 +1,227 @@
+"""Tables for a report's reader: ``reader_table(df, caption=..., model=...)``.
+
+A notebook ends a cell with ``reader_table(frame, caption=...)`` instead of the bare frame. For
+readers (the HTML a report shows) the table has
+
+* readable column and row names with units (``plots.labels``: ``icl_acc`` -> "in-context accuracy
+  (fraction correct)", ``causal.k_share`` -> "causal: share of log p(output) the W_K² key path
+  restores (fraction restored)"), never an internal key;
+* numbers to their precision (three significant digits, integers and counts as integers with
+  thousands separators), a dash where a value is missing with a footnote saying why, dicts as
+  ``p = 23``, lists as ``1, 2, 3``;
+* a caption naming what it shows and which model;
+* nothing cut at a 1,280 px window: a table estimated wider than ``MAX_WIDTH_PX`` is transposed
+  when that makes it narrower, else split into parts that repeat the row names.
+
+The raw frame travels beside it (``RAW_TABLE_MIME``): ``toymech report --code`` shows that one
+(``toymech.report.reader``), and ``ReaderTable.frame`` is the frame itself for code that reads it.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+import re
+from typing import Any, Mapping
+
+import pandas as pd
+
+from ..core import check
+from ..plots.labels import LABELS, axis_title, label
+
+RAW_TABLE_MIME = "application/vnd.toymech.raw-table+html"
+MAX_WIDTH_PX = 1100  # what a table may take of a 1,280 px window beside the page's margins
+CHAR_PX, CELL_PAD_PX = 7.5, 18  # a character of the table font; a cell's padding and border
+MISSING = "—"
+DEFAULT_MISSING_NOTE = "no value: not measured for this row at this size, or not given by the source"
+_SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
+_DOTTED = re.compile(r"^([a-z]+)\.([a-z0-9_]+)$")
+
+
+def readable_name(key: Any, units: Mapping[str, str] | None = None) -> str:
+    """What a reader reads for a column or row key: its ``plots.labels`` title with its unit,
+    ``prefix: words`` for a dotted key, underscores as spaces for another snake_case key, and
+    ``units[key]`` appended when given. Non-string keys (numbers, seeds) as they print."""
+    if isinstance(key, tuple):
+        return " · ".join(readable_name(k) for k in key if str(k) != "")
+    text = str(key)
+    if text in LABELS:
+        name = axis_title(text)
+    elif (dotted := _DOTTED.match(text)) is not None:
+        joined = f"{dotted.group(1)}_{dotted.group(2)}"
+        name = axis_title(joined) if joined in LABELS else f"{dotted.group(1)}: {dotted.group(2).replace('_', ' ')}"
+    elif _SNAKE.match(text):
+        name = text.replace("_", " ")
+    else:
+        name = text
+    if units and key in units:
+        name = f"{name} ({units[key]})"
+    return name
+
+
+def is_missing(value: Any) -> bool:
+    """None, NaN, pandas' NA / NaT."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def format_number(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits; an integer value as an integer (1,024)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    magnitude = abs(float(value))
+    if magnitude >= 10 ** digits:
+        return f"{round(value):,}"
+    if magnitude < 1e-3:
+        return f"{value:.{digits - 1}e}"
+    return f"{float(f'{value:.{digits}g}'):g}"
+
+
+def format_value(value: Any, digits: int = 3) -> str:
+    """A cell as a reader reads it (``MISSING`` for a missing value)."""
+    if is_missing(value):
+        return MISSING
+    if isinstance(value, Mapping):
+        return ", ".join(f"{readable_name(k)} = {format_value(v, digits)}" for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value) if isinstance(value, (set, frozenset)) else value
+        return ", ".join(format_value(v, digits) for v in items)
+    if isinstance(value, numbers.Number):
+        return format_number(value, digits)
+    if isinstance(value, str) and value in LABELS:  # a metric named by its key
+        return label(value)
+    return str(value)
+
+
+def _integer_columns(frame: pd.DataFrame) -> set:
+    """Columns whose every present value is a whole number (counts, steps, widths)."""
+    out = set()
+    for column in frame.columns:
+        values = [v for v in frame[column] if not is_missing(v)]
+        if values and all(isinstance(v, numbers.Number) and not isinstance(v, bool)
+                          and float(v).is_integer() for v in values):
+            out.add(column)
+    return out
+
+
+def _cells(frame: pd.DataFrame, digits: int) -> list[list[str]]:
+    whole = _integer_columns(frame)
+    return [[f"{int(v):,}" if c in whole and not is_missing(v) else format_value(v, digits)
+             for c, v in zip(frame.columns, row)] for row in frame.itertuples(index=False)]
+
+
+def _min_width(texts: list[str]) -> float:
+    """The width (px) a column needs at the least: its longest word (text wraps at spaces)."""
+    longest = max((len(w) for t in texts for w in t.split()), default=1)
+    return longest * CHAR_PX + CELL_PAD_PX
+
+
+class ReaderTable:
+    """``reader_table``'s result: the reader's HTML, plain text, and the raw frame."""
+
+    def __init__(self, frame: pd.DataFrame, caption: str, model: str | None, units, digits: int,
+                 missing_note: str, max_width_px: float):
+        self.frame = frame
+        self.caption = caption.strip().rstrip(".") + "." + (f" Model: {model}." if model else "")
+        shown = frame.copy()
+        shown.columns = [readable_name(c, units) for c in frame.columns]
+        # A default 0, 1, 2 ... index numbers nothing a reader needs: it is left out.
+        plain = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None
+        self.index_names = [] if plain else [readable_name(n) if n is not None else ""
+                                             for n in frame.index.names]
+        self.rows = [[] if plain else [readable_name(k) for k in (key if isinstance(key, tuple) else (key,))]
+                     for key in frame.index]
+        self.columns = list(shown.columns)
+        self.cells = _cells(frame, digits)
+        self.missing_note = missing_note
+        self.max_width_px = max_width_px
+        if self._width(self.columns, self.rows, self.cells) > max_width_px and self._transposed_fits_better():
+            self._transpose()
+
+    # ---- layout --------------------------------------------------------------------------
+    def _width(self, columns, rows, cells) -> float:
+        index = sum(_min_width([r[i] for r in rows] + [""]) for i in range(len(rows[0]) if rows else 0))
+        return index + sum(_min_width([c] + [row[j] for row in cells]) for j, c in enumerate(columns))
+
+    def _flipped_columns(self) -> list[str]:
+        """The row names as column names: "seed 3" where the index is named seed."""
+        name = self.index_names[0] if len(self.index_names) == 1 else ""
+        return [(f"{name} {r[0]}" if name else " · ".join(r)) if r else str(n + 1)
+                for n, r in enumerate(self.rows)]
+
+    def _transposed_fits_better(self) -> bool:
+        flipped_cells = [list(col) for col in zip(*self.cells)] if self.cells else []
+        rows = [[c] for c in self.columns]
+        return self._width(self._flipped_columns(), rows, flipped_cells) < \
+            self._width(self.columns, self.rows, self.cells)
+
+    def _transpose(self) -> None:
+        self.cells = [list(col) for col in zip(*self.cells)] if self.cells else []
+        self.rows, self.columns = [[c] for c in self.columns], self._flipped_columns()
+        self.index_names = [""]
+
+    def parts(self) -> list[list[int]]:
+        """Column positions of each part: as many columns per part as fit in the width."""
+        fixed = self._width([], self.rows, [[] for _ in self.cells])
+        parts, current, used = [], [], fixed
+        for j, column in enumerate(self.columns):
+            need = _min_width([column] + [row[j] for row in self.cells])
+            if current and used + need > self.max_width_px:
+                parts.append(current)
+                current, used = [], fixed
+            current.append(j)
+            used += need
+        return parts + [current] if current or not parts else parts
+
+    # ---- output --------------------------------------------------------------------------
+    def html(self) -> str:
+        parts = self.parts()
+        missing = any(MISSING == c for row in self.cells for c in row)
+        out = []
+        for n, columns in enumerate(parts):
+            caption = self.caption + (f" (part {n + 1} of {len(parts)})" if len(parts) > 1 else "")
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in self.index_names) + \
+                "".join(f"<th>{html.escape(self.columns[j])}</th>" for j in columns)
+            body = "".join(
+                "<tr>" + "".join(f"<th>{html.escape(k)}</th>" for k in row)
+                + "".join(f"<td>{html.escape(cells[j])}</td>" for j in columns) + "</tr>"
+                for row, cells in zip(self.rows, self.cells))
+            out.append(f'<table class="dataframe toymech-table"><caption>{html.escape(caption)}</caption>'
+                       f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        if missing:
+            out.append(f'<p class="toymech-table-note">{MISSING} {html.escape(self.missing_note)}.</p>')
+        return "\n".join(out)
+
+    def text(self) -> str:
+        return self.caption + "\n" + self.frame.to_string()
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return {"text/html": self.html(), "text/plain": self.text(), RAW_TABLE_MIME: self.frame._repr_html_()}
+
+    def __repr__(self) -> str:
+        return f"ReaderTable({self.caption!r}, {self.frame.shape[0]} x {self.frame.shape[1]})"
+
+
+def reader_table(df: pd.DataFrame | pd.Series, caption: str, model: str | None = None,
+                 units: Mapping[str, str] | None = None, digits: int = 3,
+                 missing: str = DEFAULT_MISSING_NOTE, max_width_px: float = MAX_WIDTH_PX) -> ReaderTable:
+    """``df`` laid out for a reader (see the module docstring). ``caption``: what the table
+    shows (a sentence); ``model``: which model(s) it measures; ``units``: {column: unit} for
+    columns ``plots.labels`` does not know; ``digits``: significant digits of non-integer numbers;
+    ``missing``: why a value can be missing (the footnote under a dash)."""
+    if isinstance(df, pd.Series):
+        df = df.to_frame()
+    check(isinstance(df, pd.DataFrame), "df", type(df).__name__, "a pandas DataFrame or Series")
+    check(isinstance(caption, str) and caption.strip() != "", "caption", caption,
+          "a non-empty sentence saying what the table shows")
+    check(model is None or (isinstance(model, str) and model.strip() != ""), "model", model,
+          "None or the name of the model(s) measured")
+    check(isinstance(digits, int) and not isinstance(digits, bool) and 1 <= digits <= 8, "digits", digits,
+          "an integer from 1 to 8")
+    check(isinstance(max_width_px, (int, float)) and max_width_px >= 200, "max_width_px", max_width_px,
+          "a width in px, at least 200")
+    return ReaderTable(df, caption, model, units, digits, missing, float(max_width_px))
