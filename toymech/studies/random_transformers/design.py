@@ -33,7 +33,7 @@ from ...core import check, check_size
 from ...models import BaselineConfig, ModelConfig
 from ...models.variants import GPT2_SCALED
 from ...tasks.base import Task
-from ..params import check_options, validate_run
+from ..params import optional_runs_for, validate_run
 from ..protocol import StudySize, seeds_for
 from ...training import Experiment, Named, TrainConfig
 
@@ -263,11 +263,7 @@ def experiments(size: str, seeds) -> list[Experiment]:
 # (docs/calibration.md) or ``paper``'s. ``also="all"`` is accepted so that one switch serves
 # every notebook.
 OPTIONAL_RUNS: tuple[str, ...] = ()
-
-
-def optional_runs(also=()) -> tuple[str, ...]:
-    """The optional comparisons ``also`` names (``"all"``: every one of ``OPTIONAL_RUNS``)."""
-    return check_options("also", also, OPTIONAL_RUNS)
+optional_runs = optional_runs_for(OPTIONAL_RUNS)
 
 
 def validate(size: str, seed: int, device: str | torch.device = "auto", *,
