@@ -66,6 +66,9 @@ def test_explorer_widget_reacts_to_typing_and_ablation(jupyterlab, browser, tmp_
                        s["caption"] and s, 60, "the caption to name the ablated head")
     assert ablated["tokens"] == TYPED
     assert ablated["probs"] != typed["probs"], "the predictions did not change with the ablation"
+    # the widget from its top, without the file browser beside it (docs/explore.png)
+    browser.execute_script("window.jupyterapp.commands.execute('application:toggle-left-area')")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", box)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOTS / "jupyterlab-explore.png"))
 

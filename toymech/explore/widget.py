@@ -37,10 +37,12 @@ class ExplorerWidget:
                                     description="position", continuous_update=False)
         self.head = w.Dropdown(options=[(f"L{l}H{h}", (l, h)) for l, h in heads],
                                value=best_head(state), description="attention of")
-        self.kind = w.ToggleButtons(options=["zero", "mean"], value="zero",
-                                    description="ablate as")
+        self.kind = w.Dropdown(options=["zero", "mean"], value="zero", description="ablate as",
+                               layout=w.Layout(width="200px"))
         self.toggles = {head: w.ToggleButton(description=f"L{head[0]}H{head[1]}", value=False,
                                              layout=w.Layout(width="70px")) for head in heads}
+        grid = w.GridBox(list(self.toggles.values()), layout=w.Layout(
+            grid_template_columns=f"repeat({cfg.n_heads}, 74px)"))
         steps = explorer.snapshot_steps
         self.step = (w.SelectionSlider(options=[*steps, FINAL], value=FINAL, description="step",
                                        continuous_update=False) if steps else None)
@@ -48,10 +50,10 @@ class ExplorerWidget:
         self.attention, self.heatmap = w.Output(), w.Output()
         self._bundle_sent = False
         self._wire()
-        rows = [w.HBox([self.text, self.sample, self.set]),
+        rows = [w.HBox([self.text, self.sample, self.set]), self.error,
                 w.HBox([self.position, self.head] + ([self.step] if self.step else [])),
-                self.caption, self.strip, w.HBox([self.attention, self.heatmap]),
-                w.HBox([self.kind, *self.toggles.values()]), self.error]
+                self.caption, self.strip,
+                w.HBox([self.heatmap, w.VBox([self.kind, grid])]), self.attention]
         self.box = w.VBox(rows)
         self.show(state)
 
