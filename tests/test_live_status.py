@@ -157,3 +157,20 @@ def test_a_log_gets_a_line_at_least_every_30_s_while_a_model_trains(tmp_path, mo
     line._log_tick()  # nothing training: no heartbeat
     assert printed() == 2
     line.close()
+
+
+def test_a_training_cell_is_estimated_by_its_own_pace_once_runs_finish(tmp_path, monkeypatch):
+    monkeypatch.setenv(live.ENV, str(tmp_path))
+    now = [0.0]
+    line = progress.LiveProgress(["nb.ipynb"], stream=io.StringIO(), live=False,
+                                 clock=lambda: now[0])
+    # the last run: a 100 s training cell between two 10 s cells
+    line.start(0, {"cells": [10.0, 100.0, 10.0], "total_s": 120.0}, live_dir=tmp_path)
+    line.cell(0, 1, 3, "Training")
+    now[0] = 50.0
+    assert "about 1 min left" in line.line(0)  # by the cost table: 50 s + 10 s
+    live.sweep_progress(1, 4)  # 1 of 4 runs done in 50 s: 3 more take 150 s
+    assert "about 2 min 40 s left" in line.line(0)
+    live.sweep_progress(3, 4)  # 3 of 4 in 50 s: one more takes about 17 s
+    assert "about 27 s left" in line.line(0)
+    line.close()

@@ -199,16 +199,20 @@ def shipped_costs() -> dict:
 
 
 def estimate_left(previous: dict | None, cell_index: int, n_cells: int, in_cell_s: float,
-                  elapsed_s: float | None = None) -> float | None:
+                  elapsed_s: float | None = None, cell_left_s: float | None = None
+                  ) -> float | None:
     """Seconds left by the last run's cell times: the cells after this one, plus what is left of
-    this one. With another cell count (the notebook changed since), the last run's total less
-    ``elapsed_s`` when given. None without a previous run."""
+    this one (``cell_left_s`` where the cell's own progress says it, e.g. the runs a training
+    cell has finished: the estimate is corrected as models finish). With another cell count
+    (the notebook changed since), the last run's total less ``elapsed_s`` when given. None
+    without a previous run."""
     if not previous:
         return None
     if len(previous["cells"]) != n_cells:
         return None if elapsed_s is None else max(0.0, previous["total_s"] - elapsed_s)
     cells = [c or 0.0 for c in previous["cells"]]
-    return sum(cells[cell_index + 1:]) + max(0.0, cells[cell_index] - in_cell_s)
+    here = max(0.0, cells[cell_index] - in_cell_s) if cell_left_s is None else cell_left_s
+    return sum(cells[cell_index + 1:]) + here
 
 
 def _scale_text(previous: dict) -> str:
@@ -302,13 +306,27 @@ class LiveProgress:
             return f"{head}: waiting"
         if row.state == "done":
             return row.final
-        left = estimate_left(row.previous, row.cell, row.n_cells, now - row.cell_start, now - row.start)
+        left = estimate_left(row.previous, row.cell, row.n_cells, now - row.cell_start, now - row.start,
+                             cell_left_s=self._cell_left(index, now - row.cell_start))
         est = (f"about {duration_text(left)} left" if left is not None else
                "no estimate (no earlier run at this size)")
         at = f"cell {row.cell + 1}/{row.n_cells}" if row.n_cells else "starting the kernel"
         training = self.training_text(index)
         return f"{head}: {at}, {duration_text(now - row.start)} elapsed, {est}" + (
             f" | {row.section}" if row.section else "") + (f" | {training}" if training else "")
+
+    def _cell_left(self, index: int, in_cell_s: float) -> float | None:
+        """What is left of the training cell by its own pace: the runs its sweeps still have to
+        train at the time each finished run took so far (None before the first run finished)."""
+        row = self.rows[index]
+        if row.state != "running" or row.live_dir is None:
+            return None
+        sweeps = live_status.read(row.live_dir)["sweeps"]
+        done = sum(int(s.get("done", 0)) for s in sweeps)
+        total = sum(int(s.get("total", 0)) for s in sweeps)
+        if done <= 0 or total <= done:
+            return None
+        return in_cell_s * (total - done) / done
 
     def training_text(self, index: int) -> str:
         """Which model notebook ``index`` is training and its step ("" when none)."""

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 
 ENV = "TOYMECH_LIVE"
 EVERY_S = 1.0  # at most one write a second per process
+SWEEP_MAX_AGE_S = 3600.0  # a sweep's count stays fresh this long (it is written per finished run)
 
 _state: dict[str, Any] = {"label": None}
 
@@ -108,9 +109,11 @@ def read(where: str | Path | None, max_age: float = 120.0, now: float | None = N
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if not isinstance(data, dict) or now - float(data.get("time", 0)) > max_age:
-            continue
         kind = "runs" if path.name.startswith("run-") else "sweeps"
+        # a sweep writes only when a run finishes, and one run can take longer than max_age
+        age = max_age if kind == "runs" else max(max_age, SWEEP_MAX_AGE_S)
+        if not isinstance(data, dict) or now - float(data.get("time", 0)) > age:
+            continue
         out[kind].append(data)
     return out
 
