@@ -156,7 +156,7 @@ def test_samples_come_from_the_sampler_and_the_named_sets(explorer):
     assert explorer.sets[:3] == ["sampler", "test", "doubled"]
     doubled = explorer.sample("doubled")["tokens"]
     assert doubled[0::2] == doubled[1::2]  # AABB...
-    sets = explorer._eval_sets()
+    sets = explorer.eval_sets()
     assert doubled == TASK.str_tokens(sets["doubled"].tokens[0])
     assert explorer.sample("doubled")["tokens"] == TASK.str_tokens(sets["doubled"].tokens[1])
     drawn = [explorer.sample()["tokens"] for _ in range(4)]

@@ -48,9 +48,10 @@ class Explorer:
     @property
     def sets(self) -> list[str]:
         """What ``sample`` draws from: ``"sampler"`` (the task's own), then the named sets."""
-        return ["sampler", *self._eval_sets()]
+        return ["sampler", *self.eval_sets()]
 
-    def _eval_sets(self) -> dict:
+    def eval_sets(self) -> dict:
+        """The named evaluation sets of the study behind the model ({name: Batch}), built once."""
         if self._sets is None:
             self._sets = self.source.eval_sets()
         return self._sets
@@ -69,7 +70,7 @@ class Explorer:
         if set == "sampler":
             batch = self.task.sample(1, self._gen)
             return self._use(batch.tokens[0], batch.scored[0])
-        named = self._eval_sets()
+        named = self.eval_sets()
         check(set in named, "set", set, f"one of {', '.join(self.sets)}")
         i = self._next.get(set, 0) % len(named[set])
         self._next[set] = i + 1
