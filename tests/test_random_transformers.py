@@ -360,3 +360,27 @@ def test_short_budget_grid_trains_the_plans_runs_over_the_sweep_seeds(tmp_path):
     assert again["loaded"].all() and (again["acc"] == short["acc"]).all()
     empty = rt.short_budget_grid(rt.plan("paper"), "paper", zoo, "cpu")
     assert empty.empty and "acc" in empty
+
+
+def test_the_findings_compare_the_two_kinds_at_one_width_each():
+    # normal models solve every task at both widths, random ones only parentheses at the large
+    n = {f"chance.{t}": 0.05 for t in rt.ALGORITHMIC}
+    for t in rt.ALGORITHMIC:
+        n[f"acc.{t}.normal.small"] = n[f"acc.{t}.normal.large"] = 1.0
+        n[f"acc.{t}.random.small"] = 0.1
+        n[f"acc.{t}.random.large"] = 1.0 if t == "parentheses" else 0.1
+    per_seed = [dict(n) for _ in range(3)]
+    card = rt.scorecard(per_seed, "default", [3, 4, 5])
+    lines = rt.findings(per_seed, card, "default").lines
+    small, large = rt.plan("default").widths
+    first, second = lines[0], lines[1]
+    assert first.startswith("At 300 of the paper's 50,000 steps, at width 64") or \
+        f"at width {large}" in first
+    assert "normal transformers solve 4 of the 4" in first
+    assert "random ones (only the embeddings and the unembedding trained) solve 1 of the 4 " \
+           "algorithmic tasks (parentheses)" in first
+    assert f"at width {small}" in second and "random ones" in second and "solve 0 of the 4" in second
+    # no sentence sets one width's model beside another width's
+    for line in lines[:2]:
+        assert len({w for w in (small, large) if f"width {w} " in line or f"width {w})" in line
+                    or f"width {w}," in line}) == 1
