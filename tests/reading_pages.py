@@ -10,13 +10,12 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))  # waiting.py, when run as a script
 
 from toymech.report import reading  # noqa: E402
-from waiting import limit  # noqa: E402
+from waiting import wait_for  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -39,13 +38,14 @@ def page_state(driver, page: Path) -> dict:
     driver.set_window_size(*reading.WINDOW)
     driver.get("about:blank")
     driver.get(page.resolve().as_uri())
-    deadline = time.monotonic() + limit(30)
-    state = driver.execute_script(reading.DOM_SCRIPT)
-    while time.monotonic() < deadline and (state["pending"] or any(
-            f["svg"] is None for f in state["figures"])):
-        time.sleep(0.5)  # plotly still loading or drawing
+
+    def drawn():  # plotly still loading or drawing: None, polled again
         state = driver.execute_script(reading.DOM_SCRIPT)
-    return state
+        done = not state["pending"] and all(f["svg"] is not None for f in state["figures"])
+        return state if done else None
+
+    # a page whose figures never draw fails here, never reads as a page with nothing to check
+    return wait_for(drawn, 30, f"{page.name}: every figure drawn")
 
 
 def page_violations(driver, page: Path) -> list[reading.Violation]:
