@@ -146,7 +146,8 @@ def findings(per_seed, card: pd.DataFrame, size: str):
             if measured:
                 kind = ("normal transformers" if mode == "normal" else
                         "random ones (only the embeddings and the unembedding trained)")
-                said.append(f"{kind} solve {len(solved)} of the {measured} algorithmic tasks"
+                said.append(f"{kind} solve {len(solved)} of the {measured} algorithmic "
+                            f"task{'s' if measured != 1 else ''}"
                             f"{' (' + ', '.join(solved) + ')' if solved else ''}")
         if said:
             lines.append(opening(at, f"At width {w} (the paper's Table 1: "
