@@ -33,18 +33,24 @@ def per_position_loss(model: HookedTransformer, batch: Batch) -> Float[torch.Ten
     return nll.nanmean(0).cpu()
 
 
-def head_ablation_hooks(heads: Iterable[tuple[int, int]], n_layers: int, n_heads: int):
-    """Forward hooks that zero the output (z) of each (layer, head)."""
+def head_ablation_hooks(heads: Iterable[tuple], n_layers: int, n_heads: int,
+                        means: dict[int, torch.Tensor] | None = None):
+    """Forward hooks on ``hook_z`` that ablate each head: ``(layer, head)`` or ``(layer, head,
+    "zero")`` sets its output z to 0; ``(layer, head, "mean")`` puts ``means[layer][:T, head]``
+    there (a [T, n_heads, d_head] mean output over reference sequences)."""
     hooks = []
-    for layer, head in heads:
+    for layer, head, *rest in heads:
+        kind = rest[0] if rest else "zero"
         check(0 <= layer < n_layers and 0 <= head < n_heads, "head", (layer, head),
               f"(layer, head) with layer < {n_layers} and head < {n_heads}")
+        check(kind in ("zero", "mean") and (kind == "zero" or (means and layer in means)),
+              "kind", kind, "zero, or mean with the layer's mean head outputs given")
 
-        def zero(z, hook, head=head):
-            z[:, :, head] = 0.0
+        def ablate(z, hook, head=head, kind=kind, layer=layer):
+            z[:, :, head] = 0.0 if kind == "zero" else means[layer][: z.shape[1], head].to(z.dtype)
             return z
 
-        hooks.append((f"blocks.{layer}.attn.hook_z", zero))
+        hooks.append((f"blocks.{layer}.attn.hook_z", ablate))
     return hooks
 
 

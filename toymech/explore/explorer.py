@@ -119,7 +119,7 @@ class Explorer:
         ``patterns`` ([L, H, T, T], for the attention view).
         """
         means = self._head_means() if self._needs_means() else None
-        hooks = views.ablation_hooks(self.ablated, means)
+        hooks = views.ablation_hooks(self.model, self.ablated, means)
         logits, cache = views.run(self.model, self.tokens, hooks)
         target = self._target(logits)
         preds = views.predictions(logits, self.vocab)

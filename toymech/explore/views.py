@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from transformer_lens import HookedTransformer
 
+from ..analysis.evaluation import head_ablation_hooks
 from ..core import check
 
 KINDS = ("zero", "mean")
@@ -50,18 +51,11 @@ def head_means(model: HookedTransformer, tokens: torch.Tensor) -> dict[int, torc
     return {l: cache[f"blocks.{l}.attn.hook_z"].mean(0) for l in range(model.cfg.n_layers)}
 
 
-def ablation_hooks(ablated: Iterable[Ablation], means: dict[int, torch.Tensor] | None) -> list:
-    """``hook_z`` forward hooks that zero or mean-ablate each (layer, head, kind)."""
-    hooks = []
-    for layer, head, kind in ablated:
-        def hook(z, hook, head=head, kind=kind, layer=layer):
-            if kind == "zero":
-                z[:, :, head] = 0.0
-            else:
-                z[:, :, head] = means[layer][: z.shape[1], head].to(z.dtype)
-            return z
-        hooks.append((f"blocks.{layer}.attn.hook_z", hook))
-    return hooks
+def ablation_hooks(model: HookedTransformer, ablated: Iterable[Ablation],
+                   means: dict[int, torch.Tensor] | None) -> list:
+    """``hook_z`` forward hooks that zero or mean-ablate each (layer, head, kind)
+    (``analysis.evaluation.head_ablation_hooks``)."""
+    return head_ablation_hooks(ablated, model.cfg.n_layers, model.cfg.n_heads, means)
 
 
 @torch.no_grad()
