@@ -374,3 +374,60 @@ def test_each_report_has_a_working_step_slider(reports, browser, notebook):
     assert after["active"] == 0, f"{notebook}: the slider did not move ({after['active']})"
     assert after["z"] != before["z"], f"{notebook}: the drawn pattern did not change"
     assert [m for m in browser.get_log("browser") if m["level"] == "SEVERE"] == []
+
+
+_ZOOMED = """
+return Array.from(document.querySelectorAll('.toymech-attention')).map(function (box) {
+  var cap = box.querySelector('.toymech-attention-caption');
+  var zoom = Array.from(box.querySelectorAll('.toymech-circuitsvis h3')).find(function (h) {
+    return / Zoomed$/.test(h.textContent); });
+  var fold = box.closest('details') || (box.tagName === 'DETAILS' ? box : null);
+  return {caption: cap ? cap.textContent : '', zoomed: zoom ? zoom.textContent : null,
+          folded: !!(fold && !fold.open)};
+});
+"""
+
+
+def _opens_on(caption: str) -> str | None:
+    import re
+
+    found = re.search(r"The view opens on ([^,.]+)", caption)
+    return found.group(1).strip() if found else None
+
+
+def test_attention_view_opens_on_its_focus_head(browser, tmp_path):
+    """circuitsvis opens on the first head; a view with ``focus`` zooms the named head instead."""
+    import numpy as np
+
+    from toymech import display
+
+    display.reset_bundles()
+    view = display.attention_view(list("abcd"), np.random.default_rng(0).random((3, 4, 4)),
+                                  head_names=["L0H0", "L0H1", "L0H2"], focus="L0H2",
+                                  caption="The view opens on L0H2.")
+    page = tmp_path / "focus.html"
+    page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
+                    f"{view._repr_html_()}</body></html>")
+    browser.get("about:blank")
+    browser.get(page.resolve().as_uri())
+    deadline = time.monotonic() + limit(30)
+    while (state := browser.execute_script(_ZOOMED))[0]["zoomed"] != "L0H2 Zoomed":
+        assert time.monotonic() < deadline, f"the view did not open on L0H2: {state}"
+        time.sleep(0.3)
+
+
+@pytest.mark.parametrize("notebook", [p.stem for p in PROJECT_NOTEBOOKS])
+def test_each_open_attention_view_shows_the_head_its_caption_names(reports, browser, notebook):
+    out, entries = reports
+    page = out / f"{notebook}.html"
+    browser.get("about:blank")
+    browser.get(page.resolve().as_uri())
+    deadline = time.monotonic() + limit(30)
+    while True:
+        views = [v for v in browser.execute_script(_ZOOMED) if not v["folded"]]
+        named = [(v, _opens_on(v["caption"])) for v in views]
+        if all(v["zoomed"] == f"{head} Zoomed" for v, head in named if head):
+            break
+        assert time.monotonic() < deadline, f"{page.name}: {named}"
+        time.sleep(0.5)
+    assert all(head for _, head in named), f"{page.name}: an open view names no head: {named}"

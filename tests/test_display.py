@@ -157,9 +157,17 @@ def test_attention_caption_names_the_heads_from_their_scores():
     assert caption == (
         "Worth looking at: L0H0 and L1H1 attend to the previous token: a stripe just below the "
         "diagonal (previous-token score 0.91, 0.45). L1H0 attends to the token after an earlier "
-        "copy of the current one: a stripe one block length below the diagonal (induction score "
-        "0.72; uniform attention would give 0.08).")
+        "copy of the current one: a stripe the repeat's period minus one below the diagonal "
+        "(induction score 0.72; uniform attention would give 0.08).")
     assert attention_caption(scores, threshold=0.5, top=1).count("L0H0") == 1
+    # the head a view opens on is the one the caption names first (or quotes, when none is strong)
+    from toymech.display import attention_view, focus_head
+    assert focus_head(scores) == "L0H0" and focus_head({"induction": scores["induction"]}) == "L1H0"
+    assert focus_head({"retrieval": np.array([[0.1, 0.3]])}) == "L0H1"
+    view = attention_view(list("ab"), np.full((2, 2, 2), 0.5), head_names=["x", "y"], focus="y")
+    assert '"y"' in view._repr_html_().split("focus = ")[1][:10]
+    with pytest.raises(ValueError, match=r"focus='z' is not allowed: None or one of the head"):
+        attention_view(list("ab"), np.full((2, 2, 2), 0.5), head_names=["x", "y"], focus="z")
     flat = attention_caption({"retrieval": np.full((1, 4), 0.1)}, baselines={"retrieval": 0.1})
     assert flat == ("No head reaches a retrieval score of 0.40: the attention here is diffuse. The "
                     "highest is L0H0's retrieval score, 0.10 (uniform attention: 0.10).")

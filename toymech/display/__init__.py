@@ -26,13 +26,13 @@ import warnings
 
 from ..devices import rebalance
 from .attention import (KIND_WORDS, AttentionView, _circuitsvis_bundle_script, _SENT,  # noqa: F401
-                        attention_caption, attention_view)
+                        attention_caption, attention_view, focus_head)
 from .bundle import defer_figure, plotly_bundle_script
 from .prose import FACTS_MIME, Facts, Note, duration_text, facts, note  # noqa: F401
 from .scorecard import SCORECARD_MIME, ScorecardView, scorecard  # noqa: F401
 from .tables import RAW_TABLE_MIME, ReaderTable, reader_table  # noqa: F401
 
-__all__ = ["setup_notebook", "attention_view", "attention_caption", "AttentionView", "note",
+__all__ = ["setup_notebook", "attention_view", "attention_caption", "focus_head", "AttentionView", "note",
            "facts", "duration_text", "reset_bundles", "RENDERER_NAME", "FACTS_MIME",
            "scorecard", "SCORECARD_MIME", "reader_table", "ReaderTable", "RAW_TABLE_MIME",
            "MIN_FIGURE_HEIGHT"]

@@ -52,7 +52,7 @@ def _json_for_script(value: Any) -> str:
 # placeholder with the rendered React component.
 _RENDER_JS = """<script>
 (function () {
-  var id = %(id)s, props = %(props)s, tries = 0;
+  var id = %(id)s, props = %(props)s, tries = 0, focus = %(focus)s;
   function draw() {
     var el = document.getElementById(id);
     if (!el) { return; }
@@ -70,6 +70,16 @@ _RENDER_JS = """<script>
     }
     el.textContent = "";
     window.CircuitsVis.render(id, window.CircuitsVis.%(component)s, props);
+    if (focus !== null) { select(el, 0); }
+  }
+  // circuitsvis opens on the first head and has no property for another: once its thumbnails
+  // are drawn, click the one named ``focus`` (the head the caption names).
+  function select(el, n) {
+    var names = el.querySelectorAll("h4");
+    for (var i = 0; i < names.length; i++) {
+      if (names[i].textContent === focus) { names[i].parentElement.parentElement.click(); return; }
+    }
+    if (n < 100) { setTimeout(function () { select(el, n + 1); }, 50); }
   }
   draw();
 })();
@@ -81,14 +91,17 @@ class AttentionView:
 
     ``attention`` is ``[n_heads, n_pos, n_pos]`` (query position, key position); values are rounded
     to ``decimals`` places to keep reports small. ``caption`` is shown above the view (and, when
-    folded, its first sentence is the summary line that unfolds it).
+    folded, its first sentence is the summary line that unfolds it). ``focus``: the head name the
+    view opens on (None: the first head).
     """
 
     component = "AttentionHeads"
 
     def __init__(self, tokens: list[str], attention: np.ndarray, head_names: list[str],
-                 decimals: int, caption: str | None = None, open: bool = True):
+                 decimals: int, caption: str | None = None, open: bool = True,
+                 focus: str | None = None):
         self.tokens = tokens
+        self.focus = focus
         self.attention = attention
         self.head_names = head_names
         self.decimals = decimals
@@ -121,6 +134,7 @@ class AttentionView:
                          f"</summary>{caption}{view}</details>")
         parts.append(_RENDER_JS % {"id": _json_for_script(view_id),
                                    "props": _json_for_script(self.props()),
+                                   "focus": _json_for_script(self.focus),
                                    "component": self.component})
         return "\n".join(parts)
 
@@ -140,7 +154,8 @@ class AttentionView:
 
 
 def attention_view(tokens: Sequence[str], attention, head_names: Sequence[str] | None = None,
-                   decimals: int = 3, caption: str | None = None, open: bool = True) -> AttentionView:
+                   decimals: int = 3, caption: str | None = None, open: bool = True,
+                   focus: str | None = None) -> AttentionView:
     """Build an offline circuitsvis attention-heads view.
 
     Args:
@@ -153,6 +168,8 @@ def attention_view(tokens: Sequence[str], attention, head_names: Sequence[str] |
             measured head scores).
         open: False folds the view into a ``<details>`` element that a click unfolds (it is
             drawn then, offline too); one view per model open, the others folded.
+        focus: the name (one of ``head_names``) of the head the view opens on, e.g. the head
+            the caption names (``focus_head``); None opens on the first head.
     """
     if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
         raise ValueError(
@@ -180,7 +197,9 @@ def attention_view(tokens: Sequence[str], attention, head_names: Sequence[str] |
         raise ValueError(f"caption={caption!r} is not allowed: a string or None")
     if not isinstance(open, bool):
         raise ValueError(f"open={open!r} is not allowed: True or False")
-    return AttentionView(tokens, values, names, decimals, caption, open)
+    if focus is not None and focus not in names:
+        raise ValueError(f"focus={focus!r} is not allowed: None or one of the head names {names}")
+    return AttentionView(tokens, values, names, decimals, caption, open, focus)
 
 
 def _array(x) -> np.ndarray:
@@ -195,8 +214,8 @@ KIND_WORDS = {
     "previous-token": "attends to the previous token: a stripe just below the diagonal",
     "duplicate": "attends to earlier copies of the current token",
     "duplicate-token": "attends to earlier copies of the current token",
-    "induction": "attends to the token after an earlier copy of the current one: a stripe one "
-                 "block length below the diagonal",
+    "induction": "attends to the token after an earlier copy of the current one: a stripe the "
+                 "repeat's period minus one below the diagonal",
     "retrieval": "attends from the query to the matching key or its value",
 }
 
@@ -214,12 +233,43 @@ def attention_caption(scores: Mapping[str, Any], *, threshold: float = 0.4,
     ``KIND_WORDS``. When no head reaches ``threshold``, the caption says so and names the
     highest score, so a near-uniform view is called what it is. Head names default to ``L0H1``.
     """
-    if not isinstance(scores, Mapping) or not scores:
-        raise ValueError(f"scores={scores!r} is not allowed: a non-empty dict kind -> [L, H] scores")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
         raise ValueError(f"threshold={threshold!r} is not allowed: a number in (0, 1]")
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise ValueError(f"top={top!r} is not allowed: an integer >= 1")
+    arrays, names = _checked_scores(scores, head_names)
+    words = {**KIND_WORDS, **(words or {})}
+    baselines = dict(baselines or {})
+    strong, best = _named_heads(arrays, names, threshold, top)
+    sentences = []
+    for kind, heads in strong:
+        flat = arrays[kind].reshape(-1)
+        verb = "attends" if len(heads) == 1 else "attend"
+        what = words.get(kind, f"scores high on the {kind} pattern")
+        what = what.replace("attends", verb, 1) if what.startswith("attends") else what
+        values = ", ".join(f"{flat[names.index(h)]:.2f}" for h in heads)
+        ref = f"; uniform attention would give {baselines[kind]:.2f}" if kind in baselines else ""
+        sentences.append(f"{_join(heads)} {what} ({kind} score {values}{ref}).")
+    if not sentences:
+        ref = f" (uniform attention: {baselines[best[2]]:.2f})" if best[2] in baselines else ""
+        return (f"No head reaches a {', '.join(arrays)} score of {threshold:.2f}: the attention "
+                f"here is diffuse. The highest is {best[1]}'s {best[2]} score, {best[0]:.2f}{ref}.")
+    return "Worth looking at: " + " ".join(sentences)
+
+
+def focus_head(scores: Mapping[str, Any], *, threshold: float = 0.4, top: int = 3,
+               head_names: Sequence[str] | None = None) -> str:
+    """The head ``attention_caption`` (same arguments) names first: the strongest head of the
+    first kind that has one at ``threshold``, else the highest-scoring head, which the caption
+    quotes. A view opened on it (``attention_view(focus=...)``) shows what the caption says."""
+    arrays, names = _checked_scores(scores, head_names)
+    strong, best = _named_heads(arrays, names, threshold, top)
+    return strong[0][1][0] if strong else best[1]
+
+
+def _checked_scores(scores, head_names):
+    if not isinstance(scores, Mapping) or not scores:
+        raise ValueError(f"scores={scores!r} is not allowed: a non-empty dict kind -> [L, H] scores")
     arrays = {kind: _array(value) for kind, value in scores.items()}
     shape = next(iter(arrays.values())).shape
     for kind, a in arrays.items():
@@ -230,29 +280,22 @@ def attention_caption(scores: Mapping[str, Any], *, threshold: float = 0.4,
         f"L{l}H{h}" for l in range(shape[0]) for h in range(shape[1])]
     if len(names) != shape[0] * shape[1]:
         raise ValueError(f"head_names has {len(names)} names, expected {shape[0] * shape[1]} (L * H)")
-    words = {**KIND_WORDS, **(words or {})}
-    baselines = dict(baselines or {})
-    sentences, best = [], (-1.0, "", "")
+    return arrays, names
+
+
+def _named_heads(arrays, names, threshold, top):
+    """Per kind in order, the heads at or above ``threshold`` (at most ``top``, highest first),
+    and the single highest (score, head, kind) over every kind."""
+    strong, best = [], (-1.0, "", "")
     for kind, a in arrays.items():
         flat = a.reshape(-1)
         order = [int(i) for i in np.argsort(-flat, kind="stable")]
         if flat[order[0]] > best[0]:
             best = (float(flat[order[0]]), names[order[0]], kind)
-        strong = [i for i in order if flat[i] >= threshold][:top]
-        if not strong:
-            continue
-        heads = _join([names[i] for i in strong])
-        verb = "attends" if len(strong) == 1 else "attend"
-        what = words.get(kind, f"scores high on the {kind} pattern")
-        what = what.replace("attends", verb, 1) if what.startswith("attends") else what
-        values = ", ".join(f"{flat[i]:.2f}" for i in strong)
-        ref = f"; uniform attention would give {baselines[kind]:.2f}" if kind in baselines else ""
-        sentences.append(f"{heads} {what} ({kind} score {values}{ref}).")  # noqa: E501
-    if not sentences:
-        ref = f" (uniform attention: {baselines[best[2]]:.2f})" if best[2] in baselines else ""
-        return (f"No head reaches a {', '.join(arrays)} score of {threshold:.2f}: the attention "
-                f"here is diffuse. The highest is {best[1]}'s {best[2]} score, {best[0]:.2f}{ref}.")
-    return "Worth looking at: " + " ".join(sentences)
+        heads = [names[i] for i in order if flat[i] >= threshold][:top]
+        if heads:
+            strong.append((kind, heads))
+    return strong, best
 
 
 def _join(items: Sequence[str]) -> str:

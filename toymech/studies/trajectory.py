@@ -21,6 +21,7 @@ from ..analysis import dynamics
 from ..analysis import attention_patterns
 from ..analysis.heads import head_labels
 from ..core import check
+from ..plots.labels import label
 from ..plots.scrubber import scrubber
 
 
@@ -51,10 +52,12 @@ class Trajectory:
         return [m for m, s in zip(self.transitions["metric"], self.transitions["step"]) if s == s]
 
     def sentence(self) -> str:
-        """The order in words, with each half-way step (numbers only; no verdict)."""
-        parts = [f"{m} (step {s:.0f})" for m, s in zip(self.transitions["metric"],
-                                                        self.transitions["step"]) if s == s]
-        still = [m for m, s in zip(self.transitions["metric"], self.transitions["step"]) if s != s]
+        """The order in words, each metric by its readable name with its half-way step (numbers
+        only; no verdict)."""
+        parts = [f"{label(m)} (step {s:,.0f})" for m, s in zip(self.transitions["metric"],
+                                                               self.transitions["step"]) if s == s]
+        still = [label(m) for m, s in zip(self.transitions["metric"], self.transitions["step"])
+                 if s != s]
         text = f"{self.name}: half way first " + ", then ".join(parts) if parts else \
             f"{self.name}: no metric moved"
         return text + (f"; did not move: {', '.join(still)}" if still else "")

@@ -15,7 +15,7 @@ from transformer_lens import HookedTransformer
 
 from ... import analysis, tasks
 from ...analysis import probes
-from ...core import seed_for
+from ...core import check, seed_for
 from ...devices import make_generator, resolve_device
 from ...display import attention_view as view
 from ...models import build_model
@@ -314,16 +314,29 @@ def controls(zoo: Zoo, size: str, seeds, trigger_mode: str = "fixed", n_triggers
 
 # --- attention before and after -------------------------------------------------------------------
 def attention_view(models: Mapping[str, HookedTransformer], task: tasks.Task,
-                   tokens: torch.Tensor):
-    """circuitsvis view of head 0 of both layers of each model on one sequence ``tokens``."""
-    pats = {name: analysis.attention_patterns(m, tokens) for name, m in models.items()}
-    caption = ("Look at layer 0 of the last model: a stripe just below the diagonal (each token "
-               "attends to the previous one); and at layer 1 on a trigger's second occurrence: "
-               "attention on the token right after its first occurrence (its output). At "
-               "initialisation both are diffuse; the table below scores them.")
+                   tokens: torch.Tensor, name: str | None = None):
+    """circuitsvis view of head 0 of both layers of each model (snapshots of one run, in training
+    order) on one sequence ``tokens``, opened on the last model's layer 1 (the induction head the
+    caption describes first); ``name`` (the run's) is named in the caption."""
+    check(isinstance(models, Mapping) and len(models) >= 1, "models", models,
+          "a non-empty {name: model} of the run's snapshots")
+    check(name is None or (isinstance(name, str) and name.strip() != ""), "name", name,
+          "None or the run's name")
+    pats = {label: analysis.attention_patterns(m, tokens) for label, m in models.items()}
+    labels = list(pats)
+    first, last = labels[0], labels[-1]
+    focus = f"{last} L1"
+    caption = (f"The view opens on {focus}, layer 1 of the {last} snapshot: on a trigger's "
+               "second occurrence it should attend to the token right after the trigger's first "
+               f"occurrence (its output). {last} L0: a stripe just below the diagonal (each token "
+               f"attends to the previous one). At {first} both layers are diffuse; the table "
+               "below scores them.")
+    if name:
+        caption = (f"Model: {name}, the notebook's seed, at its snapshots {', '.join(labels)}. "
+                   + caption)
     return view(task.str_tokens(tokens), torch.cat([p[:, 0] for p in pats.values()]),
-                head_names=[f"{name} L{layer}" for name, p in pats.items()
-                            for layer in range(p.shape[0])], caption=caption)
+                head_names=[f"{label} L{layer}" for label, p in pats.items()
+                            for layer in range(p.shape[0])], caption=caption, focus=focus)
 
 
 @torch.no_grad()

@@ -26,7 +26,7 @@ from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from ..protocol import size_of
 from .callbacks import PROBE_TAG, birth_callback
 from .causal import causal_data, causal_numbers
-from .claims import CLAIMS, HALF, MAIN_CLAIMS, SETTINGS, numbers
+from .claims import CLAIMS, HALF, MAIN_CLAIMS, MIN_RISE, SETTINGS, numbers, span
 from .dynamics import ProbeData, probe_data
 from .design import PAPER_SETTING, SIZES, experiment, seeds_of
 from .measure import (bigram_baseline, extremes_experiments, extremes_rows, freezing_experiments,
@@ -102,14 +102,24 @@ def untrained_numbers(size: str, seed: int) -> dict[str, float]:
 
 
 def _order(n: Mapping[str, float]) -> str:
-    """The memories by half-way step, earliest first ("=" where two share a step)."""
-    steps = sorted((n[f"half.{m}"], HALF[m][0].split()[0]) for m in ("W_O2", "W_K2", "W_K1")
-                   if f"half.{m}" in n)
-    if not steps:
+    """The memories by half-way step, earliest first, read by the order claim's own rule
+    (``claims.ordered``): "<" only where the later one crossed more than one probe interval
+    after, "≈" where the two crossed within one interval; a memory that rose less than
+    ``MIN_RISE`` of its range is left out of the order and named as not rising."""
+    memories = ("W_O2", "W_K2", "W_K1")
+    if not any(f"half.{m}" in n for m in memories):
         return "n/a"
-    out = steps[0][1]
-    for (prev, _), (step, name) in zip(steps, steps[1:]):
-        out += (" = " if step == prev else " < ") + name
+    name = {m: HALF[m][0].split()[0] for m in memories}
+    flat = [m for m in memories if f"half.{m}" not in n
+            or n.get(f"rise.{m}", 0.0) < MIN_RISE * span(n, m)]
+    steps = sorted((n[f"half.{m}"], name[m]) for m in memories if m not in flat)
+    gap = n.get("interval", 0.0)
+    out = steps[0][1] if steps else ""
+    for (prev, _), (step, label) in zip(steps, steps[1:]):
+        out += (" < " if step - prev > gap else " ≈ ") + label
+    if flat:
+        out += (" (" if out else "") + ", ".join(name[m] for m in flat) + " did not rise" + \
+            (")" if out else "")
     return out
 
 
@@ -160,6 +170,28 @@ def _median(values) -> float:
     return statistics.median(vals) if vals else float("nan")
 
 
+PAPER_ORDER = "W_O² < W_K² < W_K¹"
+
+
+def _order_sentence(orders: list[str], seeds: list[Mapping[str, float]]) -> str:
+    """The memories' order over seeds, counted by the order claim's rule (``_order``): the most
+    common order and in how many seeds, and, when that is not the paper's, how many seeds show
+    the paper's. "≈" (within one probe interval) is never counted as an order."""
+    measured = [o for o in orders if o != "n/a"]
+    top = max(sorted(set(measured)), key=measured.count)
+    gap = statistics.median(n["interval"] for n in seeds if "interval" in n) \
+        if any("interval" in n for n in seeds) else None
+    text = (f"The memories crossed half way as {top} in {measured.count(top)} of "
+            f"{len(orders)} seeds")
+    if top != PAPER_ORDER:
+        text += f"; the paper's order, {PAPER_ORDER}, in {measured.count(PAPER_ORDER)}"
+    else:
+        text += " (the paper's order)"
+    if gap is not None and any("≈" in o for o in measured):
+        text += f" (≈: within one probe interval, {gap:g} steps, so no order is shown)"
+    return text + "."
+
+
 def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, size: str):
     """"What this run found": whether the induction mechanism formed and in what order its
     memories did over seeds, the scorecard's counts, what did not reproduce, and the run's budget
@@ -176,10 +208,7 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
                      "bigram model, which knows the global statistics and nothing in context."))
     orders = [_order(n) for n in seeds]
     if any(o != "n/a" for o in orders):
-        top = max(set(orders), key=orders.count)
-        lines.append(opening(at, f"The memories crossed half way in the order {top} in "
-                                 f"{orders.count(top)} of {len(orders)} seeds (the paper: "
-                                 "W_O² < W_K² < W_K¹)."))
+        lines.append(opening(at, _order_sentence(orders, seeds)))
     lines.append(scorecard_sentence(card))
     lines.append(misses(card))
     spec = size_of(SIZES, size)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 import torch
@@ -14,7 +14,7 @@ from transformer_lens import HookedTransformer
 from ... import analysis
 from ...core import check, seed_for
 from ...devices import make_generator
-from ...display import attention_caption, attention_view as view
+from ...display import attention_caption, attention_view as view, focus_head
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
 from ...zoo import Zoo, ZooEntry
@@ -162,14 +162,21 @@ def attention_view(model: HookedTransformer, task: RepeatedBlocks, tokens: torch
           "None or the model's name")
     pats = analysis.attention_patterns(model, tokens)  # [L, H, q, k]
     L, H = pats.shape[:2]
-    caption = None
+    names = analysis.head_labels(L, H)
+    caption, focus = None, None
     if scores:
-        caption = attention_caption({k.replace("_", "-"): v for k, v in scores.items()},
-                                    head_names=analysis.head_labels(L, H))
+        named = {k.replace("_", "-"): v for k, v in scores.items()}
+        # the induction stripe: a query attends to the key one block length minus one back
+        words = {"induction": "attends to the token after an earlier copy of the current one: "
+                              f"a stripe {task.block_len - 1} positions below the diagonal "
+                              f"(one block, {task.block_len} letters, minus one)"}
+        caption = attention_caption(named, head_names=names, words=words)
+        focus = focus_head(named, head_names=names)
+        caption += f" The view opens on {focus}."
     if name:
         caption = f"Model: {name}." + (f" {caption}" if caption else "")
-    return view(task.str_tokens(tokens), pats.reshape(L * H, *pats.shape[2:]),
-                analysis.head_labels(L, H), caption=caption, open=open)
+    return view(task.str_tokens(tokens), pats.reshape(L * H, *pats.shape[2:]), names,
+                caption=caption, open=open, focus=focus)
 
 
 def path_table(model: HookedTransformer, batch: Batch) -> pd.DataFrame:
@@ -208,14 +215,11 @@ def algorithm_in_words(m: Model, chance: float, two_layer_baseline: float | None
                      "letter (the induction pattern; on training sequences attending a fixed "
                      "offset back looks the same, which the mechanism check separates).")
     if k_comp is not None and k_baseline is not None:
-        rel = "well above" if k_comp > 2 * k_baseline else "near"
         sents.append(f"The strongest layer-0 -> layer-1 K-composition score is {k_comp:.2f}, "
-                     f"{rel} the random baseline {k_baseline:.2f}.")
+                     f"{k_comp / k_baseline:.1f} times that of random matrices of the same shapes "
+                     f"({k_baseline:.2f}).")
     if m.paths:
-        p = m.paths
-        sents.append(f"Cutting layer 0 out of layer-1 keys costs {p['Q-composition'] - p['K and Q']:.2f} "
-                     f"nats, out of layer-1 queries {p['K-composition'] - p['K and Q']:.2f} nats, "
-                     f"out of both {p['direct only'] - p['K and Q']:.2f} nats.")
+        sents.append(_path_sentence(m.paths))
     base = m.ablations.get("none", {}).get("predictable")
     if base is not None:
         worst = max((k for k in m.ablations if k != "none"),
@@ -224,6 +228,21 @@ def algorithm_in_words(m: Model, chance: float, two_layer_baseline: float | None
                      f"{m.ablations[worst]['predictable']:.2f} nats.")
     sents.append(f"Mechanism check: {mechanism_verdict(m.losses, chance)}.")
     return " ".join(sents)
+
+
+def _path_sentence(p: Mapping[str, float]) -> str:
+    """What cutting layer 0 out of layer-1 keys and queries costs (``composition_path_losses``:
+    the test loss with layer-1 keys and/or queries reading only the direct path), and which of the
+    two layer 1 leans on more."""
+    keys, queries = p["Q-composition"] - p["K and Q"], p["K-composition"] - p["K and Q"]
+    both = p["direct only"] - p["K and Q"]
+    more = ("its keys (K-composition) more than its queries" if keys > queries else
+            "its queries (Q-composition) more than its keys" if queries > keys else
+            "its keys and queries alike")
+    return (f"With every path the test loss is {p['K and Q']:.2f} nats. Letting layer-1 keys see "
+            f"only the direct path (not layer 0's output) raises it by {keys:.2f} nats, doing so "
+            f"for the queries by {queries:.2f}, and for both by {both:.2f}: layer 1 reads layer 0 "
+            f"through {more}.")
 
 
 def describe(size: str, seed: int, device: str | torch.device, *, n_seeds: int | None = None
