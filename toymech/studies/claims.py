@@ -66,9 +66,12 @@ LEGEND = (f". \"Reproduced\" needs at least {REPRODUCED_SEEDS} seeds measured an
           "\"unresolved\": measured but undecided. \"Below the source's setting\": our run is "
           "smaller than the source's (the parameters and the command that reaches it are "
           "given), so the row is not judged. \"Chance / null\" is the reference named in the "
-          "row (chance, a trivial predictor, a ceiling, an untrained model). Each claim's "
+          "row (chance, a trivial predictor, a ceiling, an untrained model); \"—\": the claim "
+          "compares two of our measurements (or one with the source's), with no single "
+          "reference number. Each claim's "
           "setting, test and tolerance: docs/sources.md.")
 NULLS = ("chance", "trivial predictor", "ceiling", "untrained model", "unpatched run")
+NO_NULL = "— (compares two measurements)"  # the null cell of a claim with no reference number
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ class Claim:
     numeric: bool = True  # a number (a loss, an accuracy); False: a mechanism, order, preference
     scaled: str = ""      # why this qualitative claim may be judged below the source's setting
     null: str = ""        # what ``reference`` is: one of NULLS
+    null_detail: str = ""  # which one, in a reader's words ("a value listed in the context")
     null_exempt: str = ""  # why untrained models cannot be shown to fail it (empty: they can)
     calibration: tuple[int, ...] = ()  # seeds this claim's own calibration used: never judged
 
@@ -306,7 +310,8 @@ def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str | 
     for c in claims:
         a = assess(c, per_seed, pipeline, settings, size, seeds)
         unit = f" {c.unit}" if c.unit and a.ours != "n/a" else ""
-        null = f"{a.reference:.3g} ({c.null})" if math.isfinite(a.reference) else ""
+        what = f"{c.null}: {c.null_detail}" if c.null_detail else c.null
+        null = f"{a.reference:.3g} ({what})" if math.isfinite(a.reference) else NO_NULL
         rows.append({"claim": c.statement, "source": c.source,
                      "source's number": c.source_value + (" (ours)" if c.ours else ""),
                      "ours": a.ours + unit, "chance / null": null,

@@ -59,7 +59,8 @@ def claims_markdown() -> str:
             seeds = ("judged on the study's seeds" + (
                 f", never seed {', '.join(map(str, c.calibration))} (its calibration)"
                 if c.calibration else ""))
-            null = (c.null or "none (a comparison of our runs)") + (
+            null = ((f"{c.null}: {c.null_detail}" if c.null_detail else c.null)
+                    or "none (a comparison of our runs)") + (
                 f"; cannot be shown to fail untrained: {c.null_exempt}" if c.null_exempt else "")
             parts.append(f"| `{c.key}` | {_cell(c.statement)} | {_cell(c.source)} | "
                          f"{_cell(number)} | {_cell(setting_text(c.setting))} ({kind}) | "

@@ -231,7 +231,7 @@ CLAIMS: tuple[Claim, ...] = (
           holds=lambda n: (n["icl_acc"] >= FORMED
                            and n["icl_acc"] >= n["baseline.icl_acc"] + ABOVE_BASELINE),
           unit="in-context accuracy", reference=lambda n: n["baseline.icl_acc"],
-          null="trivial predictor",
+          null="trivial predictor", null_detail="the exact bigram model, blind to context",
           test=f"in-context accuracy >= {FORMED} and >= the bigram model's + {ABOVE_BASELINE}",
           why="'close to 1' read as 0.8; the exact bigram model (the trivial predictor here) "
               "scores what knowing pi_b gives; an untrained model ~1/N",
@@ -242,7 +242,7 @@ CLAIMS: tuple[Claim, ...] = (
           holds=lambda n: (n["bigram_acc"] >= n["baseline.bigram_acc"] - BIGRAM_GAP
                            and n["rise.bigram_acc"] >= MIN_RISE * span(n, "bigram_acc")),
           unit="bigram accuracy", reference=lambda n: n["baseline.bigram_acc"],
-          null="ceiling",
+          null="ceiling", null_detail="the exact bigram model",
           test=f"bigram accuracy within {BIGRAM_GAP} of the exact bigram model and risen by "
                f">= {MIN_RISE:.0%} of the way from chance to it",
           why="the exact bigram model is the ceiling at those positions; an untrained model "

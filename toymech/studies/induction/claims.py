@@ -159,6 +159,7 @@ def _near(short: str, target: float, source: str) -> Claim:
                  f"{target:.2f} nats" if short != "1l" else f"{target} nats",
                  value=lambda n: n[key], holds=lambda n: abs(n[key] - target) <= tol,
                  unit="nats", reference=_chance, null="chance",
+                 null_detail="a uniform guess over the 26 letters, ln 26",
                  test=f"|test loss - {target:.2f}| <= {tol} nats",
                  why=DERIVATION["near_1l" if short == "1l" else "near"])
 
@@ -203,6 +204,7 @@ def _mechanism(short: str) -> Claim:
                  value=lambda n: max(need(n, [f"{short}.{s}" for s in sets[1:]])),
                  holds=lambda n: _content_based(n, short), unit="nats (worst mechanism set)",
                  reference=lambda n: n["chance.loss"] / 2, null="chance",
+                 null_detail="half a uniform guess, the 'solved' line",
                  test="loss on shifted, 5- and 7-letter blocks each below ln 26 / 2",
                  why="half of a uniform guess (chance): a model copying by absolute position "
                      "fails the shifted and the other lengths (near or above chance); an "
@@ -232,7 +234,7 @@ CLAIMS: tuple[Claim, ...] = (
                            and max(n["smeared.test"], n["2l.test"])
                            <= (n["chance.loss"] + n["floor.loss"]) / 2),
           unit="nats apart", reference=lambda n: (n["chance.loss"] + n["floor.loss"]) / 2,
-          null="chance",
+          null="chance", null_detail="the midpoint of the loss floor and a uniform guess",
           test=f"|difference| <= {TOL['tie']} nats, both below the midpoint of floor and chance",
           why=DERIVATION["tie"] + " (the reference shown: that midpoint, 1.98)"),
     _post("2l-option1", "out of distribution the 2-layer model prefers option 1 (copy the "
