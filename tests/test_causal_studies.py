@@ -96,6 +96,8 @@ def test_answer_pairs_share_scored_positions_and_differ_in_answers():
         assert 0 < numbers[f"{name}.random.top_share"] <= 1
     table = RC.spread_table(numbers)
     assert list(table.index) == [(name, "random")]
+    assert "layer 1 attention: share of the gap restored" in table.columns
+    assert not [c for c in table.columns if "_" in c], table.columns  # no internal key
 
 
 @pytest.mark.parametrize("study", ["induction", "birth", "random_transformers"])

@@ -76,9 +76,10 @@ LABELS: dict[str, tuple[str, str | None]] = {
     "causal_k_share": ("causal: share of log p(output) the W_K² key path restores",
                        "fraction restored"),
     "direct_copy": ("direct-path copy metric Σλ/Σ|λ|", "−1 suppresses, +1 copies"),
-    "ev": ("explained variance of the top-10 principal directions", "fraction of variance"),
-    "ev_principal_mean": ("explained variance of the top-10 principal directions, mean over layers",
-                          "fraction of variance"),
+    "ev": ("explained variance of the top-k principal directions (k: an eighth of the width)",
+           "fraction of variance"),
+    "ev_principal_mean": ("explained variance of the top-k principal directions (k: an eighth of "
+                          "the width), mean over layers", "fraction of variance"),
     # axes
     "step": ("training step", None),
     "width": ("width d_model", None),

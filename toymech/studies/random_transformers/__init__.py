@@ -32,9 +32,9 @@ from .seeds import findings, measure_data, measure_seed, untrained_runs, untrain
 from ..findings import not_run
 from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_table,
                      circuit_table, concentration_gap, concentration_table, describe, lm_table,
-                     memorization_summary, memorization_table, needle_attention, needle_caption,
-                     paper_ablations, short_budget_table, sweep_table, task_examples,
-                     width_table, zoo_note)
+                     memorization_note, memorization_summary, memorization_table, needle_attention, needle_caption,
+                     paper_ablations, short_budget_table, sweep_table, task_examples, trivial_notes,
+                     zoo_note)
 
 TITLE = "Algorithmic capabilities of random transformers"
 
@@ -47,9 +47,9 @@ __all__ = ["untrained_numbers", "BASELINE_KINDS", "PAPER_FROZEN_LSTM_NEEDLE", "b
            "baseline_experiment", "baseline_grid", "baseline_table", "circuit_grid",
            "circuit_table", "concentration_gap", "concentration_grid", "concentration_rows",
            "concentration_table", "describe", "eval_sets", "evaluate_sets", "experiment",
-           "freeze_patterns", "load", "lm_table", "memorization_summary", "memorization_table",
+           "freeze_patterns", "load", "lm_table", "memorization_note", "memorization_summary", "memorization_table", "trivial_notes",
            "mode_of", "model_config", "OPTIONAL_RUNS", "optional_runs", "needle_attention", "needle_caption", "needle_example",
            "numbers", "paper_ablations", "per_seed_numbers", "short_budget_grid",
            "short_budget_table", "plan", "run", "run_grid", "run_table", "scorecard",
            "seeds_of", "size_spec", "summarize", "sweep_grid", "sweep_table", "task_examples",
-           "task_for", "train_config", "validate", "width_table", "zoo_note"]
+           "task_for", "train_config", "validate", "zoo_note"]

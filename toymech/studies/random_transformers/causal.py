@@ -119,7 +119,24 @@ def spread_table(numbers: Mapping[str, float]) -> pd.DataFrame:
         rows.setdefault((task_name, mode), {})[quantity] = value
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.names = ["task", "mode"]
-    return df.round(3)
+    return df.rename(columns=_spread_label).round(3)
+
+
+_SPREAD = {"gap": "answer logit gap, clean - corrupted (logits)",
+           "top_share": "share of the heads' effect in the top head",
+           "effective_number": "effective number of heads carrying it"}
+_SITE = {"attn": "attention", "mlp": "MLP"}
+
+
+def _spread_label(quantity: str) -> str:
+    """A reader's name for a ``spread_table`` column (``attn_L1``: "layer 1 attention: share of
+    the gap restored")."""
+    if quantity in _SPREAD:
+        return _SPREAD[quantity]
+    site, _, layer = quantity.partition("_L")
+    if site in _SITE and layer.isdigit():
+        return f"layer {layer} {_SITE[site]}: share of the gap restored"
+    return quantity
 
 
 def causal_metrics(model: HookedTransformer, pairs: AnswerPairs) -> dict[str, float]:

@@ -8,11 +8,11 @@ import pandas as pd
 import torch
 
 from ...analysis.heads import head_label
-from ...core import seed_for
+from ...core import check, seed_for
 from ...devices import make_generator
 from ...tasks.base import Task
-from .claims import (ALGORITHMIC, PAPER_ABLATIONS, PAPER_ACCURACY, PAPER_BITS_PER_PARAM,
-                     SOLVED)
+from .claims import (ALGORITHMIC, CHANCE, PAPER_ABLATIONS, PAPER_ACCURACY,
+                     PAPER_BITS_PER_PARAM, SOLVED)
 from .design import Plan, seeds_of, size_spec, task_for
 from .measure import summarize
 
@@ -61,15 +61,33 @@ def accuracy_table(summary: pd.DataFrame) -> pd.DataFrame:
     return ours.join(paper, how="left").round(1)
 
 
-def width_table(summary: pd.DataFrame, widths: tuple[int, int]) -> pd.DataFrame:
-    """Per task: median accuracy of random and normal at the small and large width (NaN where
-    the size does not train that setting)."""
-    med = summary.set_index(["task", "width", "mode"])["median"]
-    rows = []
-    for task in dict.fromkeys(summary["task"]):
-        rows.append({"task": task, **{f"{mode} w{w}": med.get((task, w, mode))
-                                      for mode in ("random", "normal") for w in widths}})
-    return pd.DataFrame(rows).set_index("task").astype(float).round(3)
+TRIVIAL_MARGIN = 0.02  # within two points of the trivial predictor a run learned nothing usable
+
+
+def trivial_notes(rows: pd.DataFrame) -> str:
+    """Which runs of ``rows`` (one per run: ``task``, ``acc``, ``chance`` and either ``model`` or
+    ``mode`` and ``width``) score, as a median over seeds, at or below their task's trivial
+    predictor on the same test set (within ``TRIVIAL_MARGIN``), each with that predictor named:
+    such a number is a model that learned nothing the task needs, not a weak solution."""
+    check(isinstance(rows, pd.DataFrame) and {"task", "acc", "chance"} <= set(rows.columns),
+          "rows", type(rows).__name__, "a DataFrame of runs with task, acc and chance columns")
+    r = rows.copy()
+    r["which"] = (r["model"].astype(str) if "model" in r else
+                  r["mode"].astype(str) + " width " + r["width"].astype(str))
+    med = r.groupby(["task", "which"], sort=False)[["acc", "chance"]].median()
+    low = med[med["acc"] <= med["chance"] + TRIVIAL_MARGIN]
+    if low.empty:
+        return (f"Every run here scores more than {TRIVIAL_MARGIN * 100:.0f} points above its "
+                "task's trivial predictor (median over seeds).")
+    parts = []
+    for task, group in low.groupby(level="task", sort=False):
+        null = CHANCE.get(task, ("trivial predictor", "the most common answer"))[1]
+        runs = ", ".join(f"{which} ({acc * 100:.1f} %)" for (_, which), acc in group["acc"].items())
+        parts.append(f"{task.replace('_', ' ')}: {runs}, against {group['chance'].iloc[0] * 100:.1f} "
+                     f"% for {null}")
+    return ("At or below the trivial predictor of the same test set (median over seeds; within "
+            f"{TRIVIAL_MARGIN * 100:.0f} points), so these runs learned nothing the task needs: "
+            + "; ".join(parts) + ".")
 
 
 def ablation_summary(main: pd.DataFrame, abl: pd.DataFrame, p: Plan) -> pd.DataFrame:
@@ -127,6 +145,26 @@ def memorization_table(df: pd.DataFrame, task: Task) -> pd.DataFrame:
     return out
 
 
+def memorization_note(mem_table: pd.DataFrame, task: Task) -> str:
+    """How much of the table the models recall against a guess (1 / n_values), and what the
+    bits-per-parameter comparison can say from that: a capacity measure needs models that
+    recalled most of the table (else the fit is unfinished) or a table larger than they could
+    store (at the paper's 2.88 bits per parameter)."""
+    chance = 1.0 / task.n_values
+    acc = mem_table.groupby("mode")["all_acc"].median()
+    recall = ", ".join(f"{mode} {a * 100:.1f} %" for mode, a in acc.items())
+    text = (f"The models recall {recall} of the table (median over runs) against "
+            f"{chance * 100:.1f} % for a guess (1 of {task.n_values} values)")
+    full = float(acc.max()) >= 0.5
+    over = bool((mem_table["table_bits"] > PAPER_BITS_PER_PARAM["normal"]
+                 * mem_table["trainable"]).all())
+    if not full and not over:
+        text += (": none recalled most of the table, and the table holds less than the larger "
+                 "models could store, so the bits per parameter here measure an unfinished fit, "
+                 "not a capacity")
+    return text + "."
+
+
 def memorization_summary(mem_table: pd.DataFrame) -> pd.DataFrame:
     """Bits per trainable parameter per mode: every run's, and the paper's."""
     g = mem_table.groupby("mode")["bits_per_param"]
@@ -158,11 +196,32 @@ def circuit_table(circ: pd.DataFrame) -> pd.DataFrame:
     return circ.pivot_table(index="target_width", columns="mode", values="kl").round(3)
 
 
-def needle_caption(tokens: Sequence[str], right: bool, summary: pd.DataFrame, width: int) -> str:
+UNIFORM_WITHIN = 1.5  # a head whose largest attention is under 1.5x uniform singles nothing out
+
+
+def needle_caption(tokens: Sequence[str], right: bool, summary: pd.DataFrame, width: int,
+                   patterns: Sequence[torch.Tensor] | None = None) -> str:
+    """The random needle model's accuracy and this example; with ``patterns`` (per layer
+    ``[heads, n, n]``), whether any head singles out a position from the query: when none does
+    (every largest weight under ``UNIFORM_WITHIN`` x uniform), the model in effect averages its
+    context, as the linearised baseline does, and the page says so."""
     med = summary.set_index(["task", "width", "mode"])["median"]
     acc = med.get(("needle", width, "random"), float("nan"))
-    return (f"random width-{width} needle accuracy {acc:.3f}; this example answered "
-            f"{'right' if right else 'wrong'}: {' '.join(tokens)}")
+    text = (f"Random width-{width} needle accuracy {acc * 100:.1f} % (median over seeds); this "
+            f"example is answered {'right' if right else 'wrong'}: {' '.join(tokens)}.")
+    if patterns:
+        q = len(tokens) - 2
+        top = max(float(p[:, q, :q + 1].max()) for p in patterns)
+        uniform = 1.0 / (q + 1)
+        if top < UNIFORM_WITHIN * uniform:
+            text += (f" No head singles out a position from the query: the largest attention "
+                     f"weight is {top:.3f}, against {uniform:.3f} for uniform attention over the "
+                     f"{q + 1} positions, so this model in effect averages its context, much like "
+                     "the linearised baseline of section 10.")
+        else:
+            text += (f" The largest attention weight from the query is {top:.3f} (uniform: "
+                     f"{uniform:.3f}).")
+    return text
 
 
 def needle_attention(tokens: Sequence[str], patterns: Sequence[torch.Tensor]) -> pd.DataFrame:
