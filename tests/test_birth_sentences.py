@@ -50,3 +50,21 @@ def test_a_memory_that_did_not_rise_is_named_not_ordered():
          "rise.W_O2": 0.9, "rise.W_K2": 0.9, "rise.W_K1": 0.01}
     assert _order(n) == "W_O² < W_K² (W_K¹ did not rise)"
     assert PAPER_ORDER not in _order(n)
+
+
+def test_kcomp_sentence_squares_a_small_score_with_the_probes_only_when_they_are_high():
+    from toymech.models import build_model
+    from toymech.studies.birth.design import experiment
+    from toymech.studies.birth.tables import construction_kcomp, kcomp_summary
+
+    exp = experiment("smoke", 0)
+    model = build_model(exp.model, "cpu")
+    built = construction_kcomp(model, exp.task)
+    base = built - 0.04
+    history = [{"step": 0, "kcomp": base, "kcomp_baseline": base},
+               {"step": 100, "kcomp": base + 0.01, "kcomp_baseline": base,
+                "cb_icl_acc": 0.95, "probe_wk2": 1.0}]
+    formed = kcomp_summary(history, model, exp.task)
+    assert "covers 25% of that way" in formed and "not because the induction key is missing" in formed
+    history[-1].update(cb_icl_acc=0.05, probe_wk2=0.02)  # an untrained-looking run
+    assert "missing" not in kcomp_summary(history, model, exp.task)

@@ -20,6 +20,9 @@ SIZE_WORDS = {
 
 def _options_text(options: Sequence[str], given: str | None) -> str:
     this = "none" if given in (None, "()", "[]", "''", '""') else given
+    if not options:
+        return ("the optional comparisons a report can add; this study has none, so the "
+                f"parameter changes nothing. In this run: {this}.")
     listed = ", ".join(f"“{o}”" for o in options)
     return (f"the optional comparisons a report can add ({listed}); they take longer, so a report "
             f"runs them when it is made with --param also=NAME. In this run: {this}.")
