@@ -3,10 +3,12 @@ every seed of ``seeds_of(size, seed, n_seeds)``, each seed's numbers, and the pe
 
 The main-run claims (the mechanism forms, bigrams learned and first, the top-down order of the
 memories, the memories move toward the construction) are assessed over every seed; the sweep,
-freezing and extremes claims over the seeds that ran them (the notebook's seed: the scorecard
-says "consistent (1 seed)"). The notebook's seed is the same zoo entry as ``main_run``'s, so it
-is never trained twice; the other seeds train together as stacked seeds where that was measured
-to pay (``Zoo.get_or_train_many``).
+freezing and extremes claims over the seeds that ran them (``measure.controls`` trains them at
+every judged seed; ``extremes`` only where asked for). The notebook's seed is the same zoo entry
+as ``main_run``'s, so it is never trained twice; the other seeds train together as stacked seeds
+where that was measured to pay (``Zoo.get_or_train_many``). ``findings`` writes the page's
+opening from the same numbers and claims as the scorecard (the memories' order by the order
+claim's own rule).
 """
 
 from __future__ import annotations
