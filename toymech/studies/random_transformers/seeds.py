@@ -25,7 +25,7 @@ from .claims import SETTINGS, TABLE1, _solved, numbers
 from .design import ALGORITHMIC, FREEZE_MODES, experiment, plan, size_spec, task_for
 from .measure import (BASELINE_KINDS, baseline_exp, baseline_row, circuit_experiments,
                       circuit_row, concentration_rows, row_for, size_spec)
-from .recipes import recipe
+from .recipes import recipe, table_experiment
 from .tables import memorization_table
 
 
@@ -155,8 +155,21 @@ def findings(per_seed, card: pd.DataFrame, size: str):
                          " (held-out accuracy, whole answers, in most seeds)."))
     lines.append(scorecard_sentence(card))
     lines.append(misses(card))
-    spec = size_spec(size)
-    if spec.steps < 50_000:
-        lines.append(f"Each run trained {spec.steps:,} steps (the paper: ~50,000) at widths up to "
-                     f"{max(plan(size).widths)} (the paper: 1,024).")
+    if size_spec(size).steps < 50_000:
+        lines.append(_budget_sentence(size))
     return Findings(lines)
+
+
+def _budget_sentence(size: str) -> str:
+    """The step budgets the run's models trained under, from the experiments themselves: the
+    accuracy table's (a recipe's own run keeps its budget and stops once solved; the others are
+    capped), the plain runs' and the side studies', against the paper's ~50,000."""
+    spec, p = size_spec(size), plan(size)
+    table = sorted({table_experiment(t, w, m, size, 0).train.steps
+                    for t in ALGORITHMIC for w in p.widths for m in ("normal", "random")})
+    span = f"{table[0]:,}" if len(table) == 1 else f"{table[0]:,} to {table[-1]:,}"
+    how = (" (a recipe's own run keeps its budget and stops once solved; the others are capped)"
+           if p.table_steps is not None and len(table) > 1 else "")
+    return (f"The accuracy table's runs trained at most {span} steps{how}, memorization "
+            f"{spec.steps:,}, language modelling and circuit imitation {spec.side_steps:,} (the "
+            f"paper: ~50,000), at widths up to {max(p.widths)} (the paper: 1,024).")
