@@ -72,6 +72,11 @@ def test_held_out_split_is_disjoint_from_training(name):
         assert _split.held_out_mask(task.split_key(held), task.train_frac, task.split_seed).all()
         in_held = _split.held_out_mask(task.split_key(train), task.train_frac, task.split_seed)
         assert not train.scored[in_held].any(), "a held-out sequence is scored in training"
+        sets = task.eval_sets(64, _gen(5))  # the mixin's: test held out, train as for training
+        assert set(sets) == {"test", "train"}, sorted(sets)
+        key = lambda b: _split.held_out_mask(task.split_key(b), task.train_frac,  # noqa: E731
+                                             task.split_seed)
+        assert key(sets["test"]).all() and not sets["train"].scored[key(sets["train"])].any()
     scored = train.scored.any(1)
     seen = {tuple(row) for row in train.tokens[scored].tolist()}
     assert not seen & {tuple(row) for row in held.tokens.tolist()}

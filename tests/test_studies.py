@@ -33,7 +33,7 @@ def test_protocol_surface_and_signatures(name):
     assert study.CLAIMS and all(c.statement and c.source_value and c.test and c.why
                                 for c in study.CLAIMS)
     for exp_name, named in study.EXPERIMENTS.items():
-        assert named.name == exp_name
+        assert named.name == exp_name and named.study == name, (exp_name, named.study)
         assert named.make("smoke", 1).train.seed == 1
     with pytest.raises(ValueError, match="size='huge'"):
         study.validate("huge", 0, "cpu")

@@ -12,6 +12,7 @@ import torch
 from toymech import tasks
 from toymech.analysis import attention_patterns, probes
 from toymech.models import build_model
+from toymech.studies import protocol
 from toymech.studies.birth import dynamics as bdyn
 from toymech.studies.birth import evaluate_sets, example_batch, simplified_config
 from toymech.studies.birth import experiment as birth_experiment
@@ -240,20 +241,32 @@ def test_random_transformer_patterns_and_example(rt):
     assert not torch.equal(other.sets["test"].tokens, data.sets["test"].tokens)
 
 
-@pytest.mark.parametrize("study", ["induction", "birth", "random_transformers"])
+# The run each study's through-training test trains: one cheap run of the study's own smoke
+# experiments; a study not named here (a new one, the template) is covered by the first of
+# ``experiments("smoke", (0,))`` that keeps snapshots.
+THROUGH_TRAINING_RUN = {
+    "induction": lambda: induction_experiment("induction-2l", "smoke", 0),
+    "birth": lambda: birth_experiment("smoke", 0),
+    "random_transformers": lambda: rt_experiment("parentheses", 16, "random", "smoke", 0),
+}
+
+
+def _through_training_run(name):
+    study = protocol.study(name)
+    if name in THROUGH_TRAINING_RUN:
+        return study, THROUGH_TRAINING_RUN[name]()
+    return study, next(e for e in study.experiments("smoke", (0,)) if e.train.snapshots)
+
+
+@pytest.mark.parametrize("study", [*protocol.STUDIES, protocol.TEMPLATE])
 def test_through_training_walks_the_zoo_snapshots(tmp_path, study):
     """A study's smoke experiment keeps snapshots; ``through_training`` measures each, the last
     row equals the final model's metrics, the transitions are among the study's metrics, and the
-    scrubber has one slider step per snapshot."""
-    from toymech.studies import birth, induction, random_transformers as rt
+    scrubber has one slider step per snapshot (over ``protocol.STUDIES`` and the template)."""
     from toymech.studies.trajectory import over_seeds
     from toymech.zoo import Zoo
 
-    mod, exp = {"induction": (induction, lambda: induction.experiment("induction-2l", "smoke", 0)),
-                "birth": (birth, lambda: birth.experiment("smoke", 0)),
-                "random_transformers": (rt, lambda: rt_experiment("parentheses", 16, "random",
-                                                                  "smoke", 0))}[study]
-    exp = exp()
+    mod, exp = _through_training_run(study)
     assert exp.train.snapshots, "the study's runs keep snapshots"
     entry = Zoo(tmp_path).get_or_train(exp, device="cpu", progress=False, log=None)
     data = mod.probe_data(exp.task, "smoke", 0, "cpu")

@@ -1,8 +1,8 @@
 """TEMPLATE for a new study: copy this folder to ``toymech/studies/<your_study>/`` (a name not
 starting with '_'), add one line to ``toymech.studies.protocol.STUDIES``, then edit. Every study
 exposes the protocol of ``toymech.studies.protocol`` (tests/test_studies.py checks names and
-signatures); ``notebook.ipynb`` beside this file is the notebook skeleton (copy it to
-``notebooks/NN_<study>.ipynb``). See CONTRIBUTING.md for the rules the tests enforce.
+signatures); ``notebook.ipynb`` beside this file is the notebook skeleton (move the copy's to
+``notebooks/NN_<study>.ipynb``). See CONTRIBUTING.md, "Add a study", for the ten files.
 """
 
 from .claims import CLAIMS, SOURCE, numbers, scorecard

@@ -71,9 +71,11 @@ def experiments(size: str, seeds) -> list[Experiment]:
     return [experiment(size, s) for s in seeds]
 
 
-# Experiment names are global: prefix them with the study's name.
+# Experiment names are global: prefix them with the study's name (rename "template-..." in a
+# copy; the name given to ``experiment``'s Experiment too). ``STUDY`` is the package's own name.
+STUDY = __name__.split(".")[-2]
 EXPERIMENTS = {"template-parentheses": Named("template-parentheses", "template study's model",
-                                             experiment, "_template")}
+                                             experiment, STUDY)}
 
 
 def validate(size: str, seed: int, device: str | torch.device = "auto", *,
