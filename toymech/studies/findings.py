@@ -18,10 +18,23 @@ ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "unresolved", "n
 
 
 class Findings:
-    """Sentences shown as a Markdown list in notebooks (``_repr_markdown_``), plain text else."""
+    """Sentences shown as a Markdown list in notebooks (``_repr_markdown_``), plain text else.
 
-    def __init__(self, lines: Sequence[str], title: str = "What this run found"):
-        self.lines, self.title = [line for line in lines if line], title
+    ``setting``: ``at_setting``'s opening of a run below the source's setting. It is said once,
+    as the first line ("Every finding below is from our scaled run, at 2,000 of the post's 10,000
+    steps ..."), and taken off the lines that start with it (``opening``), so each line reads as
+    a finding and the page never presents the smaller run as the source's."""
+
+    def __init__(self, lines: Sequence[str], title: str = "What this run found",
+                 setting: str = ""):
+        lines = [line for line in lines if line]
+        if setting:
+            lines = [line[len(setting)].upper() + line[len(setting) + 1:]
+                     if line.startswith(setting) else line for line in lines]
+            lines.insert(0, "Every finding below is from our scaled run, at "
+                         f"{setting.removeprefix('At ').removesuffix(', ')}: not the source's "
+                         "models, and not its setting.")
+        self.lines, self.title = lines, title
 
     def _repr_markdown_(self) -> str:
         # No title: the report puts this under its own "What this run found" heading.

@@ -218,4 +218,4 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
         lines.append(f"Each main run trained {spec.steps:,} steps of batch {spec.batch} at "
                      f"T={spec.length} with {spec.optimizer}; the paper: 10,000 steps of batch 512 "
                      "at T=256 with SGD.")
-    return Findings(lines)
+    return Findings(lines, setting=at)

@@ -167,7 +167,4 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
                                  f"{len(prefs)}."))
     lines.append(scorecard_sentence(card))
     lines.append(misses(card))
-    if at:
-        lines.append("These are smaller runs than the post's, not its models: the rows whose "
-                     "setting they do not meet read \"below the source's setting\".")
-    return Findings(lines)
+    return Findings(lines, setting=at)

@@ -157,7 +157,7 @@ def findings(per_seed, card: pd.DataFrame, size: str):
     lines.append(misses(card))
     if size_spec(size).steps < 50_000:
         lines.append(_budget_sentence(size))
-    return Findings(lines)
+    return Findings(lines, setting=at)
 
 
 def _budget_sentence(size: str) -> str:
