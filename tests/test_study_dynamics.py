@@ -209,7 +209,7 @@ def test_random_transformer_metrics_keys_and_training(rt):
 def test_random_transformer_concentration_known_cases(rt):
     data, model, _ = rt
     # k is an eighth of the width (at least 2): a share of the directions, not a fixed 10
-    from toymech.studies.random_transformers import top_k
+    from toymech.studies.random_transformers.measure import top_k
     assert (top_k(8), top_k(64), top_k(1024)) == (2, 8, 128)
     narrow = build_model(rt_experiment("parentheses", 8, "random", "smoke", 0).model)
     assert all(0 < v <= 1 + 1e-6 for k, v in rdyn.dynamics_metrics(narrow, data).items()

@@ -19,8 +19,13 @@ name                   role
                        those seeds (what ``toymech train`` or a sweep would make)
 ``eval_sets``          ``(task, size, seed, device="cpu")``: named evaluation batches, drawn from
                        the run's ``eval`` stream
-``measure_seed``       ``(runs, data)``: one seed's named numbers (a flat {name: float}) from its
-                       trained runs and evaluation data: the only input of the claims
+``measure_seed``       ``(runs, data)``: one seed's named numbers (a flat {name: float}), the only
+                       input of the claims. ``runs``: the seed's runs by name, each a zoo entry
+                       (or a bare model: a run that never trained); ``data``: the study's
+                       evaluation data for that seed (``probe_data``, or the study's own, e.g.
+                       study 3's ``measure_data``). It computes every row itself.
+``untrained_numbers``  ``(size, seed)``: ``measure_seed`` on the same runs left at their
+                       initialisation, at ``size``'s settings: the null world every claim fails
 ``numbers``            ``(measured)``: the flattening ``measure_seed`` ends with
 ``scorecard``          ``(per_seed, size=None, seeds=None)``: the claims assessed over seeds
 ``probe_data``         ``(task, size, seed, device="cpu")``: the fixed data every training
@@ -76,6 +81,7 @@ SIGNATURES: dict[str, tuple[tuple[str, Any, bool], ...]] = {
     "experiments": (("size", P, False), ("seeds", P, False)),
     "eval_sets": (("task", P, False), ("size", P, False), ("seed", P, False), ("device", P, True)),
     "measure_seed": (("runs", P, False), ("data", P, False)),
+    "untrained_numbers": (("size", P, False), ("seed", P, False)),
     "numbers": (("measured", P, False),),
     "scorecard": (("per_seed", P, False), ("size", P, True), ("seeds", P, True)),
     "probe_data": (("task", P, False), ("size", P, False), ("seed", P, False), ("device", P, True)),
