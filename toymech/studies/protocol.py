@@ -150,13 +150,24 @@ def all_studies() -> list[ModuleType]:
     return [study(name) for name in STUDIES]
 
 
+def _signatures(module: ModuleType) -> dict[str, tuple[tuple[str, Any, bool], ...]]:
+    """The functions the protocol asks of ``module`` (the LLC ones where it names "llc")."""
+    if "llc" in tuple(getattr(module, "OPTIONAL_RUNS", ())):
+        return {**SIGNATURES, **LLC_SIGNATURES}
+    return dict(SIGNATURES)
+
+
+def surface(module: ModuleType) -> tuple[str, ...]:
+    """Every name the protocol asks of ``module``: ``DATA``, the functions of ``SIGNATURES``,
+    and ``LLC_ON`` with ``LLC_SIGNATURES`` where its ``OPTIONAL_RUNS`` name "llc"."""
+    signatures = _signatures(module)
+    return (*DATA, *(("LLC_ON",) if "llc_on" in signatures else ()), *signatures)
+
+
 def surface_problems(module: ModuleType) -> list[str]:
     """What ``module`` lacks or states differently from the protocol (empty: it conforms)."""
-    signatures = dict(SIGNATURES)
-    if "llc" in tuple(getattr(module, "OPTIONAL_RUNS", ())):
-        signatures.update(LLC_SIGNATURES)
-    data = (*DATA, "LLC_ON") if "llc_on" in signatures else DATA
-    problems = [f"missing {name}" for name in (*data, *signatures) if not hasattr(module, name)]
+    signatures = _signatures(module)
+    problems = [f"missing {name}" for name in surface(module) if not hasattr(module, name)]
     sizes = getattr(module, "SIZES", None)
     if isinstance(sizes, Mapping):
         if set(sizes) != set(SIZE_NAMES):
