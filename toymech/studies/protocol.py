@@ -21,9 +21,10 @@ name                   role
                        the run's ``eval`` stream
 ``measure_seed``       ``(runs, data)``: one seed's named numbers (a flat {name: float}), the only
                        input of the claims. ``runs``: the seed's runs by name, each a zoo entry
-                       (or a bare model: a run that never trained); ``data``: the study's
-                       evaluation data for that seed (``probe_data``, or the study's own, e.g.
-                       study 3's ``measure_data``). It computes every row itself.
+                       (or a bare model: a run that never trained), whose rows it computes
+                       itself; ``data``: the study's evaluation data for that seed
+                       (``probe_data``, or its own: study 3's ``measure_data``). (Birth still
+                       takes its sweep, freezing and extremes runs as their tables.)
 ``untrained_numbers``  ``(size, seed)``: ``measure_seed`` on the same runs left at their
                        initialisation, at ``size``'s settings: the null world every claim fails
 ``numbers``            ``(measured)``: the flattening ``measure_seed`` ends with
