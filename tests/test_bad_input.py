@@ -107,8 +107,8 @@ def model(**kw):
 
 
 def _simplified(**options):
-    from toymech.studies import birth
-    return birth.simplified_config(tasks.get("bigram_triggers"), 16, 0, **options)
+    from toymech.studies.birth import design as birth_design
+    return birth_design.simplified_config(tasks.get("bigram_triggers"), 16, 0, **options)
 
 
 MODEL_CASES = {

@@ -11,6 +11,8 @@ from toymech import experiments, tasks
 from toymech.analysis import probes
 from toymech.models import build_model
 from toymech.studies import birth
+from toymech.studies.birth import (callbacks as bcb, claims as bclaims, design as bdesign,
+                                   measure as bmeasure, tables as btables)
 from toymech.tasks.bigram_triggers import bigram_predictor_metrics, corpus_statistics
 from toymech.training import train
 from toymech.zoo import Zoo
@@ -214,15 +216,15 @@ def test_trigger_attention_scores_on_hand_built_patterns():
 # --- the simplified model, freezing and construction --------------------------------------------------
 def test_simplified_model_structure():
     task = tasks.get("bigram_triggers", length=16)
-    model = build_model(birth.simplified_config(task, 16))
+    model = build_model(bdesign.simplified_config(task, 16))
     assert torch.equal(model.W_Q[0, 0], torch.eye(16)) and torch.equal(model.W_V[1, 0], torch.eye(16))
     assert hasattr(model.blocks[1].mlp, "W_F")
-    tied = build_model(birth.simplified_config(task, 16, tied=True, ff=False))
+    tied = build_model(bdesign.simplified_config(task, 16, tied=True, ff=False))
     assert torch.equal(tied.W_U, tied.W_E.T) and "unembed.W_U" not in dict(tied.named_parameters())
     with pytest.raises(ValueError, match="variant_options"):
-        birth.simplified_config(task, 16, colour="blue")
+        bdesign.simplified_config(task, 16, colour="blue")
     with pytest.raises(ValueError, match="freezing="):
-        birth.freeze_patterns("most")
+        bdesign.freeze_patterns("most")
     with pytest.raises(ValueError, match="freezing="):
         birth.experiment("smoke", freezing="everything")
 
@@ -255,7 +257,7 @@ def test_unknown_freeze_pattern_is_a_value_error():
 def test_construction_recalls_perfectly_on_the_frozen_parts():
     exp = birth.experiment("smoke", 0)
     task = tasks.get("bigram_triggers", length=16)
-    model = build_model(birth.simplified_config(task, 64))
+    model = build_model(bdesign.simplified_config(task, 64))
     table = birth.construction_table(model, model, task)
     assert table.loc["W_K1 (previous token)", "probe (construction)"] == 1.0
     assert table.loc["W_O2 (output copy)", "probe (construction)"] > 0.9
@@ -271,7 +273,7 @@ def test_callback_records_the_dynamics_keys():
     exp = birth.experiment("smoke", 0, steps=4)
     model = build_model(exp.model)
     result = train(model, exp.task, exp.train, device="cpu", progress=False, log=None,
-                   callbacks=[birth.birth_callback(exp.task, n_sequences=8)])
+                   callbacks=[bcb.birth_callback(exp.task, n_sequences=8)])
     row = result.history[-1]
     for key in ("cb_icl_acc", "cb_bigram_acc", "probe_wk1", "probe_wk2", "probe_wo2",
                 "probe_wf_kl", "attn_prev", "attn_induction", "kcomp", "kcomp_baseline",
@@ -287,12 +289,12 @@ def test_named_experiments_and_formation_summary():
         exp = experiments.get(name, "smoke")
         assert exp.task.name == "bigram_triggers"
     hist = [{"step": s, "a": v} for s, v in ((10, 0.0), (20, 0.2), (30, 0.6), (40, 1.0))]
-    assert birth.half_and_rise(hist, "a") == (pytest.approx(27.5), 1.0)  # interpolated
+    assert bclaims.half_and_rise(hist, "a") == (pytest.approx(27.5), 1.0)  # interpolated
     falling = [{"step": s, "kl": v} for s, v in ((0, 3.0), (10, 1.0), (20, 2.0))]
-    assert birth.half_and_rise(falling, "kl", -1) == (pytest.approx(5.0), 2.0)  # half way to 1.0
-    assert birth.before_step(hist, "a", 0.25) == 20
+    assert bclaims.half_and_rise(falling, "kl", -1) == (pytest.approx(5.0), 2.0)  # half way to 1.0
+    assert btables.before_step(hist, "a", 0.25) == 20
     exp = birth.experiment("smoke", 0)
-    assert birth.truncated(exp, 3).train.steps == 3
+    assert bdesign.truncated(exp, 3).train.steps == 3
     paper = experiments.get("birth-simplified", "paper")
     assert paper.task.seq_len == 256 and paper.train.batch_size == 512
     assert paper.train.optimizer == "sgd" and paper.model.d_model == 128
@@ -331,9 +333,9 @@ def test_evaluation_batches_follow_the_run_seed():
     assert not torch.equal(a["test"].tokens, train_batch.tokens)
     assert not torch.equal(birth.example_batch(task, 0, 8).tokens, a["test"].tokens)
     assert not torch.equal(birth.example_batch(task, 0).tokens, birth.example_batch(task, 1).tokens)
-    shared = birth.eval_sets(task, "smoke", 0, n=8, pools={"non-top-K": birth.shared_pool(task, 8)})
+    shared = birth.eval_sets(task, "smoke", 0, n=8, pools={"non-top-K": bmeasure.shared_pool(task, 8)})
     trig = shared["non-top-K"].extras["outputs"] >= 0
-    assert not (trig & ~birth.shared_pool(task, 8)).any()
+    assert not (trig & ~bmeasure.shared_pool(task, 8)).any()
     assert birth.bigram_baseline(task, "smoke", 0) != birth.bigram_baseline(task, "smoke", 1)
 
 
@@ -392,7 +394,7 @@ def test_main_runs_reuse_the_notebooks_seed_and_measure_each_seed(tmp_path):
 
 
 def test_freezing_rows_name_their_freezing_and_feed_the_claims(tmp_path):
-    table = birth.freezing_comparison(Zoo(tmp_path), "smoke", 0, steps=2, device="cpu", log=None)
+    table = bmeasure.freezing_comparison(Zoo(tmp_path), "smoke", 0, steps=2, device="cpu", log=None)
     assert list(table["freezing"]) == ["paper", "learned_pos", "none"]
     n = birth.numbers({"history": [{"step": 0}, {"step": 1}], "baseline": {}, "d_vocab": 65,
                        "freezing": table})

@@ -9,6 +9,7 @@ import torch
 from toymech import tasks
 from toymech.models import build_model
 from toymech.studies import birth, induction as ind
+from toymech.studies.induction.design import MAIN as IND_MAIN
 from toymech.studies.birth import causal as BC
 from toymech.studies.claims import assess
 from toymech.studies.induction import causal as IC
@@ -22,7 +23,7 @@ def test_untrained_induction_models_pass_no_causal_claim():
     data = IC.causal_data(tasks.get("repeated_blocks"), seed=0, n=64)
     per_seed = []
     for seed in SEEDS:
-        models = {n: build_model(ind.experiment(n, "smoke", seed).model) for n in ind.MAIN}
+        models = {n: build_model(ind.experiment(n, "smoke", seed).model) for n in IND_MAIN}
         numbers = IC.causal_numbers(models, data)
         assert all(math.isfinite(v) for v in numbers.values())
         assert abs(numbers["2l.pref_clean"]) < 0.1  # nothing learned, no preference

@@ -4,6 +4,8 @@ import pytest
 import torch
 
 from toymech.studies import induction as study
+from toymech.studies.induction.design import MAIN
+from toymech.studies.induction.measure import mechanism_verdict
 
 CHANCE = math.log(26)
 
@@ -15,7 +17,7 @@ CHANCE = math.log(26)
     ({"predictable": 2.5, "shifted": 2.6, "period5": 2.5, "period7": 2.5}, "not solved"),
 ])
 def test_mechanism_verdict(losses, expected):
-    assert study.mechanism_verdict(losses, CHANCE).startswith(expected)
+    assert mechanism_verdict(losses, CHANCE).startswith(expected)
 
 
 def test_validate_rejects_bad_parameters():
@@ -40,8 +42,8 @@ def test_seeds_train_once_and_are_measured_per_seed(tmp_path):
     assert study.seeds_of("default", 0, n_seeds=5) == (3, 4, 5, 6, 7)
     assert study.seeds_of("default", 2) == (3, 4, 5) and study.seeds_of("default", 4) == (4, 5, 6)
     runs = study.load_seeds("smoke", 3, dev, tmp_path)
-    assert list(runs) == [3, 4] and set(runs[3]) == set(study.MAIN)
-    again = study.load_models(study.MAIN, "smoke", 3, dev, tmp_path, progress=False)
+    assert list(runs) == [3, 4] and set(runs[3]) == set(MAIN)
+    again = study.load_models(MAIN, "smoke", 3, dev, tmp_path, progress=False)
     assert all(m.entry.loaded for m in again.values())  # the same entries: nothing retrained
     more = study.load_seeds("smoke", 3, dev, tmp_path, n_seeds=3)
     assert all(m.entry.loaded for s in (3, 4) for m in more[s].values())  # reused

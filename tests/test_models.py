@@ -213,12 +213,13 @@ FAMILIES = ("induction-1l-smeared", "induction-2l", "birth-simplified", "birth-s
 
 def _family(name: str):
     from toymech import experiments
-    from toymech.studies import birth, random_transformers
+    from toymech.studies import birth
+    from toymech.studies.random_transformers import design as rt_design
 
     if name == "birth-simplified-tied":
         return birth.experiment("smoke", tied=True)
     if name in ("lstm", "linearised"):
-        return random_transformers.baseline_experiment(name, "parentheses", 8, "smoke", 0)
+        return rt_design.baseline_experiment(name, "parentheses", 8, "smoke", 0)
     return experiments.get(name, "smoke")
 
 

@@ -4,6 +4,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -11,6 +12,8 @@ import toymech.experiments
 from toymech.analysis.subspace import concentration, explained_variance, hidden_states
 from toymech.models import BaselineConfig, build_model
 from toymech.studies import random_transformers as rt
+from toymech.studies.random_transformers import design as rtd, measure as rtm, tables as rtt
+from toymech.studies.random_transformers.seeds import measure_data, recipe_experiment
 from toymech.training import train, train_stacked
 from toymech.zoo import Zoo
 
@@ -19,7 +22,7 @@ NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_random_transf
 
 def test_unknown_modes_sizes_and_widths_raise():
     with pytest.raises(ValueError, match="mode='frozen' is not allowed.*normal, random"):
-        rt.freeze_patterns("frozen")
+        rtd.freeze_patterns("frozen")
     with pytest.raises(ValueError, match=r"mode=.E\+U. is not allowed"):
         rt.experiment("needle", 16, "E+U", "smoke")
     with pytest.raises(ValueError, match="size='huge'"):
@@ -65,10 +68,10 @@ def test_freezing_leaves_frozen_tensors_bit_identical(mode, trained):
 
 def test_experiments_registered():
     names = toymech.experiments.names()
-    for task in rt.ALGORITHMIC:
+    for task in rtd.ALGORITHMIC:
         assert f"rt-{task}-random" in names and f"rt-{task}-normal" in names
     exp = toymech.experiments.get("rt-needle-random", "smoke", seed=2)
-    assert exp.train.freeze == rt.FREEZE_MODES["random"] and exp.model.seed == 2
+    assert exp.train.freeze == rtd.FREEZE_MODES["random"] and exp.model.seed == 2
     assert exp.model.d_model == rt.plan("smoke").widths[-1]
 
 
@@ -146,7 +149,7 @@ def test_baselines_shapes_causality_and_training(kind, tmp_path):
     changed = toks.clone()
     changed[:, 7:] = (changed[:, 7:] + 1) % 10
     assert torch.allclose(model(changed)[:, :7], out[:, :7], atol=1e-5)  # causal
-    exp = rt.baseline_experiment(kind, "parentheses", 16, "smoke", 0, lr=3e-3, steps=40,
+    exp = rtd.baseline_experiment(kind, "parentheses", 16, "smoke", 0, lr=3e-3, steps=40,
                                  eval_every=20, eval_size=64)
     entry = Zoo(tmp_path).get_or_train(exp, device="cpu", progress=False, log=None)
     hist = entry.history
@@ -196,7 +199,7 @@ def test_train_stacked_matches_separate_runs_and_zoo_stores_them(tmp_path):
     # GPT-2-style model of the study, random freezing mode, grad clipping at 1.0
     exps = [rt.experiment("parentheses", 8, "random", "smoke", s, steps=6, eval_every=3)
             for s in (0, 1, 2)]
-    assert exps[0].train.grad_clip == 1.0 and exps[0].train.freeze == rt.FREEZE_MODES["random"]
+    assert exps[0].train.grad_clip == 1.0 and exps[0].train.freeze == rtd.FREEZE_MODES["random"]
     stacked = train_stacked([build_model(e.model) for e in exps], exps[0].task,
                             [e.train for e in exps], device="cpu", progress=False, log=None)
     for exp, res in zip(exps, stacked):
@@ -222,7 +225,7 @@ def test_train_stacked_matches_separate_runs_and_zoo_stores_them(tmp_path):
         assert back.loaded and back.meta["stacked"] == 3
         for a, b in zip(back.model.parameters(), res.model.parameters()):
             assert torch.allclose(a, b, atol=1e-5)
-    assert rt.run(exps[1], fresh, "smoke")["loaded"]
+    assert rtm.run(exps[1], fresh, "smoke")["loaded"]
 
 
 def test_run_grid_stacked_equals_sequential_rows(tmp_path):
@@ -273,7 +276,6 @@ def test_every_plan_builds_valid_experiments(size):
 
 
 def test_numbers_from_tables_per_seed():
-    import pandas as pd
     main = pd.DataFrame([
         {"task": "needle", "width": 16, "mode": m, "seed": s, "acc": a}
         for m, s, a in [("random", 0, 0.4), ("random", 1, 0.6), ("normal", 0, 0.9),
@@ -304,8 +306,7 @@ def test_numbers_from_tables_per_seed():
                     "seeds agreeing"] == "1/2"  # seed 0: 1.0 < 2.0; seed 1: 3.0 vs 0.5
 
 
-def test_per_seed_numbers_join_the_sweep_and_the_short_budget_runs():
-    import pandas as pd
+def test_numbers_per_seed_over_the_table_the_sweep_and_the_short_budget_runs():
     p = rt.plan("default")
     small, large = p.widths
     row = lambda task, width, mode, seed, acc: dict(task=task, width=width, mode=mode, seed=seed,
@@ -324,7 +325,9 @@ def test_per_seed_numbers_join_the_sweep_and_the_short_budget_runs():
     short = pd.DataFrame([dict(task="modular_addition", width=w, mode="random", seed=s, lr=1e-2,
                                acc=a, train_acc=1.0, chance=0.04) for s in range(3, 6)
                           for w, a in ((64, 0.3), (128, 0.9 + (s - 3) / 20))])
-    per_seed = rt.per_seed_numbers(p, 3, main, sweep, seeds=[3, 4, 5], short=short)
+    rows = pd.concat([main, sweep]).drop_duplicates(["task", "width", "mode", "seed"])
+    per_seed = [rt.numbers({"widths": p.widths, "seed": s, "main": rows, "short": short})
+                for s in (3, 4, 5)]
     assert len(per_seed) == 3
     assert per_seed[0]["acc.needle.random.large"] == 0.6 and "acc.needle.random.large" not in per_seed[1]
     assert [n["acc.parentheses.random.large"] for n in per_seed] == [0.99, 0.98, 0.8]
@@ -342,30 +345,84 @@ def test_per_seed_numbers_join_the_sweep_and_the_short_budget_runs():
     for key in ("width-helps-random", "random-close-to-normal"):
         assert card.loc[by_key[key], "verdict"].startswith("below the source's setting")
         assert card.loc[by_key[key], "seeds agreeing"].startswith("0/0")
-    table = rt.short_budget_table(short, main)
+    table = rtt.short_budget_table(short, main)
     assert list(table["width"]) == [64, 128] and list(table["solved"]) == ["0/3", "2/3"]
     assert (table["train split, median"] == 1.0).all()
     assert "study lr, width 64" not in table  # no modular addition in main: no reference column
 
 
+def test_measure_data_names_each_part_of_the_plan_once_per_seed():
+    p = rt.plan("default")
+    table, sweep, every = (measure_data("default", 3, w) for w in ("table", "sweep", "every"))
+    assert table.seed == 3 and table.widths == p.widths
+    parts = lambda d: {r.part for r in d.runs.values()}
+    assert parts(table) == {"main", "mem", "lm", "circ", "base", "recipe"}  # no short at default
+    assert parts(sweep) == {"main", "recipe"} and not sweep.conc
+    assert set(sweep.runs) < set(table.runs) < set(every.runs)
+    assert all(name in table.runs for name in table.conc.values())
+    # the null world: every algorithmic task at both widths in every freezing mode
+    assert {n for n in every.runs if n.startswith("main/")} == {
+        f"main/{t}-w{w}-{m}" for t in rtd.ALGORITHMIC for w in p.widths for m in rtd.FREEZE_MODES}
+    # the table's runs are the notebook's (recipes at default), the recipe's run the ladder's
+    assert table.runs["main/needle-w64-random"].exp == rt.table_experiment(
+        "needle", 64, "random", "default", 3)
+    assert table.runs["recipe/needle-random"].exp == rt.ladder.experiments(
+        "needle", "random", widths=(128,), seeds=(3,))[0]
+    with pytest.raises(ValueError, match="which"):
+        measure_data("default", 3, "all")
+
+
+def test_measure_seeds_from_the_zoo_equals_the_notebooks_tables(tmp_path):
+    """One seed at smoke, trained: the numbers ``measure_seeds`` computes from the zoo's entries
+    are those of the notebook's grid tables (the old path: tables -> ``numbers``), the recipe's
+    run read from its calibration row in both."""
+    size, seed, zoo = "smoke", 0, Zoo(tmp_path / "zoo")
+    p, seeds = rt.plan(size), rt.plan_seeds(size, seed, "table", 1)
+    rows = pd.concat([rt.run_table(p, size, zoo, "cpu", seed, n_seeds=1),
+                      rt.ablation_grid(p, size, zoo, "cpu", seed, n_seeds=1),
+                      rt.sweep_grid(p, size, zoo, "cpu", seed, n_seeds=1)])
+    mem = rt.run_grid(["memorization"], p.memorization_widths, ["normal", "random"], seeds,
+                      size, zoo)
+    entry = zoo.get_or_train(recipe_experiment("parentheses", "random", size, seed),
+                             progress=False, log=None)
+    recorded = pd.DataFrame([rt.calibration.run_row(entry.meta, "test", entry.path.name)])
+    tables = dict(
+        main=rows.drop_duplicates(["task", "width", "mode", "seed"]),
+        mem=rt.memorization_table(mem, rt.task_for("memorization", size)),
+        lm=rt.run_grid(["char_lm"], [p.lm_width], ["normal", "random"], seeds, size, zoo),
+        conc=rt.concentration_grid(p, size, zoo, "cpu", seed, n_seeds=1),
+        circ=rt.circuit_grid(p.circuit_target_widths, p.circuit_student_width,
+                             ["normal", "random"], seeds, size, zoo),
+        base=rt.baseline_grid(rt.BASELINE_KINDS, p.baseline_tasks, p.baseline_width, size,
+                              seeds, zoo),
+        short=rtm.short_budget_grid(p, size, zoo, "cpu", seed, n_seeds=1), calibration=recorded)
+    old = rt.numbers({"widths": p.widths, "seed": seed, **tables})
+    [new] = rt.measure_seeds(zoo, size, seed, "cpu", n_seeds=1, recorded=recorded)
+    assert "acc.parentheses.random.recipe" in old and "conc.needle.random" in old
+    assert new.keys() == old.keys() and new == pytest.approx(old, abs=1e-9)
+    # without the calibration rows no recipe run counts (the table's own runs never do)
+    [plain] = rt.measure_seeds(zoo, size, seed, "cpu", n_seeds=1)
+    assert plain.keys() == old.keys() - {"acc.parentheses.random.recipe"}
+
+
 def test_short_budget_grid_trains_the_plans_runs_over_the_sweep_seeds(tmp_path):
     p = rt.plan("smoke")
     zoo = Zoo(tmp_path / "zoo")
-    short = rt.short_budget_grid(p, "smoke", zoo, "cpu", seed=3)
+    short = rtm.short_budget_grid(p, "smoke", zoo, "cpu", seed=3)
     expected = sorted((t, w, lr, s) for t, w, lr in p.short_budget for s in rt.seeds_of("smoke", 3))
     assert sorted(short[["task", "width", "lr", "seed"]].itertuples(index=False, name=None)) \
         == expected
     assert short["acc"].between(0, 1).all()
-    again = rt.short_budget_grid(p, "smoke", zoo, "cpu", seed=3)  # the zoo's entries, reloaded
+    again = rtm.short_budget_grid(p, "smoke", zoo, "cpu", seed=3)  # the zoo's entries, reloaded
     assert again["loaded"].all() and (again["acc"] == short["acc"]).all()
-    empty = rt.short_budget_grid(rt.plan("paper"), "paper", zoo, "cpu")
+    empty = rtm.short_budget_grid(rt.plan("paper"), "paper", zoo, "cpu")
     assert empty.empty and "acc" in empty
 
 
 def test_the_findings_compare_the_two_kinds_at_one_width_each():
     # normal models solve every task at both widths, random ones only parentheses at the large
-    n = {f"chance.{t}": 0.05 for t in rt.ALGORITHMIC}
-    for t in rt.ALGORITHMIC:
+    n = {f"chance.{t}": 0.05 for t in rtd.ALGORITHMIC}
+    for t in rtd.ALGORITHMIC:
         n[f"acc.{t}.normal.small"] = n[f"acc.{t}.normal.large"] = 1.0
         n[f"acc.{t}.random.small"] = 0.1
         n[f"acc.{t}.random.large"] = 1.0 if t == "parentheses" else 0.1

@@ -132,3 +132,47 @@ def test_one_switch_turns_every_optional_comparison_on(name):
         for size, on in study.LLC_ON.items():
             assert study.llc_on(size) is on and study.llc_on(size, ("llc",)) is True
             assert study.llc_on(size, "all") is True
+
+
+def _uses(code: str, study: str) -> set[str]:
+    """The names read as ``<alias>.<name>`` from the study package in ``code`` (python source),
+    ``<alias>`` being what ``code`` imports it as."""
+    import ast
+    tree = ast.parse(code)
+    aliases = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "toymech.studies":
+            aliases |= {a.asname or a.name for a in node.names if a.name == study}
+        elif isinstance(node, ast.Import):
+            aliases |= {a.asname for a in node.names
+                        if a.name == f"toymech.studies.{study}" and a.asname}
+    return {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name) and n.value.id in aliases}
+
+
+def _notebook_code(notebook: Path) -> str:
+    import json
+    cells = json.loads(notebook.read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return "\n".join(line for line in code.splitlines()
+                     if not line.lstrip().startswith(("%", "!")))  # IPython magics
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_each_study_exports_the_protocol_and_what_its_notebook_calls(name):
+    """A study's ``__all__`` is exactly the protocol's names and those its notebook (and the
+    benchmarks) read from the package; its namespace holds nothing else but its modules. Code
+    that needs a deeper name imports it from the module (``from toymech.studies.birth.measure
+    import x``)."""
+    study = protocol.study(name)
+    notebook = ROOT / STUDIES.get(name, "toymech/studies/_template/notebook.ipynb")
+    used = _uses(_notebook_code(notebook), name)
+    for bench in sorted((ROOT / "benchmarks").glob("*.py")):
+        used |= _uses(bench.read_text(), name)
+    assert len(set(study.__all__)) == len(study.__all__), "a name exported twice"
+    assert set(study.__all__) == set(protocol.surface(study)) | used, (
+        f"exported, never called: {sorted(set(study.__all__) - set(protocol.surface(study)) - used)}"
+        f"; called, not exported: {sorted(used - set(study.__all__))}")
+    public = {k for k, v in vars(study).items()
+              if not k.startswith("_") and not inspect.ismodule(v)}
+    assert public == {k for k in study.__all__ if not inspect.ismodule(getattr(study, k))}

@@ -14,7 +14,9 @@ from toymech.analysis import attention_patterns, probes
 from toymech.models import build_model
 from toymech.studies import protocol
 from toymech.studies.birth import dynamics as bdyn
-from toymech.studies.birth import evaluate_sets, example_batch, simplified_config
+from toymech.studies.birth import example_batch
+from toymech.studies.birth.design import simplified_config
+from toymech.studies.birth.measure import evaluate_sets
 from toymech.studies.birth import experiment as birth_experiment
 from toymech.studies.induction import dynamics as idyn
 from toymech.studies.induction import experiment as induction_experiment
@@ -210,7 +212,7 @@ def test_random_transformer_metrics_keys_and_training(rt):
 def test_random_transformer_concentration_known_cases(rt):
     data, model, _ = rt
     # k is an eighth of the width (at least 2): a share of the directions, not a fixed 10
-    from toymech.studies.random_transformers import top_k
+    from toymech.studies.random_transformers.measure import top_k
     assert (top_k(8), top_k(64), top_k(1024)) == (2, 8, 128)
     narrow = build_model(rt_experiment("parentheses", 8, "random", "smoke", 0).model)
     assert all(0 < v <= 1 + 1e-6 for k, v in rdyn.dynamics_metrics(narrow, data).items()
@@ -275,7 +277,7 @@ def test_through_training_walks_the_zoo_snapshots(tmp_path, study):
     final = mod.dynamics_metrics(entry.model, data)
     last = path.curves.iloc[-1]
     assert all(math.isclose(last[k], v, rel_tol=1e-5, abs_tol=1e-6) for k, v in final.items())
-    assert set(path.transitions["metric"]) <= set(mod.DYNAMICS_METRICS) | set(path.shown)
+    assert set(path.transitions["metric"]) <= set(mod.dynamics.DYNAMICS_METRICS) | set(path.shown)
     assert set(path.shown) == set(getattr(mod.dynamics, "CAUSAL_SHOWN", ())) & set(path.curves)
     assert path.sentence().startswith("run:")
     fig = path.figure()

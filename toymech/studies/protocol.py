@@ -19,8 +19,14 @@ name                   role
                        those seeds (what ``toymech train`` or a sweep would make)
 ``eval_sets``          ``(task, size, seed, device="cpu")``: named evaluation batches, drawn from
                        the run's ``eval`` stream
-``measure_seed``       ``(runs, data)``: one seed's named numbers (a flat {name: float}) from its
-                       trained runs and evaluation data: the only input of the claims
+``measure_seed``       ``(runs, data)``: one seed's named numbers (a flat {name: float}), the only
+                       input of the claims. ``runs``: the seed's runs by name, each a zoo entry
+                       (or a bare model: a run that never trained), whose rows it computes
+                       itself; ``data``: the study's evaluation data for that seed
+                       (``probe_data``, or its own: study 3's ``measure_data``). (Birth still
+                       takes its sweep, freezing and extremes runs as their tables.)
+``untrained_numbers``  ``(size, seed)``: ``measure_seed`` on the same runs left at their
+                       initialisation, at ``size``'s settings: the null world every claim fails
 ``numbers``            ``(measured)``: the flattening ``measure_seed`` ends with
 ``scorecard``          ``(per_seed, size=None, seeds=None)``: the claims assessed over seeds
 ``probe_data``         ``(task, size, seed, device="cpu")``: the fixed data every training
@@ -76,6 +82,7 @@ SIGNATURES: dict[str, tuple[tuple[str, Any, bool], ...]] = {
     "experiments": (("size", P, False), ("seeds", P, False)),
     "eval_sets": (("task", P, False), ("size", P, False), ("seed", P, False), ("device", P, True)),
     "measure_seed": (("runs", P, False), ("data", P, False)),
+    "untrained_numbers": (("size", P, False), ("seed", P, False)),
     "numbers": (("measured", P, False),),
     "scorecard": (("per_seed", P, False), ("size", P, True), ("seeds", P, True)),
     "probe_data": (("task", P, False), ("size", P, False), ("seed", P, False), ("device", P, True)),
@@ -144,13 +151,24 @@ def all_studies() -> list[ModuleType]:
     return [study(name) for name in STUDIES]
 
 
+def _signatures(module: ModuleType) -> dict[str, tuple[tuple[str, Any, bool], ...]]:
+    """The functions the protocol asks of ``module`` (the LLC ones where it names "llc")."""
+    if "llc" in tuple(getattr(module, "OPTIONAL_RUNS", ())):
+        return {**SIGNATURES, **LLC_SIGNATURES}
+    return dict(SIGNATURES)
+
+
+def surface(module: ModuleType) -> tuple[str, ...]:
+    """Every name the protocol asks of ``module``: ``DATA``, the functions of ``SIGNATURES``,
+    and ``LLC_ON`` with ``LLC_SIGNATURES`` where its ``OPTIONAL_RUNS`` name "llc"."""
+    signatures = _signatures(module)
+    return (*DATA, *(("LLC_ON",) if "llc_on" in signatures else ()), *signatures)
+
+
 def surface_problems(module: ModuleType) -> list[str]:
     """What ``module`` lacks or states differently from the protocol (empty: it conforms)."""
-    signatures = dict(SIGNATURES)
-    if "llc" in tuple(getattr(module, "OPTIONAL_RUNS", ())):
-        signatures.update(LLC_SIGNATURES)
-    data = (*DATA, "LLC_ON") if "llc_on" in signatures else DATA
-    problems = [f"missing {name}" for name in (*data, *signatures) if not hasattr(module, name)]
+    signatures = _signatures(module)
+    problems = [f"missing {name}" for name in surface(module) if not hasattr(module, name)]
     sizes = getattr(module, "SIZES", None)
     if isinstance(sizes, Mapping):
         if set(sizes) != set(SIZE_NAMES):

@@ -48,7 +48,9 @@ def _held_out_n(task: dict[str, Any], eval_size: int) -> int:
     return eval_size
 
 
-def _row(meta: dict[str, Any], sweep: str, entry: str) -> dict[str, Any]:
+def run_row(meta: dict[str, Any], sweep: str, entry: str) -> dict[str, Any]:
+    """One run's row (``COLUMNS``) from its zoo entry's configuration and history ``meta``: the
+    last logged held-out accuracy on the whole answer, the step it stopped."""
     task, model, train = meta["task"], meta["model"], meta["train"]
     history = meta.get("history") or [{}]
     last = history[-1]
@@ -81,7 +83,7 @@ def calibration_table(zoo_root: str | Path | None = None, prefix: str = PREFIX
         for _, trial in table[table["status"] == "ok"].iterrows():
             meta = _meta(root, trial["entry"])
             if meta is not None and meta.get("task", {}).get("name") in ANSWER_METRIC:
-                rows.append(_row(meta, sweep, str(trial["entry"])))
+                rows.append(run_row(meta, sweep, str(trial["entry"])))
     if not rows:
         return None
     out = pd.DataFrame(rows, columns=list(COLUMNS)).drop_duplicates("entry")

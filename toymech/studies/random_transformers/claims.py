@@ -45,7 +45,7 @@ import pandas as pd
 from ..claims import Claim, Numbers, need, scorecard as _scorecard
 from ..settings import StudySettings
 from .design import ALGORITHMIC, CALIBRATION, COST, setting
-from .named import numbers, per_seed_numbers  # noqa: F401 (the study's numbers, re-exported)
+from .named import numbers  # noqa: F401 (the study's numbers, re-exported)
 from .recipes import recipe
 
 SOURCE = ('Z. Zhong, J. Andreas, "Algorithmic Capabilities of Random Transformers", NeurIPS 2024 '

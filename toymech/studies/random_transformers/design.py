@@ -48,9 +48,10 @@ ALGORITHMIC = ("modular_addition", "needle", "decimal_addition", "parentheses")
 SIDE_TASKS = ("char_lm", "circuit_imitation")  # trained for ``side_steps``
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plan:
-    """The grid notebook 03 trains at one size (every run is a zoo entry, reused on re-runs)."""
+    """The grid notebook 03 trains at one size (every run is a zoo entry, reused on re-runs);
+    built with keywords only (``kw_only``: its fields of like types cannot be swapped)."""
 
     table_tasks: tuple[str, ...]
     widths: tuple[int, int]            # (small, large) for the accuracy table
@@ -116,9 +117,12 @@ SIZES: dict[str, Size] = {
                "circuit_imitation": dict(n_tokens=16, length=8, target_width=8)},
         steps=20, side_steps=20, batch=32, eval_n=256, probe_n=256, train_eval_n=256,
         evals_per_run=1, batch_factor={"modular_addition": 4, "memorization": 4}, snapshots=4,
-        plan=Plan(ALGORITHMIC, (8, 16), 2, False, ("parentheses",), ("E_token+U", "U"),
-                  ("parentheses",), (8, 16), (8,), (4, 8), 8, 8, ("parentheses",), 8,
-                  (("modular_addition", 8, 1e-2), ("modular_addition", 16, 1e-2)))),
+        plan=Plan(table_tasks=ALGORITHMIC, widths=(8, 16), table_n_seeds=2, normal_large=False,
+                  ablation_tasks=("parentheses",), ablation_modes=("E_token+U", "U"),
+                  sweep_tasks=("parentheses",), sweep_widths=(8, 16), memorization_widths=(8,),
+                  circuit_target_widths=(4, 8), circuit_student_width=8, lm_width=8,
+                  baseline_tasks=("parentheses",), baseline_width=8,
+                  short_budget=(("modular_addition", 8, 1e-2), ("modular_addition", 16, 1e-2)))),
     "default": Size(
         n_seeds=3, tasks={"modular_addition": dict(p=23), "needle": dict(max_pairs=4, n_keys=8, n_values=8),
                "decimal_addition": dict(n_digits=2), "parentheses": dict(max_len=16),
@@ -126,10 +130,13 @@ SIZES: dict[str, Size] = {
                "circuit_imitation": dict(n_tokens=64, length=16)},
         steps=600, side_steps=250, batch=128, eval_n=2048, probe_n=1024, train_eval_n=1024,
         evals_per_run=5, batch_factor={"modular_addition": 4, "memorization": 4}, snapshots=12,
-        plan=Plan(ALGORITHMIC, (16, 64), 3, True, ("parentheses",),
-                  ("E_token+U", "E_token+E_pos", "U"), ("parentheses",), (16, 32),
-                  (8, 16), (4, 16, 64), 32, 32, ("parentheses", "needle", "decimal_addition"),
-                  16, (), table_steps=300, sweep_normal=False)),
+        plan=Plan(table_tasks=ALGORITHMIC, widths=(16, 64), table_n_seeds=3, normal_large=True,
+                  ablation_tasks=("parentheses",),
+                  ablation_modes=("E_token+U", "E_token+E_pos", "U"),
+                  sweep_tasks=("parentheses",), sweep_widths=(16, 32), memorization_widths=(8, 16),
+                  circuit_target_widths=(4, 16, 64), circuit_student_width=32, lm_width=32,
+                  baseline_tasks=("parentheses", "needle", "decimal_addition"), baseline_width=16,
+                  short_budget=(), table_steps=300, sweep_normal=False)),
     "paper": Size(
         n_seeds=10, tasks={"modular_addition": dict(p=199),
                "needle": dict(max_pairs=30, n_keys=128, n_values=128),
@@ -138,11 +145,13 @@ SIZES: dict[str, Size] = {
                "circuit_imitation": dict(n_tokens=512, length=32)},
         steps=50_000, side_steps=50_000, batch=1000, eval_n=4096, probe_n=1024,
         train_eval_n=1024, evals_per_run=5, snapshots=16,
-        plan=Plan(ALGORITHMIC, (16, 1024), 10, True, ALGORITHMIC,
-                  ("E_token+U", "E_token+E_pos", "U"), ALGORITHMIC,
-                  (16, 32, 64, 128, 256, 512, 1024), (64, 128, 256, 512),
-                  (8, 16, 32, 64, 128, 256), 512, 512,
-                  ("parentheses", "needle", "decimal_addition"), 512)),
+        plan=Plan(table_tasks=ALGORITHMIC, widths=(16, 1024), table_n_seeds=10, normal_large=True,
+                  ablation_tasks=ALGORITHMIC, ablation_modes=("E_token+U", "E_token+E_pos", "U"),
+                  sweep_tasks=ALGORITHMIC, sweep_widths=(16, 32, 64, 128, 256, 512, 1024),
+                  memorization_widths=(64, 128, 256, 512),
+                  circuit_target_widths=(8, 16, 32, 64, 128, 256), circuit_student_width=512,
+                  lm_width=512, baseline_tasks=("parentheses", "needle", "decimal_addition"),
+                  baseline_width=512)),
 }
 PLANS: dict[str, Plan] = {name: s.plan for name, s in SIZES.items()}
 # The seeds the learning rates and thresholds were chosen on at default (never judged there:

@@ -5,12 +5,12 @@ the table's run (one measurement backs one row)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from .design import ALGORITHMIC, Plan
+from .design import ALGORITHMIC
 from .recipes import recipe
 
 
@@ -94,16 +94,3 @@ def _recipe_run_accuracy(rows: pd.DataFrame, r) -> float | None:
     if not len(rows):
         return None
     return float(rows.sort_values("last_step", kind="stable")["held_out_acc"].iloc[-1])
-
-
-def per_seed_numbers(p: Plan, seed: int, main: pd.DataFrame, sweep: pd.DataFrame | None = None,
-                     seeds: Sequence[int] | None = None, **tables: pd.DataFrame | None
-                     ) -> list[dict[str, float]]:
-    """``numbers`` for each seed of ``seeds`` (None: the table's and the sweep's seeds, ``seed``
-    plus the plan's offsets), the table's rows joined with the width sweep's (a run in both counts
-    once). The scorecard counts each claim over the seeds that measured it."""
-    rows = main if sweep is None or not len(sweep) else pd.concat([main, sweep], ignore_index=True)
-    rows = rows.drop_duplicates(subset=["task", "width", "mode", "seed"])
-    if seeds is None:
-        seeds = list(dict.fromkeys(seed + s for s in (*p.table_seeds, *p.sweep_seeds)))
-    return [numbers({"widths": p.widths, "seed": s, "main": rows, **tables}) for s in seeds]

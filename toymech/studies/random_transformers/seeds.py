@@ -1,112 +1,232 @@
-"""Study 3 over seeds: one seed's named numbers from the run's tables (``measure_seed``), and the
-same tables built from UNTRAINED models through the study's own measurement code
-(``untrained_runs``): the null world every claim must fail.
+"""Study 3 over seeds: one seed's named numbers from its trained runs (``measure_seed``), the
+same measurement on UNTRAINED models (``untrained_numbers``: the null world every claim must
+fail), and the run's findings.
 
-``runs`` (the first argument of ``measure_seed``) are the study's tables, as the notebook builds
-them: ``main`` (rows of ``run_grid``: the accuracy table, the width sweep, the ablations), and
-where measured ``mem`` (``memorization_table``), ``lm``, ``circ`` (``circuit_grid``), ``conc``
-(``concentration_rows``), ``base`` (``baseline_grid``), ``short`` (``short_budget_grid``); ``data``
-(``measure_data``) says which seed and the plan's widths.
+``measure_data(size, seed)`` names the seed's runs the claims read (``Run``: the table its row
+joins and the ``Experiment``), the plan's widths and the seed; ``measure_seed(runs, data)``
+takes ``runs`` = {name: zoo entry or bare model} for those names (a name without a run is not
+measured), computes each row with the function the notebook's tables use (``row_for``,
+``circuit_row``, ``baseline_row``, ``concentration_rows``, ``memorization_table``; a recipe's
+run: the calibration sweeps' ``calibration.run_row`` of its entry) and ends with ``numbers``.
+``measure_seeds`` does it for every seed of the run, from the zoo (it trains nothing).
 """
 
 from __future__ import annotations
 
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
-import statistics
-
 import pandas as pd
+import torch
 
+from ...core import check
 from ...models import build_model, parameter_counts
-from ...training import apply_freeze
+from ...training import Experiment, apply_freeze
+from ...zoo import Zoo, ZooEntry
 from ..claims import Measured
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
+from .calibration import run_row
 from .claims import SETTINGS, TABLE1, _solved, numbers
-from .design import ALGORITHMIC, FREEZE_MODES, experiment, plan, size_spec, task_for
+from .design import ALGORITHMIC, FREEZE_MODES, experiment, plan, seeds_of, size_spec, task_for
 from .measure import (BASELINE_KINDS, baseline_exp, baseline_row, circuit_experiments,
-                      circuit_row, concentration_rows, row_for, size_spec)
-from .recipes import recipe, table_experiment
+                      circuit_row, concentration_rows, plan_seeds, row_for)
+from .recipes import calibrated, recipe, table_experiment
 from .tables import memorization_table
 
-
-def measure_data(size: str, seed: int) -> dict[str, Any]:
-    """What ``measure_seed`` needs besides the tables: the seed and the plan's widths."""
-    return {"seed": seed, "widths": plan(size).widths}
+PARTS = ("main", "short", "mem", "lm", "circ", "base", "recipe")  # the tables ``numbers`` reads
+WHICH = ("table", "sweep", "every")
 
 
-def measure_seed(runs: Mapping[str, pd.DataFrame | None], data: Mapping[str, Any]
-                 ) -> dict[str, float]:
-    """One seed's ``numbers`` from the study's tables (module docstring); rows of other seeds
-    in the tables are ignored."""
-    return numbers({**{k: v for k, v in runs.items() if v is not None}, **data})
+@dataclass(frozen=True)
+class Run:
+    """One run a seed's numbers read: ``part`` (one of ``PARTS``: the table its row joins),
+    ``exp`` (what it trains), ``kind`` (a baseline's: one of ``BASELINE_KINDS``)."""
+
+    part: str
+    exp: Experiment
+    kind: str = ""
 
 
-def _untrained(exp):
-    return build_model(exp.model, "cpu").eval()
+@dataclass(frozen=True)
+class MeasureData:
+    """What ``measure_seed`` measures one seed's runs on: the size, the seed, the plan's
+    (small, large) widths, the runs by name, and the concentration probe's models by (task,
+    mode) -> the name of a run among ``runs``. Each run's evaluation sets come from its own
+    ``eval`` stream (``measure.eval_sets``), the probe's from the seed's ``probe`` stream."""
+
+    size: str
+    seed: int
+    widths: tuple[int, int]
+    runs: dict[str, Run]
+    conc: dict[tuple[str, str], str]
 
 
-def untrained_runs(size: str, seed: int) -> dict[str, pd.DataFrame]:
-    """The study's tables for ``seed`` with every model left at its initialisation (no step):
-    the accuracy table and every ablation mode on the four algorithmic tasks, memorization,
-    language modelling, circuit imitation, concentration, the baselines and the short-budget
-    runs, each row computed by the function the notebook's tables use."""
+def recipe_experiment(task: str, mode: str, size: str, seed: int) -> Experiment:
+    """The run a recipe claim reads at ``seed``: the calibrated recipe at ``default`` (the width
+    ladder's rung at the recipe's width); at the other sizes the recipe's width on the size's
+    own task and schedule (what the null world measures there)."""
+    if size == "default":
+        return calibrated(task, mode, size, seed)
+    return experiment(task, recipe(task, mode).width, mode, size, seed)
+
+
+def measure_data(size: str, seed: int, which: str = "table") -> MeasureData:
+    """The runs of ``seed`` the claims read, by name. ``which``: ``"table"`` (a seed of the
+    accuracy table: the table's, ablations', side studies' and baselines' runs, the width
+    sweep's and short-budget runs at it), ``"sweep"`` (a seed past the table's ``table_n_seeds``:
+    the width sweep and the short-budget runs only), ``"every"`` (the null world: every
+    algorithmic task at both widths in every freezing mode, and everything ``"table"`` has).
+    The recipes' runs are named in all three (``recipe_experiment``). Only the widths the claims
+    read are named (the plan's small and large)."""
+    check(which in WHICH, "which", which, f"one of {', '.join(WHICH)}")
     p = plan(size)
-    rows = []
+    small, large = p.widths
+    runs: dict[str, Run] = {}
+
+    def main(task: str, width: int, modes) -> None:
+        for mode in modes:
+            runs.setdefault(f"main/{task}-w{width}-{mode}",
+                            Run("main", table_experiment(task, width, mode, size, seed)))
+
+    if which in ("table", "every"):
+        for task in p.table_tasks:
+            main(task, small, ("normal", "random"))
+            main(task, large, ("normal", "random") if p.normal_large else ("random",))
+        for task in p.ablation_tasks:
+            main(task, large, p.ablation_modes)
+    if which == "every":
+        for task in ALGORITHMIC:
+            for width in p.widths:
+                main(task, width, FREEZE_MODES)
+    modes = ("normal", "random") if p.sweep_normal else ("random",)
+    for task in p.sweep_tasks:
+        for width in p.sweep_widths:
+            if width in p.widths:
+                main(task, width, modes)
+        if large not in p.sweep_widths:
+            main(task, large, modes if p.normal_large else ("random",))
+    for task, width, lr in p.short_budget:
+        runs[f"short/{task}-w{width}-lr{lr:g}"] = Run(
+            "short", experiment(task, width, "random", size, seed, lr=lr))
+    conc: dict[tuple[str, str], str] = {}
+    if which != "sweep":
+        for mode in ("normal", "random"):
+            for width in p.memorization_widths:
+                runs[f"mem/w{width}-{mode}"] = Run(
+                    "mem", experiment("memorization", width, mode, size, seed))
+            runs[f"lm/{mode}"] = Run("lm", experiment("char_lm", p.lm_width, mode, size, seed))
+            conc.update({(t, mode): f"main/{t}-w{small}-{mode}" for t in p.table_tasks})
+            conc[("memorization", mode)] = f"mem/w{p.memorization_widths[-1]}-{mode}"
+            conc[("char_lm", mode)] = f"lm/{mode}"
+        for (tw, mode, _), exp in circuit_experiments(
+                p.circuit_target_widths, p.circuit_student_width, ("normal", "random"), [seed],
+                size).items():
+            runs[f"circ/t{tw}-{mode}"] = Run("circ", exp)
+        for kind in BASELINE_KINDS:
+            for task in p.baseline_tasks:
+                runs[f"base/{kind}-{task}"] = Run(
+                    "base", baseline_exp(kind, task, p.baseline_width, size, seed), kind)
     for task in ALGORITHMIC:
-        for width in p.widths:
-            for mode in FREEZE_MODES:
-                exp = experiment(task, width, mode, size, seed)
-                rows.append(row_for(exp, _untrained(exp), size))
-    short = [dict(row_for(e, _untrained(e), size), lr=lr) for t, w, lr in p.short_budget
-             for e in [experiment(t, w, "random", size, seed, lr=lr)]]
-    side = {name: [row_for(e, _untrained(e), size) for mode in ("normal", "random")
-                   for e in [experiment(name, width, mode, size, seed)]]
-            for name, width in (("memorization", p.memorization_widths[-1]),
-                                ("char_lm", p.lm_width))}
-    circ = [circuit_row(e, _untrained(e), size) for e in circuit_experiments(
-        p.circuit_target_widths, p.circuit_student_width, ("normal", "random"), [seed],
-        size).values()]
-    conc_models = {(t, m): _untrained(experiment(t, p.widths[0], m, size, seed))
-                   for t in ("memorization", "char_lm") for m in ("normal", "random")}
-    conc = concentration_rows(conc_models, {t: task_for(t, size) for t, _ in conc_models},
-                              size_spec(size).probe_n, seed=seed)
-    base = [baseline_row(k, e, _untrained(e), size) for k in BASELINE_KINDS
-            for t in ("parentheses", "needle", "decimal_addition")
-            for e in [baseline_exp(k, t, p.baseline_width, size, seed)]]
-    mem = pd.DataFrame(side["memorization"]).assign(trainable=1.0)
-    mem = mem.assign(trainable=[_trainable(experiment("memorization", p.memorization_widths[-1],
-                                                      m, size, seed)) for m in mem["mode"]])
-    return {"main": pd.DataFrame(rows), "short": pd.DataFrame(short),
-            "calibration": _untrained_recipes(size, seed),
-            "mem": memorization_table(mem, task_for("memorization", size)),
-            "lm": pd.DataFrame(side["char_lm"]), "circ": pd.DataFrame(circ), "conc": conc,
-            "base": pd.DataFrame(base)}
+        for mode in ("normal", "random"):
+            runs[f"recipe/{task}-{mode}"] = Run("recipe",
+                                                recipe_experiment(task, mode, size, seed))
+    return MeasureData(size, seed, p.widths, runs, conc)
+
+
+def _model(run: ZooEntry | torch.nn.Module) -> torch.nn.Module:
+    return run.model if isinstance(run, ZooEntry) else run
+
+
+def _row(run: Run, got: ZooEntry | torch.nn.Module, size: str) -> dict[str, Any]:
+    """``run``'s row, by the function of the notebook's table for its part. A bare model is
+    measured as a run that never trained (its trainable parameters counted under its
+    freezing; a recipe's row at step 0)."""
+    exp, model = run.exp, _model(got)
+    meta = (got.meta if isinstance(got, ZooEntry) else
+            {"trainable": _trainable(exp)} if run.part == "mem" else None)
+    if run.part == "circ":
+        return circuit_row(exp, model, size, meta)
+    if run.part == "base":
+        return baseline_row(run.kind, exp, model, size, meta)
+    if run.part == "recipe" and isinstance(got, ZooEntry):
+        return run_row(got.meta, "", got.path.name)
+    row = row_for(exp, model, size, meta)
+    if run.part == "short":
+        row["lr"] = exp.train.lr
+    if run.part == "recipe":  # untrained: the recipe's setting, held-out accuracy at step 0
+        r = recipe(row["task"], row["mode"])
+        row = {"task": row["task"], "mode": row["mode"], "seed": row["seed"], "width": r.width,
+               "lr": r.lr, "steps": r.steps, "last_step": 0, "held_out_acc": row["acc"]}
+    return row
+
+
+@torch.no_grad()
+def measure_seed(runs: Mapping[str, ZooEntry | torch.nn.Module], data: MeasureData
+                 ) -> dict[str, float]:
+    """One seed's ``numbers``. ``runs``: {name: zoo entry or bare model} for names of
+    ``data.runs`` (``measure_data``); ``data``: the seed's ``MeasureData``. Each run's row is
+    the notebook table's (module docstring); a name without a run is not measured."""
+    rows: dict[str, list[dict[str, Any]]] = {part: [] for part in PARTS}
+    for name, run in data.runs.items():
+        if name in runs:
+            rows[run.part].append(_row(run, runs[name], data.size))
+    tables: dict[str, pd.DataFrame] = {part: pd.DataFrame(r) for part, r in rows.items() if r}
+    if "mem" in tables:
+        tables["mem"] = memorization_table(tables["mem"], task_for("memorization", data.size))
+    if "recipe" in tables:
+        tables["calibration"] = tables.pop("recipe")
+    models = {key: _model(runs[name]) for key, name in data.conc.items() if name in runs}
+    if models:
+        device = next(next(iter(models.values())).parameters()).device
+        tables["conc"] = concentration_rows(
+            models, {t: task_for(t, data.size) for t, _ in models},
+            size_spec(data.size).probe_n, device=device, seed=data.seed)
+    return numbers({"widths": data.widths, "seed": data.seed, **tables})
+
+
+def seed_runs(zoo: Zoo, data: MeasureData, device: str | torch.device = "cpu",
+              recorded: pd.DataFrame | None = None) -> dict[str, ZooEntry]:
+    """The zoo's entries of ``data``'s runs (what is not in the zoo is left out: nothing
+    trains). A recipe's run counts only where ``recorded`` (the calibration sweeps' and the
+    ladder's rows: ``ladder.with_ladder``) lists its entry, the run the sweeps measured."""
+    listed = (set() if recorded is None or not len(recorded)
+              else {Path(str(e)).name for e in recorded["entry"]})
+    out = {}
+    for name, run in data.runs.items():
+        if run.part == "recipe" and zoo.path(run.exp).name not in listed:
+            continue
+        if zoo.has(run.exp):
+            out[name] = zoo.load(run.exp, device, log=None)
+    return out
+
+
+def measure_seeds(zoo: Zoo, size: str, seed: int, device: str | torch.device = "cpu", *,
+                  n_seeds: int | None = None, recorded: pd.DataFrame | None = None
+                  ) -> list[dict[str, float]]:
+    """``measure_seed`` for every seed of ``seeds_of(size, seed, n_seeds)``, from the zoo's
+    entries (``seed_runs``): the table's seeds (``plan_seeds``) measure the table's runs, the
+    others the width sweep's."""
+    table = plan_seeds(size, seed, "table", n_seeds)
+    out = []
+    for s in seeds_of(size, seed, n_seeds):
+        data = measure_data(size, s, "table" if s in table else "sweep")
+        out.append(measure_seed(seed_runs(zoo, data, device, recorded), data))
+    return out
 
 
 def untrained_numbers(size: str, seed: int) -> dict[str, float]:
-    """The null world: every table the claims read with its models untrained, at ``size``'s
-    settings (``untrained_runs``), measured by ``measure_seed``."""
-    return measure_seed(untrained_runs(size, seed), measure_data(size, seed))
+    """The null world: every run the claims read (``measure_data(size, seed, "every")``) with
+    its model left at its initialisation, measured by ``measure_seed``."""
+    data = measure_data(size, seed, "every")
+    return measure_seed({name: build_model(run.exp.model, "cpu").eval()
+                         for name, run in data.runs.items()}, data)
 
 
-def _untrained_recipes(size: str, seed: int) -> pd.DataFrame:
-    """The calibration sweeps' rows of the recipes' runs (what the recipe claims read), with the
-    models untrained: each task's normal and random recipe at its width, lr and step budget."""
-    rows = []
-    for task in ALGORITHMIC:
-        for mode in ("normal", "random"):
-            r = recipe(task, mode)
-            exp = experiment(task, r.width, mode, size, seed)
-            row = row_for(exp, _untrained(exp), size)
-            rows.append({"task": task, "mode": mode, "seed": seed, "width": r.width, "lr": r.lr,
-                         "steps": r.steps, "last_step": 0,
-                         "held_out_acc": row["seq_acc" if task == "decimal_addition" else "acc"]})
-    return pd.DataFrame(rows)
-
-
-def _trainable(exp) -> int:
+def _trainable(exp: Experiment) -> int:
     """Trainable parameters of ``exp`` under its freezing (as the training loop counts them)."""
-    model = _untrained(exp)
+    model = build_model(exp.model, "cpu")
     apply_freeze(model, exp.train.freeze)
     return parameter_counts(model)[0]
 
