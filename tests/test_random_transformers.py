@@ -430,14 +430,16 @@ def test_the_findings_compare_the_two_kinds_at_one_width_each():
     card = rt.scorecard(per_seed, "default", [3, 4, 5])
     lines = rt.findings(per_seed, card, "default").lines
     small, large = rt.plan("default").widths
-    first, second = lines[0], lines[1]
-    assert first.startswith("At 300 of the paper's 50,000 steps, at width 64") or \
-        f"at width {large}" in first
+    # the scaled setting is said once, first; the findings then name only their width
+    lead, first, second = lines[0], lines[1], lines[2]
+    assert lead.startswith("Every finding below is from our scaled run, at 300 of the paper's "
+                           "50,000 steps")
+    assert first.startswith(f"At width {large} ")
     assert "normal transformers solve 4 of the 4" in first
     assert "random ones (only the embeddings and the unembedding trained) solve 1 of the 4 " \
            "algorithmic tasks (parentheses)" in first
-    assert f"at width {small}" in second and "random ones" in second and "solve 0 of the 4" in second
+    assert second.startswith(f"At width {small} ") and "random ones" in second and "solve 0 of the 4" in second
     # no sentence sets one width's model beside another width's
-    for line in lines[:2]:
+    for line in lines[1:3]:
         assert len({w for w in (small, large) if f"width {w} " in line or f"width {w})" in line
                     or f"width {w}," in line}) == 1
