@@ -259,9 +259,54 @@ def train_stacked(models: Sequence[torch.nn.Module], task: Task, cfgs: Sequence[
     return _run(list(models), task, list(cfgs), device, cbs, None, None, progress, log)
 
 
+@dataclass
+class _Loop:
+    """What one run of the loop carries from phase to phase (``_run``)."""
+
+    models: list[torch.nn.Module]
+    task: Task
+    cfgs: list[TrainConfig]
+    callbacks: list[list[Callback]]
+    dev: torch.device
+    run: _Eager | _Stacked
+    delayed: list[tuple[str, int]]  # parameters that start training late (``_delayed``)
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LambdaLR
+    gens: list[torch.Generator]  # each model's training-data stream
+    logged: list[LoggedEval]  # each model's logged evaluation
+    trainable: int
+    frozen: int
+    histories: list[list[dict[str, float]]]
+    snapshots: list[dict[int, dict[str, torch.Tensor]]]
+    snap_at: set[int]  # a set of ints: testing membership never syncs
+    # the step at which each seed's stop rule fired (a run resumed from its stop stays stopped)
+    stopped: list[int | None]
+    start: int = 0  # the first step to run (after a resume, the checkpoint's)
+    cpu_before: float = 0.0  # CPU seconds of the run before its resume
+
+    @property
+    def cfg(self) -> TrainConfig:
+        return self.cfgs[0]
+
+
 def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpoint_dir,
          resume_from, progress, log) -> list[TrainResult]:
-    # --- phase 1: device, freezing, optimizer, data generators -------------------------------
+    loop = _setup(models, task, cfgs, device, callbacks, checkpoint_dir, resume_from, log)
+    _start(loop, resume_from)
+    t0, c0 = time.perf_counter(), time.process_time()
+    last_step = _steps(loop, checkpoint_dir, progress, log, c0)
+    n = len(models)
+    seconds, cpu = (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
+    if log and loop.histories[0]:
+        log(_summary_line(loop, (last_step - loop.start) / max(seconds * n, 1e-9)))
+    return [TrainResult(m, h, loop.trainable, loop.frozen, seconds, snap, loop.cpu_before + cpu,
+                        loop.logged[0].held_out)
+            for m, h, snap in zip(models, loop.histories, loop.snapshots)]
+
+
+def _setup(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpoint_dir,
+           resume_from, log) -> _Loop:
+    """Phase 1: the device, freezing, the optimizer and schedule, the data generators."""
     dev = resolve_device(device)
     cfg, n = cfgs[0], len(models)
     for m in models:
@@ -286,96 +331,114 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
     gens = [make_generator(seed_for(c.seed, "data"), dev) for c in cfgs]
     # The logged batches have their own stream so they are identical however training resumes.
     logged = [LoggedEval.for_run(task, c, dev) for c in cfgs]
-    histories: list[list[dict[str, float]]] = [[] for _ in models]
-    snapshots: list[dict[int, dict[str, torch.Tensor]]] = [{} for _ in models]
-    snap_at = set(cfg.snapshot_steps)  # a set of ints: testing membership never syncs
-    start = 0
+    return _Loop(models, task, cfgs, callbacks, dev, run, delayed, opt, sched, gens, logged,
+                 trainable, frozen, histories=[[] for _ in models],
+                 snapshots=[{} for _ in models], snap_at=set(cfg.snapshot_steps),
+                 stopped=[None] * n)
 
-    # --- phase 2: resume (single runs) ------------------------------------------------------
+
+def _start(loop: _Loop, resume_from) -> None:
+    """Phase 2: resume a single run from its checkpoint; the initial snapshot of a fresh one."""
     if resume_from is not None:
-        histories[0], start, snapshots[0] = _resume(resume_from, models[0], task, cfg, opt, sched,
-                                                    gens[0], dev)
-    if start == 0 and 0 in snap_at:
-        _record(snapshots, 0, run)
-    # the step at which each seed's stop rule fired (a run resumed from its stop stays stopped)
-    stopped: list[int | None] = [None] * n
-    if histories[0] and "stop_step" in histories[0][-1]:
-        stopped[0] = int(histories[0][-1]["stop_step"])
+        loop.histories[0], loop.start, loop.snapshots[0] = _resume(
+            resume_from, loop.models[0], loop.task, loop.cfg, loop.opt, loop.sched, loop.gens[0],
+            loop.dev)
+    if loop.start == 0 and 0 in loop.snap_at:
+        _record(loop.snapshots, 0, loop.run)
+    last = loop.histories[0][-1] if loop.histories[0] else {}
+    if "stop_step" in last:
+        loop.stopped[0] = int(last["stop_step"])
+    loop.cpu_before = last.get("cpu_seconds", 0.0)
 
-    # --- phase 3: the loop --------------------------------------------------------------
+
+def _steps(loop: _Loop, checkpoint_dir, progress, log, c0: float) -> int:
+    """Phase 3: the optimizer steps, an evaluation every ``eval_every``; the last step done."""
+    cfg, task, run = loop.cfg, loop.task, loop.run
     window: list[torch.Tensor] = []  # losses kept on device: no host sync every step
-    t0, c0, last_step = time.perf_counter(), time.process_time(), start
-    cpu_before = histories[0][-1].get("cpu_seconds", 0.0) if histories[0] else 0.0  # resumed
-    bar = _progress(range(start, cfg.steps), cfg.steps, start, progress, task.name)
+    last_step = loop.start
+    bar = _progress(range(loop.start, cfg.steps), cfg.steps, loop.start, progress, task.name)
     tick = live.ticker(cfg.steps)  # None unless a watcher asked ($TOYMECH_LIVE)
-    for m in models:
+    for m in loop.models:
         m.train()
     for step in bar:
-        if all(s is not None for s in stopped):
+        if all(s is not None for s in loop.stopped):
             break
-        losses = run.loss(task, [task.sample(cfg.batch_size, g) for g in gens])
-        opt.zero_grad(set_to_none=True)
-        losses.sum().backward()  # stacked models share no parameters: each gets its own grad
-        for name, begin in delayed:
-            if step < begin:
-                run.named[name].grad = None  # skipped by the optimizer: no update, no decay
-        if cfg.grad_clip is not None:
-            run.clip()
-        opt.step()
-        run.restore()  # stacked seeds that have stopped keep their parameters
-        sched.step()
-        window.append(losses.detach())
+        window.append(_update(loop, step))
         done = last_step = step + 1
         if tick is not None:
             tick(done)
-        if done in snap_at:
-            _record(snapshots, done, run)
+        if done in loop.snap_at:
+            _record(loop.snapshots, done, run)
         if done % cfg.eval_every == 0 or done == cfg.steps:
             mean = torch.stack(window).mean(0).tolist()
             window.clear()
             _check_finite(mean, done, cfg)
-            run.sync()
-            if dev.type == "cpu":
-                rebalance(log)  # another toymech process may have started: share the cores
-            for s, m in enumerate(models):
-                if stopped[s] is not None:
-                    continue
-                row = {"step": done, "train_loss": mean[s], "lr": opt.param_groups[0]["lr"]}
-                row.update(logged[s].row(m, task))
-                row["cpu_seconds"] = cpu_before + (time.process_time() - c0) / n
-                if callbacks[s]:
-                    m.eval()
-                    with torch.no_grad():
-                        for cb in callbacks[s]:
-                            row.update(cb(done, m))
-                    m.train()
-                if passes(row, cfg):
-                    row["stop_step"], stopped[s] = done, done
-                    run.hold(s)
-                    if snap_at and done not in snap_at:  # the final weights, as a snapshot
-                        snapshots[s][done] = run.snapshot()[s]
-                histories[s].append(row)
+            _log_rows(loop, done, mean, c0, log)
             if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{histories[0][-1]['eval_loss']:.3f}")
+                bar.set_postfix(loss=f"{loop.histories[0][-1]['eval_loss']:.3f}")
             if checkpoint_dir is not None and cfg.checkpoint_every and (
-                    done % cfg.checkpoint_every == 0 or done == cfg.steps or stopped[0]):
-                save_training_checkpoint(Path(checkpoint_dir) / f"step_{done:07d}", models[0],
-                                         task, cfg, opt, sched, gens[0], histories[0], done,
-                                         snapshots=snapshots[0])
+                    done % cfg.checkpoint_every == 0 or done == cfg.steps or loop.stopped[0]):
+                save_training_checkpoint(Path(checkpoint_dir) / f"step_{done:07d}", loop.models[0],
+                                         task, cfg, loop.opt, loop.sched, loop.gens[0],
+                                         loop.histories[0], done, snapshots=loop.snapshots[0])
     run.sync()
-    for m in models:
+    for m in loop.models:
         m.eval()
-    seconds, cpu = (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
-    if log and histories[0]:
-        last = histories[0][-1]
-        stop = (f" (stopped: {cfg.stop_metric} {last[cfg.stop_metric]:.4f} passed "
-                f"{cfg.stop_value})" if "stop_step" in last else "")
-        log(f"[toymech] {task.name}: step {last['step']}{stop}, eval loss "
-            f"{last['eval_loss']:.4f}{' (held out)' if logged[0].held_out else ''}, "
-            f"{(last_step - start) / max(seconds * n, 1e-9):.1f} steps/s")
-    return [TrainResult(m, h, trainable, frozen, seconds, snap, cpu_before + cpu,
-                        logged[0].held_out)
-            for m, h, snap in zip(models, histories, snapshots)]
+    return last_step
+
+
+def _update(loop: _Loop, step: int) -> torch.Tensor:
+    """One optimizer step of every model on a fresh batch each: the losses, on the device."""
+    cfg, run = loop.cfg, loop.run
+    losses = run.loss(loop.task, [loop.task.sample(cfg.batch_size, g) for g in loop.gens])
+    loop.opt.zero_grad(set_to_none=True)
+    losses.sum().backward()  # stacked models share no parameters: each gets its own grad
+    for name, begin in loop.delayed:
+        if step < begin:
+            run.named[name].grad = None  # skipped by the optimizer: no update, no decay
+    if cfg.grad_clip is not None:
+        run.clip()
+    loop.opt.step()
+    run.restore()  # stacked seeds that have stopped keep their parameters
+    loop.sched.step()
+    return losses.detach()
+
+
+def _log_rows(loop: _Loop, done: int, mean: list[float], c0: float, log) -> None:
+    """An evaluation step: each running model's history row (the logged evaluation, the
+    callbacks' numbers), and the stop rule."""
+    cfg, run, n = loop.cfg, loop.run, len(loop.models)
+    run.sync()
+    if loop.dev.type == "cpu":
+        rebalance(log)  # another toymech process may have started: share the cores
+    for s, m in enumerate(loop.models):
+        if loop.stopped[s] is not None:
+            continue
+        row = {"step": done, "train_loss": mean[s], "lr": loop.opt.param_groups[0]["lr"]}
+        row.update(loop.logged[s].row(m, loop.task))
+        row["cpu_seconds"] = loop.cpu_before + (time.process_time() - c0) / n
+        if loop.callbacks[s]:
+            m.eval()
+            with torch.no_grad():
+                for cb in loop.callbacks[s]:
+                    row.update(cb(done, m))
+            m.train()
+        if passes(row, cfg):
+            row["stop_step"], loop.stopped[s] = done, done
+            run.hold(s)
+            if loop.snap_at and done not in loop.snap_at:  # the final weights, as a snapshot
+                loop.snapshots[s][done] = run.snapshot()[s]
+        loop.histories[s].append(row)
+
+
+def _summary_line(loop: _Loop, steps_per_s: float) -> str:
+    """The log line at the end: the last step, why it stopped, the eval loss, the speed."""
+    cfg, last = loop.cfg, loop.histories[0][-1]
+    stop = (f" (stopped: {cfg.stop_metric} {last[cfg.stop_metric]:.4f} passed "
+            f"{cfg.stop_value})" if "stop_step" in last else "")
+    return (f"[toymech] {loop.task.name}: step {last['step']}{stop}, eval loss "
+            f"{last['eval_loss']:.4f}{' (held out)' if loop.logged[0].held_out else ''}, "
+            f"{steps_per_s:.1f} steps/s")
 
 
 def _record(snapshots: list[dict[int, dict[str, torch.Tensor]]], step: int, run) -> None:
