@@ -150,18 +150,18 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
     out-of-distribution preferences, the scorecard's counts, what did not reproduce, and the
     run's budget against the post's, all computed (``studies.findings``)."""
     lines = []
-    seeds = list(per_seed.values())
+    measured = list(per_seed.values())  # each seed's numbers
     at = at_setting(SETTINGS, size, POST_SETTING, "the post's")
     for short, label in (("2l", "The 2-layer model"), ("smeared", "The 1-layer smeared model")):
         verdicts = [mechanism_verdict({k: n[f"{short}.{k}"] for k in MECHANISM_SETS
                                        if f"{short}.{k}" in n}, n["chance.loss"])
-                    for n in seeds if "chance.loss" in n]
+                    for n in measured if "chance.loss" in n]
         if verdicts:
             top, count = max(((v, verdicts.count(v)) for v in set(verdicts)), key=lambda x: x[1])
             key = next(k for k in _MECHANISM if top.startswith(k))
             lines.append(opening(at, f"{label} predicts the repeated letters "
                                      f"{_MECHANISM[key]} ({count} of {len(verdicts)} seeds)."))
-    prefs = [(_prefers(n, "2l"), _prefers(n, "smeared")) for n in seeds]
+    prefs = [(_prefers(n, "2l"), _prefers(n, "smeared")) for n in measured]
     if prefs:
         lines.append(opening(at, f"Out of distribution the 2-layer model has the lower loss on "
                                  f"option 1 (copy the first block) in "
