@@ -70,3 +70,23 @@ def test_attention_view_names_its_model():
     assert study.attention_view(model, task, tokens).caption is None
     with pytest.raises(ValueError, match="^name='' is not allowed"):
         study.attention_view(model, task, tokens, name="")
+
+
+def test_measure_returns_a_new_model_and_leaves_its_input_as_it_was():
+    import dataclasses
+
+    from toymech.models import build_model
+    from toymech.tasks import RepeatedBlocks
+
+    exp = study.experiment("induction-2l", "smoke", 0)
+    loaded = study.Model("induction-2l", None, module=build_model(exp.model).eval())
+    sets = study.eval_sets(RepeatedBlocks(), "smoke", 0)
+    [measured] = study.measure_all({"induction-2l": loaded}, sets).values()
+    assert measured is not loaded and measured.model is loaded.model
+    assert loaded.losses == {} and loaded.head_copy is None and loaded.paths == {}  # untouched
+    assert set(study.POST_SETS) <= set(measured.losses) and "K and Q" in measured.paths
+    assert measured.head_copy.shape == (2, 4) and "none" in measured.ablations
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        measured.losses = {}
+    data = study.probe_data(RepeatedBlocks(), "smoke", 0)
+    assert study.measure_seed({"induction-2l": measured}, data) == study.measure_seed({"induction-2l": loaded}, data)

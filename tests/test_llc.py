@@ -134,7 +134,8 @@ def test_task_llc_over_snapshots(tmp_path):
     entry = Zoo(tmp_path).get_or_train(exp, device="cpu", progress=False, log=None)
     pool = exp.task.sample(64, torch.Generator().manual_seed(0))
     settings = L.SGLDSettings(lr=1e-5, gamma=100.0, chains=2, draws=24, burnin=4, batch_size=8)
-    curve, results = L.llc_over_training(entry, pool, settings)
+    through = L.llc_through_training(entry, pool, settings)
+    curve, results = through.curve, list(through.results.values())
     assert list(curve["step"]) == entry.snapshot_steps
     assert all(r.finite for r in results) and results[0].trace.shape == (2, 28)
     assert results[0].n == int(pool.target_mask.sum())

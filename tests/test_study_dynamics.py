@@ -84,7 +84,7 @@ IND_KEYS = ({f"{s}_loss" for s in ("test", "doubled", "option1", "option2")}
 
 @pytest.fixture(scope="module")
 def ind():
-    return setup(idyn, IND_EXP, dict(n_eval=64), dict(lr=1e-2, steps=20, batch_size=32))
+    return setup(idyn, IND_EXP, dict(eval_n=64), dict(lr=1e-2, steps=20, batch_size=32))
 
 
 def test_induction_metrics_keys_and_training(ind):
@@ -122,8 +122,8 @@ def test_induction_patterns_and_probe_data(ind):
     np.testing.assert_allclose(pats[5], attention_patterns(after, data.example)[1, 1].numpy())
     block = data.example[:IND_EXP.task.block_len].tolist()
     assert len(set(block)) == len(block)  # an unambiguous example: distinct letters
-    again = idyn.probe_data(IND_EXP.task, "smoke", 0, n_eval=64)
-    other = idyn.probe_data(IND_EXP.task, "smoke", 1, n_eval=64)
+    again = idyn.probe_data(IND_EXP.task, "smoke", 0, eval_n=64)
+    other = idyn.probe_data(IND_EXP.task, "smoke", 1, eval_n=64)
     assert torch.equal(again.sets["test"].tokens, data.sets["test"].tokens)
     assert torch.equal(again.example, data.example)
     assert not torch.equal(other.sets["test"].tokens, data.sets["test"].tokens)
@@ -160,7 +160,7 @@ def test_birth_output_memory_probe_on_the_papers_construction():
     # The paper's output memory W_O² = Σ_k e_kᵀ u_kᵀ recalls every token when d is large enough
     # for random embeddings to be nearly orthogonal; a random W_O² recalls about 1/N of them.
     model = build_model(simplified_config(BIRTH_EXP.task, d_model=64, seed=0))
-    data = bdyn.probe_data(BIRTH_EXP.task, "smoke", 0, n_eval=16)
+    data = bdyn.probe_data(BIRTH_EXP.task, "smoke", 0, eval_n=16)
     assert bdyn.dynamics_metrics(model, data)["probe_wo2"] < 0.2
     built = probes.construction(model, BIRTH_EXP.task.pi_b)["W_O2 (output copy)"]
     with torch.no_grad():
@@ -175,7 +175,7 @@ def test_birth_patterns_window_and_example(birth):
                    BIRTH_EXP.task.str_tokens(data.example))
     # longer sequences: the first 64 positions, the patterns of the full sequence's first rows
     task = tasks.get("bigram_triggers", length=100)
-    long = bdyn.probe_data(task, "smoke", 0, n_eval=8)
+    long = bdyn.probe_data(task, "smoke", 0, eval_n=8)
     assert long.example.shape == (bdyn.WINDOW,)
     model = build_model(simplified_config(task, d_model=16, seed=0))
     pats = bdyn.dynamics_patterns(model, long)[0]
@@ -303,7 +303,7 @@ def test_birth_patching_effects_at_a_snapshot_match_the_causal_module(birth):
     assert bdyn.dynamics_metrics(model, data)["causal_head_moves"] < 0.3
     # a task with no triggers has nothing to patch: no causal data, no error
     none = tasks.get("bigram_triggers", length=16, variant="no_triggers")
-    assert bdyn.probe_data(none, "smoke", 0, n_eval=8).causal is None
+    assert bdyn.probe_data(none, "smoke", 0, eval_n=8).causal is None
 
 
 @pytest.mark.parametrize("dyn", [idyn, bdyn], ids=["induction", "birth"])

@@ -180,12 +180,26 @@ _port = _int_option(1, 65_535)
 _threads = _int_option(1, 4096)  # == toymech.devices.choose_threads
 
 
+CACHE_HELP = "model zoo folder (default: $TOYMECH_CACHE or ~/.cache/toymech)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="toymech", description="Train toy transformers, look inside them, render reports.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    cache_help = "model zoo folder (default: $TOYMECH_CACHE or ~/.cache/toymech)"
+    for add in (_add_train, _add_sweep, _add_list, _add_zoo, _add_report, _add_lab, _add_results,
+                _add_ladder):  # one subcommand each, in the order --help lists them
+        add(sub)
+    return parser
 
+
+def _add_lock_timeout(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lock-timeout", type=_seconds, metavar="SECONDS", help="longest wait for another process writing the same zoo entry (default: "
+                   "$TOYMECH_LOCK_TIMEOUT, else 21600 s = 6 h); then exit 1 naming the holder")
+
+
+def _add_train(sub) -> None:
+    """``toymech train``: one experiment into the zoo."""
     p = sub.add_parser("train", help="train a named experiment (or a JSON config) into the model zoo",
                        description="Train a model (or load it if the zoo has it) and print its final metrics.")
     p.add_argument("experiment", nargs="?",
@@ -198,17 +212,19 @@ def build_parser() -> argparse.ArgumentParser:
                    "not with --config)")
     p.add_argument("--steps", type=_steps, help="override the number of training steps (at most 10**8)")
     p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps")
-    p.add_argument("--cache", help=cache_help)
+    p.add_argument("--cache", help=CACHE_HELP)
     p.add_argument("--retrain", action="store_true", help="train even if the zoo has this model")
     p.add_argument("--dump-config", metavar="FILE", help="write the experiment as JSON (- for stdout) and exit")
     p.add_argument("--threads", type=_threads, help="torch CPU threads (default: $TOYMECH_THREADS, "
                    "else the cores not busy with other work or other toymech processes)")
-    p.add_argument("--lock-timeout", type=_seconds, metavar="SECONDS", help="longest wait for another process writing the same zoo entry (default: "
-                   "$TOYMECH_LOCK_TIMEOUT, else 21600 s = 6 h); then exit 1 naming the holder")
+    _add_lock_timeout(p)
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar or log lines (refusals and repairs are still said)")
     p.set_defaults(func=cli_zoo.cmd_train)
 
+
+def _add_sweep(sub) -> None:
+    """``toymech sweep``: a grid into the zoo and a results table."""
     p = sub.add_parser("sweep", help="train a grid of experiments into the zoo and write a results table",
                        description="Expand a grid (JSON or YAML: experiment, size, seed, overrides, "
                        "stack_seeds, retries, tag, name), train every trial into the zoo (trials "
@@ -224,21 +240,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retries", type=_int_option(0, 100),
                    help="tries after a trial's first failure (default: the grid's, else 1)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    p.add_argument("--cache", help=cache_help)
-    p.add_argument("--lock-timeout", type=_seconds, metavar="SECONDS", help="longest wait for another process writing the same zoo entry (default: "
-                   "$TOYMECH_LOCK_TIMEOUT, else 21600 s = 6 h); then exit 1 naming the holder")
+    p.add_argument("--cache", help=CACHE_HELP)
+    _add_lock_timeout(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cli_zoo.cmd_sweep)
 
+
+def _add_list(sub) -> None:
+    """``toymech list``: studies, tasks, experiments, cached models."""
     p = sub.add_parser("list", help="studies, tasks, experiments and cached models",
                        description="List the studies, tasks, named experiments and the models "
                                    "cached in the zoo.")
     p.add_argument("what", nargs="?", default="all",
                    choices=("all", "studies", "tasks", "experiments", "models"))
-    p.add_argument("--cache", help=cache_help)
+    p.add_argument("--cache", help=CACHE_HELP)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cli_zoo.cmd_list)
 
+
+def _add_zoo(sub) -> None:
+    """``toymech zoo verify``: the zoo's integrity check."""
     p = sub.add_parser("zoo", help="check the model zoo (zoo verify [--fix] [--adopt])",
                        description="Maintain the model zoo.")
     zoo_sub = p.add_subparsers(dest="zoo_command", metavar="ACTION", parser_class=_Parser, required=True)
@@ -255,9 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check unverified entries (tensors against their config, configs against "
                    "their folder's key) and save them again with an integrity record; their "
                    "metrics are taken as they are")
-    p.add_argument("--cache", help=cache_help)
+    p.add_argument("--cache", help=CACHE_HELP)
     p.set_defaults(func=cli_zoo.cmd_zoo_verify)
 
+
+def _add_report(sub) -> None:
+    """``toymech report``: notebooks executed and rendered."""
     p = sub.add_parser("report", help="execute notebooks with papermill and render offline HTML reports",
                        description="Execute notebooks (default: every notebooks/*.ipynb) and write "
                        "self-contained HTML reports plus index.html. Exit code 1 if a notebook failed.")
@@ -277,19 +301,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="extra notebook parameter (repeatable); VALUE is JSON or a string")
     p.add_argument("--jobs", type=_jobs, default=1,
                    help="notebooks executed at once; each kernel gets cores/jobs threads (default: 1)")
-    p.add_argument("--cache", help=cache_help)
+    p.add_argument("--cache", help=CACHE_HELP)
     p.set_defaults(func=_cmd_report)
 
+
+def _add_lab(sub) -> None:
+    """``toymech lab``: JupyterLab on the notebooks."""
     p = sub.add_parser("lab", help="start JupyterLab on the notebooks",
                        description="Start JupyterLab (this Python environment as the kernel) on notebooks/.")
     p.add_argument("--dir", help="notebook folder (default: ./notebooks)")
     p.add_argument("--port", type=_port, help="server port")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
-    p.add_argument("--cache", help=cache_help)
+    p.add_argument("--cache", help=CACHE_HELP)
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="further arguments for jupyter lab (after --)")
     p.set_defaults(func=_cmd_lab)
 
+
+def _add_results(sub) -> None:
+    """``toymech results``: the results record."""
     p = sub.add_parser("results", help="update the results record (docs/results.md) from finished runs",
                        description="Write each notebook's scorecard, commit, machine, wall time and command "
                                    "from report folders (and study 3's width ladder from a zoo) into a "
@@ -299,6 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--into", default="docs/results.md", help="the record to update (default: docs/results.md)")
     p.set_defaults(func=_cmd_results)
 
+
+def _add_ladder(sub) -> None:
+    """``toymech ladder``: study 3's width ladder."""
     p = sub.add_parser("ladder", help="train study 3's width ladder (recipes at widths 16-256, judged seeds) into the zoo",
                        description="Each algorithmic task's recipe at each width, random and normal, on seeds "
                                    "no calibration used, one resumable sweep per (task, mode); notebook 03 "
@@ -308,9 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--widths", nargs="+", type=int, help="widths (default: 16 32 64 128 256)")
     p.add_argument("--seeds", nargs="+", type=int, help="seeds (default: 3 4 5; never 0)")
     p.add_argument("--backend", choices=("auto", "ray", "local"), default="auto")
-    p.add_argument("--cache", help=cache_help)
+    p.add_argument("--cache", help=CACHE_HELP)
     p.set_defaults(func=_cmd_ladder)
-    return parser
 
 
 def _cmd_ladder(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ at w* per step).
 
 ``estimate_llc`` runs the chains; ``LLCResult`` keeps the per-draw traces and three checks
 (finite chains, no negative estimate, a flat trace); ``calibrate`` sweeps step size and
-localisation and ``choose`` picks the setting; ``task_llc`` / ``llc_over_training`` apply it to a
+localisation and ``choose`` picks the setting; ``task_llc`` / ``llc_through_training`` apply it to a
 task's model and to every snapshot of a run; ``stage_boundaries`` reads stages off the curve.
 """
 
@@ -326,25 +326,6 @@ def choose(table: pd.DataFrame) -> dict[str, float] | None:
     return {"lr": float(row["lr"]), "gamma": float(row["gamma"])}
 
 
-def llc_over_training(entry: Any, pool: Batch, settings: SGLDSettings,
-                      steps: Sequence[int] | None = None) -> tuple[pd.DataFrame, list[LLCResult]]:
-    """λ̂ at each snapshot of a zoo entry (``entry.model_at``): one ``LLCResult.row`` per step
-    (with ``step``), and the results (their traces are the convergence check). Only the
-    parameters the run trained move (its ``TrainConfig.freeze`` stays at w*)."""
-    available = list(getattr(entry, "snapshot_steps", []) or [])
-    check(len(available) >= 1, "entry", type(entry).__name__, "a zoo entry with snapshots")
-    chosen = available if steps is None else list(steps)
-    for s in chosen:
-        check(s in available, "steps", s, f"snapshot steps of the entry: {available}")
-    freeze = tuple(getattr(entry, "meta", {}).get("train", {}).get("freeze", ()))
-    results, rows = [], []
-    for s in chosen:
-        r = task_llc(entry.model_at(s), pool, settings, freeze)
-        results.append(r)
-        rows.append({"step": s, **r.row()})
-    return pd.DataFrame(rows), results
-
-
 def stage_boundaries(steps: Sequence[float], llc: Sequence[float], min_change: float = 0.1
                      ) -> list[float]:
     """Steps where the LLC curve turns, a local maximum or minimum of λ̂ (Hoogland et al.'s
@@ -429,8 +410,18 @@ class LLCCurve:
 def llc_through_training(entry: Any, pool: Batch, settings: SGLDSettings,
                          steps: Sequence[int] | None = None, min_change: float = 0.1
                          ) -> LLCCurve:
-    """``llc_over_training`` plus the stage boundaries of the steps whose checks passed."""
-    curve, results = llc_over_training(entry, pool, settings, steps)
+    """λ̂ at each snapshot ``steps`` of a zoo entry (``entry.model_at``; None: all of them): one
+    ``LLCResult.row`` per step (with ``step``), the results (their traces are the convergence
+    check), and the stage boundaries of the steps whose checks passed. Only the parameters the
+    run trained move (its ``TrainConfig.freeze`` stays at w*)."""
+    available = list(getattr(entry, "snapshot_steps", []) or [])
+    check(len(available) >= 1, "entry", type(entry).__name__, "a zoo entry with snapshots")
+    chosen = available if steps is None else list(steps)
+    for s in chosen:
+        check(s in available, "steps", s, f"snapshot steps of the entry: {available}")
+    freeze = tuple(getattr(entry, "meta", {}).get("train", {}).get("freeze", ()))
+    results = [task_llc(entry.model_at(s), pool, settings, freeze) for s in chosen]
+    curve = pd.DataFrame([{"step": s, **r.row()} for s, r in zip(chosen, results)])
     ok = curve[curve["healthy"]]
     bounds = stage_boundaries(ok["step"].tolist(), ok["llc"].tolist(), min_change)
     return LLCCurve(curve, dict(zip(curve["step"].tolist(), results)), bounds, settings)

@@ -63,6 +63,47 @@ def scrubber(steps: Sequence[int], patterns: Sequence, head_labels: Sequence[str
     (steps are subsampled, first and last kept), values rounded to ``decimals``. The slider
     starts at the last step.
     """
+    arrays = _checked_patterns(steps, patterns, head_labels, token_labels)
+    n_heads, T = len(head_labels), arrays[0].shape[1]
+    check_int("max_steps", max_steps, 2, 10_000)
+    keep = _keep(len(steps), n_heads * T * T, max_steps, max_values)
+    steps = [int(steps[i]) for i in keep]
+    zs = [np.round(arrays[i], decimals) for i in keep]
+    active = len(steps) - 1
+
+    # heads in a grid, the curves below spanning its width
+    cols = min(n_heads, 4)
+    head_rows = math.ceil(n_heads / cols)
+    specs = [[{} for _ in range(cols)] for _ in range(head_rows)]
+    titles = list(head_labels) + [""] * (head_rows * cols - n_heads)
+    if curves is not None:
+        specs.append([{"colspan": cols}] + [None] * (cols - 1))
+        titles.append("metrics" + (", each scaled to its range over the run" if normalize else "")
+                      + " (x: half-way step)")
+    fig = make_subplots(rows=len(specs), cols=cols, specs=specs, subplot_titles=titles,
+                        horizontal_spacing=0.04, vertical_spacing=0.3 / len(specs))
+    _add_heads(fig, zs[active], head_labels, cols, token_labels)
+    heat = list(range(n_heads))  # trace indices of the heatmaps, in head order
+
+    layout_at = lambda s: {}  # noqa: E731  (no curves: nothing to move)
+    if curves is not None:
+        _add_curves(fig, curves, _transition_points(transitions), len(specs), normalize)
+        layout_at = _add_step_line(fig, len(specs), steps[active])
+
+    slider_steps = [dict(method="update", label=str(s),
+                         args=[{"z": [z[h].tolist() for h in range(n_heads)]}, layout_at(s), heat])
+                    for s, z in zip(steps, zs)]
+    fig.update_layout(
+        title=title, height=height(60 + 230 * head_rows + (320 if curves is not None else 0) + 90),
+        sliders=[dict(active=active, steps=slider_steps, currentvalue=dict(prefix="step "),
+                      pad=dict(t=40), len=1.0, x=0, y=0, yanchor="top")],
+        margin=dict(b=110))
+    return fig
+
+
+def _checked_patterns(steps: Sequence[int], patterns: Sequence, head_labels: Sequence[str],
+                      token_labels: Sequence[str] | None) -> list[np.ndarray]:
+    """The patterns as arrays, each [n_heads, T, T] and all of one shape (else ValueError)."""
     check(len(steps) == len(patterns) >= 1, "patterns", len(patterns),
           f"one pattern array per step ({len(steps)} steps), at least one")
     arrays = [_array(p) for p in patterns]
@@ -74,28 +115,18 @@ def scrubber(steps: Sequence[int], patterns: Sequence, head_labels: Sequence[str
     T = arrays[0].shape[1]
     if token_labels is not None:
         check(len(token_labels) == T, "token_labels", len(token_labels), f"{T} labels (one per position)")
-    check_int("max_steps", max_steps, 2, 10_000)
-    keep = _keep(len(steps), n_heads * T * T, max_steps, max_values)
-    steps = [int(steps[i]) for i in keep]
-    zs = [np.round(arrays[i], decimals) for i in keep]
+    return arrays
 
-    # --- layout: heads in a grid, the curves below spanning its width ----------------------
-    cols = min(n_heads, 4)
-    head_rows = math.ceil(n_heads / cols)
-    specs = [[{} for _ in range(cols)] for _ in range(head_rows)]
-    titles = list(head_labels) + [""] * (head_rows * cols - n_heads)
-    if curves is not None:
-        specs.append([{"colspan": cols}] + [None] * (cols - 1))
-        titles.append("metrics" + (", each scaled to its range over the run" if normalize else "")
-                      + " (x: half-way step)")
-    fig = make_subplots(rows=len(specs), cols=cols, specs=specs, subplot_titles=titles,
-                        horizontal_spacing=0.04, vertical_spacing=0.3 / len(specs))
-    active = len(steps) - 1
+
+def _add_heads(fig: go.Figure, z: np.ndarray, head_labels: Sequence[str], cols: int,
+               token_labels: Sequence[str] | None) -> None:
+    """One heatmap per head (``z``: [n_heads, T, T], the step shown first), ``cols`` a row."""
+    n_heads, T = len(head_labels), z.shape[1]
     every = tick_stride(T, 180)  # a head's panel is about 180 px high: labels at 10 px fit
     ticks = dict(tickvals=list(range(0, T, every)), ticktext=list(token_labels)[::every]) if token_labels else {}
     for h in range(n_heads):
         row, col = h // cols + 1, h % cols + 1
-        fig.add_trace(go.Heatmap(z=zs[active][h].tolist(), zmin=0, zmax=1, colorscale="Blues",
+        fig.add_trace(go.Heatmap(z=z[h].tolist(), zmin=0, zmax=1, colorscale="Blues",
                                  showscale=(h == 0), name=head_labels[h],
                                  colorbar=dict(len=0.5, y=1, yanchor="top", title="attn"),
                                  hovertemplate="query %{y}, key %{x}: %{z}<extra>"
@@ -106,29 +137,18 @@ def scrubber(steps: Sequence[int], patterns: Sequence, head_labels: Sequence[str
         fig.update_yaxes(autorange="reversed", showticklabels=bool(ticks) and col == 1,
                          tickfont_size=MIN_TICK_PX, **ticks, row=row, col=col,
                          title_text="query position" if col == 1 else None, title_font_size=11)
-    heat = list(range(n_heads))  # trace indices of the heatmaps, in head order
 
-    layout_at = lambda s: {}  # noqa: E731  (no curves: nothing to move)
-    if curves is not None:
-        _add_curves(fig, curves, _transition_points(transitions), len(specs), normalize)
-        # The vertical line at the selected step: a shape in data units of the log axis.
-        xref = fig.get_subplot(len(specs), 1).xaxis.plotly_name.replace("axis", "")
-        yref = fig.get_subplot(len(specs), 1).yaxis.plotly_name.replace("axis", "")
-        fig.add_shape(type="line", xref=xref, yref=f"{yref} domain", x0=steps[active] + 1,
-                      x1=steps[active] + 1, y0=0, y1=1, line=dict(color="black", dash="dot"))
-        layout_at = lambda s: {"shapes[0].x0": s + 1, "shapes[0].x1": s + 1}  # noqa: E731
-        top = fig.get_subplot(len(specs), 1).yaxis.domain[1]  # the legend: right of the curves
-        fig.update_layout(legend=dict(x=1.01, y=top, yanchor="top"))
 
-    slider_steps = [dict(method="update", label=str(s),
-                         args=[{"z": [z[h].tolist() for h in range(n_heads)]}, layout_at(s), heat])
-                    for s, z in zip(steps, zs)]
-    fig.update_layout(
-        title=title, height=height(60 + 230 * head_rows + (320 if curves is not None else 0) + 90),
-        sliders=[dict(active=active, steps=slider_steps, currentvalue=dict(prefix="step "),
-                      pad=dict(t=40), len=1.0, x=0, y=0, yanchor="top")],
-        margin=dict(b=110))
-    return fig
+def _add_step_line(fig: go.Figure, row: int, step: int):
+    """The vertical line at the selected step on the curves (row ``row``), a shape in data units
+    of the log axis, and the legend right of the curves; returns the layout of a slider step."""
+    xref = fig.get_subplot(row, 1).xaxis.plotly_name.replace("axis", "")
+    yref = fig.get_subplot(row, 1).yaxis.plotly_name.replace("axis", "")
+    fig.add_shape(type="line", xref=xref, yref=f"{yref} domain", x0=step + 1, x1=step + 1,
+                  y0=0, y1=1, line=dict(color="black", dash="dot"))
+    top = fig.get_subplot(row, 1).yaxis.domain[1]
+    fig.update_layout(legend=dict(x=1.01, y=top, yanchor="top"))
+    return lambda s: {"shapes[0].x0": s + 1, "shapes[0].x1": s + 1}
 
 
 def _add_curves(fig: go.Figure, curves: pd.DataFrame, marks: dict[str, float], row: int,

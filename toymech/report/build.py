@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 import threading
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -162,6 +163,55 @@ def _trust(nb) -> None:
         pass  # a read-only Jupyter data dir only costs the trust mark, not the report
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One ``build_reports`` call, checked: what every notebook of it shares."""
+
+    out: Path
+    paths: list[Path]
+    parameters: dict[Path, dict]  # what each notebook gets injected
+    defaults: dict[Path, dict[str, str]]  # each notebook's own parameters cell (source text)
+    size: str
+    device: str
+    seed: int
+    n_seeds: int | None
+    extra_parameters: dict
+    code: bool
+    kernel_name: str
+    trust: bool
+    jobs: int
+    command: str
+    on_start: Callable[[int, Path], None] | None
+    on_done: Callable[[int, ReportEntry], None] | None
+    progress: Any
+
+
+@dataclass(frozen=True)
+class _Machine:
+    """This machine now (read under the folder's lock): versions, speed, cores, cost table."""
+
+    versions: dict
+    resolved: str  # the device as resolved here
+    costs: CostTable
+    cost_key: str
+    here: float  # this machine's speed now, in reference steps (models.reference)
+    record: dict  # machine_record, for the results record
+    commit: str
+    at_once: int  # notebooks that run side by side
+    cores: int
+    crowded: Any
+
+    @classmethod
+    def now(cls, req: _Request) -> "_Machine":
+        # earlier runs' cell times (shipped ones too) are scaled by this machine's speed, so an
+        # estimate made on a faster machine still holds here
+        here = reference_step_seconds()
+        at_once, cores = min(req.jobs, len(req.paths)), free_cores()
+        return cls(versions(), str(resolve_device(req.device)), CostTable(req.out),
+                   CostTable.key(req.size, req.n_seeds), here, machine_record(here),
+                   source_commit(), at_once, cores, crowding(at_once, cores))
+
+
 def build_reports(
     notebooks: Sequence[str | Path] | str | Path,
     out_dir: str | Path = "reports",
@@ -196,12 +246,8 @@ def build_reports(
     ``jobs > 1`` executes that many notebooks at once, each kernel limited to its share of the
     free cores (see ``_kernel_threads``) so they share the cores instead of fighting over them.
     """
-    import nbformat
-    import papermill
-
     jobs = check_int("jobs", jobs, 1, 256)
     code = check_bool("code", code)
-
     extra_parameters = dict(extra_parameters or {})
     # Absolute paths: papermill changes the process's working directory while a kernel starts,
     # which would move relative paths under other notebooks running at the same time.
@@ -212,128 +258,158 @@ def build_reports(
     per_notebook = {path: _with_seeds(path, common, defaults[path], n_seeds) for path in paths}
     for path in paths:
         check_study_parameters(path, per_notebook[path])
+    req = _Request(out, paths, per_notebook, defaults, size, device, seed, n_seeds, extra_parameters,
+                   code, kernel_name, trust, jobs, command, on_start, on_done, progress)
 
     with folder_lock(out):  # one run at a time writes into out (a second one waits)
         (out / "executed").mkdir(parents=True, exist_ok=True)
-        found_versions = versions()
-        resolved = str(resolve_device(device))
-        costs = CostTable(out)
-        cost_key = CostTable.key(size, n_seeds)
-        # this machine's speed now, in reference steps: earlier runs' cell times (shipped ones
-        # too) are scaled by it, so an estimate made on a faster machine still holds here
-        here = reference_step_seconds()
-        machine, commit = machine_record(here), source_commit()  # for the results record
-        at_once = min(jobs, len(paths))  # notebooks that run side by side
-        cores = free_cores()
-        crowded = crowding(at_once, cores)
-
-        def run_one(index: int, path: Path) -> ReportEntry:
-            # what this notebook's training processes are doing (toymech.training.live)
-            live_dir = out / LIVE_FOLDER / path.stem
-            shutil.rmtree(live_dir, ignore_errors=True)
-            if on_start:
-                on_start(index, path)
-            if progress is not None:
-                own = study_n_seeds(path, size) if n_seeds is not None else None
-                from_size = (CostTable.key(size, None), n_seeds / own) if own else None
-                progress.start(index, costs.get(path.stem, cost_key, here, crowded, from_size),
-                               live_dir=live_dir)
-            executed = out / "executed" / path.name
-            report = out / f"{path.stem}.html"
-            date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-            failure = None
-            executed.unlink(missing_ok=True)  # never report a previous run's output as this one's
-
-            def on_cell(cell_index: int, cells) -> None:
-                # ``cells``: the executed notebook's (with papermill's injected-parameters cell), the
-                # ones ``cell_index`` counts
-                if progress is not None:
-                    progress.cell(index, cell_index, len(cells), section_at(cells, cell_index))
-
-            start = time.perf_counter()
-            try:
-                papermill.execute_notebook(
-                    str(path), str(executed), parameters=per_notebook[path], kernel_name=kernel_name,
-                    # In parallel the kernels start in this process's folder instead: papermill's
-                    # chdir is process-wide, so concurrent ones would race.
-                    cwd=str(path.parent) if jobs == 1 else None,
-                    progress_bar=False, log_output=False, engine_name=ENGINE, toymech_on_cell=on_cell,
-                    start_timeout=KERNEL_START_S,
-                    kernel_manager_class=kernel_manager({live_status.ENV: str(live_dir)}),
-                    # ipykernel warns on every start that TCP is unencrypted (it is local);
-                    # its errors still show.
-                    extra_arguments=(["--IPKernelApp.log_level=ERROR"]
-                                     if kernel_name.startswith("python") else []),
-                )
-            # Broad on purpose: whatever stopped the notebook (a cell's exception, a dead kernel, a
-            # timeout) must end up in its report and the index, not abort the other notebooks.
-            except Exception as exc:  # noqa: BLE001
-                failure = _failure_from_exception(exc)
-            wall_s = time.perf_counter() - start
-
-            # Papermill writes the output notebook even on failure; if the kernel never started
-            # there may be none, and the report then shows the input notebook under the error.
-            nb = nbformat.read(executed if executed.is_file() else path, as_version=4)
-            if trust and executed.is_file():
-                with _TRUST_LOCK:  # one writer at a time on Jupyter's signature database
-                    _trust(nb)
-            if failure is None:
-                costs.record(path.stem, cost_key, cell_durations(nb), wall_s, here, at_once, cores)
-            facts = facts_of(nb) if executed.is_file() else {}
-            parameters = per_notebook[path]
-            given = {**defaults[path], **{k: repr(v) for k, v in parameters.items()}}
-            seeds_given = next((given[n] for n in SEEDS_PARAMETERS if n in given), None)
-            run = {
-                "notebook": path.name, "title": title_of(nb, path.stem),
-                "status": "failed" if failure else "ok", "size": size, "seed": seed,
-                "seeds": _seeds_text(facts, seeds_given),
-                "device": str(facts.get("device") or resolved), "device_requested": device,
-                "wall_s": wall_s, "date": date, "versions": found_versions, "failure": failure,
-                "parameters": [(k, v) for k, v in given.items() if k not in _NOT_IN_HEADER],
-                "notes": ([f"{n} plotly figure(s) carry no HTML and are missing from this page: call "
-                           "toymech.display.setup_notebook() before the first figure"]
-                          if (n := bare_figures(nb)) else []),
-                "time_table": time_table(nb, wall_s), "zoo": _zoo_text(facts),
-                # Only from this run's output: an input notebook stored with outputs must not pass
-                # off old numbers as this run's.
-                "scorecard": find_scorecard(nb) if executed.is_file() else None,
-            }
-            run["glossary"] = glossary(size, seed, run["seeds"], run["parameters"], _options_of(path, nb))
-            report.write_text(_render_html(nb, run, code), encoding="utf-8")
-            entry = ReportEntry(
-                notebook=str(path), html=report.name, executed=f"executed/{executed.name}",
-                status=run["status"], size=size, device=device, seed=seed, wall_s=round(wall_s, 2),
-                date=date, versions=found_versions, size_bytes=report.stat().st_size,
-                error=f"{failure['ename']}: {failure['evalue']}" if failure else None,
-                parameters=extra_parameters, title=run["title"], scorecard=run["scorecard"],
-                seeds=run["seeds"], device_used=run["device"], code=code, commit=commit,
-                machine=machine, command=command,
-                finding=finding_lines(nb) if executed.is_file() else [],
-            )
-            shutil.rmtree(live_dir, ignore_errors=True)
-            if progress is not None:
-                progress.done(index, done_line(index, len(paths), entry, out))
-            if on_done:
-                on_done(index, entry)
-            return entry
-
-        try:
-            with _quiet_papermill(), _kernel_threads(min(jobs, len(paths))):
-                if jobs == 1:
-                    entries = [run_one(i, p) for i, p in enumerate(paths)]
-                else:
-                    from concurrent.futures import ThreadPoolExecutor
-
-                    # Each worker thread only waits on its own kernel process.
-                    with ThreadPoolExecutor(max_workers=jobs) as pool:
-                        entries = list(pool.map(run_one, range(len(paths)), paths))
-        finally:
-            if progress is not None:
-                progress.close()
-            with contextlib.suppress(OSError):
-                (out / LIVE_FOLDER).rmdir()  # only if empty (no other run writing into it)
+        machine = _Machine.now(req)
+        entries = _run_all(req, machine)
         write_index(out, entries)
         return entries
+
+
+def _run_all(req: _Request, machine: _Machine) -> list[ReportEntry]:
+    """Every notebook, one after another or ``req.jobs`` at once; the entries in order."""
+    def run_one(index: int, path: Path) -> ReportEntry:
+        return _run_one(req, machine, index, path)
+
+    try:
+        with _quiet_papermill(), _kernel_threads(machine.at_once):
+            if req.jobs == 1:
+                return [run_one(i, p) for i, p in enumerate(req.paths)]
+            from concurrent.futures import ThreadPoolExecutor
+
+            # Each worker thread only waits on its own kernel process.
+            with ThreadPoolExecutor(max_workers=req.jobs) as pool:
+                return list(pool.map(run_one, range(len(req.paths)), req.paths))
+    finally:
+        if req.progress is not None:
+            req.progress.close()
+        with contextlib.suppress(OSError):
+            (req.out / LIVE_FOLDER).rmdir()  # only if empty (no other run writing into it)
+
+
+def _run_one(req: _Request, machine: _Machine, index: int, path: Path) -> ReportEntry:
+    """Execute one notebook, render its page and return its entry."""
+    import nbformat
+
+    # what this notebook's training processes are doing (toymech.training.live)
+    live_dir = req.out / LIVE_FOLDER / path.stem
+    shutil.rmtree(live_dir, ignore_errors=True)
+    _announce(req, machine, index, path, live_dir)
+    executed = req.out / "executed" / path.name
+    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    executed.unlink(missing_ok=True)  # never report a previous run's output as this one's
+    wall_s, failure = _execute(req, index, path, executed, live_dir)
+
+    # Papermill writes the output notebook even on failure; if the kernel never started
+    # there may be none, and the report then shows the input notebook under the error.
+    ran = executed.is_file()
+    nb = nbformat.read(executed if ran else path, as_version=4)
+    if req.trust and ran:
+        with _TRUST_LOCK:  # one writer at a time on Jupyter's signature database
+            _trust(nb)
+    if failure is None:
+        machine.costs.record(path.stem, machine.cost_key, cell_durations(nb), wall_s, machine.here,
+                             machine.at_once, machine.cores)
+    facts = facts_of(nb) if ran else {}
+    given = {**req.defaults[path], **{k: repr(v) for k, v in req.parameters[path].items()}}
+    entry = _entry(req, machine, path, nb, ran, facts, given, wall_s, failure, date)
+    report = req.out / entry.html
+    report.write_text(_render_html(nb, _page_facts(entry, nb, facts, given, wall_s, failure), req.code),
+                      encoding="utf-8")
+    entry = replace(entry, size_bytes=report.stat().st_size)
+    shutil.rmtree(live_dir, ignore_errors=True)
+    if req.progress is not None:
+        req.progress.done(index, done_line(index, len(req.paths), entry, req.out))
+    if req.on_done:
+        req.on_done(index, entry)
+    return entry
+
+
+def _announce(req: _Request, machine: _Machine, index: int, path: Path, live_dir: Path) -> None:
+    """Tell ``on_start`` and ``progress`` that a notebook starts (with its estimated cost)."""
+    if req.on_start:
+        req.on_start(index, path)
+    if req.progress is not None:
+        own = study_n_seeds(path, req.size) if req.n_seeds is not None else None
+        from_size = (CostTable.key(req.size, None), req.n_seeds / own) if own else None
+        req.progress.start(index, machine.costs.get(path.stem, machine.cost_key, machine.here,
+                                                    machine.crowded, from_size),
+                           live_dir=live_dir)
+
+
+def _execute(req: _Request, index: int, path: Path, executed: Path, live_dir: Path
+             ) -> tuple[float, dict | None]:
+    """Run the notebook with papermill into ``executed``: (wall seconds, failure or None)."""
+    import papermill
+
+    def on_cell(cell_index: int, cells) -> None:
+        # ``cells``: the executed notebook's (with papermill's injected-parameters cell), the
+        # ones ``cell_index`` counts
+        if req.progress is not None:
+            req.progress.cell(index, cell_index, len(cells), section_at(cells, cell_index))
+
+    failure = None
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(path), str(executed), parameters=req.parameters[path], kernel_name=req.kernel_name,
+            # In parallel the kernels start in this process's folder instead: papermill's
+            # chdir is process-wide, so concurrent ones would race.
+            cwd=str(path.parent) if req.jobs == 1 else None,
+            progress_bar=False, log_output=False, engine_name=ENGINE, toymech_on_cell=on_cell,
+            start_timeout=KERNEL_START_S,
+            kernel_manager_class=kernel_manager({live_status.ENV: str(live_dir)}),
+            # ipykernel warns on every start that TCP is unencrypted (it is local);
+            # its errors still show.
+            extra_arguments=(["--IPKernelApp.log_level=ERROR"]
+                             if req.kernel_name.startswith("python") else []),
+        )
+    # Broad on purpose: whatever stopped the notebook (a cell's exception, a dead kernel, a
+    # timeout) must end up in its report and the index, not abort the other notebooks.
+    except Exception as exc:  # noqa: BLE001
+        failure = _failure_from_exception(exc)
+    return time.perf_counter() - start, failure
+
+
+def _entry(req: _Request, machine: _Machine, path: Path, nb, ran: bool, facts: dict, given: dict,
+           wall_s: float, failure: dict | None, date: str) -> ReportEntry:
+    """The notebook's index entry (``size_bytes`` is set once its page is written)."""
+    seeds_given = next((given[n] for n in SEEDS_PARAMETERS if n in given), None)
+    return ReportEntry(
+        notebook=str(path), html=f"{path.stem}.html", executed=f"executed/{path.name}",
+        status="failed" if failure else "ok", size=req.size, device=req.device, seed=req.seed,
+        wall_s=round(wall_s, 2), date=date, versions=machine.versions,
+        error=f"{failure['ename']}: {failure['evalue']}" if failure else None,
+        parameters=req.extra_parameters, title=title_of(nb, path.stem),
+        # Only from this run's output: an input notebook stored with outputs must not pass
+        # off old numbers as this run's.
+        scorecard=find_scorecard(nb) if ran else None,
+        seeds=_seeds_text(facts, seeds_given), device_used=str(facts.get("device") or machine.resolved),
+        code=req.code, commit=machine.commit, machine=machine.record, command=req.command,
+        finding=finding_lines(nb) if ran else [],
+    )
+
+
+def _page_facts(entry: ReportEntry, nb, facts: dict, given: dict, wall_s: float,
+                failure: dict | None) -> dict:
+    """What the page's header and notes show (``_render_html``'s ``run``): the entry's facts
+    under the template's names, and what only the page shows."""
+    header = [(k, v) for k, v in given.items() if k not in _NOT_IN_HEADER]
+    path = Path(entry.notebook)
+    return {
+        "notebook": path.name, "title": entry.title, "status": entry.status, "size": entry.size,
+        "seed": entry.seed, "seeds": entry.seeds, "device": entry.device_used,
+        "device_requested": entry.device, "wall_s": wall_s, "date": entry.date,
+        "versions": entry.versions, "failure": failure, "parameters": header,
+        "notes": ([f"{n} plotly figure(s) carry no HTML and are missing from this page: call "
+                   "toymech.display.setup_notebook() before the first figure"]
+                  if (n := bare_figures(nb)) else []),
+        "time_table": time_table(nb, wall_s), "zoo": _zoo_text(facts), "scorecard": entry.scorecard,
+        "glossary": glossary(entry.size, entry.seed, entry.seeds, header, _options_of(path, nb)),
+    }
 
 
 def done_line(index: int, total: int, entry: ReportEntry, out: Path) -> str:

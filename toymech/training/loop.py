@@ -30,24 +30,21 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import torch
-from torch.func import functional_call, stack_module_state
 
 from ..core import check, seed_for
 from ..devices import make_generator, rebalance, resolve_device
 from ..models import move, parameter_counts
-from ..models.fast import fast_forward
 from ..tasks.base import Task
 from . import live
 from .config import TrainConfig
 from .divergence import DIVERGED_LOSS, TrainingDiverged
-from .precision import autocast
+from .engines import _Eager, _Stacked
 from .evaluation import LoggedEval, evaluate, passes  # noqa: F401 (evaluate: re-exported)
 from .resume import _resume, latest_checkpoint, save_training_checkpoint  # noqa: F401
 
@@ -127,102 +124,6 @@ def lr_factor(step: int, cfg: TrainConfig) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
-class _Eager:
-    """One model with its own parameters and optimizer: the plain PyTorch step.
-
-    The step uses ``toymech.models.fast.fast_forward`` (the same math from the same Parameters,
-    without hook points) where it supports the model; ``TOYMECH_FAST=0`` turns it off."""
-
-    def __init__(self, model: torch.nn.Module, cfg: TrainConfig):
-        self.models, self.cfg = [model], cfg
-        self.named = {n: p for n, p in model.named_parameters() if p.requires_grad}
-        self.params = list(self.named.values())
-        flag = os.environ.get("TOYMECH_FAST", "1")
-        check(flag in ("0", "1"), "TOYMECH_FAST", flag, "0 (call the model) or 1 (the default)")
-        fast = fast_forward(model) if flag == "1" else None
-        self.forward = fast or model
-
-    def loss(self, task: Task, batches) -> torch.Tensor:
-        with autocast(self.cfg.precision, batches[0].tokens.device):
-            logits = self.forward(batches[0].tokens)
-        return task.loss(logits.float(), batches[0])[None]
-
-    def clip(self) -> None:
-        torch.nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip)
-
-    def sync(self) -> None:
-        pass
-
-    def hold(self, seed: int) -> None:
-        pass  # a single run ends when it stops
-
-    def restore(self) -> None:
-        pass
-
-    @torch.no_grad()
-    def snapshot(self) -> list[dict[str, torch.Tensor]]:
-        return [{n: p.detach().to("cpu", copy=True) for n, p in self.named.items()}]
-
-
-class _Stacked:
-    """N models of one shape as stacked parameters [N, ...], evaluated under ``torch.vmap``."""
-
-    def __init__(self, models: Sequence[torch.nn.Module], cfg: TrainConfig):
-        self.models, self.cfg = list(models), cfg
-        base = self.models[0]
-        params, self.buffers = stack_module_state(self.models)
-        trainable = {n for n, p in base.named_parameters() if p.requires_grad}
-        self.named = {n: params[n] for n in sorted(trainable)}
-        for n, p in params.items():
-            p.requires_grad_(n in trainable)
-        self.all_params = params
-        self.params = list(self.named.values())
-        self.held: dict[int, dict[str, torch.Tensor]] = {}
-
-        def forward(p, b, tokens):
-            return functional_call(base, (p, b), (tokens,))
-
-        self.forward = torch.vmap(forward)
-
-    def loss(self, task: Task, batches) -> torch.Tensor:
-        with autocast(self.cfg.precision, batches[0].tokens.device):
-            logits = self.forward(self.all_params, self.buffers,
-                                  torch.stack([b.tokens for b in batches])).float()
-        return torch.stack([task.loss(logits[s], b) for s, b in enumerate(batches)])
-
-    def clip(self) -> None:
-        grads = [p.grad for p in self.params if p.grad is not None]
-        norms = torch.sqrt(sum((g.flatten(1) ** 2).sum(1) for g in grads))  # [N]
-        scale = (self.cfg.grad_clip / (norms + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(scale.view(-1, *([1] * (g.ndim - 1))))
-
-    @torch.no_grad()
-    def hold(self, seed: int) -> None:
-        """Keep model ``seed``'s parameters where they are from now on (its run has stopped)."""
-        self.held[seed] = {n: p[seed].detach().clone() for n, p in self.named.items()}
-
-    @torch.no_grad()
-    def restore(self) -> None:
-        """Undo the last update of the held seeds (AdamW moves them even with a zero grad)."""
-        for seed, values in self.held.items():
-            for n, v in values.items():
-                self.named[n][seed].copy_(v)
-
-    @torch.no_grad()
-    def sync(self) -> None:
-        """Copy the stacked parameters back into each model (before evaluating them)."""
-        for s, model in enumerate(self.models):
-            for n, p in model.named_parameters():
-                p.copy_(self.all_params[n][s])
-
-    @torch.no_grad()
-    def snapshot(self) -> list[dict[str, torch.Tensor]]:
-        """Each model's own slice of the trained parameters, copied to the CPU."""
-        cpu = {n: p.detach().to("cpu", copy=True) for n, p in self.named.items()}
-        return [{n: p[s].clone() for n, p in cpu.items()} for s in range(len(self.models))]
-
-
 def train(model: torch.nn.Module, task: Task, cfg: TrainConfig, *,
           device: str | torch.device = "auto", callbacks: Iterable[Callback] = (),
           checkpoint_dir: str | Path | None = None, resume_from: str | Path | None = None,
@@ -259,9 +160,54 @@ def train_stacked(models: Sequence[torch.nn.Module], task: Task, cfgs: Sequence[
     return _run(list(models), task, list(cfgs), device, cbs, None, None, progress, log)
 
 
+@dataclass
+class _Loop:
+    """What one run of the loop carries from phase to phase (``_run``)."""
+
+    models: list[torch.nn.Module]
+    task: Task
+    cfgs: list[TrainConfig]
+    callbacks: list[list[Callback]]
+    dev: torch.device
+    run: _Eager | _Stacked
+    delayed: list[tuple[str, int]]  # parameters that start training late (``_delayed``)
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LambdaLR
+    gens: list[torch.Generator]  # each model's training-data stream
+    logged: list[LoggedEval]  # each model's logged evaluation
+    trainable: int
+    frozen: int
+    histories: list[list[dict[str, float]]]
+    snapshots: list[dict[int, dict[str, torch.Tensor]]]
+    snap_at: set[int]  # a set of ints: testing membership never syncs
+    # the step at which each seed's stop rule fired (a run resumed from its stop stays stopped)
+    stopped: list[int | None]
+    start: int = 0  # the first step to run (after a resume, the checkpoint's)
+    cpu_before: float = 0.0  # CPU seconds of the run before its resume
+
+    @property
+    def cfg(self) -> TrainConfig:
+        return self.cfgs[0]
+
+
 def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpoint_dir,
          resume_from, progress, log) -> list[TrainResult]:
-    # --- phase 1: device, freezing, optimizer, data generators -------------------------------
+    loop = _setup(models, task, cfgs, device, callbacks, checkpoint_dir, resume_from, log)
+    _start(loop, resume_from)
+    t0, c0 = time.perf_counter(), time.process_time()
+    last_step = _steps(loop, checkpoint_dir, progress, log, c0)
+    n = len(models)
+    seconds, cpu = (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
+    if log and loop.histories[0]:
+        log(_summary_line(loop, (last_step - loop.start) / max(seconds * n, 1e-9)))
+    return [TrainResult(m, h, loop.trainable, loop.frozen, seconds, snap, loop.cpu_before + cpu,
+                        loop.logged[0].held_out)
+            for m, h, snap in zip(models, loop.histories, loop.snapshots)]
+
+
+def _setup(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpoint_dir,
+           resume_from, log) -> _Loop:
+    """Phase 1: the device, freezing, the optimizer and schedule, the data generators."""
     dev = resolve_device(device)
     cfg, n = cfgs[0], len(models)
     for m in models:
@@ -286,96 +232,114 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
     gens = [make_generator(seed_for(c.seed, "data"), dev) for c in cfgs]
     # The logged batches have their own stream so they are identical however training resumes.
     logged = [LoggedEval.for_run(task, c, dev) for c in cfgs]
-    histories: list[list[dict[str, float]]] = [[] for _ in models]
-    snapshots: list[dict[int, dict[str, torch.Tensor]]] = [{} for _ in models]
-    snap_at = set(cfg.snapshot_steps)  # a set of ints: testing membership never syncs
-    start = 0
+    return _Loop(models, task, cfgs, callbacks, dev, run, delayed, opt, sched, gens, logged,
+                 trainable, frozen, histories=[[] for _ in models],
+                 snapshots=[{} for _ in models], snap_at=set(cfg.snapshot_steps),
+                 stopped=[None] * n)
 
-    # --- phase 2: resume (single runs) ------------------------------------------------------
+
+def _start(loop: _Loop, resume_from) -> None:
+    """Phase 2: resume a single run from its checkpoint; the initial snapshot of a fresh one."""
     if resume_from is not None:
-        histories[0], start, snapshots[0] = _resume(resume_from, models[0], task, cfg, opt, sched,
-                                                    gens[0], dev)
-    if start == 0 and 0 in snap_at:
-        _record(snapshots, 0, run)
-    # the step at which each seed's stop rule fired (a run resumed from its stop stays stopped)
-    stopped: list[int | None] = [None] * n
-    if histories[0] and "stop_step" in histories[0][-1]:
-        stopped[0] = int(histories[0][-1]["stop_step"])
+        loop.histories[0], loop.start, loop.snapshots[0] = _resume(
+            resume_from, loop.models[0], loop.task, loop.cfg, loop.opt, loop.sched, loop.gens[0],
+            loop.dev)
+    if loop.start == 0 and 0 in loop.snap_at:
+        _record(loop.snapshots, 0, loop.run)
+    last = loop.histories[0][-1] if loop.histories[0] else {}
+    if "stop_step" in last:
+        loop.stopped[0] = int(last["stop_step"])
+    loop.cpu_before = last.get("cpu_seconds", 0.0)
 
-    # --- phase 3: the loop --------------------------------------------------------------
+
+def _steps(loop: _Loop, checkpoint_dir, progress, log, c0: float) -> int:
+    """Phase 3: the optimizer steps, an evaluation every ``eval_every``; the last step done."""
+    cfg, task, run = loop.cfg, loop.task, loop.run
     window: list[torch.Tensor] = []  # losses kept on device: no host sync every step
-    t0, c0, last_step = time.perf_counter(), time.process_time(), start
-    cpu_before = histories[0][-1].get("cpu_seconds", 0.0) if histories[0] else 0.0  # resumed
-    bar = _progress(range(start, cfg.steps), cfg.steps, start, progress, task.name)
+    last_step = loop.start
+    bar = _progress(range(loop.start, cfg.steps), cfg.steps, loop.start, progress, task.name)
     tick = live.ticker(cfg.steps)  # None unless a watcher asked ($TOYMECH_LIVE)
-    for m in models:
+    for m in loop.models:
         m.train()
     for step in bar:
-        if all(s is not None for s in stopped):
+        if all(s is not None for s in loop.stopped):
             break
-        losses = run.loss(task, [task.sample(cfg.batch_size, g) for g in gens])
-        opt.zero_grad(set_to_none=True)
-        losses.sum().backward()  # stacked models share no parameters: each gets its own grad
-        for name, begin in delayed:
-            if step < begin:
-                run.named[name].grad = None  # skipped by the optimizer: no update, no decay
-        if cfg.grad_clip is not None:
-            run.clip()
-        opt.step()
-        run.restore()  # stacked seeds that have stopped keep their parameters
-        sched.step()
-        window.append(losses.detach())
+        window.append(_update(loop, step))
         done = last_step = step + 1
         if tick is not None:
             tick(done)
-        if done in snap_at:
-            _record(snapshots, done, run)
+        if done in loop.snap_at:
+            _record(loop.snapshots, done, run)
         if done % cfg.eval_every == 0 or done == cfg.steps:
             mean = torch.stack(window).mean(0).tolist()
             window.clear()
             _check_finite(mean, done, cfg)
-            run.sync()
-            if dev.type == "cpu":
-                rebalance(log)  # another toymech process may have started: share the cores
-            for s, m in enumerate(models):
-                if stopped[s] is not None:
-                    continue
-                row = {"step": done, "train_loss": mean[s], "lr": opt.param_groups[0]["lr"]}
-                row.update(logged[s].row(m, task))
-                row["cpu_seconds"] = cpu_before + (time.process_time() - c0) / n
-                if callbacks[s]:
-                    m.eval()
-                    with torch.no_grad():
-                        for cb in callbacks[s]:
-                            row.update(cb(done, m))
-                    m.train()
-                if passes(row, cfg):
-                    row["stop_step"], stopped[s] = done, done
-                    run.hold(s)
-                    if snap_at and done not in snap_at:  # the final weights, as a snapshot
-                        snapshots[s][done] = run.snapshot()[s]
-                histories[s].append(row)
+            _log_rows(loop, done, mean, c0, log)
             if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{histories[0][-1]['eval_loss']:.3f}")
+                bar.set_postfix(loss=f"{loop.histories[0][-1]['eval_loss']:.3f}")
             if checkpoint_dir is not None and cfg.checkpoint_every and (
-                    done % cfg.checkpoint_every == 0 or done == cfg.steps or stopped[0]):
-                save_training_checkpoint(Path(checkpoint_dir) / f"step_{done:07d}", models[0],
-                                         task, cfg, opt, sched, gens[0], histories[0], done,
-                                         snapshots=snapshots[0])
+                    done % cfg.checkpoint_every == 0 or done == cfg.steps or loop.stopped[0]):
+                save_training_checkpoint(Path(checkpoint_dir) / f"step_{done:07d}", loop.models[0],
+                                         task, cfg, loop.opt, loop.sched, loop.gens[0],
+                                         loop.histories[0], done, snapshots=loop.snapshots[0])
     run.sync()
-    for m in models:
+    for m in loop.models:
         m.eval()
-    seconds, cpu = (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
-    if log and histories[0]:
-        last = histories[0][-1]
-        stop = (f" (stopped: {cfg.stop_metric} {last[cfg.stop_metric]:.4f} passed "
-                f"{cfg.stop_value})" if "stop_step" in last else "")
-        log(f"[toymech] {task.name}: step {last['step']}{stop}, eval loss "
-            f"{last['eval_loss']:.4f}{' (held out)' if logged[0].held_out else ''}, "
-            f"{(last_step - start) / max(seconds * n, 1e-9):.1f} steps/s")
-    return [TrainResult(m, h, trainable, frozen, seconds, snap, cpu_before + cpu,
-                        logged[0].held_out)
-            for m, h, snap in zip(models, histories, snapshots)]
+    return last_step
+
+
+def _update(loop: _Loop, step: int) -> torch.Tensor:
+    """One optimizer step of every model on a fresh batch each: the losses, on the device."""
+    cfg, run = loop.cfg, loop.run
+    losses = run.loss(loop.task, [loop.task.sample(cfg.batch_size, g) for g in loop.gens])
+    loop.opt.zero_grad(set_to_none=True)
+    losses.sum().backward()  # stacked models share no parameters: each gets its own grad
+    for name, begin in loop.delayed:
+        if step < begin:
+            run.named[name].grad = None  # skipped by the optimizer: no update, no decay
+    if cfg.grad_clip is not None:
+        run.clip()
+    loop.opt.step()
+    run.restore()  # stacked seeds that have stopped keep their parameters
+    loop.sched.step()
+    return losses.detach()
+
+
+def _log_rows(loop: _Loop, done: int, mean: list[float], c0: float, log) -> None:
+    """An evaluation step: each running model's history row (the logged evaluation, the
+    callbacks' numbers), and the stop rule."""
+    cfg, run, n = loop.cfg, loop.run, len(loop.models)
+    run.sync()
+    if loop.dev.type == "cpu":
+        rebalance(log)  # another toymech process may have started: share the cores
+    for s, m in enumerate(loop.models):
+        if loop.stopped[s] is not None:
+            continue
+        row = {"step": done, "train_loss": mean[s], "lr": loop.opt.param_groups[0]["lr"]}
+        row.update(loop.logged[s].row(m, loop.task))
+        row["cpu_seconds"] = loop.cpu_before + (time.process_time() - c0) / n
+        if loop.callbacks[s]:
+            m.eval()
+            with torch.no_grad():
+                for cb in loop.callbacks[s]:
+                    row.update(cb(done, m))
+            m.train()
+        if passes(row, cfg):
+            row["stop_step"], loop.stopped[s] = done, done
+            run.hold(s)
+            if loop.snap_at and done not in loop.snap_at:  # the final weights, as a snapshot
+                loop.snapshots[s][done] = run.snapshot()[s]
+        loop.histories[s].append(row)
+
+
+def _summary_line(loop: _Loop, steps_per_s: float) -> str:
+    """The log line at the end: the last step, why it stopped, the eval loss, the speed."""
+    cfg, last = loop.cfg, loop.histories[0][-1]
+    stop = (f" (stopped: {cfg.stop_metric} {last[cfg.stop_metric]:.4f} passed "
+            f"{cfg.stop_value})" if "stop_step" in last else "")
+    return (f"[toymech] {loop.task.name}: step {last['step']}{stop}, eval loss "
+            f"{last['eval_loss']:.4f}{' (held out)' if loop.logged[0].held_out else ''}, "
+            f"{steps_per_s:.1f} steps/s")
 
 
 def _record(snapshots: list[dict[int, dict[str, torch.Tensor]]], step: int, run) -> None:

@@ -90,7 +90,7 @@ class BirthSize(StudySize):
     """Per size: sequence length, batch, width, steps, the probes' cadence (``eval_every``: the
     loop's evaluation, where the callback records the probes) and held-out batch, optimizer and
     learning rate (``other_lr``: the other optimizer's, for the optional comparison), sequences per
-    evaluation set (``n_eval``, the run's 'eval' stream), snapshots, the sweep's and freezing
+    evaluation set (``eval_n``, the run's 'eval' stream), snapshots, the sweep's and freezing
     runs' steps (``sweep_steps``), and the control's settings. ``n_seeds``: seeds of the main run,
     over which its claims are assessed."""
 
@@ -103,7 +103,7 @@ class BirthSize(StudySize):
     optimizer: str = "sgd"
     lr: float = 3.0
     other_lr: float = 1e-2
-    n_eval: int = 256
+    eval_n: int = 256
     snapshots: int = 16
     sweep_steps: int = 400
     control: ControlSize | None = None
@@ -124,17 +124,17 @@ class BirthSize(StudySize):
 # every row with Adam at 1e-2 (``comparison_optimizer``).
 SIZES: dict[str, BirthSize] = {
     "smoke": BirthSize(n_seeds=2, length=16, batch=8, d_model=16, steps=6, eval_every=3,
-                       eval_size=16, optimizer="adam", lr=1e-2, other_lr=3.0, n_eval=256,
+                       eval_size=16, optimizer="adam", lr=1e-2, other_lr=3.0, eval_n=256,
                        snapshots=4, sweep_steps=6,
                        control=ControlSize(16, 8, 16, 6, 3, 16, 3e-3)),
     "default": BirthSize(n_seeds=3, length=64, batch=64, d_model=128, steps=400, eval_every=5,
-                         eval_size=256, optimizer="sgd", lr=3.0, other_lr=1e-2, n_eval=256,
+                         eval_size=256, optimizer="sgd", lr=3.0, other_lr=1e-2, eval_n=256,
                          snapshots=16, sweep_steps=300,
                          control=ControlSize(64, 64, 128, 400, 50, 256, 3e-3),
                          comparison_optimizer="adam", sweep_ks=(1, 5)),
     "paper": BirthSize(n_seeds=10, length=256, batch=512, d_model=128, steps=10_000,
                        eval_every=100, eval_size=1024, optimizer="sgd", lr=0.2, other_lr=1e-2,
-                       n_eval=256, snapshots=24, sweep_steps=10_000,
+                       eval_n=256, snapshots=24, sweep_steps=10_000,
                        control=ControlSize(256, 512, 128, 10_000, 100, 1024, 1e-2)),
 }
 # At default the learning rate 3.0 was chosen over seeds 0-2 (above): those are calibration

@@ -62,10 +62,10 @@ class ProbeData:
 
 
 def probe_data(task: BigramTriggers, size: str, seed: int, device: str | torch.device = "cpu",
-               *, n_eval: int | None = None, window: int = WINDOW,
+               *, eval_n: int | None = None, window: int = WINDOW,
                n_causal: int | None = N_CAUSAL) -> ProbeData:
-    """The fixed data of a run with seed ``seed`` at ``size`` (``n_eval`` sequences per set;
-    None: the size's ``n_eval``).
+    """The fixed data of a run with seed ``seed`` at ``size`` (``eval_n`` sequences per set;
+    None: the size's ``eval_n``).
 
     The example: of 8 sequences from the ``example`` stream, cut to their first ``window``
     positions, the first with the most distinct triggers seen twice in the window, preferring
@@ -74,8 +74,8 @@ def probe_data(task: BigramTriggers, size: str, seed: int, device: str | torch.d
     query row keeps all of its attention (rows sum to 1); ``window`` >= the sequence length
     shows the whole sequence.
     """
-    n = size_of(SIZES, size).n_eval if n_eval is None else n_eval
-    check(isinstance(n, int) and n >= 1, "n_eval", n_eval, "None or an integer >= 1")
+    n = size_of(SIZES, size).eval_n if eval_n is None else eval_n
+    check(isinstance(n, int) and n >= 1, "eval_n", eval_n, "None or an integer >= 1")
     check(isinstance(window, int) and window >= 2, "window", window, "an integer >= 2")
     sets = eval_sets(task, size, seed, device, n=n)
     ex = example_batch(task, seed, 8, device)

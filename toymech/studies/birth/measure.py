@@ -37,11 +37,11 @@ def eval_sets(task: tasks.Task, size: str, seed: int, device: str | torch.device
               n: int | None = None, pools: Mapping[str, torch.Tensor] | None = None
               ) -> dict[str, Batch]:
     """The evaluation sets of a run with seed ``seed``: ``task.eval_sets`` (test, and ood where
-    the task has held-out triggers; ``n`` sequences each, None: the size's ``n_eval``), then one
+    the task has held-out triggers; ``n`` sequences each, None: the size's ``eval_n``), then one
     set per ``pools`` entry (random triggers drawn from that [N] bool mask), all from one
     generator of the run's 'eval' stream."""
     gen = make_generator(seed_for(seed, "eval"), resolve_device(device))
-    n = _n_eval(size, n)
+    n = _eval_n(size, n)
     sets = task.eval_sets(n, gen)
     for name, pool in (pools or {}).items():
         sets[name] = task.sample_from_pool(n, gen, pool)
@@ -75,10 +75,12 @@ def bigram_baseline(task: tasks.Task, size: str, seed: int, device: str | torch.
 
 
 @torch.no_grad()
-def evaluate_sets(model: HookedTransformer, task: tasks.Task, size: str, seed: int = 0,
+def evaluate_sets(model: HookedTransformer, task: tasks.Task, size: str, seed: int,
+                  device: str | torch.device | None = None, *,
                   pools: Mapping[str, torch.Tensor] | None = None) -> dict[str, dict[str, float]]:
-    """Task metrics (loss/acc, icl_*, bigram_*) on each of ``eval_sets`` (test, ood, pools)."""
-    sets = eval_sets(task, size, seed, model.cfg.device, pools=pools)
+    """Task metrics (loss/acc, icl_*, bigram_*) on each of ``eval_sets`` (test, ood, pools;
+    device: the model's); the signature of study 3's ``evaluate_sets``, plus ``pools``."""
+    sets = eval_sets(task, size, seed, model.cfg.device if device is None else device, pools=pools)
     return {name: task.metrics(model(b.tokens), b) for name, b in sets.items()}
 
 
@@ -104,8 +106,8 @@ def _train_grid(zoo: Zoo, exps, device, log) -> None:
         train_grid(missing, zoo, resolve_device(device), log=log)
 
 
-def _n_eval(size: str, n_eval: int | None) -> int:
-    return size_of(SIZES, size).n_eval if n_eval is None else n_eval
+def _eval_n(size: str, eval_n: int | None) -> int:
+    return size_of(SIZES, size).eval_n if eval_n is None else eval_n
 
 
 def snapshots(zoo: Zoo, exp: Experiment, main: ZooEntry, device="auto",
@@ -159,7 +161,7 @@ def sweep_rows(models: Mapping[tuple[str, int], HookedTransformer],
     rows = []
     for (mode, k), exp in exps.items():
         results = evaluate_sets(models[mode, k], exp.task, size, seed,
-                                {"non-top-K": shared_pool(exp.task, n_ood_random)})
+                                pools={"non-top-K": shared_pool(exp.task, n_ood_random)})
         for name, m in results.items():
             rows.append({"triggers": mode, "K": k, "set": name, "icl_acc": m["icl_acc"],
                          "icl_loss": m["icl_loss"], "bigram_acc": m["bigram_acc"]})

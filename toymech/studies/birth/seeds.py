@@ -153,14 +153,14 @@ def optimizer_table(per_optimizer: Mapping[str, Mapping[int, Mapping[str, float]
     final in-context accuracy and the median half-way step of each memory."""
     rows = []
     for name, per_seed in per_optimizer.items():
-        seeds = list(per_seed.values())
-        row: dict[str, object] = {"optimizer": name, "seeds": len(seeds)}
-        row["in-context acc (median)"] = _median([n.get("icl_acc") for n in seeds])
+        measured = list(per_seed.values())  # each seed's numbers
+        row: dict[str, object] = {"optimizer": name, "seeds": len(measured)}
+        row["in-context acc (median)"] = _median([n.get("icl_acc") for n in measured])
         for m in ("W_O2", "W_K2", "W_K1"):
             row[f"half {HALF[m][0].split()[0]} (median)"] = _median([n.get(f"half.{m}")
-                                                                    for n in seeds])
+                                                                    for n in measured])
         for key in MAIN_CLAIMS:
-            a = assess(by_key(CLAIMS, key), seeds)
+            a = assess(by_key(CLAIMS, key), measured)
             row[key] = f"{a.agree}/{a.measured}" + (f" (+{a.unresolved} unresolved)"
                                                       if a.unresolved else "")
         rows.append(row)
@@ -198,17 +198,17 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
     """"What this run found": whether the induction mechanism formed and in what order its
     memories did over seeds, the scorecard's counts, what did not reproduce, and the run's budget
     against the paper's, all computed (``studies.findings``)."""
-    seeds = list(per_seed.values())
+    measured = list(per_seed.values())  # each seed's numbers
     lines = []
     at = at_setting(SETTINGS, size, PAPER_SETTING, "the paper's")
-    formed = [n for n in seeds if "icl_acc" in n and "baseline.icl_acc" in n]
+    formed = [n for n in measured if "icl_acc" in n and "baseline.icl_acc" in n]
     if formed:
         accs = sorted(n["icl_acc"] for n in formed)
         lines.append(opening(at, f"The induction head's in-context accuracy ends at {statistics.median(accs):.2f}"
                      f" (median of {len(accs)} seeds; range {accs[0]:.2f}-{accs[-1]:.2f}) against "
                      f"{statistics.median(n['baseline.icl_acc'] for n in formed):.2f} for the exact "
                      "bigram model, which knows the global statistics and nothing in context."))
-    orders = [_order(n) for n in seeds]
+    orders = [_order(n) for n in measured]
     if any(o != "n/a" for o in orders):
         lines.append(opening(at, _order_sentence(orders, seeds)))
     lines.append(scorecard_sentence(card))

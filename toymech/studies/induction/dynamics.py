@@ -58,14 +58,14 @@ class ProbeData:
 
 
 def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.device = "cpu",
-               *, n_pattern: int = 64, n_eval: int | None = None, n_causal: int = 256
+               *, n_pattern: int = 64, eval_n: int | None = None, n_causal: int = 256
                ) -> ProbeData:
-    """The fixed data of a run with seed ``seed`` at ``size`` (see ``ProbeData``). ``n_eval``
-    keeps the first ``n_eval`` sequences of each set (None: all of the size's ``eval_n``; the
+    """The fixed data of a run with seed ``seed`` at ``size`` (see ``ProbeData``). ``eval_n``
+    keeps the first ``eval_n`` sequences of each set (None: all of the size's ``eval_n``; the
     losses are most of the cost of a snapshot)."""
     check(isinstance(n_pattern, int) and n_pattern >= 1, "n_pattern", n_pattern,
           "an integer >= 1")
-    check(n_eval is None or (isinstance(n_eval, int) and n_eval >= 1), "n_eval", n_eval,
+    check(eval_n is None or (isinstance(eval_n, int) and eval_n >= 1), "eval_n", eval_n,
           "None or an integer >= 1")
     dev = torch.device(device)
     sets = eval_sets(task, size, seed, dev)
@@ -73,7 +73,7 @@ def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.d
     block = candidates[:, :task.block_len]
     distinct = torch.tensor([len(set(row.tolist())) == task.block_len for row in block])
     row = int(distinct.float().argmax())  # the first with distinct letters (else row 0)
-    keep = slice(None, n_eval)
+    keep = slice(None, eval_n)
     return ProbeData(task, {k: Batch(sets[k].tokens[keep], sets[k].scored[keep],
                                   {e: v[keep] for e, v in sets[k].extras.items()})
                             for k in sets},

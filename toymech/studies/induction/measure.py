@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -26,9 +26,11 @@ POST_SETS = ("test", "doubled", "option1", "option2")
 MECHANISM_SETS = ("predictable", "shifted", "period5", "period7")
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Model:
-    """A trained model of the study with everything the notebook shows about it."""
+    """A trained model of the study with everything the notebook shows about it: as loaded, only
+    ``name`` and ``entry`` (or ``module``); ``measure`` returns a new one with the rest filled in.
+    Frozen: nothing measures a model in place (compared by identity: its fields hold tensors)."""
 
     name: str
     entry: ZooEntry | None
@@ -57,17 +59,18 @@ def load_models(names, size: str, seed: int, device: torch.device,
 
 
 def measure(m: Model, sets: dict[str, Batch], pattern_tokens: torch.Tensor) -> Model:
-    """Fill in losses per set, copy scores, attention-pattern scores and single-head ablations."""
+    """``m`` measured (a new ``Model``; ``m`` is left as it is): losses per set, copy scores,
+    attention-pattern scores on ``pattern_tokens``, single-head ablations and, for 2 layers, the
+    composition path losses."""
     model = m.model
-    m.losses = analysis.set_losses(model, sets)
-    m.direct_copy = analysis.direct_path_copy_score(model)
-    m.head_copy = analysis.ov_copy_scores(model)
-    m.pattern_scores = analysis.head_pattern_scores(model, pattern_tokens)
-    m.ablations = analysis.ablation_losses(
-        model, {k: sets[k] for k in ("test", "predictable", "period5", "period7") if k in sets})
-    if model.cfg.n_layers == 2:
-        m.paths = analysis.composition_path_losses(model, sets["test"])
-    return m
+    ablated = {k: sets[k] for k in ("test", "predictable", "period5", "period7") if k in sets}
+    return replace(
+        m, losses=analysis.set_losses(model, sets),
+        direct_copy=analysis.direct_path_copy_score(model),
+        head_copy=analysis.ov_copy_scores(model),
+        pattern_scores=analysis.head_pattern_scores(model, pattern_tokens),
+        ablations=analysis.ablation_losses(model, ablated),
+        paths=analysis.composition_path_losses(model, sets["test"]) if model.cfg.n_layers == 2 else {})
 
 
 def loss_table(models: dict[str, Model], floor: float) -> pd.DataFrame:
@@ -269,10 +272,11 @@ def training_summary(models: dict[str, Model]) -> str:
     return "\n".join(lines)
 
 
-def measure_all(models: dict[str, Model], sets: dict[str, Batch], n_pattern: int = 64) -> None:
-    """``measure`` every model, attention scores on the first ``n_pattern`` test sequences."""
-    for m in models.values():
-        measure(m, sets, sets["test"].tokens[:n_pattern])
+def measure_all(models: dict[str, Model], sets: dict[str, Batch], n_pattern: int = 64
+                ) -> dict[str, Model]:
+    """``measure`` every model (attention scores on the first ``n_pattern`` test sequences):
+    {name: measured Model}, a new dict; ``models`` is left as it is."""
+    return {name: measure(m, sets, sets["test"].tokens[:n_pattern]) for name, m in models.items()}
 
 
 def algorithms_text(models: dict[str, Model], chance: float, k_baseline: float | None) -> str:

@@ -60,6 +60,20 @@ def _as_model(name: str, run) -> Model:
     return run if isinstance(run, Model) else Model(name, None, module=run)
 
 
+def _measured_for_claims(m: Model, data: ProbeData) -> Model:
+    """What the claims read of one model (``measure_seed``), as a new ``Model`` from ``m``'s name
+    and entry alone (whatever ``m`` had measured already is not carried over)."""
+    model = m.model
+    wanted = {k: data.sets[k] for k in (*POST_SETS, *MECHANISM_SETS) if k in data.sets}
+    two = model.cfg.n_layers == 2
+    return Model(
+        m.name, m.entry, module=m.module, losses=analysis.set_losses(model, wanted),
+        direct_copy=analysis.direct_path_copy_score(model), head_copy=analysis.ov_copy_scores(model),
+        pattern_scores=(analysis.head_pattern_scores(model, data.pattern_tokens, kinds=("previous_token",))
+                        if two else {}),
+        paths=analysis.composition_path_losses(model, data.sets["test"]) if two and model.cfg.attn_only else {})
+
+
 @torch.no_grad()
 def measure_seed(runs: Mapping[str, Model | HookedTransformer], data: ProbeData
                  ) -> dict[str, float]:
@@ -67,18 +81,8 @@ def measure_seed(runs: Mapping[str, Model | HookedTransformer], data: ProbeData
     the mechanism sets, copy metrics, and for 2-layer models the layer-0 previous-token scores
     and the composition path losses. ``runs``: {name: Model or HookedTransformer} of one seed;
     ``data``: that seed's ``probe_data`` (its ``eval`` stream; pattern scores on
-    ``data.pattern_tokens``). Cheaper than ``measure``: no ablations."""
-    models = {name: _as_model(name, r) for name, r in runs.items()}
-    wanted = {k: data.sets[k] for k in (*POST_SETS, *MECHANISM_SETS) if k in data.sets}
-    for m in models.values():
-        m.losses.update(analysis.set_losses(m.model, wanted))
-        m.direct_copy = analysis.direct_path_copy_score(m.model)
-        m.head_copy = analysis.ov_copy_scores(m.model)
-        if m.model.cfg.n_layers == 2:
-            m.pattern_scores = analysis.head_pattern_scores(m.model, data.pattern_tokens,
-                                                            kinds=("previous_token",))
-            if m.model.cfg.attn_only:
-                m.paths = analysis.composition_path_losses(m.model, data.sets["test"])
+    ``data.pattern_tokens``). Cheaper than ``measure``: no ablations. ``runs`` are left as they are."""
+    models = {name: _measured_for_claims(_as_model(name, r), data) for name, r in runs.items()}
     floor, chance = floor_and_chance(data.task)
     out = numbers({"models": models, "chance": chance, "floor": floor})
     if data.causal is not None:  # the causal tests (``causal.causal_numbers``)
@@ -146,18 +150,18 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
     out-of-distribution preferences, the scorecard's counts, what did not reproduce, and the
     run's budget against the post's, all computed (``studies.findings``)."""
     lines = []
-    seeds = list(per_seed.values())
+    measured = list(per_seed.values())  # each seed's numbers
     at = at_setting(SETTINGS, size, POST_SETTING, "the post's")
     for short, label in (("2l", "The 2-layer model"), ("smeared", "The 1-layer smeared model")):
         verdicts = [mechanism_verdict({k: n[f"{short}.{k}"] for k in MECHANISM_SETS
                                        if f"{short}.{k}" in n}, n["chance.loss"])
-                    for n in seeds if "chance.loss" in n]
+                    for n in measured if "chance.loss" in n]
         if verdicts:
             top, count = max(((v, verdicts.count(v)) for v in set(verdicts)), key=lambda x: x[1])
             key = next(k for k in _MECHANISM if top.startswith(k))
             lines.append(opening(at, f"{label} predicts the repeated letters "
                                      f"{_MECHANISM[key]} ({count} of {len(verdicts)} seeds)."))
-    prefs = [(_prefers(n, "2l"), _prefers(n, "smeared")) for n in seeds]
+    prefs = [(_prefers(n, "2l"), _prefers(n, "smeared")) for n in measured]
     if prefs:
         lines.append(opening(at, f"Out of distribution the 2-layer model has the lower loss on "
                                  f"option 1 (copy the first block) in "
