@@ -120,12 +120,14 @@ def test_index_lists_every_report(built):
     assert {row["status"] for row in data} == {"ok", "failed"}
 
 
+from toymech.studies.claims import NO_NULL  # noqa: E402  (a claim without a reference)
+
 SCORECARD_ROWS = [  # what the fixture's scorecard shows (seed 3: losses 0.065 .. 0.075, gaps -1, 1, -1)
-    ["loss < 0.1 & falling", "the post, <Fig. 2>", "0.08", "0.07 [0.065, 0.075]", "", "3/3", "reproduced"],
-    ["loss is positive", "table 1", "> 0", "0.07 [0.065, 0.075]", "", "3/3", "reproduced"],
-    ["the gap is positive", "table 2", "1", "-1 [-1, 1]", "", "1/3", "mixed"],
-    ["loss above 1", "table 3", "2", "0.07 [0.065, 0.075]", "", "0/3", "not reproduced"],
-    ["a number nobody measured", "sec. 4", "3", "n/a", "", "0/0 (3 not measured)", "not measured"],
+    ["loss < 0.1 & falling", "the post, <Fig. 2>", "0.08", "0.07 [0.065, 0.075]", NO_NULL, "3/3", "reproduced"],
+    ["loss is positive", "table 1", "> 0", "0.07 [0.065, 0.075]", NO_NULL, "3/3", "reproduced"],
+    ["the gap is positive", "table 2", "1", "-1 [-1, 1]", NO_NULL, "1/3", "mixed"],
+    ["loss above 1", "table 3", "2", "0.07 [0.065, 0.075]", NO_NULL, "0/3", "not reproduced"],
+    ["a number nobody measured", "sec. 4", "3", "n/a", NO_NULL, "0/0 (3 not measured)", "not measured"],
 ]
 COUNTS = "2 reproduced, 1 mixed, 1 not reproduced, 1 not measured"
 
@@ -283,8 +285,8 @@ def test_bad_arguments_rejected_before_running(tmp_path):
         (dict(notebooks=[OK], size="a b"), r"size='a b' is not allowed: one of smoke, default, paper"),
         (dict(notebooks=[OK], n_seeds=0), r"n_seeds=0 is not allowed: an integer in 1\.\.1,000$"),
         (dict(notebooks=[OK], n_seeds=True), r"n_seeds=True is not allowed"),
-        (dict(notebooks=[OK], n_seeds=2), r"does not define parameter\(s\) n_seeds or seeds .*n_seeds=2 cannot reach it"),
-        (dict(notebooks=[OK], extra_parameters={"seeds": 2}), r"extra parameter 'seeds' is set by its own argument"),
+        (dict(notebooks=[OK], n_seeds=2), r"does not define parameter\(s\) n_seeds .*n_seeds=2 cannot reach it"),
+        (dict(notebooks=[OK], extra_parameters={"n_seeds": 2}), r"extra parameter 'n_seeds' is set by its own argument"),
         (dict(notebooks=[OK], extra_parameters={"n_seeds": 2}), r"extra parameter 'n_seeds' is set by its own argument"),
         (dict(notebooks=[OK], seed=-1), r"seed=-1 is not allowed"),
         (dict(notebooks=[OK], extra_parameters={"size": "x"}), r"extra parameter 'size' is set by its own argument"),

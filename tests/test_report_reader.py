@@ -226,10 +226,12 @@ def test_seeds_reach_the_notebooks_own_parameter():
     from toymech.report.build import _with_seeds
 
     common = {"size": "smoke"}
-    assert _with_seeds(Path("a.ipynb"), common, {"n_seeds": "None", "seeds": "2"}, 5) == {"size": "smoke", "n_seeds": 5}
-    assert _with_seeds(Path("a.ipynb"), common, {"seeds": "2"}, 5) == {"size": "smoke", "seeds": 5}
+    assert _with_seeds(Path("a.ipynb"), common, {"n_seeds": "None"}, 5) == {"size": "smoke", "n_seeds": 5}
     assert _with_seeds(Path("a.ipynb"), common, {"seed": "0"}, None) == common
-    with pytest.raises(ValueError, match=r"does not define parameter\(s\) n_seeds or seeds"):
+    # ``seeds`` is never a count: a notebook whose parameter is called so is told which name to use
+    with pytest.raises(ValueError, match=r"does not define parameter\(s\) n_seeds in"):
+        _with_seeds(Path("a.ipynb"), common, {"seeds": "2"}, 5)
+    with pytest.raises(ValueError, match=r"does not define parameter\(s\) n_seeds in"):
         _with_seeds(Path("a.ipynb"), common, {"seed": "0"}, 5)
 
 

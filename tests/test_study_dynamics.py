@@ -197,7 +197,7 @@ EV_KEYS = {f"ev_{b}_{layer}" for b in ("principal", "neuron")
 
 @pytest.fixture(scope="module")
 def rt():
-    return setup(rdyn, RT_EXP, dict(n_eval=128, n_probe=64), dict(steps=20, lr=1e-2))
+    return setup(rdyn, RT_EXP, dict(eval_n=128, probe_n=64), dict(steps=20, lr=1e-2))
 
 
 def test_random_transformer_metrics_keys_and_training(rt):
@@ -234,10 +234,10 @@ def test_random_transformer_patterns_and_example(rt):
                    RT_EXP.task.str_tokens(data.example))
     assert data.example[-2] == RT_EXP.task.vocab.index("?")  # cut right after the answer
     needle = rt_experiment("needle", 16, "random", "smoke", 0).task
-    nd = rdyn.probe_data(needle, "smoke", 0, n_eval=8, n_probe=8)
+    nd = rdyn.probe_data(needle, "smoke", 0, eval_n=8, probe_n=8)
     assert needle.str_tokens(nd.example)[-3] == "?"  # query marker, key, value: no padding
-    again = rdyn.probe_data(RT_EXP.task, "smoke", 0, n_eval=128, n_probe=64)
-    other = rdyn.probe_data(RT_EXP.task, "smoke", 1, n_eval=128, n_probe=64)
+    again = rdyn.probe_data(RT_EXP.task, "smoke", 0, eval_n=128, probe_n=64)
+    other = rdyn.probe_data(RT_EXP.task, "smoke", 1, eval_n=128, probe_n=64)
     assert torch.equal(again.probe_tokens, data.probe_tokens)
     assert torch.equal(again.example, data.example)
     assert not torch.equal(other.sets["test"].tokens, data.sets["test"].tokens)

@@ -292,7 +292,7 @@ def _add_report(sub) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--seed", type=_seed, default=0, help="seed passed to every notebook (default: 0)")
     p.add_argument("--seeds", dest="n_seeds", type=_int_option(1, 1000), metavar="N",  # == protocol.MAX_SEEDS
-                   help="how many seeds the claims run over, passed to every notebook as `n_seeds` (or `seeds`) "
+                   help="how many seeds the claims run over, passed to every notebook as `n_seeds` "
                    "(default: each notebook's own, by size)")
     p.add_argument("--code", action="store_true",
                    help="keep the code cells, logs and raw values in the reports (for authors)")

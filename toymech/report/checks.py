@@ -27,7 +27,7 @@ from ..zoo.locks import EntryLock
 
 # The notebooks' name for "how many seeds" (``build_reports(n_seeds=...)``): the first of these
 # that a notebook's parameters cell assigns.
-SEEDS_PARAMETERS = ("n_seeds", "seeds")
+SEEDS_PARAMETERS = ("n_seeds",)  # the count of seeds; ``seeds`` is never a count (glossary)
 SET_BY_ARGUMENT = ("size", "device", "seed", *SEEDS_PARAMETERS)
 LOCK_NAME = "toymech-report"  # <out>/.toymech-report.lock
 

@@ -51,9 +51,9 @@ class ProbeData:
 
 
 def probe_data(task: Task, size: str, seed: int, device: str | torch.device = "cpu", *,
-               n_eval: int | None = None, n_probe: int | None = None,
+               eval_n: int | None = None, probe_n: int | None = None,
                window: int = WINDOW) -> ProbeData:
-    """The fixed data of a run with seed ``seed`` at ``size`` (``n_eval`` / ``n_probe``: None =
+    """The fixed data of a run with seed ``seed`` at ``size`` (``eval_n`` / ``probe_n``: None =
     the size's ``eval_n`` / ``probe_n``).
 
     The example: of 8 sequences from the ``example`` stream, the first with the latest scored
@@ -62,20 +62,20 @@ def probe_data(task: Task, size: str, seed: int, device: str | torch.device = "c
     its attention).
     """
     spec = size_spec(size)
-    n_eval = spec.eval_n if n_eval is None else n_eval
-    n_probe = spec.probe_n if n_probe is None else n_probe
-    for name, v in (("n_eval", n_eval), ("n_probe", n_probe)):
+    eval_n = spec.eval_n if eval_n is None else eval_n
+    probe_n = spec.probe_n if probe_n is None else probe_n
+    for name, v in (("eval_n", eval_n), ("probe_n", probe_n)):
         check(isinstance(v, int) and v >= 2, name, v, "None or an integer >= 2")
     check(isinstance(window, int) and window >= 2, "window", window, "an integer >= 2")
     dev = torch.device(device)
-    sets = eval_sets(task, size, seed, dev, n=n_eval)
-    probe = task.eval_sets(n_probe, make_generator(seed_for(seed, "probe"), dev))["test"]
+    sets = eval_sets(task, size, seed, dev, n=eval_n)
+    probe = task.eval_sets(probe_n, make_generator(seed_for(seed, "probe"), dev))["test"]
     ex = task.sample(8, make_generator(seed_for(seed, "example"), dev))
     pos = torch.arange(task.seq_len, device=ex.scored.device)
     last = torch.where(ex.scored, pos, -1).max(1).values  # [8] last scored target, -1: none
     row = int(last.argmax())
     end = int(last[row]) + 1 if int(last[row]) >= 0 else task.seq_len
-    return ProbeData(task, sets, probe.tokens[:n_probe], ex.tokens[row, :min(end, window)])
+    return ProbeData(task, sets, probe.tokens[:probe_n], ex.tokens[row, :min(end, window)])
 
 
 def _layer_key(layer: str) -> str:
@@ -121,12 +121,12 @@ through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYN
 
 
 def dynamics_grid(plan: Plan, size: str, zoo: Zoo, device: str | torch.device = "cpu",
-                  seed: int = 0, task_name: str | None = None, n_eval: int = 512,
+                  seed: int = 0, task_name: str | None = None, eval_n: int = 512,
                   n_seeds: int | None = None) -> dict[str, list[Trajectory]]:
     """Through training, over the sweep's seeds: ``{mode: [Trajectory per seed]}`` for the
     first sweep task, random at the table's large width and normal at the widest width the plan
     trains normal models (the sweep's runs: nothing new is trained where the sweep ran). The
-    metrics are measured on ``n_eval`` test sequences of the notebook's ``eval`` stream."""
+    metrics are measured on ``eval_n`` test sequences of the notebook's ``eval`` stream."""
     task_name = task_name or plan.sweep_tasks[0]
     seeds = plan_seeds(size, seed, "sweep", n_seeds)
     widths = {"random": plan.widths[-1],
@@ -135,8 +135,8 @@ def dynamics_grid(plan: Plan, size: str, zoo: Zoo, device: str | torch.device = 
     for mode, width in widths.items():
         exps = [table_experiment(task_name, width, mode, size, s) for s in seeds]
         entries = zoo.get_or_train_many(exps, device=device)
-        data = probe_data(exps[0].task, size, seed, device, n_eval=n_eval,
-                          n_probe=min(n_eval, size_spec(size).probe_n))
+        data = probe_data(exps[0].task, size, seed, device, eval_n=eval_n,
+                          probe_n=min(eval_n, size_spec(size).probe_n))
         out[mode] = [through_training(e, data, f"{task_name} {mode} w{width} seed {s}")
                      for e, s in zip(entries, seeds)]
     return out
