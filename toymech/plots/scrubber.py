@@ -122,8 +122,14 @@ def _add_heads(fig: go.Figure, z: np.ndarray, head_labels: Sequence[str], cols: 
                token_labels: Sequence[str] | None) -> None:
     """One heatmap per head (``z``: [n_heads, T, T], the step shown first), ``cols`` a row."""
     n_heads, T = len(head_labels), z.shape[1]
-    every = tick_stride(T, 180)  # a head's panel is about 180 px high: labels at 10 px fit
-    ticks = dict(tickvals=list(range(0, T, every)), ticktext=list(token_labels)[::every]) if token_labels else {}
+    # A head's panel is about 180 px high; its width is what the grid leaves beside the curves'
+    # legend, about 420 px shared by ``cols`` panels at a 1,280 px window: each axis gets the
+    # stride that keeps its 10 px labels apart (else plotly tilts them into one another).
+    labels = list(token_labels) if token_labels else []
+    y_every, x_every = tick_stride(T, 180), tick_stride(T, 420 / cols)
+    yticks = dict(tickvals=list(range(0, T, y_every)), ticktext=labels[::y_every]) if labels else {}
+    xticks = dict(tickvals=list(range(0, T, x_every)), ticktext=labels[::x_every], tickangle=0) \
+        if labels else {}
     for h in range(n_heads):
         row, col = h // cols + 1, h % cols + 1
         fig.add_trace(go.Heatmap(z=z[h].tolist(), zmin=0, zmax=1, colorscale="Blues",
@@ -132,10 +138,10 @@ def _add_heads(fig: go.Figure, z: np.ndarray, head_labels: Sequence[str], cols: 
                                  hovertemplate="query %{y}, key %{x}: %{z}<extra>"
                                                + head_labels[h] + "</extra>"), row=row, col=col)
         bottom = h + cols >= n_heads  # no head below this one
-        fig.update_xaxes(showticklabels=bool(ticks), tickfont_size=MIN_TICK_PX, **ticks, row=row, col=col,
+        fig.update_xaxes(showticklabels=bool(xticks), tickfont_size=MIN_TICK_PX, **xticks, row=row, col=col,
                          title_text="key position" if bottom else None, title_font_size=11)
-        fig.update_yaxes(autorange="reversed", showticklabels=bool(ticks) and col == 1,
-                         tickfont_size=MIN_TICK_PX, **ticks, row=row, col=col,
+        fig.update_yaxes(autorange="reversed", showticklabels=bool(yticks) and col == 1,
+                         tickfont_size=MIN_TICK_PX, **yticks, row=row, col=col,
                          title_text="query position" if col == 1 else None, title_font_size=11)
 
 

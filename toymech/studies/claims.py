@@ -66,12 +66,12 @@ LEGEND = (f". \"Reproduced\" needs at least {REPRODUCED_SEEDS} seeds measured an
           "\"unresolved\": measured but undecided. \"Below the source's setting\": our run is "
           "smaller than the source's (the parameters and the command that reaches it are "
           "given), so the row is not judged. \"Chance / null\" is the reference named in the "
-          "row (chance, a trivial predictor, a ceiling, an untrained model); \"—\": the claim "
-          "compares two of our measurements (or one with the source's), with no single "
-          "reference number. Each claim's "
+          "row (chance, a trivial predictor, a ceiling, an untrained model); a dash there: the "
+          "claim compares two of our measurements, or ours with the source's number, so no "
+          "single reference applies. Each claim's "
           "setting, test and tolerance: docs/sources.md.")
 NULLS = ("chance", "trivial predictor", "ceiling", "untrained model", "unpatched run")
-NO_NULL = "— (compares two measurements)"  # the null cell of a claim with no reference number
+NO_NULL = "—"  # the null cell of a claim with no single reference number (the legend says why)
 
 
 @dataclass(frozen=True)
