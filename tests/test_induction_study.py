@@ -5,7 +5,7 @@ import torch
 
 from toymech.studies import induction as study
 from toymech.studies.induction.design import MAIN
-from toymech.studies.induction.measure import mechanism_verdict
+from toymech.studies.induction.measure import Model, mechanism_verdict
 
 CHANCE = math.log(26)
 
@@ -79,7 +79,7 @@ def test_measure_returns_a_new_model_and_leaves_its_input_as_it_was():
     from toymech.tasks import RepeatedBlocks
 
     exp = study.experiment("induction-2l", "smoke", 0)
-    loaded = study.Model("induction-2l", None, module=build_model(exp.model).eval())
+    loaded = Model("induction-2l", None, module=build_model(exp.model).eval())
     sets = study.eval_sets(RepeatedBlocks(), "smoke", 0)
     [measured] = study.measure_all({"induction-2l": loaded}, sets).values()
     assert measured is not loaded and measured.model is loaded.model

@@ -81,8 +81,10 @@ def caption(state: dict) -> str:
 
 def attention_html(state: dict, layer: int, head: int, include_bundle: bool) -> str:
     """The offline circuitsvis view of head (layer, head) on the current sequence."""
-    view = attention_view(state["tokens"], state["patterns"][layer, head][None],
-                          [f"L{layer}H{head}"])
+    name = f"L{layer}H{head}"
+    view = attention_view(state["tokens"], state["patterns"][layer, head][None], [name],
+                          caption=f"The view opens on {name}, on the current sequence.",
+                          focus=name)
     return view.to_html(include_bundle=include_bundle)
 
 

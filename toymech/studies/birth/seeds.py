@@ -210,7 +210,7 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
                      "bigram model, which knows the global statistics and nothing in context."))
     orders = [_order(n) for n in measured]
     if any(o != "n/a" for o in orders):
-        lines.append(opening(at, _order_sentence(orders, seeds)))
+        lines.append(opening(at, _order_sentence(orders, measured)))
     lines.append(scorecard_sentence(card))
     lines.append(misses(card))
     spec = size_of(SIZES, size)
