@@ -63,3 +63,11 @@ def test_needle_caption_says_when_no_head_singles_out_a_position():
     sharp[n - 2, 0] = 1.0  # the query attends to the matching key
     assert "averages" not in needle_caption(tokens, True, summary, 64, [sharp[None]])
     assert "19.0 %" in uniform
+
+
+def test_spread_note_says_when_the_shares_divide_by_no_gap():
+    from toymech.studies.random_transformers.causal import spread_note
+
+    assert "has not learned the retrieval" in spread_note({"needle.random.gap": -0.134,
+                                                           "needle.random.top_share": 0.18})
+    assert spread_note({"needle.random.gap": 2.5}).startswith("Every model here prefers")

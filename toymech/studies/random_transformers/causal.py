@@ -122,6 +122,21 @@ def spread_table(numbers: Mapping[str, float]) -> pd.DataFrame:
     return df.rename(columns=_spread_label).round(3)
 
 
+def spread_note(numbers: Mapping[str, float]) -> str:
+    """Whether ``spread_table``'s shares mean anything: a share is of the clean - corrupted logit
+    gap, so where that gap is not positive (the clean run does not prefer its own answer: the
+    model has not learned the retrieval) the shares divide by a gap that is not there."""
+    gaps = {key.rsplit(".", 1)[0]: v for key, v in numbers.items() if key.endswith(".gap")}
+    flat = [f"{name.replace('.', ', ')} (gap {v:.3f} logits)" for name, v in gaps.items()
+            if not v > 0]
+    if not flat:
+        return ("Every model here prefers its clean answer (a positive gap), so each share is a "
+                "part of an effect that exists.")
+    return ("The clean run does not prefer its own answer for " + "; ".join(flat) + ": the "
+            "model has not learned the retrieval, so the shares below divide by a gap that is "
+            "not there and say nothing about where an answer is kept.")
+
+
 _SPREAD = {"gap": "answer logit gap, clean - corrupted (logits)",
            "top_share": "share of the heads' effect in the top head",
            "effective_number": "effective number of heads carrying it"}

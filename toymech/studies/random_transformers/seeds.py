@@ -287,9 +287,12 @@ def _budget_sentence(size: str) -> str:
     spec, p = size_spec(size), plan(size)
     table = sorted({table_experiment(t, w, m, size, 0).train.steps
                     for t in ALGORITHMIC for w in p.widths for m in ("normal", "random")})
-    span = f"{table[0]:,}" if len(table) == 1 else f"{table[0]:,} to {table[-1]:,}"
-    how = (" (a recipe's own run keeps its budget and stops once solved; the others are capped)"
-           if p.table_steps is not None and len(table) > 1 else "")
-    return (f"The accuracy table's runs trained at most {span} steps{how}, memorization "
-            f"{spec.steps:,}, language modelling and circuit imitation {spec.side_steps:,} (the "
+    if p.table_steps is not None and len(table) > 1:
+        head = (f"The accuracy table's runs were capped at {min(table):,} steps, except each "
+                f"recipe's own run, which keeps its budget (up to {max(table):,}) and stops once "
+                "solved")
+    else:
+        head = f"The accuracy table's runs trained at most {max(table):,} steps"
+    return (f"{head}; memorization {spec.steps:,}, language modelling and circuit imitation "
+            f"{spec.side_steps:,} (the "
             f"paper: ~50,000), at widths up to {max(p.widths)} (the paper: 1,024).")
