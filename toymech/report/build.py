@@ -389,7 +389,7 @@ def _entry(req: _Request, machine: _Machine, path: Path, nb, ran: bool, facts: d
         scorecard=find_scorecard(nb) if ran else None,
         seeds=_seeds_text(facts, seeds_given), device_used=str(facts.get("device") or machine.resolved),
         code=req.code, commit=machine.commit, machine=machine.record, command=req.command,
-        finding=finding_lines(nb) if ran else [],
+        finding=finding_lines(nb, most=3) if ran else [],  # the scaled lead and two findings
     )
 
 
