@@ -112,12 +112,12 @@ def sweep_summary(sweep: pd.DataFrame) -> list[str]:
     lines = []
     if "non-top-K" in wide:
         means = wide["non-top-K"].groupby(level="triggers").mean()
-        lines.append("on the shared non-top-K set (mean over K): " + ", ".join(
+        lines.append("On the shared non-top-K set (mean over K): " + ", ".join(
             f"{mode}-trigger models {v:.3f}" for mode, v in means.items()))
     for mode in wide.index.get_level_values("triggers").unique():
         if "ood" in wide:
             by_k = ", ".join(f"K = {int(k)}: {float(v):.3f}" for k, v in wide.loc[mode, "ood"].items())
-            lines.append(f"{mode}-trigger models, in-context accuracy with never-trigger "
+            lines.append(f"{mode.capitalize()}-trigger models, in-context accuracy with never-trigger "
                          f"tokens as triggers: {by_k}")
     return lines
 
