@@ -23,7 +23,8 @@ from .measure import (attention_table, attention_view, bigram_baseline, controls
 from .seeds import (findings, main_runs, measure_seed, optimizer_table, other_optimizer,
                     seed_table, untrained_numbers)
 from .tables import (construction_table, describe, dynamics_summary, formation_marks,
-                     formation_table, freezing_summary, kcomp_summary, sweep_summary, sweep_table)
+                     formation_table, freezing_summary, freezing_view, kcomp_summary, sweep_summary,
+                     sweep_table)
 
 TITLE = "Birth of a Transformer: a memory viewpoint"
 
@@ -36,7 +37,7 @@ __all__ = [
     # what notebook 02 calls (and the benchmarks: ``experiment``)
     "attention_table", "attention_view", "bigram_baseline", "causal", "construction_table",
     "controls", "dynamics_summary", "example_batch", "experiment", "findings", "formation_marks",
-    "formation_table", "freezing_summary", "kcomp_summary", "main_run", "main_runs", "not_run",
+    "formation_table", "freezing_summary", "freezing_view", "kcomp_summary", "main_run", "main_runs", "not_run",
     "optimizer_table", "other_optimizer", "seed_table", "sequence_marks", "snapshots",
     "sweep_summary", "sweep_table",
 ]

@@ -122,6 +122,14 @@ def sweep_summary(sweep: pd.DataFrame) -> list[str]:
     return lines
 
 
+def freezing_view(table: pd.DataFrame) -> pd.DataFrame:
+    """``freezing_comparison``'s table as a reader sees it: the scheme is the row's name, so its
+    internal value (``paper``, ``learned_pos``, ...) is left out; training time named with its
+    unit."""
+    return table.drop(columns=["freezing"], errors="ignore").rename(
+        columns={"seconds": "training time (s)"})
+
+
 def freezing_summary(table: pd.DataFrame) -> list[str]:
     """One sentence per row of ``freezing_comparison``."""
     nan = float("nan")
