@@ -19,7 +19,8 @@ from toymech.report import prepare
 def test_readable_names_come_from_the_labels():
     assert readable_name("icl_acc") == "in-context accuracy (fraction correct)"
     assert readable_name("causal.k_share") == "causal: share of log p(output) the W_K² key path restores (fraction restored)"
-    assert readable_name("causal.clean_gap") == "causal: clean gap"
+    assert readable_name("causal.clean_gap") == "causal: logit gap a - b, clean run (logits)"
+    assert readable_name("causal.some_new_number") == "causal: some new number"  # no label yet
     assert readable_name("paper_bits_per_param") == "paper bits per param"
     assert readable_name("bits", {"bits": "bits"}) == "bits (bits)"
     assert readable_name(("normal", "w8")) == "normal · w8"
