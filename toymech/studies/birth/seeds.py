@@ -175,21 +175,21 @@ def _median(values) -> float:
 PAPER_ORDER = "W_O² < W_K² < W_K¹"
 
 
-def _order_sentence(orders: list[str], seeds: list[Mapping[str, float]]) -> str:
+def _order_sentence(orders: list[str], measured: list[Mapping[str, float]]) -> str:
     """The memories' order over seeds, counted by the order claim's rule (``_order``): the most
     common order and in how many seeds, and, when that is not the paper's, how many seeds show
     the paper's. "≈" (within one probe interval) is never counted as an order."""
-    measured = [o for o in orders if o != "n/a"]
-    top = max(sorted(set(measured)), key=measured.count)
-    gap = statistics.median(n["interval"] for n in seeds if "interval" in n) \
-        if any("interval" in n for n in seeds) else None
-    text = (f"The memories crossed half way as {top} in {measured.count(top)} of "
+    shown = [o for o in orders if o != "n/a"]
+    top = max(sorted(set(shown)), key=shown.count)
+    intervals = [n["interval"] for n in measured if "interval" in n]
+    text = (f"The memories crossed half way as {top} in {shown.count(top)} of "
             f"{len(orders)} seeds")
     if top != PAPER_ORDER:
-        text += f"; the paper's order, {PAPER_ORDER}, in {measured.count(PAPER_ORDER)}"
+        text += f"; the paper's order, {PAPER_ORDER}, in {shown.count(PAPER_ORDER)}"
     else:
         text += " (the paper's order)"
-    if gap is not None and any("≈" in o for o in measured):
+    if intervals and any("≈" in o for o in shown):
+        gap = statistics.median(intervals)
         text += f" (≈: within one probe interval, {gap:g} steps, so no order is shown)"
     return text + "."
 
