@@ -6,7 +6,8 @@ title boxes); ``violations(state)`` is a pure function of that JSON, so each rul
 without a browser, and a test with one opens the rendered reports. The rules (``RULES``):
 
 =================  ===========================================================================
-``nan``            a table cell that reads NaN / nan / <NA> / None (a dash with a note instead)
+``nan``            a table cell that reads NaN / nan / <NA> / None (a dash with a note instead), or
+                   a "nan" / "NaN" anywhere in the visible text (a number that was never measured)
 ``repr``           a Python value printed as is: ``{'``, ``{1: 0.155``, ``[1, 2``, ``Name(a=``
 ``internal-key``   a dotted key (``causal.clean_gap``) in the text, or a snake_case table header
                    (``qcomp_max``)
@@ -32,6 +33,7 @@ RULES = ("nan", "repr", "internal-key", "wide-table", "empty-column", "small-tic
          "instruction")
 
 _NAN_CELL = re.compile(r"(?<![\w.])(nan|NaN|NAN|<NA>|None|NaT)(?![\w.])")
+_NAN_TEXT = re.compile(r"(?<![\w.])(nan|NaN)(?![\w.])")  # in prose "None" is a word
 # A list after a number ("0.41 [0.38, 0.44]") is an interval, not a repr.
 _REPR = re.compile(r"\{'|\{\"\w|\{-?\d+(\.\d+)?: |(?<![\d%] )\[-?\d+(\.\d+)?, -?\d|\b[A-Z]\w*\(\w+=")
 _DOTTED_KEY = re.compile(r"\b[a-z]+\.[a-z]+_[a-z0-9_]+\b")
@@ -105,7 +107,8 @@ def _short(text: str, around: re.Match | None = None, width: int = 60) -> str:
 
 def _text_violations(text: str) -> list[Violation]:
     found = []
-    for rule, pattern in (("repr", _REPR), ("internal-key", _DOTTED_KEY), ("instruction", _INSTRUCTION)):
+    for rule, pattern in (("nan", _NAN_TEXT), ("repr", _REPR), ("internal-key", _DOTTED_KEY),
+                          ("instruction", _INSTRUCTION)):
         found += [Violation(rule, repr(_short(text, m))) for m in pattern.finditer(text)]
     return found
 

@@ -55,23 +55,31 @@ def before_step(history: History, key: str = "cb_icl_acc", fraction: float = 0.1
 
 def dynamics_summary(history: History, baseline: Mapping[str, float]) -> list[str]:
     """Sentences with the run's final accuracies beside the exact bigram model's, the half-way
-    steps and the final probes (numbers only; the verdicts are the claims')."""
+    steps and the final probes (numbers only; the verdicts are the claims'). A metric that never
+    got half way reads "not half way", one not recorded "not measured"."""
     f = history[-1]
     h = {label: half_and_rise(history, key)[0] for label, key in FORMATION_KEYS.items()}
-    nan = float("nan")
+
+    def step(label: str) -> str:
+        v = h[label]
+        return f"{v:.0f}" if v == v else "not half way"
+
+    def val(key: str) -> str:
+        v = f.get(key)
+        return f"{v:.2f}" if v is not None and v == v else "not measured"
+
     return [
         f"in-context accuracy {f['cb_icl_acc']:.3f} at step {f['step']} (exact bigram model: "
         f"{baseline['icl_acc']:.3f}); bigram accuracy {f['cb_bigram_acc']:.3f} (exact bigram "
         f"model: {baseline['bigram_acc']:.3f})",
-        f"half-way steps: bigram accuracy {h['bigram acc']:.0f}, W_F KL {h['W_F bigram KL']:.0f}, "
-        f"in-context accuracy {h['in-context acc']:.0f}",
-        f"half-way steps: W_O² {h['W_O² output copy']:.0f}, "
-        f"W_K² {h['W_K² induction key']:.0f}, W_K¹ {h['W_K¹ previous token']:.0f}",
-        f"final probes: W_K¹ {f.get('probe_wk1', nan):.2f}, W_K² {f['probe_wk2']:.2f}, "
-        f"W_O² {f['probe_wo2']:.2f}, W_F KL {f.get('probe_wf_kl', nan):.2f} nats; attention: "
-        f"previous token {f['attn_prev']:.2f}, induction {f.get('attn_induction', nan):.2f} "
-        f"(uniform {f.get('attn_induction_uniform', nan):.2f}); linear probe (previous token) "
-        f"{f.get('linprobe_prev', nan):.2f}",
+        f"half-way steps: bigram accuracy {step('bigram acc')}, W_F KL {step('W_F bigram KL')}, "
+        f"in-context accuracy {step('in-context acc')}",
+        f"half-way steps: W_O² {step('W_O² output copy')}, W_K² {step('W_K² induction key')}, "
+        f"W_K¹ {step('W_K¹ previous token')}",
+        f"final probes: W_K¹ {val('probe_wk1')}, W_K² {val('probe_wk2')}, W_O² {val('probe_wo2')}, "
+        f"W_F KL {val('probe_wf_kl')} nats; attention: previous token {val('attn_prev')}, "
+        f"induction {val('attn_induction')} (uniform {val('attn_induction_uniform')}); linear "
+        f"probe (previous token) {val('linprobe_prev')}",
     ]
 
 
