@@ -11,10 +11,10 @@ CHANCE = math.log(26)
 
 
 @pytest.mark.parametrize("losses, expected", [
-    ({"predictable": 0.1, "shifted": 0.2, "period5": 0.3, "period7": 0.3}, "content-based"),
-    ({"predictable": 0.1, "shifted": 0.2, "period5": 4.0, "period7": 6.0}, "relative position"),
-    ({"predictable": 0.1, "shifted": 2.6, "period5": 5.0, "period7": 6.0}, "absolute position"),
-    ({"predictable": 2.5, "shifted": 2.6, "period5": 2.5, "period7": 2.5}, "not solved"),
+    ({"predictable": 0.1, "shifted": 0.2, "shorter": 0.3, "longer": 0.3}, "content-based"),
+    ({"predictable": 0.1, "shifted": 0.2, "shorter": 4.0, "longer": 6.0}, "relative position"),
+    ({"predictable": 0.1, "shifted": 2.6, "shorter": 5.0, "longer": 6.0}, "absolute position"),
+    ({"predictable": 2.5, "shifted": 2.6, "shorter": 2.5, "longer": 2.5}, "not solved"),
 ])
 def test_mechanism_verdict(losses, expected):
     assert mechanism_verdict(losses, CHANCE).startswith(expected)

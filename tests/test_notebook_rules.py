@@ -20,8 +20,8 @@ NOTEBOOKS = {**protocol.STUDIES, protocol.TEMPLATE: "toymech/studies/_template/n
 # The cell tags the report reads (toymech/report/reader.py); a notebook uses no other.
 TAGS = {"parameters", "finding", "scorecard", "remove-cell", "remove-input", "remove-output",
         "show-input"}
-# What every study's parameters cell defines (the protocol's common parameters and ``also``).
-PARAMETERS = ("size", "device", "seed", "n_seeds", "cache_dir", "threads", "also")
+# What every study's parameters cell defines (the protocol's common parameters, ``variant`` and ``also``).
+PARAMETERS = ("size", "device", "seed", "n_seeds", "cache_dir", "threads", "variant", "also")
 MAX_CELL_LINES = 12  # thin: a cell calls the study and shows what it returns
 
 

@@ -61,7 +61,7 @@ def test_encode_decode_round_trip():
 def test_out_of_distribution_sets(gen):
     task = tasks.get("repeated_blocks")
     sets = task.eval_sets(50, gen)
-    assert {"test", "doubled", "option1", "option2", "shifted", "period5", "period7",
+    assert {"test", "doubled", "option1", "option2", "shifted", "shorter", "longer",
             "predictable"} <= set(sets)
     d = sets["doubled"].tokens
     assert torch.equal(d[:, 0::2], d[:, 1::2])  # AABBCC...
@@ -74,7 +74,7 @@ def test_out_of_distribution_sets(gen):
     s = sets["shifted"]
     assert torch.equal(s.tokens[:, 3:9], s.tokens[:, 9:15])
     assert s.scored[:, 9:].all() and not s.scored[:, :9].any()
-    p = sets["period5"]
+    p = sets["shorter"]
     assert torch.equal(p.tokens[:, 5:], p.tokens[:, :-5])
     assert p.scored[:, 5:].all() and not p.scored[:, :5].any()
 

@@ -168,6 +168,35 @@ def check_size(size: Any) -> str:
     return size
 
 
+class Variant(str):
+    """A size name with a study's knobs on top: ``Variant("default", {"block_len": [4, 5, 6]},
+    "a variant: ...")``. It IS its size name wherever only the size matters (``SIZES[size]``,
+    ``size == "paper"``, dict keys, ``check_size``), and carries ``knobs`` (name -> JSON value)
+    to where a study builds its experiments (``toymech.studies.knobs``), so every function that
+    passes a size along passes the variant with it. ``described`` says it in words (the
+    report's first line). Make one with a study's ``with_knobs(size, variant)``."""
+
+    knobs: dict[str, Any]
+    described: str
+
+    def __new__(cls, size: str, knobs: dict[str, Any], described: str = "") -> "Variant":
+        obj = super().__new__(cls, size)
+        obj.knobs = dict(knobs)
+        obj.described = described
+        return obj
+
+    def __reduce__(self):  # pickled (process pools, Ray) with its knobs
+        return (Variant, (str(self), self.knobs, self.described))
+
+    def __repr__(self) -> str:
+        return f"Variant({str(self)!r}, {self.knobs!r})"
+
+
+def knobs_of(size: Any) -> dict[str, Any]:
+    """The knobs a size carries: a ``Variant``'s, ``{}`` for a plain size name."""
+    return dict(size.knobs) if isinstance(size, Variant) else {}
+
+
 def check_seed(seed: Any, name: str = "seed") -> int:
     """A seed is a non-negative integer (bool is not; numpy integers are)."""
     ok = is_int(seed) and 0 <= int(seed) < 2**62

@@ -43,11 +43,11 @@ from .sweep.runner import check_options, check_retries, run_trials
 from .sweep.table import MAX_TRIALS, SweepResult, Trial, check_common, explicit_trials, sweep_name
 from .tasks import from_dict as task_from_dict
 from .training import Experiment
+from .training.experiment import SECTIONS, apply_overrides
 from .training.specfiles import read_mapping
 
 SPEC_KEYS = ("experiment", "size", "seed", "overrides", "stack_seeds", "retries", "tag", "name",
              "experiments")
-SECTIONS = ("task", "model", "train")
 # Set by the seed axis or the experiment itself, never by an override.
 NOT_OVERRIDABLE = ("task.name", "model.seed", "train.seed")
 
@@ -72,34 +72,6 @@ def _axis(name: str, value: Any, scalar_ok: bool = True) -> list[Any]:
         check(text not in seen, name, v, "each value once in its list")
         seen.add(text)
     return list(value)
-
-
-def apply_overrides(exp: Experiment, overrides: dict[str, Any]) -> Experiment:
-    """``exp`` with dotted ``section.field`` values replaced (checked by ``from_dict``)."""
-    d = exp.to_dict()
-    given: dict[str, set[str]] = {s: set() for s in SECTIONS}
-    for key, value in overrides.items():
-        section, field = key.split(".", 1)
-        d[section][field] = copy.deepcopy(value)
-        given[section].add(field)
-    model, train = d["model"], d["train"]
-    if "kind" not in model:  # a ModelConfig: derived fields follow their inputs unless given
-        if given["model"] & {"d_model", "n_heads"} and "d_head" not in given["model"]:
-            model["d_head"] = None
-        if given["model"] & {"d_model", "attn_only"} and "d_mlp" not in given["model"]:
-            model["d_mlp"] = None
-    if given["task"]:  # the model's vocabulary and context follow the task they were made for
-        task = task_from_dict(d["task"])
-        for field, old, new in (("d_vocab", exp.task.d_vocab, task.d_vocab),
-                                ("n_ctx", exp.task.seq_len, task.seq_len)):
-            if field not in given["model"] and model.get(field) == old:
-                model[field] = new
-    if "steps" in given["train"] and is_int(train["steps"]):
-        if "eval_every" not in given["train"]:
-            train["eval_every"] = min(train["eval_every"], train["steps"])
-        if "warmup_steps" not in given["train"]:
-            train["warmup_steps"] = max(0, min(train["warmup_steps"], train["steps"] - 1))
-    return Experiment.from_dict(d)
 
 
 def expand_grid(spec: dict[str, Any]) -> list[Trial]:

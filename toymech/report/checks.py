@@ -7,7 +7,8 @@
 * a study's notebook (``study_of``: the study it imports, else its file name in
   ``protocol.STUDIES``): the parameters it will get go through the study's own ``validate``
   (under ``params.checks_only``), so a bad ``also``, ``n_seeds`` or ``cache_dir`` is refused
-  here with the line the notebook would print, not after its kernel started;
+  here with the line the notebook would print, not after its kernel started; so is its
+  ``variant`` (the study's ``with_knobs``: every knob, value and combination);
 * ``folder_lock``: one report run at a time writes into a folder (``zoo.locks``); a
   second waits for the first, saying so, rather than both writing the same pages.
 """
@@ -121,6 +122,8 @@ def check_study_parameters(path: Path, parameters: dict[str, Any]) -> None:
     try:
         with study_params.checks_only():
             validate(parameters["size"], parameters["seed"], parameters["device"], **options)
+        if parameters.get("variant"):  # every knob, value and combination, before any kernel
+            protocol.study(name).with_knobs(parameters["size"], parameters["variant"])
     except ValueError as exc:
         raise ValueError(f"{path.name}: {' '.join(str(exc).split())}") from None
 

@@ -20,10 +20,12 @@ from html.parser import HTMLParser
 SCORECARD_TAG = "scorecard"
 _SCORECARD_CALL = re.compile(r"\.scorecard\(")
 # Display order of the verdict words; "consistent (k seeds)" sorts by k after "reproduced".
-VERDICT_ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "unresolved", "not measured",
-                 "below the source's setting", "pipeline check", "other")
+# A variant's rows are properties, not verdicts: "holds", "holds on" (some seeds), "does not hold".
+VERDICT_ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "holds", "holds on",
+                 "does not hold", "unresolved", "not measured", "below the source's setting",
+                 "pipeline check", "other")
 _KNOWN = {"reproduced", "mixed", "not reproduced", "unresolved", "not measured", "pipeline check",
-          "below the source's setting"}
+          "below the source's setting", "holds", "holds on", "does not hold"}
 _CONSISTENT = re.compile(r"^(consistent \((\d+) seeds?\))")
 
 

@@ -42,6 +42,7 @@ the seeds); notebooks display it and never compute a verdict themselves.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers as _numbers
 import statistics
@@ -50,7 +51,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
-from ..core import SIZES, check
+from ..core import SIZES, Variant, check
 from .settings import Setting, StudySettings, describe, shortfall
 
 Numbers = Mapping[str, Any]
@@ -258,6 +259,22 @@ def assess(claim: Claim, per_seed: Sequence[Numbers], pipeline: bool = False,
                       len(per_seed))
 
 
+def property_verdict(a: Assessment) -> str:
+    """A variant's row: whether the claim's test holds as a property of our runs, and on how
+    many of the requested seeds ("holds, 3 of 3 seeds"); never a verdict on the source."""
+    if a.measured == 0:
+        return "unresolved" if a.unresolved else "not measured"
+    of = f"{a.agree} of {_seeds(a.requested)}"
+    if a.agree == a.requested:
+        return f"holds, {of}"
+    return f"does not hold, {of}" if a.agree == 0 else f"holds on {of}"
+
+
+VARIANT_LEGEND = (". A variant is not the source's setting: each row says whether the claim's "
+                  "test holds as a property of these runs, and on how many of the seeds; no "
+                  "row is a verdict on the source.")
+
+
 def is_pipeline(size: str | None) -> bool:
     return size in PIPELINE_SIZES
 
@@ -266,6 +283,10 @@ def title(size: str | None, seeds: Sequence[int] | None) -> str:
     """The scorecard's title: the size and the seeds it was assessed over."""
     where = "" if size is None else f" at size {size}"
     over = "" if seeds is None else f" over {_seeds(len(seeds))} ({', '.join(map(str, seeds))})"
+    if isinstance(size, Variant):
+        where += f", {size.described}" if size.described else " (a variant)"
+    if isinstance(size, Variant) and not is_pipeline(size):
+        return f"Properties of a variant{where}{over}"
     if is_pipeline(size):
         return (f"Pipeline check{where}{over}: the models trained for seconds, so the rows say "
                 "only that every claim was computed; they are no evidence for or against a source")
@@ -306,9 +327,15 @@ def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str | 
         check(size in SIZES, "size", size, f"one of {', '.join(SIZES)}")
     check_seeds(seeds, per_seed, settings, size)
     pipeline = is_pipeline(size)
+    variant = isinstance(size, Variant)
     rows = []
     for c in claims:
-        a = assess(c, per_seed, pipeline, settings, size, seeds)
+        if variant:  # properties of our runs: no source setting to meet, no verdict
+            a = assess(c, per_seed, pipeline, None, None, seeds)
+            if not pipeline:
+                a = dataclasses.replace(a, verdict=property_verdict(a))
+        else:
+            a = assess(c, per_seed, pipeline, settings, size, seeds)
         unit = f" {c.unit}" if c.unit and a.ours != "n/a" else ""
         what = f"{c.null}: {c.null_detail}" if c.null_detail else c.null
         null = f"{a.reference:.3g} ({what})" if math.isfinite(a.reference) else NO_NULL
@@ -321,7 +348,8 @@ def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str | 
     cal = settings.calibration_seeds(size) if settings else ()
     note = (f" Calibration seeds at {size} (never judged): {', '.join(map(str, cal))}."
             if cal else "")
-    card.attrs["caption"] = card.attrs["title"] + ("." if is_pipeline(size) else LEGEND + note)
+    legend = VARIANT_LEGEND if variant else LEGEND + note
+    card.attrs["caption"] = card.attrs["title"] + ("." if is_pipeline(size) else legend)
     card.attrs["size"] = size
     return card
 

@@ -34,6 +34,10 @@ name                   role
 ``dynamics_metrics``   ``(model, data)``: the study's numbers for one snapshot
 ``through_training``   ``(entry, data, name="")``: a ``Trajectory`` over the run's snapshots
 ``describe``           ``(size, seed, device, **study options)``: the run's settings in a line
+``KNOBS``              {name: ``knobs.Knob``}: what a variant may change (``toymech list knobs``)
+``with_knobs``         ``(size, variant=None)``: the size with a variant's knobs on top (a
+                       ``core.Variant``, or the size itself), every knob and combination checked;
+                       ``knobs.with_knobs_for(KNOBS, ...)`` makes it; ``experiment`` applies it
 ``OPTIONAL_RUNS``      tuple of the optional comparisons a notebook's ``also`` may name
 ``optional_runs``      ``(also=())``: ``also`` checked and expanded (``"all"``: every one);
                        ``params.optional_runs_for(OPTIONAL_RUNS)`` makes it; ``validate`` takes
@@ -70,7 +74,7 @@ TEMPLATE = "_template"
 
 MAX_SEEDS = 1000
 
-DATA = ("TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS")
+DATA = ("TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS", "KNOBS")
 
 # name -> the parameters every study's function starts with: (name, kind, has a default).
 # A study may add keyword-only parameters with defaults after these (``**options`` below).
@@ -90,6 +94,7 @@ SIGNATURES: dict[str, tuple[tuple[str, Any, bool], ...]] = {
     "through_training": (("entry", P, False), ("data", P, False), ("name", P, True)),
     "describe": (("size", P, False), ("seed", P, False), ("device", P, False)),
     "optional_runs": (("also", P, True),),
+    "with_knobs": (("size", P, False), ("variant", P, True)),
 }
 # Only a study whose OPTIONAL_RUNS name "llc" (a learning-coefficient curve) has these (and
 # ``LLC_ON``: size -> whether the curve runs without being asked for).

@@ -8,19 +8,20 @@ without the seeds: equal for runs that can train together as stacked seeds.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..core import check, jsonable
+from ..core import check, is_int, jsonable
 from ..models import BaselineConfig, ModelConfig, config_from_dict
 from ..models.config import BASELINE_KINDS
 from ..tasks import Task, from_dict as task_from_dict
 from .config import TrainConfig
 
-_SECTIONS = ("task", "model", "train")
+SECTIONS = ("task", "model", "train")
 
 
 @dataclass
@@ -47,10 +48,10 @@ class Experiment:
     def from_dict(cls, d: dict[str, Any]) -> "Experiment":
         check(isinstance(d, dict), "experiment", type(d).__name__,
               "a JSON object with task, model and train")
-        for key in _SECTIONS:
+        for key in SECTIONS:
             if key not in d:
                 raise ValueError(f"experiment is missing {key!r}: it needs task, model and train")
-        unknown = sorted(set(d) - {"name", *_SECTIONS})
+        unknown = sorted(set(d) - {"name", *SECTIONS})
         check(not unknown, "experiment key", unknown[0] if unknown else None,
               "one of name, task, model, train")
         _check_baseline(d["model"])
@@ -96,3 +97,36 @@ def seedless_key(exp: Experiment) -> str:
     d["model"].pop("seed", None)
     d["train"].pop("seed", None)
     return json.dumps(jsonable(d), sort_keys=True)
+
+
+def apply_overrides(exp: Experiment, overrides: dict[str, Any]) -> Experiment:
+    """``exp`` with dotted ``section.field`` values replaced (checked by ``from_dict``): the one
+    way a sweep grid, a map or a study's knobs change an experiment. Derived fields follow their
+    inputs unless given: ``d_head``/``d_mlp`` follow ``d_model`` (and ``n_heads``), the model's
+    vocabulary and context follow a changed task, ``eval_every`` and ``warmup_steps`` shrink with
+    ``train.steps``. Values equal to the experiment's own give back the same experiment (the same
+    zoo key)."""
+    d = exp.to_dict()
+    given: dict[str, set[str]] = {s: set() for s in SECTIONS}
+    for key, value in overrides.items():
+        section, field = key.split(".", 1)
+        d[section][field] = copy.deepcopy(value)
+        given[section].add(field)
+    model, train = d["model"], d["train"]
+    if "kind" not in model:  # a ModelConfig: derived fields follow their inputs unless given
+        if given["model"] & {"d_model", "n_heads"} and "d_head" not in given["model"]:
+            model["d_head"] = None
+        if given["model"] & {"d_model", "attn_only"} and "d_mlp" not in given["model"]:
+            model["d_mlp"] = None
+    if given["task"]:  # the model's vocabulary and context follow the task they were made for
+        task = task_from_dict(d["task"])
+        for field, old, new in (("d_vocab", exp.task.d_vocab, task.d_vocab),
+                                ("n_ctx", exp.task.seq_len, task.seq_len)):
+            if field not in given["model"] and model.get(field) == old:
+                model[field] = new
+    if "steps" in given["train"] and is_int(train["steps"]):
+        if "eval_every" not in given["train"]:
+            train["eval_every"] = min(train["eval_every"], train["steps"])
+        if "warmup_steps" not in given["train"]:
+            train["warmup_steps"] = max(0, min(train["warmup_steps"], train["steps"] - 1))
+    return Experiment.from_dict(d)

@@ -10,8 +10,8 @@ study", for the ten files and the rules the tests enforce.
 """
 
 from .claims import CLAIMS, SOURCE, numbers, scorecard
-from .design import (EXPERIMENTS, OPTIONAL_RUNS, SIZES, describe, eval_sets, experiment,
-                     experiments, optional_runs, seeds_of, validate)
+from .design import (EXPERIMENTS, KNOBS, OPTIONAL_RUNS, SIZES, describe, eval_sets, experiment,
+                     experiments, optional_runs, seeds_of, validate, with_knobs)
 from .dynamics import dynamics_metrics, probe_data, through_training
 from .measure import findings, load_seeds, measure_seed, untrained_numbers
 
@@ -22,6 +22,7 @@ __all__ = [
     "TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS", "validate", "seeds_of",
     "experiments", "eval_sets", "measure_seed", "untrained_numbers", "numbers", "scorecard",
     "probe_data", "dynamics_metrics", "through_training", "describe", "optional_runs",
+    "KNOBS", "with_knobs",
     # what the notebook calls
     "experiment", "findings", "load_seeds",
 ]

@@ -16,6 +16,8 @@ from ...devices import make_generator
 from ...models import ModelConfig
 from ...tasks import Batch
 from ...training import Experiment, Named, TrainConfig
+from .. import knobs
+from ..knobs import Knob
 from ..params import optional_runs_for, validate_run
 from ..protocol import StudySize, seeds_for, size_of
 
@@ -63,7 +65,22 @@ def experiment(size: str = "default", seed: int = 0) -> Experiment:
     train = TrainConfig(steps=s.steps, batch_size=s.batch, lr=1e-3, weight_decay=0.01,
                         eval_every=max(1, s.steps // 5), eval_size=256, seed=seed,
                         snapshots=s.snapshots)
-    return Experiment(task, model, train, "template-parentheses")
+    exp = Experiment(task, model, train, "template-parentheses")
+    return knobs.apply_knobs(KNOBS, exp, knobs.variant_values(KNOBS, size))
+
+
+# The knobs a variant may change (``toymech list knobs <study>``): a name a researcher would
+# use, the dotted fields it writes, the allowed values, the source's value (the experiment
+# above must be built with it), one sentence of meaning. Keep every source value equal to what
+# ``experiment`` builds: tests/test_knobs.py checks it.
+KNOBS = knobs.table(
+    Knob("max_len", "int", (2, 256), 16, "the longest bracket sequence", ("task.max_len",)),
+    Knob("d_model", "int", (4, 1024), 32, "the residual stream's width (d_head follows)",
+         ("model.d_model",)),
+    Knob("n_layers", "int", (1, 8), 2, "the number of layers", ("model.n_layers",)),
+    Knob("lr", "float", (1e-6, 1.0), 1e-3, "AdamW's learning rate", ("train.lr",)),
+    Knob("steps", "int", (1, 10_000_000), 5000, "training steps", ("train.steps",)),
+)
 
 
 def experiments(size: str, seeds) -> list[Experiment]:
@@ -76,6 +93,8 @@ def experiments(size: str, seeds) -> list[Experiment]:
 STUDY = __name__.split(".")[-2]
 EXPERIMENTS = {"template-parentheses": Named("template-parentheses", "template study's model",
                                              experiment, STUDY)}
+# ``with_knobs(size, variant)``: the size with a variant's knobs on top, every knob checked
+with_knobs = knobs.with_knobs_for(KNOBS, STUDY, "the source", lambda size: [experiment(size)])
 
 
 def validate(size: str, seed: int, device: str | torch.device = "auto", *,

@@ -15,8 +15,8 @@ causal tests through training).
 from ..findings import not_run
 from . import causal
 from .claims import CLAIMS, SOURCE, numbers, scorecard
-from .design import (EXPERIMENTS, LLC_ON, OPTIONAL_RUNS, SIZES, experiment, experiments, llc_on,
-                     optional_runs, seeds_of, validate)
+from .design import (EXPERIMENTS, KNOBS, LLC_ON, OPTIONAL_RUNS, SIZES, experiment, experiments,
+                     llc_on, optional_runs, seeds_of, validate, with_knobs)
 from .dynamics import dynamics_metrics, probe_data, through_training
 from .measure import (attention_table, attention_view, bigram_baseline, controls, eval_sets,
                       example_batch, main_run, sequence_marks, snapshots)
@@ -33,7 +33,7 @@ __all__ = [
     "TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS", "LLC_ON", "validate",
     "seeds_of", "experiments", "eval_sets", "measure_seed", "untrained_numbers", "numbers",
     "scorecard", "probe_data", "dynamics_metrics", "through_training", "describe",
-    "optional_runs", "llc_on",
+    "optional_runs", "llc_on", "KNOBS", "with_knobs",
     # what notebook 02 calls (and the benchmarks: ``experiment``)
     "attention_table", "attention_view", "bigram_baseline", "causal", "construction_table",
     "controls", "dynamics_summary", "example_batch", "experiment", "findings", "formation_marks",

@@ -26,6 +26,8 @@ from ... import tasks
 from ...core import check, check_int
 from ...models import ModelConfig
 from ...models.variants import BIRTH_SIMPLIFIED, simplified_options
+from .. import knobs
+from ..knobs import Knob
 from ..params import llc_on_for, optional_runs_for, validate_run
 from .causal import LLC_ON, PAPER_SETTING  # noqa: F401 (the claims read it here)
 from ..protocol import StudySize, seeds_for, size_of
@@ -191,9 +193,66 @@ def experiment(size: str = "default", seed: int = 0, *, model: str = "simplified
     check(model == "simplified" or optimizer is None, "optimizer", optimizer,
           "None for the control (AdamW)")
     data = f"{trigger_mode}-K{n_triggers}" if variant == "mixed" else variant
-    return Experiment(task, cfg, train, name or f"birth-{model}-{data}-{freezing}"
-                      f"{'-tied' if tied else ''}"
-                      f"{'-' + optimizer if optimizer and optimizer != spec.optimizer else ''}")
+    exp = Experiment(task, cfg, train, name or f"birth-{model}-{data}-{freezing}"
+                     f"{'-tied' if tied else ''}"
+                     f"{'-' + optimizer if optimizer and optimizer != spec.optimizer else ''}")
+    return knobs.apply_knobs(KNOBS, exp, knobs.variant_values(KNOBS, size))
+
+
+# --- knobs: the reviewer's design decisions (``toymech list knobs birth``) ----------------------
+# They change every run of the simplified model (the main run, the K sweep, the freezing rows,
+# the extremes); the fully trained control keeps its own recipe. The trigger count K and fixed or
+# random triggers are the notebook's own parameters (``n_triggers``, ``trigger_mode``): the K
+# sweep varies them itself.
+SIMPLIFIED = ("birth-simplified-*",)
+
+
+def _unfreeze(patterns: tuple[str, ...]):
+    def overrides(value, exp: Experiment) -> dict:
+        frozen = [p for p in exp.train.freeze if p not in patterns]
+        if value in ("frozen_random", "frozen"):
+            frozen += [p for p in patterns if p not in frozen and
+                       not (p == "unembed.W_U" and exp.model.variant_options.get("tied"))]
+        return {"train.freeze": frozen}
+    return overrides
+
+
+def _width(value, exp: Experiment) -> dict:
+    # the simplified model's one head and its W_F are as wide as the model
+    return {"model.d_model": value, **({} if exp.model.attn_only else {"model.d_mlp": value})}
+
+
+KNOBS = knobs.table(
+    Knob("positions", "choice", ("frozen_random", "learned"), "frozen_random",
+         "the positional embeddings: random and frozen (the paper) or learned",
+         ("train.freeze",), overrides=_unfreeze(("pos_embed.W_pos",)), applies_to=SIMPLIFIED),
+    Knob("embeddings", "choice", ("frozen", "trained"), "frozen",
+         "the token embeddings and the unembedding: random and frozen (the paper) or trained "
+         "(the reviewer's point 3)", ("train.freeze",),
+         overrides=_unfreeze(("embed.W_E", "unembed.W_U")), applies_to=SIMPLIFIED),
+    Knob("ff", "bool", (), True, "the linear feed-forward W_F after layer 2 (the paper's)",
+         ("model.variant_options",),
+         overrides=lambda v, e: {"model.variant_options": {**e.model.variant_options, "ff": v}},
+         applies_to=SIMPLIFIED),
+    Knob("d_model", "int", (8, 1024), 128, "the model's width (its one head and W_F follow)",
+         ("model.d_model",), overrides=_width, applies_to=SIMPLIFIED),
+    Knob("seq_len", "int", (8, 1024), 256, "tokens per sequence", ("task.length",),
+         applies_to=SIMPLIFIED),
+    Knob("lr", "float", (1e-6, 100.0), 0.2, "the learning rate (SGD, momentum 0.9, in the "
+         "paper)", ("train.lr",), applies_to=SIMPLIFIED),
+    Knob("batch", "int", (1, 65_536), 512, "sequences per training step", ("train.batch_size",),
+         applies_to=SIMPLIFIED),
+    Knob("steps", "int", (1, 10_000_000), 10_000, "training steps", ("train.steps",),
+         applies_to=SIMPLIFIED),
+)
+
+
+def _every_run(size: str) -> list[Experiment]:
+    return [experiment(size), experiment(size, model="control", freezing="none"),
+            *(experiment(size, freezing=f) for f in FREEZINGS if f != "paper")]
+
+
+with_knobs = knobs.with_knobs_for(KNOBS, "birth", "the paper", _every_run)
 
 
 def truncated(exp: Experiment, steps: int) -> Experiment:

@@ -13,8 +13,8 @@ activation and path patching).
 from ..findings import not_run
 from . import causal
 from .claims import CLAIMS, POST, SOURCE, numbers, scorecard
-from .design import (EXPERIMENTS, LLC_ON, OPTIONAL_RUNS, SIZES, eval_sets, experiment,
-                     experiments, llc_on, optional_runs, seeds_of, twins, validate)
+from .design import (EXPERIMENTS, KNOBS, LLC_ON, OPTIONAL_RUNS, SIZES, eval_sets, experiment,
+                     experiments, llc_on, optional_runs, seeds_of, twins, validate, with_knobs)
 from .dynamics import dynamics_metrics, probe_data, through_training
 from .measure import (MECHANISM_SETS, POST_SETS, ablation_table, algorithms_text, attention_view,
                       chance_loss, copy_table, describe, eigenvalue_sets, load_models,
@@ -29,7 +29,7 @@ __all__ = [
     "TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS", "LLC_ON", "validate",
     "seeds_of", "experiments", "eval_sets", "measure_seed", "untrained_numbers", "numbers",
     "scorecard", "probe_data", "dynamics_metrics", "through_training", "describe",
-    "optional_runs", "llc_on",
+    "optional_runs", "llc_on", "KNOBS", "with_knobs",
     # what notebook 01 calls (and the benchmarks: ``experiment``)
     "MECHANISM_SETS", "POST", "POST_SETS", "ablation_table", "algorithms_text", "attention_view",
     "causal", "chance_loss", "copy_table", "eigenvalue_sets", "experiment", "findings",

@@ -76,11 +76,11 @@ class CausalData:
 
     @property
     def first(self) -> torch.Tensor:
-        return self.option1[:, : self.task.block_len]
+        return self.option1[:, : self.task.option_block]
 
     @property
     def second(self) -> torch.Tensor:
-        return self.option1[:, self.task.block_len: 2 * self.task.block_len]
+        return self.option1[:, self.task.option_block: 2 * self.task.option_block]
 
 
 def causal_data(task: RepeatedBlocks, seed: int, n: int = 256,
@@ -93,7 +93,7 @@ def causal_data(task: RepeatedBlocks, seed: int, n: int = 256,
     g2 = make_generator(seed_for(seed, "probe"), dev)
     option1 = task.two_blocks(n, g1, 1).tokens
     option2 = task.two_blocks(n, g2, 2).tokens
-    check(bool((option1[:, : 2 * task.block_len] == option2[:, : 2 * task.block_len]).all()),
+    check(bool((option1[:, : 2 * task.option_block] == option2[:, : 2 * task.option_block]).all()),
           "task", task, "two_blocks drawing both blocks before the continuation")
     unrelated = task.two_blocks(n, g1, 1).tokens
     test = task.sample(n, g1).tokens
@@ -103,7 +103,7 @@ def causal_data(task: RepeatedBlocks, seed: int, n: int = 256,
 def preference_metric(data: CausalData) -> P.Metric:
     """The option-1 preference: mean over positions p >= 2·block_len - 1 of
     logit(first[(p + 1) mod B]) - logit(second[(p + 1) mod B])."""
-    B, (n, T) = data.task.block_len, data.option1.shape
+    B, (n, T) = data.task.option_block, data.option1.shape
     pos = torch.arange(T)
     phase = (pos + 1) % B
     good = data.first[:, phase]
@@ -154,7 +154,7 @@ def layer_restores(model: HookedTransformer, data: CausalData) -> torch.Tensor:
 def recent_letter_effects(model: HookedTransformer, data: CausalData) -> torch.Tensor:
     """[n_layers, n_heads]: each head's effect on the centred logits of the recently seen
     letters (see the module docstring), in logits; from the second block on."""
-    tokens, B, V = data.test, data.task.block_len, model.cfg.d_vocab
+    tokens, B, V = data.test, data.task.option_block, model.cfg.d_vocab
     n, T = tokens.shape
     recent = torch.zeros(n, T, V, dtype=torch.bool)
     for back in range(B):  # letters at positions p - back, p - back >= 0

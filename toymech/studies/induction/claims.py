@@ -5,7 +5,7 @@ named numbers; each ``Claim`` reads from it; ``scorecard(per_seed, size, seeds)`
 claim over seeds (``toymech.studies.claims``). Keys, per model ``m`` in 1l, smeared, 2l:
 
     m.test, m.doubled, m.option1, m.option2     cross-entropy (nats) on the post's four sets
-    m.predictable, m.shifted, m.period5, m.period7   the mechanism sets (predictable targets only)
+    m.predictable, m.shifted, m.shorter, m.longer   the mechanism sets (predictable targets only)
     m.direct_copy                               copy metric of the direct path W_E W_U
     m.copy_max.L<l>, m.copy_min.L<l>            max / min OV copy metric over layer l's heads
     m.copying_heads, m.suppressing_heads        heads with copy metric > COPYING / < SUPPRESSING
@@ -191,11 +191,11 @@ def _content_based(n: Numbers, short: str) -> bool:
     """The mechanism check: solved (below half of ln 26) with a shifted start AND with other
     block lengths, as an induction head does and a positional shortcut does not."""
     half = n["chance.loss"] / 2
-    return all(n[f"{short}.{s}"] < half for s in ("predictable", "shifted", "period5", "period7"))
+    return all(n[f"{short}.{s}"] < half for s in ("predictable", "shifted", "shorter", "longer"))
 
 
 def _mechanism(short: str) -> Claim:
-    sets = ("predictable", "shifted", "period5", "period7")
+    sets = ("predictable", "shifted", "shorter", "longer")
     return _post(f"{short}-copies-by-content",
                  f"{_label(short)}: predicts the repeats by induction (content), so a shifted "
                  "start and other block lengths are solved too",
@@ -330,7 +330,7 @@ def source_like() -> dict[str, float]:
     for short, test, doubled in (("1l", 2.6, 3.6), ("smeared", 1.24, 2.31), ("2l", 1.40, 2.31)):
         n.update({f"{short}.test": test, f"{short}.doubled": doubled,
                   f"{short}.direct_copy": -0.99, f"{short}.predictable": 0.1,
-                  f"{short}.shifted": 0.2, f"{short}.period5": 0.3, f"{short}.period7": 0.3})
+                  f"{short}.shifted": 0.2, f"{short}.shorter": 0.3, f"{short}.longer": 0.3})
     n.update({"smeared.option1": 0.99, "smeared.option2": 0.73, "2l.option1": 0.73,
               "2l.option2": 6.42, "2l.copy_max.L0": -0.93, "2l.copy_min.L0": -1.0,
               "2l.copy_max.L1": 1.0, "2l.copy_min.L1": 0.9, "smeared.copying_heads": 2.0,
@@ -342,8 +342,8 @@ def source_like() -> dict[str, float]:
     return n
 
 
-LOSS_SETS = ("test", "doubled", "option1", "option2", "predictable", "shifted", "period5",
-             "period7")
+LOSS_SETS = ("test", "doubled", "option1", "option2", "predictable", "shifted", "shorter",
+             "longer")
 
 
 def at_chance(n: Mapping[str, float]) -> dict[str, float]:

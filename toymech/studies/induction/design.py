@@ -27,6 +27,8 @@ from ...devices import make_generator
 from ...models import ModelConfig
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
+from .. import knobs
+from ..knobs import Knob
 from ..params import llc_on_for, optional_runs_for, validate_run
 from ..protocol import StudySize, seeds_for, size_of
 from ...training import Experiment, Named, TrainConfig
@@ -103,6 +105,64 @@ TEXTBOOK = ("induction-1l-textbook", "induction-1l-smeared-textbook", "induction
 LEARNED = ("induction-1l-learned", "induction-1l-smeared-learned", "induction-2l-learned")
 
 
+# --- knobs: the study at a setting of the user's choosing (``toymech list knobs induction``) ------
+TWO_LAYER = ("induction-2l", "induction-2l-textbook", "induction-2l-learned")
+SMEARED = ("induction-1l-smeared", "induction-1l-smeared-textbook", "induction-1l-smeared-learned")
+
+
+def _block_len(value, exp: Experiment) -> dict:
+    # A block length drawn per sequence keeps the sequence's length (the post's 24 letters).
+    fixed = {} if isinstance(value, int) or exp.task.length is not None else \
+        {"task.length": exp.task.seq_len}
+    return {"task.block_len": value, **fixed}
+
+
+def _offset(value, exp: Experiment) -> dict:
+    # Letters before the first block eat into the blocks: the sequence keeps its length.
+    fixed = {} if value == 0 or exp.task.length is not None else {"task.length": exp.task.seq_len}
+    return {"task.offset": value, **fixed}
+
+
+KNOBS = knobs.table(
+    Knob("n_letters", "int", (2, 52), 26, "the alphabet the blocks draw their letters from",
+         ("task.n_letters",)),
+    Knob("n_blocks", "int", (2, 256), 4, "blocks per sequence (the sequence is n_blocks x "
+         "block_len letters unless seq_len is set)", ("task.n_blocks",)),
+    Knob("seq_len", "int", (4, 1024), 24, "the sequence length: the blocks repeat to fill it, "
+         "the last one cut", ("task.length",)),
+    Knob("block_len", "ints", (1, 256), 6, "letters per block; a range or a list draws one "
+         "length per sequence (the sequence keeps its length)", ("task.block_len",),
+         overrides=_block_len),
+    Knob("offset", "ints", (0, 256), 0, "random letters before the first block; a range or a "
+         "list draws one per sequence (the sequence keeps its length)", ("task.offset",),
+         overrides=_offset),
+    Knob("n_layers", "int", (1, 8), 2, "the layers of the 2-layer model", ("model.n_layers",),
+         applies_to=TWO_LAYER),
+    Knob("n_heads", "int", (1, 64), 4, "attention heads per layer (d_head = d_model / n_heads)",
+         ("model.n_heads",)),
+    Knob("d_model", "int", (4, 1024), 32, "the residual stream's width (d_head follows: "
+         "d_model / n_heads)", ("model.d_model",)),
+    Knob("positions", "choice", ("post_sinusoidal_qk", "sinusoidal_qk", "shortformer",
+                                 "standard", "rotary"), "post_sinusoidal_qk",
+         "how positions enter: the post's q/k table, the textbook sin/cos q/k table, learned "
+         "q/k positions, learned positions in the residual stream, or rotary",
+         ("model.positions",)),
+    Knob("smear", "choice", ("per_position", "per_head"), "per_position",
+         "the smeared model's smear weights: one per head and key position (the post's code) "
+         "or one per head", ("model.smear",), applies_to=SMEARED),
+    Knob("mlp", "bool", (), False, "an MLP in every layer (the post's models have none)",
+         ("model.attn_only",), overrides=lambda v, e: {"model.attn_only": not v}),
+    Knob("layernorm", "bool", (), False, "LayerNorm before every layer and the unembedding",
+         ("model.normalization",), overrides=lambda v, e: {"model.normalization": "LN" if v
+                                                           else None}),
+    Knob("lr", "float", (1e-6, 1.0), 1e-3, "AdamW's learning rate", ("train.lr",)),
+    Knob("weight_decay", "float", (0.0, 100.0), 1.0, "AdamW's weight decay",
+         ("train.weight_decay",)),
+    Knob("batch", "int", (1, 65_536), 256, "sequences per training step", ("train.batch_size",)),
+    Knob("steps", "int", (1, 10_000_000), 10_000, "training steps", ("train.steps",)),
+)
+
+
 def twins(size: str) -> tuple[str, ...]:
     """The textbook- and learned-position models the mechanism check trains at ``size``."""
     every = TEXTBOOK + LEARNED
@@ -117,7 +177,8 @@ def experiment(name: str, size: str = "default", seed: int = 0) -> Experiment:
     task = tasks.get("repeated_blocks")
     model = ModelConfig(n_layers=n_layers, n_heads=4, d_model=32, d_vocab=task.d_vocab,
                         n_ctx=task.seq_len, smear_keys=smear, seed=seed, **options)
-    return Experiment(task, model, spec.train.replace(seed=check_seed(seed)), name)
+    exp = Experiment(task, model, spec.train.replace(seed=check_seed(seed)), name)
+    return knobs.apply_knobs(KNOBS, exp, knobs.variant_values(KNOBS, size))
 
 
 def _maker(name: str) -> Callable[[str, int], Experiment]:
@@ -126,6 +187,22 @@ def _maker(name: str) -> Callable[[str, int], Experiment]:
 
 EXPERIMENTS = {name: Named(name, spec[3], _maker(name), "induction")
                for name, spec in MODELS.items()}
+
+
+def _every_model(size: str) -> list[Experiment]:
+    return [experiment(name, size) for name in MODELS]
+
+
+MAX_SEQ_LEN = 1024  # the longest sequence a variant of this study trains on
+
+
+def _limit(exp: Experiment, values: dict) -> None:
+    check(exp.task.seq_len <= MAX_SEQ_LEN, ", ".join(values), exp.task.seq_len,
+          f"sequences of at most {MAX_SEQ_LEN} letters (the knobs "
+          f"{', '.join(f'{k}={v}' for k, v in values.items())} give {exp.task.seq_len})")
+
+
+with_knobs = knobs.with_knobs_for(KNOBS, "induction", "the post", _every_model, limit=_limit)
 
 
 def experiments(size: str, seeds) -> list[Experiment]:

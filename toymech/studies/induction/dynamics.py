@@ -70,8 +70,9 @@ def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.d
     dev = torch.device(device)
     sets = eval_sets(task, size, seed, dev)
     candidates = task.sample(16, make_generator(seed_for(seed, "example"), dev)).tokens
-    block = candidates[:, :task.block_len]
-    distinct = torch.tensor([len(set(row.tolist())) == task.block_len for row in block])
+    shortest = min(task.block_lens)
+    block = candidates[:, :shortest]
+    distinct = torch.tensor([len(set(row.tolist())) == shortest for row in block])
     row = int(distinct.float().argmax())  # the first with distinct letters (else row 0)
     keep = slice(None, eval_n)
     return ProbeData(task, {k: Batch(sets[k].tokens[keep], sets[k].scored[keep],
@@ -119,7 +120,7 @@ def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, flo
         out.update({f"causal_{k.replace('pref_clean', 'pref')}": v
                     for k, v in causal_metrics(model, data.causal).items()})
     per_position = analysis.per_position_loss(model, data.sets["test"])  # target t = 1..seq-1
-    first = data.task.block_len - 1
+    first = min(data.task.offsets) + min(data.task.block_lens) - 1  # surely guesses
     out["first_block_loss"] = float(per_position[:first].mean())
     out["repeat_loss"] = float(per_position[first:].mean())
     return out

@@ -12,7 +12,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ... import analysis
-from ...core import check, seed_for
+from ...core import Variant, check, seed_for
 from ...devices import make_generator
 from ...display import attention_caption, attention_view as view, focus_head
 from ...tasks import Batch
@@ -23,7 +23,7 @@ from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
 from .design import SIZES, experiment, seeds_of
 
 POST_SETS = ("test", "doubled", "option1", "option2")
-MECHANISM_SETS = ("predictable", "shifted", "period5", "period7")
+MECHANISM_SETS = ("predictable", "shifted", "shorter", "longer")
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,7 +63,7 @@ def measure(m: Model, sets: dict[str, Batch], pattern_tokens: torch.Tensor) -> M
     attention-pattern scores on ``pattern_tokens``, single-head ablations and, for 2 layers, the
     composition path losses."""
     model = m.model
-    ablated = {k: sets[k] for k in ("test", "predictable", "period5", "period7") if k in sets}
+    ablated = {k: sets[k] for k in ("test", "predictable", "shorter", "longer") if k in sets}
     return replace(
         m, losses=analysis.set_losses(model, sets),
         direct_copy=analysis.direct_path_copy_score(model),
@@ -111,7 +111,7 @@ def mechanism_verdict(losses: dict[str, float], chance: float) -> str:
     solved = {k: losses.get(k, math.inf) < chance / 2 for k in MECHANISM_SETS}
     if not solved["predictable"]:
         return "not solved in distribution yet"
-    other = solved["period5"] and solved["period7"]
+    other = solved["shorter"] and solved["longer"]
     if solved["shifted"] and other:
         return "content-based (induction): solves other block lengths and a shifted start"
     if solved["shifted"]:
@@ -170,9 +170,11 @@ def attention_view(model: HookedTransformer, task: RepeatedBlocks, tokens: torch
     if scores:
         named = {k.replace("_", "-"): v for k, v in scores.items()}
         # the induction stripe: a query attends to the key one block length minus one back
+        stripe = (f"a stripe {task.block_len - 1} positions below the diagonal (one block, "
+                  f"{task.block_len} letters, minus one)" if isinstance(task.block_len, int) else
+                  "a stripe one block length minus one below the diagonal")
         words = {"induction": "attends to the token after an earlier copy of the current one: "
-                              f"a stripe {task.block_len - 1} positions below the diagonal "
-                              f"(one block, {task.block_len} letters, minus one)"}
+                              + stripe}
         caption = attention_caption(named, head_names=names, words=words)
         focus = focus_head(named, head_names=names)
         caption += f" The view opens on {focus}."
@@ -251,11 +253,13 @@ def _path_sentence(p: Mapping[str, float]) -> str:
 def describe(size: str, seed: int, device: str | torch.device, *, n_seeds: int | None = None
              ) -> str:
     """The run's settings in words (from the size, not typed), and one training sequence."""
-    task, spec = RepeatedBlocks(), size_of(SIZES, size)
+    exp = experiment("induction-2l", size, seed)
+    task, train = exp.task, exp.train
     seeds = seeds_of(size, seed, n_seeds)
     example = task.sample(1, make_generator(seed_for(seed, "example"), torch.device("cpu")))
-    return (f"size {size} on {device}: {spec.train.steps:,} training steps of batch "
-            f"{spec.train.batch_size} per model (the post: 10,000 of 256), {len(seeds)} seeds "
+    variant = f"{size.described}. " if isinstance(size, Variant) else ""
+    return (f"{variant}size {size} on {device}: {train.steps:,} training steps of batch "
+            f"{train.batch_size} per model (the post: 10,000 of 256), {len(seeds)} seeds "
             f"({', '.join(map(str, seeds))}); loss floor {task.loss_floor:.3f} nats, uniform guess "
             f"{math.log(task.n_letters):.3f}. A training sequence: "
             f"{task.decode(example.tokens[0])}")

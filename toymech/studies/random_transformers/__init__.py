@@ -14,8 +14,8 @@ the findings), ``dynamics`` (through training), ``causal`` (the causal tests).
 from ..findings import not_run
 from . import calibration, causal, ladder
 from .claims import CLAIMS, SOURCE, numbers, scorecard
-from .design import (OPTIONAL_RUNS, SIZES, experiment, experiments,
-                     optional_runs, plan, seeds_of, task_for, validate)
+from .design import (KNOBS, OPTIONAL_RUNS, SIZES, experiment, experiments,
+                     optional_runs, plan, seeds_of, task_for, validate, with_knobs)
 from .dynamics import (dynamics_grid, dynamics_metrics, dynamics_table, probe_data,
                        through_training)
 from .measure import (BASELINE_KINDS, ablation_grid, baseline_grid, circuit_grid,
@@ -36,6 +36,7 @@ __all__ = [
     "TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS", "validate", "seeds_of",
     "experiments", "eval_sets", "measure_seed", "numbers", "scorecard", "probe_data",
     "dynamics_metrics", "through_training", "describe", "optional_runs", "untrained_numbers",
+    "KNOBS", "with_knobs",
     # what notebook 03 calls (and the benchmarks: ``experiment``)
     "BASELINE_KINDS", "ablation_grid", "ablation_summary", "ablation_table", "accuracy_table",
     "baseline_grid", "baseline_table", "calibration", "causal", "circuit_grid", "circuit_table",

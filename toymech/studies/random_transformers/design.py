@@ -33,6 +33,8 @@ from ...core import check, check_size
 from ...models import BaselineConfig, ModelConfig
 from ...models.variants import GPT2_SCALED
 from ...tasks.base import Task
+from .. import knobs
+from ..knobs import Knob
 from ..params import optional_runs_for, validate_run
 from ..protocol import StudySize, seeds_for
 from ...training import Experiment, Named, TrainConfig
@@ -241,9 +243,39 @@ def experiment(task_name: str, width: int, mode: str = "random", size: str = "de
                **train_overrides: Any) -> Experiment:
     """One training run of the study: task at ``size``, GPT-2-style model, freezing ``mode``."""
     task = task_for(task_name, size, **(task_overrides or {}))
-    return Experiment(task, model_config(task, width, seed),
-                      train_config(size, mode, seed, task_name, width, **train_overrides),
-                      f"{task_name}-w{width}-{mode}-s{seed}")
+    exp = Experiment(task, model_config(task, width, seed),
+                     train_config(size, mode, seed, task_name, width, **train_overrides),
+                     f"{task_name}-w{width}-{mode}-s{seed}")
+    return knobs.apply_knobs(KNOBS, exp, knobs.variant_values(KNOBS, size))
+
+
+# --- knobs (``toymech list knobs random_transformers``) -----------------------------------------
+# Width and which parts train are the study's own axes (the width ladder, random vs normal and
+# the ablations): a knob would collapse them, so they stay the notebook's. The task sizes change
+# that task's runs; depth, steps and learning rate change every transformer run.
+KNOBS = knobs.table(
+    Knob("n_layers", "int", (1, 12), 2, "the transformer's depth", ("model.n_layers",),
+         applies_to=tuple(f"{t}-w*" for t in (*ALGORITHMIC, "memorization", *SIDE_TASKS))),
+    Knob("modulus", "int", (3, 1009), 199, "modular addition's modulus p", ("task.p",),
+         applies_to=("modular_addition-*",)),
+    Knob("digits", "int", (1, 20), 10, "decimal addition's digits per number",
+         ("task.n_digits",), applies_to=("decimal_addition-*",)),
+    Knob("needle_pairs", "int", (1, 64), 30, "the needle task's most key-value pairs",
+         ("task.max_pairs",), applies_to=("needle-*",)),
+    Knob("paren_len", "int", (2, 128), 60, "the longest parenthesis sequence",
+         ("task.max_len",), applies_to=("parentheses-*",)),
+    Knob("steps", "int", (1, 10_000_000), 50_000, "training steps of every run",
+         ("train.steps",)),
+    Knob("lr", "float", (1e-6, 1.0), 1e-3, "AdamW's peak learning rate", ("train.lr",)),
+)
+
+
+def _table_runs(size: str) -> list[Experiment]:
+    return [experiment(t, w, m, size) for t in ALGORITHMIC for w in plan(size).widths
+            for m in ("random", "normal")]
+
+
+with_knobs = knobs.with_knobs_for(KNOBS, "random_transformers", "the paper", _table_runs)
 
 
 def baseline_experiment(kind: str, task_name: str, width: int, size: str, seed: int,

@@ -1,0 +1,286 @@
+"""A study's knobs: readable names over the dotted overrides of its experiments, declared once.
+
+A **knob** is a name a researcher would use (``block_len``, ``d_model``, ``embeddings``) for
+one change to a study's experiments. It writes dotted ``task.``/``model.``/``train.`` overrides
+(``toymech.training.experiment.apply_overrides``: the one mechanism sweep grids use too), so a
+knob never bypasses a config check. Each study declares its table once (``design.KNOBS``):
+
+==============  ===============================================================================
+field           meaning
+==============  ===============================================================================
+``name``        the name users type (``--set name=value``, a notebook's ``variant``)
+``kind``        how a value is read: ``int``, ``ints`` (one int, a range ``4-8`` or a list: one
+                value drawn per sequence), ``float``, ``choice``, ``bool``
+``allowed``     (lo, hi) for numbers, the choices for ``choice``
+``source``      the source's value: the study's own experiments are built with it
+``meaning``     one sentence for ``toymech list knobs``
+``fields``      the dotted fields it writes (shown; ``overrides`` may compute them)
+``overrides``   ``(value, experiment) -> {dotted: value}`` (default: ``{fields[0]: value}``)
+``applies_to``  the study's experiment names (or patterns) it changes (empty: every one)
+==============  ===============================================================================
+
+A **variant** is a size with knobs on top: ``with_knobs(size, {"block_len": "4-8"})`` returns a
+``toymech.core.Variant`` (equal to its size name wherever only the size matters) whose knobs the
+study's ``experiment`` applies. Knobs equal to the source's value are dropped, so a variant of
+only source values IS the size (the same experiments, the same zoo keys; tested over the
+registry). Every value, and every combination (by building each of the study's experiments at
+that size), is checked before any work: one ValueError naming the knob, the value and what is
+allowed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+
+from ..core import Variant, check, check_size, is_int, knobs_of
+from ..training import Experiment
+from ..training.experiment import SECTIONS, apply_overrides
+
+KINDS = ("int", "ints", "float", "choice", "bool")
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+_RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
+MAX_CHOICES = 1024  # values an ``ints`` knob may draw from
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob of a study (see the module docstring)."""
+
+    name: str
+    kind: str
+    allowed: tuple
+    source: Any
+    meaning: str
+    fields: tuple[str, ...]
+    overrides: Callable[[Any, Experiment], dict[str, Any]] | None = None
+    applies_to: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check(isinstance(self.name, str) and self.name.isidentifier(), "knob name", self.name,
+              "a Python identifier")
+        check(self.kind in KINDS, "kind", self.kind, f"one of {', '.join(KINDS)}")
+        check(len(self.fields) >= 1 and all(f.split(".", 1)[0] in SECTIONS and "." in f
+                                            for f in self.fields), "fields", self.fields,
+              "dotted task./model./train. fields")
+        check(self.kind not in ("int", "ints", "float") or len(self.allowed) == 2, "allowed",
+              self.allowed, "(lo, hi) for a number")
+        check(self.kind != "choice" or len(self.allowed) >= 1, "allowed", self.allowed,
+              "the choices")
+        object.__setattr__(self, "source", self.parse(self.source))
+
+    # --- values ----------------------------------------------------------------------------
+    def allowed_text(self) -> str:
+        if self.kind == "int":
+            return f"an integer in {self.allowed[0]}..{self.allowed[1]}"
+        if self.kind == "ints":
+            lo, hi = self.allowed
+            return (f"an integer in {lo}..{hi}, a range such as {lo}-{min(hi, lo + 4)} or a list "
+                    "of distinct integers (one drawn per sequence)")
+        if self.kind == "float":
+            return f"a number in {self.allowed[0]:g}..{self.allowed[1]:g}"
+        if self.kind == "bool":
+            return "true or false"
+        return "one of " + ", ".join(map(str, self.allowed))
+
+    def parse(self, value: Any) -> Any:
+        """``value`` (as typed on a command line, or a JSON value) in its canonical form: an
+        int, a sorted tuple of ints (``ints`` with several values), a float, a choice, a bool.
+        ValueError naming the knob, the value and what is allowed."""
+        name, allowed = self.name, self.allowed_text()
+        if self.kind == "bool":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower() if isinstance(value, str) else None
+            check(text in _TRUE + _FALSE, name, value, allowed)
+            return text in _TRUE
+        if self.kind == "choice":
+            check(isinstance(value, str) and value in self.allowed, name, value, allowed)
+            return value
+        if self.kind == "float":
+            number = value
+            if isinstance(value, str):
+                try:
+                    number = float(value)
+                except ValueError:
+                    number = None
+            ok = (isinstance(number, (int, float)) and not isinstance(number, bool)
+                  and math.isfinite(number) and self.allowed[0] <= number <= self.allowed[1])
+            check(ok, name, value, allowed)
+            return float(number)
+        values = self._ints(value)
+        check(values is not None and len(values) >= 1, name, value, allowed)
+        check(self.kind == "ints" or len(values) == 1, name, value, allowed)
+        check(len(values) <= MAX_CHOICES, name, value, f"{allowed}; at most {MAX_CHOICES} values")
+        check(len(set(values)) == len(values), name, value, f"{allowed}; each value once")
+        lo, hi = self.allowed
+        check(all(lo <= v <= hi for v in values), name, value, allowed)
+        return values[0] if len(values) == 1 else tuple(sorted(values))
+
+    def _ints(self, value: Any) -> list[int] | None:
+        """The integers ``value`` names (None: it names none)."""
+        if is_int(value):
+            return [int(value)]
+        if isinstance(value, (list, tuple)):
+            return [int(v) for v in value] if value and all(is_int(v) for v in value) else None
+        if not isinstance(value, str):
+            return None
+        text = value.strip()
+        if text.isascii() and text.isdigit():
+            return [int(text)]
+        m = _RANGE.match(text) if text.isascii() else None
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            return list(range(a, b + 1)) if a <= b and b - a < MAX_CHOICES else []
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) > 1 and all(p.isascii() and p.isdigit() for p in parts):
+            return [int(p) for p in parts]
+        return None
+
+    def text(self, value: Any) -> str:
+        """A value as a reader writes it: ``4-8`` for a run of integers, ``4, 6, 8`` for others."""
+        if isinstance(value, tuple):
+            if list(value) == list(range(value[0], value[-1] + 1)):
+                return f"{value[0]}-{value[-1]}"
+            return ", ".join(map(str, value))
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, float):
+            return f"{value:g}"
+        return str(value)
+
+    def applies(self, exp: Experiment) -> bool:
+        """Whether this knob changes ``exp``: ``applies_to`` names or shell patterns
+        (``modular_addition-*``) of the study's experiment names; empty: every one."""
+        return not self.applies_to or any(fnmatch.fnmatchcase(exp.name, p)
+                                          for p in self.applies_to)
+
+    def apply(self, exp: Experiment, value: Any) -> Experiment:
+        """``exp`` with this knob at ``value`` (canonical, ``parse``d)."""
+        if not self.applies(exp):
+            return exp
+        value = list(value) if isinstance(value, tuple) else value
+        changes = self.overrides(value, exp) if self.overrides else {self.fields[0]: value}
+        return apply_overrides(exp, changes)
+
+
+def table(*knobs: Knob) -> dict[str, Knob]:
+    """A study's ``KNOBS``: name -> Knob, each name once."""
+    out: dict[str, Knob] = {}
+    for k in knobs:
+        check(k.name not in out, "knob", k.name, "each knob name once in a study")
+        out[k.name] = k
+    return out
+
+
+def jsonable_value(value: Any) -> Any:
+    """A canonical knob value as JSON (a tuple as a list)."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def parse_variant(knobs: Mapping[str, Knob], variant: Any, study: str = "",
+                  others: Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
+    """The knobs ``variant`` sets, canonical and in the table's order. ``variant``: None, or a
+    mapping of knob names to values. An unknown name is refused with the list of the study's
+    knobs (and, where ``others`` names the study that has it, that study)."""
+    if variant is None:
+        return {}
+    check(isinstance(variant, Mapping), "variant", variant,
+          "a mapping of knob names to values, e.g. {'block_len': '4-8'}")
+    for name in variant:
+        if name not in knobs:
+            owner = [s for s, names in (others or {}).items() if name in names and s != study]
+            where = f" (a knob of study {owner[0]!r}, not of {study!r})" if owner else ""
+            listed = f" ('toymech list knobs {study}')" if study else ""
+            check(False, "knob", name, f"one of {', '.join(knobs) or '(none)'}{where}{listed}")
+    return {name: knob.parse(variant[name]) for name, knob in knobs.items() if name in variant}
+
+
+def apply_knobs(knobs: Mapping[str, Knob], exp: Experiment, values: Mapping[str, Any]
+                ) -> Experiment:
+    """``exp`` with every knob of ``values`` applied, in the table's order. A combination the
+    configs refuse is a ValueError naming the variant."""
+    for name, knob in knobs.items():
+        if name in values:
+            try:
+                exp = knob.apply(exp, values[name])
+            except ValueError as e:
+                raise ValueError(f"{name}={knob.text(values[name])} cannot be applied to "
+                                 f"{exp.name or 'the experiment'}: {e}") from None
+    return exp
+
+
+def describe(knobs: Mapping[str, Knob], values: Mapping[str, Any], source: str = "the source"
+             ) -> str:
+    """"a variant: block_len 4-8 (the post's 6); offset 0-3 (the post's 0)"; "" for none."""
+    if not values:
+        return ""
+    parts = [f"{k} {knobs[k].text(v)} ({source}'s {knobs[k].text(knobs[k].source)})"
+             for k, v in values.items()]
+    return "a variant: " + "; ".join(parts)
+
+
+def listing(knobs: Mapping[str, Knob]) -> list[dict[str, str]]:
+    """One row per knob: name, source value, allowed values, what it changes and its meaning
+    (``toymech list knobs``)."""
+    return [{"knob": k.name, "source": k.text(k.source), "allowed": k.allowed_text(),
+             "changes": ", ".join(k.fields) + (f" (of {', '.join(k.applies_to)})"
+                                               if k.applies_to else ""),
+             "meaning": k.meaning} for k in knobs.values()]
+
+
+def with_knobs_for(knobs: Mapping[str, Knob], study: str, source: str,
+                   build: Callable[[str], Iterable[Experiment]],
+                   others: Callable[[], Mapping[str, Iterable[str]]] | None = None,
+                   limit: Callable[[Experiment, Mapping[str, Any]], None] | None = None
+                   ) -> Callable[..., str]:
+    """A study's ``with_knobs(size, variant=None)`` over its ``KNOBS`` (the one definition of
+    it). ``build(size)``: the study's experiments at a size (every combination is checked by
+    building them); ``others()``: every study's knob names, to name the study an unknown knob
+    belongs to (default: every registered study's ``KNOBS``); ``limit(experiment, values)``: a
+    study's own bounds on a built experiment (ValueError naming the knobs)."""
+    others = others or every_study_knobs
+
+    def with_knobs(size: str, variant: Any = None) -> str:
+        """``size`` with the knobs of ``variant`` on top: a ``Variant`` (equal to ``size``
+        where only the size matters) when some knob changes one of the study's experiments at
+        that size, else ``size`` itself (a knob at the size's own value is dropped). Every knob,
+        value and combination is checked here, before any work (ValueError naming the knob,
+        the value and what is allowed)."""
+        base = check_size(str(size))
+        check(variant is None or isinstance(variant, Mapping), "variant", variant,
+              "a mapping of knob names to values, e.g. {'block_len': '4-8'}")
+        given = {**knobs_of(size), **dict(variant or {})}
+        values = parse_variant(knobs, given, study, others() if others else None)
+        plain = list(build(base))
+        keys = [e.key() for e in plain]
+        changed = {}
+        for name, value in values.items():  # a knob that changes nothing at this size is dropped
+            one = [apply_knobs(knobs, e, {name: value}) for e in plain]
+            if [e.key() for e in one] != keys:
+                changed[name] = value
+        if not changed:
+            return base
+        out = Variant(base, {k: jsonable_value(v) for k, v in changed.items()},
+                      describe(knobs, changed, source))
+        for exp in build(out):  # every experiment at this variant: a bad combination fails here
+            if limit is not None:
+                limit(exp, changed)
+        return out
+
+    return with_knobs
+
+
+def variant_values(knobs: Mapping[str, Knob], size: str) -> dict[str, Any]:
+    """The canonical knob values ``size`` carries (``{}`` for a plain size)."""
+    return {k: knobs[k].parse(v) for k, v in knobs_of(size).items() if k in knobs}
+
+
+def every_study_knobs() -> dict[str, list[str]]:
+    """Every registered study's knob names (to say which study an unknown knob belongs to)."""
+    from .protocol import STUDIES, study  # the registry imports the studies: import it late
+
+    return {name: list(getattr(study(name), "KNOBS", {})) for name in STUDIES}
