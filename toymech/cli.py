@@ -72,9 +72,25 @@ def _parse_param(text: str) -> tuple[str, object]:
     return name, value
 
 
+def parse_sets(texts: Sequence[str]) -> dict[str, str]:
+    """``--set NAME=VALUE`` options as a variant (knob name -> the value as typed; the study's
+    knobs read it: ``4-8``, ``4,6,8``, ``64``, ``true``). A knob given twice is refused."""
+    out: dict[str, str] = {}
+    for text in texts:
+        name, sep, value = text.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier() or value.strip() == "":
+            raise UsageError(f"--set {text!r} is not KNOB=VALUE (e.g. --set block_len=4-8; "
+                             "'toymech list knobs' lists them)")
+        if name in out:
+            raise UsageError(f"--set {name} is given twice ({out[name]!r} and {value!r}): once each")
+        out[name] = value.strip()
+    return out
+
+
 # notebook parameters that `toymech report` sets from its own options (not through --param)
 _OWN_OPTIONS = {"size": "--size", "device": "--device", "seed": "--seed", "n_seeds": "--seeds",
-                "seeds": "--seeds"}
+                "seeds": "--seeds", "variant": "--set KNOB=VALUE"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,8 +113,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if not notebooks:
             raise UsageError(f"no notebooks in {str(folder)!r}")
     extra = dict(_parse_param(p) for p in args.param)
+    variant = parse_sets(args.set)
+    if variant:
+        extra["variant"] = variant
     check_out_dir("--out", args.out, [p for p in notebooks if p.is_file()])
     seeds_note = f", seeds {args.n_seeds}" if args.n_seeds is not None else ""
+    if variant:
+        seeds_note += ", knobs " + ", ".join(f"{k}={v}" for k, v in variant.items())
     # One live line per notebook (redrawn in place on a terminal, printed per section otherwise),
     # under a heading printed once the arguments are checked (bad input stays one line).
     progress = LiveProgress(notebooks, stream=sys.stderr, header=(
@@ -211,6 +232,9 @@ def _add_train(sub) -> None:
     p.add_argument("--seed", type=_seed, help="seed of the model and the data (default: 0; "
                    "not with --config)")
     p.add_argument("--steps", type=_steps, help="override the number of training steps (at most 10**8)")
+    p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                   help="a knob of the experiment's study on top of --size (repeatable), e.g. "
+                   "--set d_model=64 ('toymech list knobs')")
     p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps")
     p.add_argument("--cache", help=CACHE_HELP)
     p.add_argument("--retrain", action="store_true", help="train even if the zoo has this model")
@@ -252,7 +276,8 @@ def _add_list(sub) -> None:
                        description="List the studies, tasks, named experiments and the models "
                                    "cached in the zoo.")
     p.add_argument("what", nargs="?", default="all",
-                   choices=("all", "studies", "tasks", "experiments", "models"))
+                   choices=("all", "studies", "tasks", "experiments", "models", "knobs"))
+    p.add_argument("study", nargs="?", help="with 'knobs': one study's knobs (default: every study's)")
     p.add_argument("--cache", help=CACHE_HELP)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cli_zoo.cmd_list)
@@ -299,6 +324,10 @@ def _add_report(sub) -> None:
     p.add_argument("--out", default="reports", help="output folder (default: reports)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="extra notebook parameter (repeatable); VALUE is JSON or a string")
+    p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                   help="a knob of the notebook's study on top of --size (repeatable), e.g. "
+                   "--set block_len=4-8 --set offset=0-3: the report is a variant's "
+                   "('toymech list knobs')")
     p.add_argument("--jobs", type=_jobs, default=1,
                    help="notebooks executed at once; each kernel gets cores/jobs threads (default: 1)")
     p.add_argument("--cache", help=CACHE_HELP)

@@ -36,10 +36,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     from toymech import listing
     from toymech.zoo import default_cache_dir
 
+    if getattr(args, "study", None) is not None and args.what != "knobs":
+        raise ValueError(f"study={args.study!r} is not allowed: a study is named only with "
+                         "'toymech list knobs STUDY'")
     what = [args.what] if args.what != "all" else ["studies", "tasks", "experiments", "models"]
     builders = {"studies": listing.study_rows, "tasks": listing.task_rows,
                 "experiments": listing.experiment_rows,
-                "models": lambda: listing.model_rows(args.cache)}
+                "models": lambda: listing.model_rows(args.cache),
+                "knobs": lambda: listing.knob_rows(getattr(args, "study", None))}
     data = {name: builders[name]() for name in what}
     if "models" in data:
         data["quarantined"] = listing.quarantined_rows(args.cache)
@@ -90,7 +94,7 @@ def load_experiment(args: argparse.Namespace):
     if (args.experiment is None) == (args.config is None):
         raise ValueError("give an experiment name or --config FILE (one of them); 'toymech list experiments' shows the names")
     if args.config is not None:
-        given = [f"--{k}" for k in ("size", "seed") if getattr(args, k) is not None]
+        given = [f"--{k}" for k in ("size", "seed", "set") if getattr(args, k)]
         if given:
             raise ValueError(f"{given[0]} is not allowed with --config: the file holds the whole "
                              "experiment (its size's settings and its seeds); edit it, or train by name")
@@ -100,8 +104,11 @@ def load_experiment(args: argparse.Namespace):
                              f"model and train (it holds a {type(spec).__name__})")
         experiment = Experiment.from_dict(spec)
     else:
+        from toymech.cli import parse_sets
+
         experiment = experiments.get(args.experiment, size=args.size or "default",
-                                     seed=0 if args.seed is None else args.seed)
+                                     seed=0 if args.seed is None else args.seed,
+                                     variant=parse_sets(getattr(args, "set", None) or []))
     if args.steps is not None:
         train = experiment.train
         experiment.train = train.replace(steps=args.steps, eval_every=min(train.eval_every, args.steps),

@@ -60,11 +60,19 @@ def names() -> list[str]:
     return sorted(registry())
 
 
-def get(name: str, size: str = "default", seed: int = 0) -> Experiment:
+def get(name: str, size: str = "default", seed: int = 0, variant=None) -> Experiment:
+    """The named experiment at ``size`` and ``seed``; ``variant``: its study's knobs on top
+    (``{"block_len": "4-8"}``; refused, naming the knobs, for an experiment of no study)."""
     reg = registry()
     check(isinstance(name, str) and name in reg, "experiment", name,
           f"one of {', '.join(sorted(reg))}")
-    return reg[name].make(check_size(size), check_seed(seed))
+    named = reg[name]
+    size = check_size(size)
+    if variant:
+        check(bool(named.study), "variant", dict(variant), f"no knobs: experiment {name!r} "
+              "belongs to no study (change its fields with a sweep grid's overrides)")
+        size = studies.protocol.study(named.study).with_knobs(size, variant)
+    return named.make(size, check_seed(seed))
 
 
 __all__ = ["SIZES", "Named", "get", "names", "registry", "task_experiment"]

@@ -8,6 +8,9 @@ A grid spec (a dict, or a JSON/YAML file holding one)::
      "size": "smoke", "seed": [0, 1, 2],        # a value or a list each
      "overrides": {"model.d_model": [16, 32],   # dotted task./model./train. keys, each a list
                    "train.freeze": [[], ["blocks.*"]]},
+     "knobs": {"block_len": [6, "4-8"]},        # the experiment's study's knobs, each a list
+                                                # (``toymech list knobs``; the table's columns
+                                                # ``knob.<name>``)
      "stack_seeds": false,  # true: the seeds of one grid point are one job, trained stacked
                             # where that pays (zoo.stacking_pays); "always": stacked
      "retries": 1,          # a failing job is tried 1 + retries times
@@ -29,7 +32,6 @@ experiment passes the preflight before the first trains (``runner``).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import itertools
 import json
@@ -38,16 +40,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import experiments
-from .core import check, check_seed, check_size, is_int, jsonable
+from .studies import knobs as study_knobs, protocol as study_protocol
+from .core import check, check_seed, check_size, jsonable
 from .sweep.runner import check_options, check_retries, run_trials
 from .sweep.table import MAX_TRIALS, SweepResult, Trial, check_common, explicit_trials, sweep_name
-from .tasks import from_dict as task_from_dict
 from .training import Experiment
 from .training.experiment import SECTIONS, apply_overrides
 from .training.specfiles import read_mapping
 
-SPEC_KEYS = ("experiment", "size", "seed", "overrides", "stack_seeds", "retries", "tag", "name",
-             "experiments")
+SPEC_KEYS = ("experiment", "size", "seed", "overrides", "knobs", "stack_seeds", "retries", "tag",
+             "name", "experiments")
 # Set by the seed axis or the experiment itself, never by an override.
 NOT_OVERRIDABLE = ("task.name", "model.seed", "train.seed")
 
@@ -101,7 +103,9 @@ def expand_grid(spec: dict[str, Any]) -> list[Trial]:
         check(key not in NOT_OVERRIDABLE, "overrides key", key,
               "not task.name, model.seed or train.seed (use the experiment and seed axes)")
         axes[key] = _axis(f"overrides[{key!r}]", values, scalar_ok=False)
-    count = len(names) * len(sizes) * len(seeds) * math.prod(len(v) for v in axes.values())
+    knob_axes = _knob_axes(spec.get("knobs"), names, registry)
+    count = (len(names) * len(sizes) * len(seeds) * math.prod(len(v) for v in axes.values())
+             * math.prod(len(v) for v in knob_axes.values()))
     check(count <= MAX_TRIALS, "grid", f"{count:,} trials",
           f"at most {MAX_TRIALS:,} trials in one sweep (split it into several)")
     for name in names:  # unknown fields, named against what the experiment has
@@ -114,18 +118,42 @@ def expand_grid(spec: dict[str, Any]) -> list[Trial]:
             check(field in known, "overrides key", key,
                   f"a field of experiment {name!r}: one of {', '.join(allowed)}")
     trials: list[Trial] = []
-    points = itertools.product(names, sizes, itertools.product(*axes.values()))
-    for group, (name, size, values) in enumerate(points):
+    points = itertools.product(names, sizes, itertools.product(*axes.values()),
+                               itertools.product(*knob_axes.values()))
+    for group, (name, size, values, knob_values) in enumerate(points):
         point = dict(zip(axes, values))
+        knobs = dict(zip(knob_axes, knob_values))
+        at = (study_protocol.study(registry[name].study).with_knobs(size, knobs) if knobs
+              else size)  # every knob and combination checked before any trial is made
+        point.update({f"knob.{k}": v for k, v in knobs.items()})
         for seed in seeds:
             try:
-                exp = apply_overrides(registry[name].make(size, seed), point)
+                exp = apply_overrides(registry[name].make(at, seed),
+                                      {k: v for k, v in point.items() if not k.startswith("knob.")})
             except ValueError as exc:
                 raise ValueError(f"grid point experiment={name!r}, size={size!r}, seed={seed}, "
                                  f"overrides={jsonable(point)}: {exc}") from None
             trials.append(Trial(len(trials), name, size, seed, point, exp, tag,
                                 group if stack else len(trials)))
     return trials
+
+
+def _knob_axes(given: Any, names: list[str], registry) -> dict[str, list[Any]]:
+    """A grid's ``knobs``: {knob: [values]}, for experiments of one study (checked by the
+    study's ``with_knobs`` per grid point)."""
+    if not given:
+        return {}
+    check(isinstance(given, dict), "knobs", given,
+          "a mapping of knob names to lists of values, e.g. {'block_len': [6, '4-8']}")
+    owners = {registry[n].study for n in names}
+    check(len(owners) == 1 and "" not in owners, "knobs", sorted(given),
+          "knobs of one study: every experiment of the grid from the same study "
+          f"(these are of {sorted(o or 'no study' for o in owners)})")
+    study = study_protocol.study(owners.pop())
+    for key in given:
+        if key not in study.KNOBS:
+            study_knobs.parse_variant(study.KNOBS, {key: None}, study.__name__.split(".")[-1])
+    return {k: _axis(f"knobs[{k!r}]", v, scalar_ok=False) for k, v in given.items()}
 
 
 def _fields(exp: Experiment, section: str) -> set[str]:

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from . import experiments, tasks
-from .studies import protocol
-from .core import SIZES
+from .studies import knobs, protocol
+from .core import SIZES, check
 from .zoo import Zoo
 
 
@@ -35,6 +35,16 @@ def study_rows() -> list[dict]:
              "claims": len(protocol.study(name).CLAIMS),
              "experiments": len(protocol.study(name).EXPERIMENTS)}
             for name, notebook in protocol.STUDIES.items()]
+
+
+def knob_rows(study: str | None = None) -> list[dict]:
+    """Every knob of ``study`` (None: of every registered study): the study, its name, the
+    source's value, the allowed values, the fields it changes and its meaning."""
+    names = list(protocol.STUDIES) if study is None else [study]
+    for name in names:
+        check(name in protocol.STUDIES, "study", name, f"one of {', '.join(protocol.STUDIES)}")
+    return [{"study": name, **row} for name in names
+            for row in knobs.listing(protocol.study(name).KNOBS)]
 
 
 def experiment_rows() -> list[dict]:
@@ -109,6 +119,15 @@ def lines(data: dict[str, list[dict]], where: Path) -> list[str]:
         out.append("studies:")
         out += [f"  {r['name']:<24} {r['title']} ({r['claims']} claims; {r['notebook']})"
                 for r in data["studies"]]
+    if "knobs" in data:
+        out.append("knobs (toymech report/train --set KNOB=VALUE; a notebook's variant):")
+        study = None
+        for r in data["knobs"]:
+            if r["study"] != study:
+                study = r["study"]
+                out.append(f"  {study}:")
+            out.append(f"    {r['knob']:<14} {r['source']:<20} {r['meaning']}")
+            out.append(f"    {'':<14} {'':<20} allowed: {r['allowed']}; changes {r['changes']}")
     if "experiments" in data:
         out.append(f"experiments (sizes: {', '.join(SIZES)}):")
         out += [f"  {r['name']:<32} {r['description']}" for r in data["experiments"]]

@@ -201,15 +201,21 @@ def parse_variant(knobs: Mapping[str, Knob], variant: Any, study: str = "",
 
 def apply_knobs(knobs: Mapping[str, Knob], exp: Experiment, values: Mapping[str, Any]
                 ) -> Experiment:
-    """``exp`` with every knob of ``values`` applied, in the table's order. A combination the
-    configs refuse is a ValueError naming the variant."""
-    for name, knob in knobs.items():
-        if name in values:
+    """``exp`` with every knob of ``values`` applied, in the table's order, its name followed by
+    the knobs that changed it (``induction-2l [block_len=4-8]``: what ``toymech list`` and the
+    live line show; the zoo key never reads the name). A combination the configs refuse is a
+    ValueError naming the knob."""
+    name, changed = exp.name, []
+    for key, knob in knobs.items():
+        if key in values and knob.applies(exp):
             try:
-                exp = knob.apply(exp, values[name])
+                exp = knob.apply(exp, values[key])
             except ValueError as e:
-                raise ValueError(f"{name}={knob.text(values[name])} cannot be applied to "
-                                 f"{exp.name or 'the experiment'}: {e}") from None
+                raise ValueError(f"{key}={knob.text(values[key])} cannot be applied to "
+                                 f"{name or 'the experiment'}: {e}") from None
+            changed.append(f"{key}={knob.text(values[key])}")
+    if changed:
+        exp.name = f"{name} [{', '.join(changed)}]"
     return exp
 
 

@@ -18,9 +18,8 @@ from ...display import attention_caption, attention_view as view, focus_head
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
 from ...zoo import Zoo, ZooEntry
-from ..protocol import size_of
 from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
-from .design import SIZES, experiment, seeds_of
+from .design import experiment, seeds_of
 
 POST_SETS = ("test", "doubled", "option1", "option2")
 MECHANISM_SETS = ("predictable", "shifted", "shorter", "longer")
