@@ -208,7 +208,7 @@ class _Machine:
         here = reference_step_seconds()
         at_once, cores = min(req.jobs, len(req.paths)), free_cores()
         return cls(versions(), str(resolve_device(req.device)), CostTable(req.out),
-                   CostTable.key(req.size, req.n_seeds), here, machine_record(here),
+                   CostTable.key(req.size, req.n_seeds, req.extra_parameters.get("variant")), here, machine_record(here),
                    source_commit(), at_once, cores, crowding(at_once, cores))
 
 
@@ -335,6 +335,8 @@ def _announce(req: _Request, machine: _Machine, index: int, path: Path, live_dir
     if req.progress is not None:
         own = study_n_seeds(path, req.size) if req.n_seeds is not None else None
         from_size = (CostTable.key(req.size, None), req.n_seeds / own) if own else None
+        if from_size is None and req.extra_parameters.get("variant"):  # the size's own run
+            from_size = (CostTable.key(req.size, req.n_seeds), 1.0)
         req.progress.start(index, machine.costs.get(path.stem, machine.cost_key, machine.here,
                                                     machine.crowded, from_size),
                            live_dir=live_dir)

@@ -99,9 +99,12 @@ class CostTable:
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(size: str, n_seeds: int | None) -> str:
-        # "seeds=" in the stored key: cost tables already written keep their rows
-        return f"size={size}" + (f",seeds={n_seeds}" if n_seeds is not None else "")
+    def key(size: str, n_seeds: int | None, variant: dict | None = None) -> str:
+        # "seeds=" in the stored key: cost tables already written keep their rows; a variant's
+        # knobs are part of its key (its runs cost what they cost, not the size's)
+        knobs = "".join(f",{k}={json.dumps(v, sort_keys=True)}" for k, v in
+                        sorted((variant or {}).items()))
+        return f"size={size}" + (f",seeds={n_seeds}" if n_seeds is not None else "") + knobs
 
     def _read(self) -> dict:
         try:

@@ -9,24 +9,25 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..core import check
+from ..core import Variant, check
 from .claims import BELOW, is_pipeline
 from .settings import Setting, StudySettings, shortfall
 
-ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "unresolved", "not measured",
-         BELOW, "pipeline check")
+ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "holds on", "holds",
+         "does not hold", "unresolved", "not measured", BELOW, "pipeline check")
 
 
 class Findings:
     """Sentences shown as a Markdown list in notebooks (``_repr_markdown_``), plain text else.
 
-    ``setting``: ``at_setting``'s opening of a run below the source's setting. It is said once,
+    ``size``: a ``core.Variant`` is named in the first line (its knobs beside the source's
+    values). ``setting``: ``at_setting``'s opening of a run below the source's setting. It is said once,
     as the first line ("Every finding below is from our scaled run, at 2,000 of the post's 10,000
     steps ..."), and taken off the lines that start with it (``opening``), so each line reads as
     a finding and the page never presents the smaller run as the source's."""
 
     def __init__(self, lines: Sequence[str], title: str = "What this run found",
-                 setting: str = ""):
+                 setting: str = "", size: str | None = None):
         lines = [line for line in lines if line]
         if setting:
             lines = [line[len(setting)].upper() + line[len(setting) + 1:]
@@ -34,6 +35,9 @@ class Findings:
             lines.insert(0, "Every finding below is from our scaled run, at "
                          f"{setting.removeprefix('At ').removesuffix(', ')}: not the source's "
                          "models, and not its setting.")
+        if isinstance(size, Variant):  # a variant is named first, on every page that shows it
+            lines.insert(0, f"This run is {size.described or 'a variant'}. Every finding "
+                         "below is a property of these runs, never a verdict on the source.")
         self.lines, self.title = lines, title
 
     def _repr_markdown_(self) -> str:

@@ -59,6 +59,8 @@ class RepeatedBlocks(Task):
                     offset=_int_or_tuple("offset", self.offset, 0, MAX_TOKENS))
         if self.length is not None:
             set_checked(self, length=check_int("length", self.length, 2, MAX_TOKENS))
+            if isinstance(self.block_len, int) and self.length == self.n_blocks * self.block_len:
+                set_checked(self, length=None)  # one form per task: the post's keeps its key
         else:
             check(isinstance(self.block_len, int), "length", None,
                   f"a sequence length when block_len varies (block_len={self.block_len})")

@@ -43,4 +43,4 @@ def untrained_numbers(size: str, seed: int) -> dict[str, float]:
 
 def findings(per_seed, card, size: str):
     """"What this run found", computed from the scorecard (add the study's own sentences)."""
-    return Findings([scorecard_sentence(card), misses(card)])
+    return Findings([scorecard_sentence(card), misses(card)], size=size)

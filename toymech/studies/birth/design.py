@@ -201,19 +201,22 @@ def experiment(size: str = "default", seed: int = 0, *, model: str = "simplified
 
 # --- knobs: the reviewer's design decisions (``toymech list knobs birth``) ----------------------
 # They change every run of the simplified model (the main run, the K sweep, the freezing rows,
-# the extremes); the fully trained control keeps its own recipe. The trigger count K and fixed or
+# the extremes), except that the two freezing knobs leave the freezing comparison's rows (which
+# each free something else) as they are; the fully trained control keeps its own recipe. The trigger count K and fixed or
 # random triggers are the notebook's own parameters (``n_triggers``, ``trigger_mode``): the K
 # sweep varies them itself.
 SIMPLIFIED = ("birth-simplified-*",)
+PAPER_FROZEN = ("birth-simplified-*-paper", "birth-simplified-*-paper-*")  # not the freezing rows
 
 
 def _unfreeze(patterns: tuple[str, ...]):
     def overrides(value, exp: Experiment) -> dict:
-        frozen = [p for p in exp.train.freeze if p not in patterns]
-        if value in ("frozen_random", "frozen"):
-            frozen += [p for p in patterns if p not in frozen and
-                       not (p == "unembed.W_U" and exp.model.variant_options.get("tied"))]
-        return {"train.freeze": frozen}
+        if value not in ("frozen_random", "frozen"):
+            return {"train.freeze": [p for p in exp.train.freeze if p not in patterns]}
+        tied = exp.model.variant_options.get("tied")
+        return {"train.freeze": [*exp.train.freeze, *(
+            p for p in patterns if p not in exp.train.freeze
+            and not (p == "unembed.W_U" and tied))]}
     return overrides
 
 
@@ -225,11 +228,11 @@ def _width(value, exp: Experiment) -> dict:
 KNOBS = knobs.table(
     Knob("positions", "choice", ("frozen_random", "learned"), "frozen_random",
          "the positional embeddings: random and frozen (the paper) or learned",
-         ("train.freeze",), overrides=_unfreeze(("pos_embed.W_pos",)), applies_to=SIMPLIFIED),
+         ("train.freeze",), overrides=_unfreeze(("pos_embed.W_pos",)), applies_to=PAPER_FROZEN),
     Knob("embeddings", "choice", ("frozen", "trained"), "frozen",
          "the token embeddings and the unembedding: random and frozen (the paper) or trained "
          "(the reviewer's point 3)", ("train.freeze",),
-         overrides=_unfreeze(("embed.W_E", "unembed.W_U")), applies_to=SIMPLIFIED),
+         overrides=_unfreeze(("embed.W_E", "unembed.W_U")), applies_to=PAPER_FROZEN),
     Knob("ff", "bool", (), True, "the linear feed-forward W_F after layer 2 (the paper's)",
          ("model.variant_options",),
          overrides=lambda v, e: {"model.variant_options": {**e.model.variant_options, "ff": v}},

@@ -125,13 +125,36 @@ def _order(n: Mapping[str, float]) -> str:
     return out
 
 
+MEMORIES = ("W_O2", "W_K2", "W_K1")
+
+
+def mechanism_label(n: Mapping[str, float]) -> str:
+    """The main run's label from its numbers: whether an in-context (induction) head formed, and
+    which associative memories rose.
+
+    * "in-context head" when the final in-context accuracy ``icl_acc`` is more than half way from
+      the exact bigram model's (``baseline.icl_acc``, the best a model without the in-context
+      mechanism does) to 1; else "no in-context head" ("not measured" without those numbers);
+    * the memories (W_O², W_K², W_K¹) whose recall probe rose at least ``MIN_RISE`` of its range
+      over training (``rise.<m>``, the order claim's own rule), or "no memory rose".
+    """
+    icl, base = n.get("icl_acc"), n.get("baseline.icl_acc")
+    if icl is None or base is None or icl != icl or base != base:
+        return "not measured"
+    head = "in-context head" if icl > base + (1.0 - base) / 2 else "no in-context head"
+    rose = [HALF[m][0].split()[0] for m in MEMORIES
+            if n.get(f"rise.{m}", 0.0) >= MIN_RISE * span(n, m)]
+    return f"{head}; " + (f"memories {', '.join(rose)}" if rose else "no memory rose")
+
+
 def seed_table(per_seed: Mapping[int, Mapping[str, float]]) -> pd.DataFrame:
     """One row per seed: final in-context accuracy beside the exact bigram model's, the half-way
     steps, the memories' order and each main-run claim's verdict for that seed (the claims' own
     tests: yes / no / n/a)."""
     rows = []
     for s, n in per_seed.items():
-        row: dict[str, object] = {"seed": s, "in-context acc": n.get("icl_acc"),
+        row: dict[str, object] = {"seed": s, "mechanism": mechanism_label(n),
+                                  "in-context acc": n.get("icl_acc"),
                                   "bigram model": n.get("baseline.icl_acc")}
         row.update({f"half {HALF[m][0]}": n.get(f"half.{m}") for m in HALF})
         row["memories, first to last"] = _order(n)
@@ -218,4 +241,4 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
         lines.append(f"Each main run trained {spec.steps:,} steps of batch {spec.batch} at "
                      f"T={spec.length} with {spec.optimizer}; the paper: 10,000 steps of batch 512 "
                      "at T=256 with SGD.")
-    return Findings(lines, setting=at)
+    return Findings(lines, setting=at, size=size)

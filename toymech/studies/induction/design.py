@@ -107,7 +107,6 @@ LEARNED = ("induction-1l-learned", "induction-1l-smeared-learned", "induction-2l
 
 # --- knobs: the study at a setting of the user's choosing (``toymech list knobs induction``) ------
 TWO_LAYER = ("induction-2l", "induction-2l-textbook", "induction-2l-learned")
-SMEARED = ("induction-1l-smeared", "induction-1l-smeared-textbook", "induction-1l-smeared-learned")
 
 
 def _block_len(value, exp: Experiment) -> dict:
@@ -145,11 +144,11 @@ KNOBS = knobs.table(
     Knob("positions", "choice", ("post_sinusoidal_qk", "sinusoidal_qk", "shortformer",
                                  "standard", "rotary"), "post_sinusoidal_qk",
          "how positions enter: the post's q/k table, the textbook sin/cos q/k table, learned "
-         "q/k positions, learned positions in the residual stream, or rotary",
-         ("model.positions",)),
+         "q/k positions, learned positions in the residual stream, or rotary (the post's "
+         "three models; the twins keep theirs)", ("model.positions",), applies_to=MAIN),
     Knob("smear", "choice", ("per_position", "per_head"), "per_position",
          "the smeared model's smear weights: one per head and key position (the post's code) "
-         "or one per head", ("model.smear",), applies_to=SMEARED),
+         "or one per head", ("model.smear",), applies_to=("induction-1l-smeared",)),
     Knob("mlp", "bool", (), False, "an MLP in every layer (the post's models have none)",
          ("model.attn_only",), overrides=lambda v, e: {"model.attn_only": not v}),
     Knob("layernorm", "bool", (), False, "LayerNorm before every layer and the unembedding",

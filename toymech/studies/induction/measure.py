@@ -120,6 +120,26 @@ def mechanism_verdict(losses: dict[str, float], chance: float) -> str:
     return "absolute position: fails with a shifted start and with other block lengths"
 
 
+LABELS = ("content", "position", "neither")
+
+
+def mechanism_label(losses: Mapping[str, float], chance: float) -> str:
+    """The run's label from its losses on the mechanism sets (``task.mechanism_sets``, each
+    outside its training distribution), with the same cut as ``mechanism_verdict`` (solved:
+    below ``chance / 2``, half the loss of a uniform guess):
+
+    * ``"content"``: the training distribution (``predictable``) AND every mechanism set (a
+      shifted start, shorter and longer blocks) solved: it copies by content (induction);
+    * ``"position"``: the training distribution solved, some mechanism set not: it predicts the
+      repeats from where they are (absolute or relative position), not from what came before;
+    * ``"neither"``: the training distribution not solved (or not measured).
+    """
+    solved = {k: losses.get(k, math.inf) < chance / 2 for k in MECHANISM_SETS}
+    if not solved["predictable"]:
+        return "neither"
+    return "content" if all(solved.values()) else "position"
+
+
 def mechanism_table(models: dict[str, Model], chance: float) -> pd.DataFrame:
     rows = []
     for name, m in models.items():

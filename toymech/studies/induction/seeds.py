@@ -9,6 +9,8 @@ the notebook's seed is never trained twice, and a run with more seeds reuses the
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -27,7 +29,7 @@ from .causal import causal_numbers
 from .claims import CLAIMS, SETTINGS, SHORT, floor_and_chance, numbers
 from .design import MAIN, POST_SETTING, experiment, seeds_of
 from .dynamics import ProbeData, probe_data
-from .measure import MECHANISM_SETS, POST_SETS, Model, mechanism_verdict
+from .measure import MECHANISM_SETS, POST_SETS, Model, mechanism_label, mechanism_verdict
 
 
 def load_seeds(size: str, seed: int, device: torch.device, cache_dir: str | Path | None = None,
@@ -113,12 +115,21 @@ def _prefers(n: Mapping[str, float], short: str) -> str:
     return "option 1" if o1 < o2 else "option 2"
 
 
+def labels(n: Mapping[str, float]) -> dict[str, str]:
+    """One seed's mechanism label per model (``measure.mechanism_label``): {short name: label}."""
+    return {short: mechanism_label({k: n[f"{short}.{k}"] for k in MECHANISM_SETS
+                                    if f"{short}.{k}" in n}, n.get("chance.loss", math.inf))
+            for short in SHORT.values()}
+
+
 def seed_table(per_seed: Mapping[int, Mapping[str, float]]) -> pd.DataFrame:
-    """One row per seed: test losses, the option each model's losses favour, the heads that copy
-    / suppress, and each claim's verdict for that seed (from the claims' own tests)."""
+    """One row per seed: each model's mechanism label (content / position / neither), test
+    losses, the option each model's losses favour, the heads that copy / suppress, and each
+    claim's verdict for that seed (from the claims' own tests)."""
     rows = []
     for s, n in per_seed.items():
         row: dict[str, object] = {"seed": s}
+        row.update({f"{short} mechanism": label for short, label in labels(n).items()})
         for short in SHORT.values():
             row[f"{short} test"] = n.get(f"{short}.test")
         for short in ("smeared", "2l"):
@@ -171,4 +182,4 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
                                  f"{len(prefs)}."))
     lines.append(scorecard_sentence(card))
     lines.append(misses(card))
-    return Findings(lines, setting=at)
+    return Findings(lines, setting=at, size=size)

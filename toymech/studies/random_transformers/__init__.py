@@ -22,7 +22,7 @@ from .measure import (BASELINE_KINDS, ablation_grid, baseline_grid, circuit_grid
                       concentration_grid, eval_sets, load, needle_example, plan_seeds, run_grid,
                       run_table, summarize, sweep_grid)
 from .recipes import EXPERIMENTS, recipe_table, table_experiment
-from .seeds import findings, measure_seed, measure_seeds, untrained_numbers
+from .seeds import findings, label_table, measure_seed, measure_seeds, untrained_numbers
 from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_table,
                      circuit_table, concentration_gap, concentration_table, describe, lm_table,
                      memorization_note, memorization_summary, memorization_table,
@@ -41,7 +41,7 @@ __all__ = [
     "BASELINE_KINDS", "ablation_grid", "ablation_summary", "ablation_table", "accuracy_table",
     "baseline_grid", "baseline_table", "calibration", "causal", "circuit_grid", "circuit_table",
     "concentration_gap", "concentration_grid", "concentration_table", "dynamics_grid",
-    "dynamics_table", "experiment", "findings", "ladder", "lm_table", "load", "measure_seeds",
+    "dynamics_table", "experiment", "findings", "label_table", "ladder", "lm_table", "load", "measure_seeds",
     "memorization_note", "memorization_summary", "memorization_table", "needle_attention",
     "needle_caption",
     "needle_example", "not_run", "paper_ablations", "plan", "plan_seeds", "recipe_table",

@@ -231,6 +231,27 @@ def _trainable(exp: Experiment) -> int:
     return parameter_counts(model)[0]
 
 
+def solved_label(n: Mapping[str, float], task: str, mode: str, which: str) -> str:
+    """One run's label: "solved" when its test accuracy (``acc.<task>.<mode>.<which>``) is at
+    least ``claims.SOLVED`` and at least half way from the task's trivial predictor to 1 (the
+    claims' own ``_solved``), "not solved" otherwise, "not measured" without the number."""
+    try:
+        return "solved" if _solved(Measured(n), f"acc.{task}.{mode}.{which}", task) \
+            else "not solved"
+    except KeyError:
+        return "not measured"
+
+
+def label_table(per_seed: Mapping[int, Mapping[str, float]], modes=("normal", "random"),
+                which: str = "large") -> pd.DataFrame:
+    """One row per seed, one column per (task, mode): the run's ``solved_label`` at the table's
+    ``which`` width (the mechanism label of this study: solved or not, per task)."""
+    rows = [{"seed": s, **{f"{t} ({m})": solved_label(n, t, m, which)
+                           for t in ALGORITHMIC for m in modes}}
+            for s, n in per_seed.items()]
+    return pd.DataFrame(rows).set_index("seed")
+
+
 def _solved_tasks(per_seed, mode: str, which: str) -> tuple[list[str], int]:
     """The algorithmic tasks ``mode`` solves at the table's ``which`` width in most of the seeds
     that measured it, and how many tasks were measured."""
@@ -277,7 +298,7 @@ def findings(per_seed, card: pd.DataFrame, size: str):
     lines.append(misses(card))
     if size_spec(size).steps < 50_000:
         lines.append(_budget_sentence(size))
-    return Findings(lines, setting=at)
+    return Findings(lines, setting=at, size=size)
 
 
 def _budget_sentence(size: str) -> str:

@@ -1,0 +1,198 @@
+"""Every study's knobs, over the registry (``protocol.STUDIES`` and the template), so a study
+added from the template is covered with no edit here: each knob round-trips, its source value
+builds the study's own experiments (the same zoo keys), out-of-range and unknown values are
+refused in one line naming the knob, and the null world holds at a variant."""
+
+import pickle
+
+import pytest
+
+from toymech.core import Variant, knobs_of
+from toymech.studies import knobs, protocol
+from toymech.studies.claims import scorecard
+
+NAMES = (*protocol.STUDIES, protocol.TEMPLATE)
+# One variant per study for the null world (a knob of the study's data or model).
+NULL_VARIANTS = {"induction": {"block_len": "4-8", "offset": "0-3"},
+                 "birth": {"embeddings": "trained"},
+                 "random_transformers": {"modulus": 31}}
+
+
+def _knobs():
+    return [(name, k) for name in NAMES for k in protocol.study(name).KNOBS.values()]
+
+
+def _bad_values(knob):
+    if knob.kind in ("int", "ints"):
+        return [knob.allowed[1] + 1, knob.allowed[0] - 1, "x", 2.5, True]
+    if knob.kind == "float":
+        return [knob.allowed[1] * 10 + 1, "nan", "inf", "x", True]
+    if knob.kind == "bool":
+        return ["maybe", 2, None]
+    return ["no-such-choice", 3, None]
+
+
+@pytest.mark.parametrize("name, knob", _knobs(), ids=lambda x: getattr(x, "name", x))
+def test_knob_round_trips_and_refuses_bad_values(name, knob):
+    assert knob.parse(knob.source) == knob.source
+    assert knob.parse(knob.text(knob.source)) == knob.source  # as a user types it
+    assert knob.parse(knobs.jsonable_value(knob.source)) == knob.source  # as JSON
+    assert knob.meaning and knob.allowed_text()
+    for bad in _bad_values(knob):
+        with pytest.raises(ValueError, match=rf"^{knob.name}=.* is not allowed: "):
+            knob.parse(bad)
+        with pytest.raises(ValueError, match=rf"{knob.name}="):
+            protocol.study(name).with_knobs("default", {knob.name: bad})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_source_values_build_the_study_itself(name):
+    """A variant of the source's values IS the source's size: the same experiments, the same
+    zoo keys (at ``paper``, where the study runs at its source's setting)."""
+    st = protocol.study(name)
+    every = {k.name: k.source for k in st.KNOBS.values()}
+    same = st.with_knobs("paper", every)
+    assert type(same) is str and same == "paper" and not knobs_of(same)
+    assert [e.key() for e in st.experiments("paper", [0, 1])] == \
+        [e.key() for e in st.experiments(same, [0, 1])]
+    typed = {k.name: k.text(k.source) for k in st.KNOBS.values()}  # as --set would give them
+    assert type(st.with_knobs("paper", typed)) is str
+
+
+@pytest.mark.parametrize("name, knob", _knobs(), ids=lambda x: getattr(x, "name", x))
+def test_each_knob_changes_what_it_says(name, knob):
+    """A value other than the source's changes at least one of the study's experiments at
+    ``paper`` (a knob that changes nothing would read as a variant and be none), and a
+    variant's runs get keys of their own."""
+    st = protocol.study(name)
+    other = _another_value(knob)
+    try:
+        v = st.with_knobs("paper", {knob.name: other})
+    except ValueError:  # a value the study's other settings refuse: try the other end
+        v = st.with_knobs("paper", {knob.name: _another_value(knob, low=True)})
+    assert isinstance(v, Variant) and knob.name in v.knobs, (knob.name, other)
+    assert pickle.loads(pickle.dumps(v)).knobs == v.knobs
+    keys = {e.key() for e in st.experiments("paper", [0])}
+    assert {e.key() for e in st.experiments(v, [0])} != keys or _changes_only_others(st, knob)
+
+
+def _changes_only_others(st, knob):
+    return bool(knob.applies_to) and not any(knob.applies(e) for e in st.experiments("paper", [0]))
+
+
+def _another_value(knob, low=False):
+    if knob.kind == "bool":
+        return not knob.source
+    if knob.kind == "choice":
+        return next(c for c in knob.allowed if c != knob.source)
+    lo, hi = knob.allowed
+    if knob.kind == "float":
+        return lo if low else min(hi, knob.source * 2)
+    src = knob.source if isinstance(knob.source, int) else knob.source[0]
+    up = src * 2 if lo <= src * 2 <= hi and src > 0 else src + 1  # doubling keeps divisibility
+    return max(lo, src - 1) if low or up > hi else up
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unknown_knob_and_bad_variant_refused(name):
+    st = protocol.study(name)
+    with pytest.raises(ValueError, match=r"^knob='no_such_knob' is not allowed: one of "):
+        st.with_knobs("default", {"no_such_knob": 1})
+    with pytest.raises(ValueError, match=r"^variant="):
+        st.with_knobs("default", ["block_len", 6])
+    with pytest.raises(ValueError, match=r"^size="):
+        st.with_knobs("huge", {})
+
+
+def test_a_knob_of_another_study_is_named_as_such():
+    with pytest.raises(ValueError, match=r"a knob of study 'birth', not of 'induction'"):
+        protocol.study("induction").with_knobs("default", {"embeddings": "trained"})
+
+
+def test_width_knobs_keep_the_model_consistent():
+    st = protocol.study("induction")
+    exp = st.experiment("induction-2l", st.with_knobs("default", {"d_model": 64}))
+    assert exp.model.d_model == 64 and exp.model.d_head == 16  # d_model / n_heads, never 4 x 8
+    exp = st.experiment("induction-2l", st.with_knobs("default", {"d_model": 64, "n_heads": 2}))
+    assert exp.model.d_head == 32
+
+
+def test_a_sequence_longer_than_the_context_is_refused():
+    st = protocol.study("induction")
+    with pytest.raises(ValueError, match=r"n_blocks, block_len=.* sequences of at most 1024"):
+        st.with_knobs("default", {"n_blocks": 200, "block_len": 200})
+    with pytest.raises(ValueError, match=r"offset=5 .*must repeat its block"):  # never repeats
+        st.with_knobs("default", {"seq_len": 12, "block_len": "4-8", "offset": 5})
+
+
+@pytest.mark.parametrize("name", sorted(NULL_VARIANTS))
+def test_null_world_at_a_variant(name):
+    """Untrained models at a variant pass no trained claim's test: every such row of the
+    variant's scorecard reads "does not hold" (properties, never a verdict on the source)."""
+    st = protocol.study(name)
+    size = st.with_knobs("default", NULL_VARIANTS[name])
+    assert isinstance(size, Variant)
+    seeds = st.seeds_of(size, 0, 2)
+    card = st.scorecard([st.untrained_numbers(size, s) for s in seeds], size, list(seeds))
+    assert card.attrs["title"].startswith("Properties of a variant")
+    bad = [f"{c.key}: {card.loc[c.statement, 'verdict']}" for c in st.CLAIMS
+           if c.trained and not c.null_exempt
+           and not card.loc[c.statement, "verdict"].startswith(("does not hold", "not measured"))]
+    assert not bad, "\n".join(bad)
+    assert not card["verdict"].str.contains("reproduced").any()
+
+
+def test_variant_scorecard_counts_seeds_as_properties():
+    st = protocol.study("induction")
+    from toymech.studies.induction import claims as cl
+
+    size = st.with_knobs("default", {"offset": "0-3"})
+    good = cl.source_like()
+    card = scorecard(st.CLAIMS, [good, good, good], size, [3, 4, 5])
+    assert card["verdict"].str.startswith("holds, 3 of 3 seeds").any()
+    assert not card["verdict"].str.contains("reproduced").any()
+    assert "offset 0-3" in card.attrs["title"]
+
+
+# --- mechanism labels: pure functions of a run's numbers, checked on hand-built and null cases ---
+def test_induction_labels():
+    from toymech.studies.induction.measure import mechanism_label
+
+    chance = 3.258
+    solved = {"predictable": 0.1, "shifted": 0.2, "shorter": 0.3, "longer": 0.3}
+    assert mechanism_label(solved, chance) == "content"
+    assert mechanism_label({**solved, "shorter": 4.0}, chance) == "position"
+    assert mechanism_label({**solved, "shifted": 2.9}, chance) == "position"
+    assert mechanism_label({k: 3.3 for k in solved}, chance) == "neither"  # at chance
+    assert mechanism_label({}, chance) == "neither"
+
+
+def test_induction_labels_untrained_are_never_content():
+    from toymech.studies.induction.seeds import labels
+
+    st = protocol.study("induction")
+    for size in ("smoke", st.with_knobs("smoke", NULL_VARIANTS["induction"])):
+        assert set(labels(st.untrained_numbers(size, 0)).values()) == {"neither"}
+
+
+def test_birth_labels():
+    from toymech.studies.birth.claims import at_chance, source_like
+    from toymech.studies.birth.seeds import mechanism_label
+
+    good = source_like()
+    label = mechanism_label(good)
+    assert label.startswith("in-context head; memories ") and "W" in label
+    assert mechanism_label(at_chance(good)).startswith("no in-context head")
+    assert mechanism_label({}) == "not measured"
+
+
+def test_random_transformer_labels():
+    from toymech.studies.random_transformers.claims import at_chance, source_like
+    from toymech.studies.random_transformers.seeds import label_table, solved_label
+
+    good = source_like()
+    assert solved_label(good, "modular_addition", "random", "large") == "solved"
+    assert solved_label(at_chance(good), "modular_addition", "random", "large") == "not solved"
+    assert solved_label({}, "needle", "normal", "large") == "not measured"
+    table = label_table({3: good, 4: at_chance(good)})
+    assert (table.loc[4] != "solved").all() and (table.loc[3] == "solved").any()
