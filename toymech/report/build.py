@@ -314,7 +314,7 @@ def _run_one(req: _Request, machine: _Machine, index: int, path: Path) -> Report
         machine.costs.record(path.stem, machine.cost_key, cell_durations(nb), wall_s, machine.here,
                              machine.at_once, machine.cores)
     facts = facts_of(nb) if ran else {}
-    given = {**req.defaults[path], **{k: repr(v) for k, v in req.parameters[path].items()}}
+    given = {**req.defaults[path], **{k: _shown(k, v) for k, v in req.parameters[path].items()}}
     entry = _entry(req, machine, path, nb, ran, facts, given, wall_s, failure, date)
     report = req.out / entry.html
     report.write_text(_render_html(nb, _page_facts(entry, nb, facts, given, wall_s, failure), req.code),
@@ -374,6 +374,14 @@ def _execute(req: _Request, index: int, path: Path, executed: Path, live_dir: Pa
     except Exception as exc:  # noqa: BLE001
         failure = _failure_from_exception(exc)
     return time.perf_counter() - start, failure
+
+
+def _shown(name: str, value) -> str:
+    """A parameter as the page's header shows it: a variant's knobs as ``block_len=4-8, ...``,
+    anything else as Python writes it."""
+    if name == "variant" and isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
+    return repr(value)
 
 
 def _entry(req: _Request, machine: _Machine, path: Path, nb, ran: bool, facts: dict, given: dict,
