@@ -208,8 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="toymech", description="Train toy transformers, look inside them, render reports.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for add in (_add_train, _add_sweep, _add_list, _add_zoo, _add_report, _add_lab, _add_results,
-                _add_ladder):  # one subcommand each, in the order --help lists them
+    for add in (_add_train, _add_sweep, _add_map, _add_list, _add_zoo, _add_report, _add_lab,
+                _add_results, _add_ladder):  # one subcommand each, in the order --help lists them
         add(sub)
     return parser
 
@@ -268,6 +268,27 @@ def _add_sweep(sub) -> None:
     _add_lock_timeout(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cli_zoo.cmd_sweep)
+
+
+def _add_map(sub) -> None:
+    """``toymech map``: a study's knobs x seeds -> one tidy table of labelled runs."""
+    p = sub.add_parser("map", help="train a grid of a study's knobs x seeds, label every run and "
+                       "write one tidy table", description="Read a map (YAML or JSON: study, "
+                       "experiment, size, seeds, knobs, name), train what the zoo lacks (resumable), "
+                       "measure every run with its study's map measurement and mechanism label, and "
+                       "write <out>/<name>.csv with one row per run. Exit code 1 if a run failed.")
+    p.add_argument("grid", help="map file (.yaml, .yml or .json)")
+    p.add_argument("--size", choices=SIZES, help="override the map's size")
+    p.add_argument("--seeds", dest="n_seeds", type=_int_option(1, 100), metavar="N",
+                   help="override the map's seeds: N judged seeds of the study")
+    p.add_argument("--backend", choices=("auto", "ray", "local"), default="auto",
+                   help="as for sweeps (default: auto)")
+    p.add_argument("--address", help="join this Ray cluster instead of starting a local Ray")
+    p.add_argument("--out", help="table folder (default: <zoo>/maps)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    p.add_argument("--cache", help=CACHE_HELP)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cli_zoo.cmd_map)
 
 
 def _add_list(sub) -> None:

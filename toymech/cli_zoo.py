@@ -151,6 +151,28 @@ def cmd_train(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_map(args: argparse.Namespace) -> int:
+    from toymech import maps
+    from toymech.devices import apply_threads
+
+    check_cache(args.cache)
+    spec = maps.load_map(args.grid)
+    if args.size is not None:
+        spec["size"] = args.size
+    if args.n_seeds is not None:
+        spec["seeds"] = args.n_seeds
+    spec.setdefault("name", Path(args.grid).stem)
+    maps.check_map(spec)  # every key, knob and value before any work
+    apply_threads(None, log=None)
+    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    table = maps.run_map(spec, cache_dir=args.cache, out=args.out, backend=args.backend,
+                         address=args.address, device=args.device,
+                         progress=not args.no_progress, log=log)
+    print(maps.finding(table, "content" if "content" in set(table["label"]) else
+                       table["label"].mode().iloc[0]))
+    return EXIT_FAILED if (table.get("status") != "ok").any() else EXIT_OK
+
+
 # --------------------------------------------------------------------------------------------
 # sweep
 # --------------------------------------------------------------------------------------------

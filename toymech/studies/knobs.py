@@ -192,7 +192,8 @@ def parse_variant(knobs: Mapping[str, Knob], variant: Any, study: str = "",
           "a mapping of knob names to values, e.g. {'block_len': '4-8'}")
     for name in variant:
         if name not in knobs:
-            owner = [s for s, names in (others or {}).items() if name in names and s != study]
+            others = every_study_knobs() if others is None else others
+            owner = [s for s, names in others.items() if name in names and s != study]
             where = f" (a knob of study {owner[0]!r}, not of {study!r})" if owner else ""
             listed = f" ('toymech list knobs {study}')" if study else ""
             check(False, "knob", name, f"one of {', '.join(knobs) or '(none)'}{where}{listed}")

@@ -1,0 +1,222 @@
+"""Maps: where a study's mechanism holds across a grid of its knobs and seeds, as one tidy table.
+
+A map spec (a dict, or a JSON/YAML file holding one)::
+
+    {"study": "induction",                       # a registered study with a ``map_row``
+     "experiment": ["induction-2l"],             # its named experiments (a name or a list)
+     "size": "default", "seeds": 3,              # a count (seeds no calibration used) or a list
+     "knobs": {"block_len": [6, "5-7", "4-8"],   # the study's knobs, each a list of values
+               "offset": [0, "0-3"]},
+     "name": "s1-content"}                       # the table's name (default: the file's stem)
+
+is a sweep grid over the study's knobs (``toymech.grid``: the knobs axis, so the runs train
+through the one sweep machinery, resumable, in-process or on Ray) followed by the study's own
+measurement of each run (``study.map_row(entry, size, seed)``: named numbers, properties and the
+mechanism label of the run, a pure function of its measurements). ``run_map`` writes ONE tidy
+table, one row per run: the experiment, every knob (the source's value where the cell leaves it),
+the seed, the size, the zoo key, the commit, each number, each property (yes / no) and the
+label, as ``<out>/<name>.csv`` (and ``.parquet`` where pyarrow is installed). A later run of the
+same map extends the table: rows whose zoo key is already there are read back, not measured
+again. ``cells`` summarises the table per cell: runs, the share of seeds whose label is each
+label, the median of each number. The figure is drawn from the table, never the other way round.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from .core import check, check_int, check_seed, check_size, source_commit
+from .grid import run_sweep
+from .studies import knobs as study_knobs, protocol
+from .training.specfiles import read_mapping
+from .zoo import Zoo
+
+MAP_KEYS = ("study", "experiment", "size", "seeds", "seed", "knobs", "name")
+MAX_MAP_SEEDS = 100
+
+
+def load_map(path: str | Path) -> dict[str, Any]:
+    """A map spec read from a ``.json``, ``.yaml`` or ``.yml`` file (strictly)."""
+    return read_mapping(path, "map")
+
+
+def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
+    """The spec with its defaults, every key checked (ValueError naming it) before any work:
+    ``study`` (with a ``map_row``), ``experiment`` (its names), ``size``, ``seeds`` (a count of
+    the study's judged seeds from ``seed``, or a list), ``knobs`` (the study's, checked by its
+    ``with_knobs`` at every cell), ``name``."""
+    check(isinstance(spec, dict), name, type(spec).__name__, "a mapping (JSON object)")
+    unknown = sorted(set(spec) - set(MAP_KEYS))
+    check(not unknown, "map key", unknown[0] if unknown else None, f"one of {', '.join(MAP_KEYS)}")
+    study_name = spec.get("study")
+    check(isinstance(study_name, str) and study_name in protocol.STUDIES, "study", study_name,
+          f"one of {', '.join(protocol.STUDIES)}")
+    study = protocol.study(study_name)
+    check(callable(getattr(study, "map_row", None)), "study", study_name,
+          "a study with a map measurement (map_row): "
+          + ", ".join(s for s in protocol.STUDIES if hasattr(protocol.study(s), "map_row")))
+    names = spec.get("experiment") or [next(iter(study.EXPERIMENTS))]
+    names = [names] if isinstance(names, str) else list(names)
+    for n in names:
+        check(n in study.EXPERIMENTS, "experiment", n,
+              f"one of the study's: {', '.join(study.EXPERIMENTS)}")
+    size = check_size(spec.get("size", "default"))
+    seed = check_seed(spec.get("seed", 0))
+    seeds = spec.get("seeds", None)
+    if seeds is None or (not isinstance(seeds, (list, tuple))):
+        count = check_int("seeds", seeds if seeds is not None else 3, 1, MAX_MAP_SEEDS)
+        seeds = list(study.seeds_of(size, seed, count))
+    else:
+        check(len(seeds) >= 1, "seeds", seeds, "a count or a non-empty list of seeds")
+        seeds = [check_seed(s, "seeds") for s in seeds]
+        check(len(set(seeds)) == len(seeds), "seeds", seeds, "each seed once")
+    given = spec.get("knobs") or {}
+    check(isinstance(given, dict) and len(given) >= 1, "knobs", given,
+          "a mapping of the study's knobs to lists of values, e.g. {'block_len': [6, '4-8']}")
+    for key, values in given.items():
+        study_knobs.parse_variant(study.KNOBS, {key: None} if key not in study.KNOBS else {},
+                                  study_name)
+        check(isinstance(values, list) and len(values) >= 1, f"knobs[{key!r}]", values,
+              "a non-empty list of values")
+        for v in values:
+            study.KNOBS[key].parse(v)
+    label = spec.get("name", "map")
+    check(isinstance(label, str) and label.replace("-", "").replace("_", "").isalnum(), "name",
+          label, "letters, digits, - and _")
+    return {"study": study_name, "experiment": names, "size": size, "seeds": seeds,
+            "knobs": given, "name": label}
+
+
+def _grid(spec: dict[str, Any]) -> dict[str, Any]:
+    """The sweep grid that trains the map's runs (the grid's knobs axis)."""
+    return {"experiment": spec["experiment"], "size": spec["size"], "seed": spec["seeds"],
+            "knobs": spec["knobs"], "name": f"map-{spec['name']}"}
+
+
+def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
+            out: str | Path | None = None, backend: str = "auto", address: str | None = None,
+            device: str = "auto", progress: bool = True,
+            log: Callable[[str], None] | None = print) -> pd.DataFrame:
+    """Train what the zoo lacks of ``spec``'s runs, measure every run with its study's
+    ``map_row`` and write the tidy table (see the module docstring): returns it. ``out``: the
+    table's folder (default: ``<zoo>/maps``). Killed and rerun, only the missing runs train and
+    only the new rows are measured."""
+    stem = Path(spec).stem if isinstance(spec, (str, Path)) else "map"
+    raw = load_map(spec) if isinstance(spec, (str, Path)) else dict(spec)
+    raw.setdefault("name", stem)
+    spec = check_map(raw)
+    study = protocol.study(spec["study"])
+    zoo = Zoo(cache_dir)
+    folder = Path(out) if out is not None else zoo.root / "maps"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{spec['name']}.csv"
+    result = run_sweep(_grid(spec), cache_dir=zoo.root, backend=backend, address=address,
+                       out=folder / f"{spec['name']}.runs.csv", device=device,
+                       progress=progress, log=log)
+    done = _read(path)
+    known = set(done["zoo_key"]) if "zoo_key" in done else set()
+    commit = source_commit()
+    rows = []
+    for i, trial in enumerate(result.trials):
+        key = trial.exp.key(trial.tag)
+        if key in known:
+            continue
+        knobs = {k.removeprefix("knob."): v for k, v in trial.overrides.items()
+                 if k.startswith("knob.")}
+        row: dict[str, Any] = {"experiment": trial.experiment,
+                               **{f"knob.{k}": _cell_text(study, k, v) for k, v in knobs.items()},
+                               "seed": trial.seed, "size": str(trial.size), "zoo_key": key,
+                               "commit": commit}
+        status = result.table.loc[result.table.index[i], "status"]
+        if status != "ok":
+            row.update({"status": status, "label": "not measured"})
+        else:
+            size = study.with_knobs(trial.size, knobs)
+            row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), size, trial.seed)})
+        rows.append(row)
+    table = pd.concat([done, pd.DataFrame(rows)], ignore_index=True) if rows else done
+    _write(table, path)
+    if log:
+        log(f"map {spec['name']}: {len(rows)} run(s) measured now, {len(table) - len(rows)} read "
+            f"back; table: {path}")
+    return table
+
+
+def _cell_text(study, knob: str, value: Any) -> str:
+    """A knob's value in the table, as a reader writes it (``4-8``)."""
+    k = study.KNOBS[knob]
+    return k.text(k.parse(value))
+
+
+def _read(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        return pd.DataFrame()
+    try:
+        return pd.read_csv(path, dtype={"zoo_key": str, "commit": str})
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise ValueError(f"map table={str(path)!r} is not allowed: a table written by toymech map "
+                         f"(reading it gives {type(exc).__name__}); move it aside to start "
+                         "again") from None
+
+
+def _write(table: pd.DataFrame, path: Path) -> None:
+    """The table as CSV (atomically: a killed write leaves the last good table) and Parquet
+    where pyarrow is installed."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    table.to_csv(tmp, index=False)
+    tmp.replace(path)
+    try:
+        import pyarrow  # noqa: F401  (optional: Parquet beside the CSV)
+    except ImportError:
+        return
+    table.to_parquet(path.with_suffix(".parquet"), index=False)
+
+
+def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One row per cell (the experiment and every knob): runs, how many seeds carry each label
+    (``share <label>``: a fraction), and the median of each of ``numbers``."""
+    check(isinstance(table, pd.DataFrame) and "label" in table, "table", type(table).__name__,
+          "a map table (toymech map)")
+    keys = ["experiment", *[c for c in table.columns if c.startswith("knob.")]]
+    out = []
+    for cell, runs in table.groupby(keys, sort=False, dropna=False):
+        row = dict(zip(keys, cell if isinstance(cell, tuple) else (cell,)))
+        row["runs"] = len(runs)
+        for label, n in runs["label"].value_counts().items():
+            row[f"share {label}"] = n / len(runs)
+        for name in numbers:
+            if name in runs:
+                vals = pd.to_numeric(runs[name], errors="coerce").dropna()
+                row[f"median {name}"] = float(vals.median()) if len(vals) else math.nan
+        out.append(row)
+    return pd.DataFrame(out).fillna({c: 0.0 for c in pd.DataFrame(out).columns
+                                     if c.startswith("share ")})
+
+
+def finding(table: pd.DataFrame, label: str) -> str:
+    """The map's finding in words, computed from the table: in which cells the label holds on
+    every seed, on some, on none."""
+    c = cells(table)
+    share = c.get(f"share {label}", pd.Series(0.0, index=c.index))
+    knob_cols = [k for k in c.columns if k.startswith("knob.")]
+
+    def name(row) -> str:
+        return ", ".join(f"{k.removeprefix('knob.')} {row[k]}" for k in knob_cols) + \
+            (f" ({row['experiment']})" if c["experiment"].nunique() > 1 else "")
+
+    every = [name(r) for (_, r), s in zip(c.iterrows(), share) if s == 1.0]
+    some = [name(r) for (_, r), s in zip(c.iterrows(), share) if 0 < s < 1]
+    runs = int(c["runs"].min()) if len(c) else 0
+    parts = [f"Label '{label}' on every seed in {len(every)} of {len(c)} cells"
+             + (f" ({'; '.join(every)})" if every else "")]
+    if some:
+        parts.append(f"on some seeds in {len(some)} ({'; '.join(some)})")
+    parts.append(f"on none in {len(c) - len(every) - len(some)}")
+    return ", ".join(parts) + f"; at least {runs} seed(s) per cell."
+
+
+__all__ = ["cells", "check_map", "finding", "load_map", "run_map"]
