@@ -97,3 +97,10 @@ def test_bad_maps_refused_before_any_work(tmp_path, change, fragment):
     with pytest.raises(ValueError, match=fragment.replace("[", r"\[").replace("(", r"\(")):
         maps.run_map({**SPEC, **change}, cache_dir=tmp_path / "zoo", log=None)
     assert not (tmp_path / "zoo").exists()
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "grids" / "maps")
+                                        .glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_maps_are_valid(path):
+    spec = maps.check_map({**maps.load_map(path), "name": path.stem})
+    assert len(spec["seeds"]) >= 3 and not set(spec["seeds"]) & {0, 1, 2}  # no calibration seed
