@@ -196,3 +196,14 @@ def test_random_transformer_labels():
     assert solved_label({}, "needle", "normal", "large") == "not measured"
     table = label_table({3: good, 4: at_chance(good)})
     assert (table.loc[4] != "solved").all() and (table.loc[3] == "solved").any()
+
+
+def test_explore_a_variant(tmp_path):
+    import toymech.explore
+
+    x = toymech.explore("induction-2l", size="smoke", cache_dir=tmp_path / "zoo",
+                        variant={"block_len": "4-8"})
+    assert x.source.task.block_lens == (4, 5, 6, 7, 8)
+    assert x.set_sequence("QWERTYQWERTYQWERTYQWERTY")["loss"]
+    with pytest.raises(ValueError, match=r"^variant="):
+        toymech.explore(x.source.model, x.source.task, variant={"block_len": "4-8"})

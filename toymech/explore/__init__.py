@@ -27,13 +27,14 @@ from .source import Source, resolve
 
 
 def explore(model: HookedTransformer | ZooEntry | str, task: Task | None = None, *,
-            size: str = "default", seed: int = 0, cache_dir: str | Path | None = None
-            ) -> Explorer:
+            size: str = "default", seed: int = 0, cache_dir: str | Path | None = None,
+            variant: dict | None = None) -> Explorer:
     """An ``Explorer`` of ``model`` on ``task`` (None: the task the entry or experiment was
     trained on). ``size`` and ``seed`` name the experiment's run (and where a study is known,
     the evaluation sets drawn); ``cache_dir`` is the zoo (None: ``$TOYMECH_CACHE`` or
-    ``~/.cache/toymech``)."""
-    return Explorer(resolve(model, task, size, seed, cache_dir))
+    ``~/.cache/toymech``); ``variant``: the experiment's study's knobs on top of ``size``
+    (``{"block_len": "4-8"}``), for an experiment name."""
+    return Explorer(resolve(model, task, size, seed, cache_dir, variant))
 
 
 class _CallableModule(types.ModuleType):

@@ -49,20 +49,29 @@ class Source:
 
 
 def study_of(name: str) -> ModuleType | None:
-    """The registered study whose ``EXPERIMENTS`` holds ``name`` (None: a task's own)."""
+    """The registered study whose ``EXPERIMENTS`` holds ``name`` (None: a task's own); a
+    variant's run (``induction-2l [block_len=4-8]``) belongs to its experiment's study."""
+    name = name.split(" [", 1)[0]
     return next((s for s in studies.all_studies() if name in s.EXPERIMENTS), None)
 
 
-def resolve(model: Any, task: Any, size: str, seed: int, cache_dir: Any) -> Source:
-    """``explore``'s arguments -> a ``Source`` (checked: a ValueError names the bad one)."""
+def resolve(model: Any, task: Any, size: str, seed: int, cache_dir: Any,
+            variant: Any = None) -> Source:
+    """``explore``'s arguments -> a ``Source`` (checked: a ValueError names the bad one).
+    ``variant``: the experiment's study's knobs on top of ``size`` (an experiment name only)."""
     size, seed = check_size(size), check_seed(seed)
+    check(variant is None or isinstance(model, str), "variant", variant,
+          "None unless the model is an experiment name (an entry or a model is what it is)")
     check(task is None or isinstance(task, Task), "task", task,
           "None (the model's own) or a toymech Task (toymech.tasks.get)")
     if isinstance(model, str):
         check(model in experiments.names(), "model", model,
               f"a HookedTransformer, a ZooEntry or an experiment name "
               f"({', '.join(experiments.names())})")
-        exp = experiments.get(model, size=size, seed=seed)
+        exp = experiments.get(model, size=size, seed=seed, variant=variant)
+        if variant:  # the study's evaluation sets are the variant's
+            size = studies.protocol.study(experiments.registry()[model].study).with_knobs(
+                size, variant)
         entry = Zoo(cache_dir).get_or_train(exp, device="cpu", progress=True)
         return _from_entry(entry, task, size, seed)
     if isinstance(model, ZooEntry):

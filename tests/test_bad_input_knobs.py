@@ -1,0 +1,77 @@
+"""The bad-input catalogue, part knobs: every way a variant can be asked for wrongly (``--set``
+on ``toymech train``/``report``, a sweep grid's ``knobs``, a map) is refused before any work, in
+ONE line naming the knob, the value and what is allowed, with nothing written. All of these were
+new with the knobs (no earlier toymech had ``--set``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from catalogue import no_hang, refused, run_cli, tree
+
+ROOT = Path(__file__).resolve().parents[1]
+NB = "notebooks/01_induction_repeated_blocks.ipynb"
+# (argv, fragments of the one stderr line)
+CASES = {
+    "unknown knob": (["train", "induction-2l", "--set", "blocklen=5"],
+                     ["knob='blocklen'", "one of n_letters", "toymech list knobs induction"]),
+    "wrong type": (["train", "induction-2l", "--set", "d_model=wide"],
+                   ["d_model='wide'", "an integer in 4..1024"]),
+    "float for an int": (["train", "induction-2l", "--set", "d_model=32.5"], ["d_model='32.5'"]),
+    "out of range": (["train", "induction-2l", "--set", "n_letters=53"],
+                     ["n_letters='53'", "an integer in 2..52"]),
+    "negative offset": (["train", "induction-2l", "--set", "offset=-1"], ["offset='-1'"]),
+    "empty range": (["train", "induction-2l", "--set", "block_len=8-4"],
+                    ["block_len='8-4'", "a range such as"]),
+    "repeated value in a list": (["train", "induction-2l", "--set", "block_len=4,4"],
+                                 ["block_len='4,4'", "each value once"]),
+    "non-ASCII digits": (["train", "induction-2l", "--set", "d_model=\u0666\u0664"],
+                         ["d_model="]),
+    "bad bool": (["train", "induction-2l", "--set", "mlp=maybe"], ["mlp='maybe'", "true or false"]),
+    "bad choice": (["train", "induction-2l", "--set", "positions=none"],
+                   ["positions='none'", "one of post_sinusoidal_qk"]),
+    "nan lr": (["train", "induction-2l", "--set", "lr=nan"], ["lr='nan'"]),
+    "a knob of another study": (["train", "induction-2l", "--set", "embeddings=trained"],
+                                ["knob='embeddings'", "a knob of study 'birth', not of 'induction'"]),
+    "an impossible combination": (["train", "induction-2l", "--set", "d_model=30"],
+                                  ["d_model=30", "n_heads=4", "divisor of d_model=30"]),
+    "sequence longer than the context": (["train", "induction-2l", "--set", "n_blocks=200",
+                                          "--set", "block_len=200"],
+                                         ["sequences of at most 1024"]),
+    "blocks that never repeat": (["train", "induction-2l", "--set", "seq_len=12", "--set",
+                                  "block_len=4-8", "--set", "offset=5"],
+                                 ["must repeat its block"]),
+    "a knob given twice": (["train", "induction-2l", "--set", "d_model=64", "--set",
+                            "d_model=128"], ["--set d_model is given twice"]),
+    "no value": (["train", "induction-2l", "--set", "d_model="], ["is not KNOB=VALUE"]),
+    "no name": (["train", "induction-2l", "--set", "=4"], ["is not KNOB=VALUE"]),
+    "an experiment of no study": (["train", "modular_addition", "--set", "d_model=64"],
+                                  ["belongs to no study"]),
+    "--set with --config": (["train", "--config", "x.json", "--set", "d_model=64"],
+                            ["--set is not allowed with --config"]),
+    "report: unknown knob": (["report", "--size", "smoke", "--set", "blocklen=5", NB],
+                             ["knob='blocklen'"]),
+    "report: knob of another study": (["report", "--size", "smoke", "--set", "modulus=31", NB],
+                                      ["a knob of study 'random_transformers'"]),
+    "report: --param variant": (["report", "--size", "smoke", "--param", "variant={}", NB],
+                                ["'variant' has its own option", "--set"]),
+    "list knobs of no study": (["list", "knobs", "nope"], ["study='nope'", "one of induction"]),
+    "list tasks with a study": (["list", "tasks", "induction"], ["study='induction'"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_bad_knobs_refused(case, tmp_path, monkeypatch):
+    argv, fragments = CASES[case]
+    monkeypatch.chdir(ROOT)  # the notebook paths are the checkout's
+    zoo = tmp_path / "zoo"
+    out = tmp_path / "reports"
+    extra = ["--cache", str(zoo)] if argv[0] in ("train", "report", "list") else []
+    extra += ["--out", str(out)] if argv[0] == "report" else []
+    before = tree(tmp_path)
+    with no_hang():
+        code, stdout, err = run_cli([*argv, *extra])
+    refused(code, stdout, err, fragments)
+    assert tree(tmp_path) == before, "something was written"
