@@ -207,6 +207,10 @@ CACHE_HELP = "model zoo folder (default: $TOYMECH_CACHE or ~/.cache/toymech)"
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="toymech", description="Train toy transformers, look inside them, render reports.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--import", dest="imports", action="append", default=[],
+                        metavar="MODULE", help="import a module of yours that registers tasks or "
+                        "studies first (repeatable; also $TOYMECH_IMPORT and the toymech.tasks / "
+                        "toymech.studies entry points)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in (_add_train, _add_sweep, _add_map, _add_list, _add_zoo, _add_report, _add_lab,
                 _add_results, _add_ladder):  # one subcommand each, in the order --help lists them
@@ -449,6 +453,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         if getattr(args, "jupyter_args", None) and args.jupyter_args[0] == "--":
             args.jupyter_args = args.jupyter_args[1:]
+        from toymech import plugins
+
+        plugins.load(args.imports)  # your tasks and studies, before any name is looked up
+        if args.imports:  # the report's kernels import them too
+            os.environ[plugins.ENV] = ",".join(
+                dict.fromkeys([*plugins._modules_from_env(), *args.imports]))
         return args.func(args)
     except UsageError as exc:
         print(f"toymech: error: {exc}", file=sys.stderr)

@@ -71,6 +71,8 @@ STUDIES: dict[str, str] = {
     "random_transformers": "notebooks/03_random_transformers.ipynb",
 }
 TEMPLATE = "_template"
+# Studies registered from outside the package (``register_study``): name -> module path.
+_MODULES: dict[str, str] = {}
 
 MAX_SEEDS = 1000
 
@@ -148,7 +150,22 @@ def seeds_for(sizes: Mapping[str, StudySize],
 def study(name: str) -> ModuleType:
     """The study package ``name`` (one of ``STUDIES``, or the template)."""
     check(name in STUDIES or name == TEMPLATE, "study", name, f"one of {', '.join(STUDIES)}")
-    return importlib.import_module(f"toymech.studies.{name}")
+    return importlib.import_module(_MODULES.get(name, f"toymech.studies.{name}"))
+
+
+def register_study(name: str, module: str, notebook: str) -> None:
+    """Register a study that lives outside the package (a module of yours with the protocol's
+    surface, e.g. a copy of the template): the CLI, ``toymech list``, knobs, reports and maps
+    then take ``name``. Its module must conform (``surface_problems``: ValueError otherwise)."""
+    check(isinstance(name, str) and name.isidentifier() and name != TEMPLATE, "study", name,
+          "an identifier not starting a package study's name")
+    check(name not in STUDIES or _MODULES.get(name) == module, "study", name,
+          f"a name not yet registered ({', '.join(STUDIES)} are)")
+    mod = importlib.import_module(module)
+    problems = surface_problems(mod)
+    check(not problems, "study", name, f"a module with the study protocol ({problems[0] if problems else ''})")
+    _MODULES[name] = module
+    STUDIES[name] = str(notebook)
 
 
 def all_studies() -> list[ModuleType]:

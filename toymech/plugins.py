@@ -1,0 +1,57 @@
+"""Your own tasks and studies, outside the package: modules that register them when imported.
+
+A module of yours registers a task with ``@toymech.tasks.register("name")`` (see CONTRIBUTING,
+"Add a task") and a study with ``toymech.studies.protocol.register_study(name, module,
+notebook)``. toymech imports such modules, once each, from:
+
+* ``--import MODULE`` on the command line (``toymech --import mylab.tasks train mytask``);
+* ``$TOYMECH_IMPORT`` (comma-separated module names; the CLI exports what ``--import`` named, so
+  the kernels of ``toymech report`` import them too);
+* the entry-point groups ``toymech.tasks`` and ``toymech.studies`` of installed packages
+  (``[project.entry-points."toymech.tasks"] mytask = "mylab.tasks"``).
+
+Then the CLI, the notebooks, the knobs, sweeps and maps take their names like the package's own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from importlib import metadata
+
+GROUPS = ("toymech.tasks", "toymech.studies")
+ENV = "TOYMECH_IMPORT"
+_LOADED: set[str] = set()
+
+
+def _modules_from_env() -> list[str]:
+    return [m.strip() for m in os.environ.get(ENV, "").split(",") if m.strip()]
+
+
+def load(modules: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Import ``modules``, those of ``$TOYMECH_IMPORT`` and every entry point of ``GROUPS``
+    (each once per process); returns the modules imported now. A module that cannot be
+    imported is a ValueError naming it and why."""
+    done = []
+    for name in [*modules, *_modules_from_env()]:
+        if not isinstance(name, str) or not name or not all(
+                p.isidentifier() for p in name.split(".")):
+            raise ValueError(f"--import={name!r} is not allowed: a module name such as mylab.tasks")
+        if name in _LOADED:
+            continue
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise ValueError(f"--import={name!r} is not allowed: a module Python can import "
+                             f"({type(exc).__name__}: {exc})") from None
+        _LOADED.add(name)
+        done.append(name)
+    for group in GROUPS:
+        for ep in metadata.entry_points(group=group):
+            key = f"{group}:{ep.name}={ep.value}"
+            if key in _LOADED:
+                continue
+            _LOADED.add(key)
+            ep.load()
+            done.append(ep.value)
+    return done
