@@ -81,7 +81,13 @@ def scorecard_sentence(card: pd.DataFrame) -> str:
     return f"Of {len(card)} claims: {', '.join(parts)} ({card.attrs.get('title', '')})."
 
 
+_PLURAL = {"holds": "hold on every seed", "holds on": "hold on some seeds",
+           "does not hold": "hold on no seed"}  # a variant's properties, counted
+
+
 def _said(word: str) -> str:
+    if word in _PLURAL:
+        return _PLURAL[word]
     return word.replace(" (scaled)", " at a scaled setting (fewer steps or a smaller model than "
                         "the source's)")
 

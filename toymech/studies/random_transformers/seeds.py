@@ -246,7 +246,7 @@ def label_table(per_seed: Mapping[int, Mapping[str, float]], modes=("normal", "r
                 which: str = "large") -> pd.DataFrame:
     """One row per seed, one column per (task, mode): the run's ``solved_label`` at the table's
     ``which`` width (the mechanism label of this study: solved or not, per task)."""
-    rows = [{"seed": s, **{f"{t} ({m})": solved_label(n, t, m, which)
+    rows = [{"seed": s, **{f"{t.replace('_', ' ')} ({m})": solved_label(n, t, m, which)
                            for t in ALGORITHMIC for m in modes}}
             for s, n in per_seed.items()]
     return pd.DataFrame(rows).set_index("seed")
