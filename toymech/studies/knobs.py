@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, Mapping
 from ..core import Variant, check, check_size, is_int, knobs_of
 from ..training import Experiment
 from ..training.experiment import SECTIONS, apply_overrides
+from .protocol import STUDIES, study
 
 KINDS = ("int", "ints", "float", "choice", "bool")
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -288,6 +289,4 @@ def variant_values(knobs: Mapping[str, Knob], size: str) -> dict[str, Any]:
 
 def every_study_knobs() -> dict[str, list[str]]:
     """Every registered study's knob names (to say which study an unknown knob belongs to)."""
-    from .protocol import STUDIES, study  # the registry imports the studies: import it late
-
     return {name: list(getattr(study(name), "KNOBS", {})) for name in STUDIES}
