@@ -22,6 +22,10 @@ scorecard the notebook displayed), then the notebook without its code, logs, war
 values, and at the end "Where the time went" (seconds per section, models trained and loaded).
 ``code=True`` (``toymech report --code``) keeps the code. The tags are listed in ``reader``.
 
+A rerun into a folder writes each notebook's executed copy and page under ``.unfinished/`` and
+swaps them in (with the index row) once that notebook has finished (``staging``): a run killed
+midway leaves the last finished one served, and the next run says so.
+
 A failed notebook still gets a report, with the failing cell and its error at the top; its entry
 has ``status == "failed"`` and the caller decides the exit code.
 """
