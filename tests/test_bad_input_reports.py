@@ -244,3 +244,38 @@ def test_a_killed_rerun_leaves_the_last_finished_run_served(case, tmp_path):
     assert "wait started" in e and "did not finish" in e and "still the one served" in e, e
     assert (out / "executed" / "wait.ipynb").read_bytes() != served["executed/wait.ipynb"]
     assert not (out / ".unfinished").exists()
+
+
+@pytest.mark.parametrize("case", ["Ctrl-C during a report (a 20-line kernel traceback before)"],
+                         ids=lambda c: f"concurrency and kills: {c}")
+def test_ctrl_c_during_a_report_ends_on_one_line(case, tmp_path):
+    """SIGINT to the command's process group, as a terminal's Ctrl-C sends it: exit 130, the
+    line "toymech: interrupted", no traceback (the kernel's included); the next run says the
+    interrupted notebook did not finish."""
+    started, release, out = tmp_path / "started", tmp_path / "release", tmp_path / "reports"
+    started.mkdir()
+    nb = tmp_path / "wait.ipynb"
+    _waiting_notebook(nb, started, release)
+    command = [sys.executable, "-m", "toymech", "report", str(nb), *SMOKE, "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "TOYMECH_THREADS": "1"}
+    env.pop("TOYMECH_DEBUG", None)
+    run = _run_report(command, env, start_new_session=True)
+    try:
+        _until(lambda: any(started.iterdir()) or run.poll() is not None, "the kernel")
+        assert run.poll() is None, run.communicate()
+        kernel = int(next(started.iterdir()).name)
+        os.killpg(run.pid, signal.SIGINT)
+        o, e = run.communicate(timeout=WAIT_S)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    assert run.returncode == 130, (o, e)
+    assert "Traceback" not in e and "ERROR" not in e, e
+    assert e.strip().splitlines()[-1] == "toymech: interrupted", e
+    _until(lambda: not Path(f"/proc/{kernel}").exists(), "the kernel to end")
+    release.touch()
+    again = _run_report(command, env)
+    o, e = again.communicate(timeout=WAIT_S)
+    assert again.returncode == 0 and "did not finish" in e and "no finished run" in e, (o, e)

@@ -66,10 +66,30 @@ class _ProgressEngine(NBClientEngine):
 papermill_engines.register(ENGINE, _ProgressEngine)
 
 
+# Set once the user interrupts a report (Ctrl-C): the kernels' stderr is no longer passed on,
+# so the interrupted run ends on one line, not on the traceback of a kernel shut down mid-reply.
+KERNELS_QUIET = threading.Event()
+
+
+def _pass_on(stream) -> None:
+    """Copy a kernel's stderr to this process's (file descriptor 2, where it went before) until
+    it closes; dropped once ``KERNELS_QUIET`` is set."""
+    with stream:
+        for line in iter(stream.readline, b""):
+            if not KERNELS_QUIET.is_set():
+                try:
+                    os.write(2, line)
+                except OSError:
+                    pass
+
+
 def kernel_manager(env: dict[str, str]):
     """A kernel manager class (nbclient's default, ``AsyncKernelManager``) whose kernel starts
     with ``env`` added to this process's environment: how one notebook's kernel, among several
-    started by this process at once, gets a value of its own (its ``$TOYMECH_LIVE`` folder)."""
+    started by this process at once, gets a value of its own (its ``$TOYMECH_LIVE`` folder).
+    Its stderr is passed on through ``_pass_on`` (silenced after an interrupt)."""
+    import subprocess
+
     from jupyter_client import AsyncKernelManager
 
     extra = {str(k): str(v) for k, v in env.items()}
@@ -77,7 +97,13 @@ def kernel_manager(env: dict[str, str]):
     class _KernelManager(AsyncKernelManager):
         async def start_kernel(self, **kw):
             kw["env"] = {**os.environ, **(kw.get("env") or {}), **extra}
-            return await super().start_kernel(**kw)
+            kw["stderr"] = subprocess.PIPE
+            started = await super().start_kernel(**kw)
+            process = getattr(self.provisioner, "process", None)
+            if getattr(process, "stderr", None) is not None:
+                threading.Thread(target=_pass_on, args=(process.stderr,), daemon=True,
+                                 name="toymech-kernel-stderr").start()
+            return started
 
     return _KernelManager
 
