@@ -49,3 +49,19 @@ def test_no_toymech_import_is_deferred_into_a_function():
                     elif isinstance(inner, ast.Import) and any(a.name.startswith("toymech") for a in inner.names):
                         deferred.append(f"{path.relative_to(ROOT.parent)}:{inner.lineno}")
     assert not deferred, deferred
+
+
+def test_import_toymech_is_light_and_explore_is_a_lazy_attribute():
+    """``import toymech`` loads no torch; ``toymech.explore(...)`` works without importing
+    ``toymech.explore`` first (it failed before), and is the callable module itself."""
+    import subprocess
+
+    code = ("import sys, toymech\n"
+            "assert 'torch' not in sys.modules and 'toymech.explore' not in sys.modules\n"
+            "explore = toymech.explore\n"
+            "assert callable(explore) and explore is sys.modules['toymech.explore']\n"
+            "assert explore.Explorer.__name__ == 'Explorer'\n"
+            "try:\n    toymech.no_such_thing\nexcept AttributeError as e:\n    print('ok', e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT.parent)})
+    assert done.returncode == 0 and "ok module 'toymech' has no attribute 'no_such_thing'" in done.stdout, done.stderr

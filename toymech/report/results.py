@@ -35,7 +35,7 @@ from ..studies.random_transformers import ladder as lad
 from ..sweep.table import meta_path
 from .reader import facts_of
 from ..zoo.locks import EntryLock
-from .scorecards import find_scorecard, scorecard_counts, verdict_word
+from .scorecards import SCORECARD_TAG, find_scorecard, scorecard_counts, verdict_word
 
 START = "<!-- toymech-results {key} -->"
 END = "<!-- /toymech-results -->"
@@ -48,10 +48,13 @@ LADDER_KEY = "rt-width-ladder"
 
 
 def scorecard_of(nb) -> dict | None:
-    """The scorecard an executed notebook displayed: ``display.scorecard``'s JSON when it is
-    there (every cell in full), else the table found in its HTML (``find_scorecard``)."""
+    """The scorecard an executed notebook displayed in its cell tagged ``scorecard``:
+    ``display.scorecard``'s JSON when it is there (every cell in full), else the table found in
+    its HTML (``find_scorecard``)."""
     found = None
     for cell in nb.cells:
+        if SCORECARD_TAG not in cell.get("metadata", {}).get("tags", []):
+            continue
         for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
             data = output.get("data", {})
             if SCORECARD_MIME in data and isinstance(data[SCORECARD_MIME], dict):
