@@ -65,3 +65,17 @@ def test_import_toymech_is_light_and_explore_is_a_lazy_attribute():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT.parent)})
     assert done.returncode == 0 and "ok module 'toymech' has no attribute 'no_such_thing'" in done.stdout, done.stderr
+
+
+def test_one_name_per_thing_a_public_class_is_defined_once():
+    """``Plan`` was defined in two modules and ``ProbeData`` in three: a second class with the
+    same name is a defect (CONTRIBUTING's words). Public classes, template copies aside."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        if "_template" in path.parts:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(str(path.relative_to(ROOT.parent)))
+    twice = {name: paths for name, paths in where.items() if len(paths) > 1}
+    assert not twice, twice
