@@ -20,6 +20,9 @@ from typing import Sequence
 
 from . import cli_zoo
 from .cli_zoo import check_cache as _check_cache
+from .core import json_nesting
+
+MAX_PARAM_DEPTH = 100  # lists and objects nested deeper in a --param VALUE are refused
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 SIZES = ("smoke", "default", "paper")  # == toymech.core.SIZES, repeated to keep --help fast
@@ -72,36 +75,13 @@ def _parse_params(texts: Sequence[str]) -> dict[str, object]:
     return out
 
 
-MAX_PARAM_DEPTH = 100  # lists and objects nested deeper in a --param VALUE are refused
-
-
-def _depth(raw: str) -> int:
-    """How deep brackets nest in ``raw`` (outside JSON strings): checked before ``json.loads``,
-    whose recursion a 20,000-deep value would exhaust."""
-    depth = most = 0
-    in_string = escaped = False
-    for ch in raw:
-        if escaped:
-            escaped = False
-        elif in_string:
-            escaped, in_string = ch == "\\", ch != '"'
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            most = max(most, depth)
-        elif ch in "]}":
-            depth -= 1
-    return most
-
-
 def _parse_param(text: str) -> tuple[str, object]:
     name, sep, raw = text.partition("=")
     if not sep or not name.isidentifier():
         raise UsageError(f"--param {text!r} is not NAME=VALUE")
-    if _depth(raw) > MAX_PARAM_DEPTH:
+    if (depth := json_nesting(raw)) > MAX_PARAM_DEPTH:  # json.loads would recurse that deep
         raise UsageError(f"--param {name}={raw[:20]!r}... is not allowed: JSON nested at most "
-                         f"{MAX_PARAM_DEPTH} deep (it nests {_depth(raw):,} deep)")
+                         f"{MAX_PARAM_DEPTH} deep (it nests {depth:,} deep)")
     try:
         value = json.loads(raw)  # numbers, true/false, null, lists; anything else is a string
     except json.JSONDecodeError:
@@ -368,7 +348,8 @@ def _add_results(sub) -> None:
                                    "results record; other text in it is kept.")
     p.add_argument("reports", nargs="*", help="report folders written by toymech report")
     p.add_argument("--ladder", metavar="ZOO", help="a zoo holding the width ladder's sweeps")
-    p.add_argument("--into", default="docs/results.md", help="the record to update (default: docs/results.md)")
+    p.add_argument("--into", default="docs/results.md", help="the record to update: a markdown (.md) file; "
+                   "a link is written through (default: docs/results.md)")
     p.set_defaults(func=_cmd_results)
 
 

@@ -8,7 +8,6 @@ import logging
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import threading
 import time
@@ -25,7 +24,8 @@ from ..studies import protocol
 from ..models.reference import machine_record, reference_step_seconds
 from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
 from ..training import live as live_status
-from .progress import ENGINE, KERNELS_QUIET, CostTable, crowding, kernel_manager, section_at
+from .progress import (ENGINE, CostTable, crowding, kernel_manager, quiet_kernels_on_interrupt,
+                       section_at)
 from .glossary import glossary
 from .reader import bare_figures, cell_durations, facts_of, finding_lines, prepare, time_table, title_of
 from .scorecards import find_scorecard, scorecard_counts, scorecard_heading, scorecard_table_html
@@ -278,7 +278,7 @@ def _run_all(req: _Request, machine: _Machine) -> list[ReportEntry]:
         return _run_one(req, machine, index, path)
 
     try:
-        with _quiet_papermill(), _kernel_threads(machine.at_once), _quiet_kernels_on_interrupt():
+        with _quiet_papermill(), _kernel_threads(machine.at_once), quiet_kernels_on_interrupt():
             if req.jobs == 1:
                 return [run_one(i, p) for i, p in enumerate(req.paths)]
             from concurrent.futures import ThreadPoolExecutor
@@ -291,29 +291,6 @@ def _run_all(req: _Request, machine: _Machine) -> list[ReportEntry]:
             req.progress.close()
         with contextlib.suppress(OSError):
             (req.out / LIVE_FOLDER).rmdir()  # only if empty (no other run writing into it)
-
-
-@contextlib.contextmanager
-def _quiet_kernels_on_interrupt():
-    """Ctrl-C stops the report with one line (``cli``): from the interrupt on, the kernels'
-    stderr (a kernel shut down mid-reply prints a traceback) is not passed on."""
-    KERNELS_QUIET.clear()
-    previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or not callable(previous):
-        yield  # (SIGINT ignored, as in a background job: left so)
-        return
-
-    def interrupted(signum, frame):
-        KERNELS_QUIET.set()
-        if callable(previous):
-            previous(signum, frame)
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, interrupted)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _run_one(req: _Request, machine: _Machine, index: int, path: Path) -> ReportEntry:

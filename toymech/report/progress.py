@@ -15,6 +15,9 @@
   ``toymech.training.live``, read from the folder its kernel was given by ``kernel_manager``). On
   a terminal the lines are redrawn in place every second; elsewhere (CI logs, pipes) a line is
   printed when a notebook starts, enters a new section, starts training another model and ends.
+* ``kernel_manager`` / ``quiet_kernels_on_interrupt``: each kernel's stderr passed on to ours,
+  until the user interrupts the report (Ctrl-C), after which a kernel shut down mid-reply
+  prints no traceback: the command ends on one line.
 * Estimates scale by the machine's speed (the reference step) and by how crowded its cores are:
   a row records the notebooks that ran at once and the free cores, and an estimate made with
   three notebooks on two cores doubles when the same three share one core.
@@ -22,9 +25,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -81,6 +86,29 @@ def _pass_on(stream) -> None:
                     os.write(2, line)
                 except OSError:
                     pass
+
+
+@contextlib.contextmanager
+def quiet_kernels_on_interrupt():
+    """Ctrl-C stops the report with one line (``cli``): from the interrupt on, the kernels'
+    stderr (a kernel shut down mid-reply prints a traceback) is not passed on."""
+    KERNELS_QUIET.clear()
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        yield  # (SIGINT ignored, as in a background job: left so)
+        return
+
+    def interrupted(signum, frame):
+        KERNELS_QUIET.set()
+        if callable(previous):
+            previous(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def kernel_manager(env: dict[str, str]):
