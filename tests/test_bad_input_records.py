@@ -30,8 +30,9 @@ KEY = "report_ok size=smoke"
 
 
 def _report_folder(root: Path, executed: str = "executed/report_ok.ipynb", index=None) -> Path:
-    """A report folder as ``toymech report`` leaves it: index.json and one executed notebook."""
-    out = root / "reports"
+    """A report folder as ``toymech report`` leaves it: index.json and one executed notebook
+    (two levels down, so that ``../../`` stays inside the test's folder)."""
+    out = root / "a" / "reports"
     (out / "executed").mkdir(parents=True)
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# A report")]
@@ -144,7 +145,7 @@ def test_an_update_keeps_prose_mode_and_leaves_no_temporary_or_lock_file(tmp_pat
     assert "Mine before." in text and "Mine after." in text and "old B" in text
     assert "old A" not in text and text.count(S.format(key=KEY)) == 1
     assert stat.S_IMODE(record.stat().st_mode) == 0o640
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["reports", "results.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "results.md"]
 
 
 def test_an_update_writes_through_a_link_and_the_link_stays(tmp_path):
