@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# toymech's two commands (and a third for exploring):
+# toymech's two commands (and one for exploring, one to set up only):
 #   ./run.sh report [--size smoke|default|paper] [--seeds N] [--device auto|cpu|cuda] [--seed N]
 #        [--code]  set up the environment if needed, execute every notebook with papermill (a
 #        live line each), write HTML reports (--code: with the code) + executed notebooks to reports/
 #   ./run.sh test [pytest args]      set up the environment if needed, run the test suite
 #   ./run.sh lab                     open the notebooks in JupyterLab
+#   ./run.sh setup                   only set up the environment (what the others do first)
 # Environment: .venv (default, needs Python 3.10-3.12 as $PYTHON or python3), or the conda
 # environment from environment.yml in .conda-env when TOYMECH_CONDA=1.
 set -euo pipefail
@@ -55,6 +56,9 @@ case "$cmd" in
     workers="${TOYMECH_TEST_WORKERS:-$("$(env_dir)/bin/python" -c 'import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())')}"
     if [ "$workers" -gt 1 ] 2>/dev/null; then set -- -n "$workers" --dist loadgroup "$@"; fi
     PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m pytest "$@" ;;
+  setup)
+    ensure_env
+    echo "run.sh: the environment is ready in $(env_dir); ./run.sh report, test or lab use it" ;;
   lab)
     ensure_env
     PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m toymech lab "$@" ;;

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -38,8 +39,14 @@ def _places(tmp: Path) -> dict[str, str]:
     shutil.copy(OK_NB, tmp / "nbs" / "report_ok.ipynb")
     (tmp / "empty_object.ipynb").write_text("{}")
     (tmp / "empty.ipynb").write_text("")
+    (tmp / "site").mkdir()  # a user's own web pages
+    (tmp / "site" / "index.html").write_text("<h1>my site</h1>\n")
+    (tmp / "pages").mkdir()
+    (tmp / "pages" / "notes.html").write_text("<p>my notes</p>\n")
+    (tmp / "pages" / "index.json").write_text("[]")  # an index of toymech's that lists no page
     return {"tmp": str(tmp), "grid": str(tmp / "grid.json"), "notes": str(tmp / "notes.txt"),
-            "out": str(tmp / "out"), "nbs": str(tmp / "nbs")}
+            "out": str(tmp / "out"), "nbs": str(tmp / "nbs"), "site": str(tmp / "site"),
+            "pages": str(tmp / "pages")}
 
 
 REPORT = ["report", str(OK_NB), *SMOKE, "--out", "{tmp}/reports"]
@@ -59,6 +66,10 @@ CASES = {
     "report --out the folder of the source notebooks": (
         ["report", "{nbs}/report_ok.ipynb", *SMOKE, "--out", "{nbs}"],
         ["--out=", "nbs", "source notebooks"]),
+    "report --out a folder holding the user's index.html (written over before)": (
+        ["report", str(OK_NB), *SMOKE, "--out", "{site}"], ["--out=", "pages toymech did not write", "index.html"]),
+    "report --out a folder holding other .html pages (index.html written beside them before)": (
+        ["report", str(OK_NB), *SMOKE, "--out", "{pages}"], ["--out=", "pages toymech did not write", "notes.html"]),
     "report --out /proc/x (FileNotFoundError before)": (
         ["report", str(OK_NB), *SMOKE, "--out", "/proc/toymech-x"], ["--out='/proc/toymech-x'"]),
     "report a notebook that is {} (ValidationError traceback before)": (
@@ -104,7 +115,7 @@ def test_user_files_and_reports(case, tmp_path):
 
 
 def test_catalogue_part_5_size():
-    assert len(CASES) >= 15
+    assert len(CASES) >= 17
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,3 +190,92 @@ def test_two_reports_into_one_out(case, tmp_path):
     rows = index if isinstance(index, list) else index.get("entries", index.get("reports", []))
     assert len(rows) == 1 and (out / "wait.html").is_file() and (out / "executed" / "wait.ipynb").is_file()
     assert not [p.name for p in out.iterdir() if p.name.endswith(".lock")], "a lock was left behind"
+
+
+def _run_report(command: list[str], env: dict, **kw) -> subprocess.Popen:
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, **kw)
+
+
+@pytest.mark.parametrize("case", ["a rerun killed midway (left a half-run notebook under an ok row "
+                                  "before, and toymech results replaced the good block)"],
+                         ids=lambda c: f"concurrency and kills: {c}")
+def test_a_killed_rerun_leaves_the_last_finished_run_served(case, tmp_path):
+    from toymech.report import results
+
+    started, release, out = tmp_path / "started", tmp_path / "release", tmp_path / "reports"
+    started.mkdir()
+    release.touch()
+    nb = tmp_path / "wait.ipynb"
+    _waiting_notebook(nb, started, release)
+    command = [sys.executable, "-m", "toymech", "report", str(nb), *SMOKE, "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "TOYMECH_THREADS": "1"}
+    env.pop("TOYMECH_DEBUG", None)
+    first = _run_report(command, env)
+    o, e = first.communicate(timeout=WAIT_S)
+    assert first.returncode == 0, (o, e)
+    served = {p: (out / p).read_bytes() for p in ("executed/wait.ipynb", "wait.html", "index.json")}
+    block = dict(results.report_block(r) for r in results.report_records(out))
+
+    release.unlink()
+    for p in started.iterdir():
+        p.unlink()
+    rerun = _run_report(command, env)
+    try:
+        _until(lambda: any(started.iterdir()) or rerun.poll() is not None, "the rerun's kernel")
+        assert rerun.poll() is None, rerun.communicate()
+        kernel = int(next(started.iterdir()).name)
+        rerun.kill()  # killed midway: the kernel is still in its cell
+        rerun.wait()
+        os.kill(kernel, signal.SIGKILL)
+    finally:
+        if rerun.poll() is None:
+            rerun.kill()
+            rerun.wait()
+    # the last finished run is still the one served, byte for byte, and so is its record
+    assert {p: (out / p).read_bytes() for p in served} == served
+    assert dict(results.report_block(r) for r in results.report_records(out)) == block
+
+    release.touch()
+    third = _run_report(command, env)
+    o, e = third.communicate(timeout=WAIT_S)
+    assert third.returncode == 0, (o, e)
+    assert "wait started" in e and "did not finish" in e and "still the one served" in e, e
+    assert (out / "executed" / "wait.ipynb").read_bytes() != served["executed/wait.ipynb"]
+    assert not (out / ".unfinished").exists()
+
+
+@pytest.mark.parametrize("case", ["Ctrl-C during a report (a 20-line kernel traceback before)"],
+                         ids=lambda c: f"concurrency and kills: {c}")
+def test_ctrl_c_during_a_report_ends_on_one_line(case, tmp_path):
+    """SIGINT to the command's process group, as a terminal's Ctrl-C sends it: exit 130, the
+    line "toymech: interrupted", no traceback (the kernel's included); the next run says the
+    interrupted notebook did not finish."""
+    started, release, out = tmp_path / "started", tmp_path / "release", tmp_path / "reports"
+    started.mkdir()
+    nb = tmp_path / "wait.ipynb"
+    _waiting_notebook(nb, started, release)
+    command = [sys.executable, "-m", "toymech", "report", str(nb), *SMOKE, "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "TOYMECH_THREADS": "1"}
+    env.pop("TOYMECH_DEBUG", None)
+    run = _run_report(command, env, start_new_session=True)
+    try:
+        _until(lambda: any(started.iterdir()) or run.poll() is not None, "the kernel")
+        assert run.poll() is None, run.communicate()
+        kernel = int(next(started.iterdir()).name)
+        os.killpg(run.pid, signal.SIGINT)
+        o, e = run.communicate(timeout=WAIT_S)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    assert run.returncode == 130, (o, e)
+    assert "Traceback" not in e and "ERROR" not in e, e
+    assert e.strip().splitlines()[-1] == "toymech: interrupted", e
+    _until(lambda: not Path(f"/proc/{kernel}").exists(), "the kernel to end")
+    release.touch()
+    again = _run_report(command, env)
+    o, e = again.communicate(timeout=WAIT_S)
+    assert again.returncode == 0 and "did not finish" in e and "no finished run" in e, (o, e)

@@ -105,7 +105,9 @@ def test_a_run_below_the_source_setting_is_not_judged():
     below = card.loc[SET.statement, "verdict"]
     assert below.startswith("below the source's setting") and "steps 2,000 vs the source's " \
         "10,000" in below and "modulus 23 vs the source's 199" in below
-    assert "./run.sh report --size paper` (hours)" in below
+    # the command and its cost are said once, in the caption, not in every row (12 times before)
+    assert "./run.sh report" not in below
+    assert card.attrs["caption"].count("reached by `./run.sh report --size paper` (hours)") == 1
     assert card.loc[SET.statement, "ours"] == "1"  # our number is still shown
     assert card.loc[SCALED.statement, "verdict"] == \
         "reproduced (scaled: steps 2,000 vs the source's 10,000)"

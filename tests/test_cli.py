@@ -165,6 +165,8 @@ def test_train_list_and_config_round_trip(tmp_path):
     [model] = data["models"]
     assert model["name"] == "induction-1l" and model["final"]["step"] == 4
     assert set(model["final"]) >= {"train_loss", "eval_loss"}
+    assert model["seed"] == spec["train"]["seed"]  # each model's seed is listed (none before)
 
     text = toymech("list", "models", "--cache", cache)
     assert text.returncode == 0 and "induction-1l" in text.stdout and "eval_loss=" in text.stdout
+    assert f"seed {spec['train']['seed']}" in text.stdout, text.stdout

@@ -125,7 +125,7 @@ def test_bad_sequences_are_refused_naming_parameter_value_and_alphabet(explorer,
     (lambda e: e.ablate(0, 0, "half"), r"kind='half' is not allowed: one of zero, mean"),
     (lambda e: e.sample("nope"), r"set='nope' is not allowed: one of sampler, test"),
     (lambda e: e.set_position(8), r"position=8 is not allowed: an integer in 0..7"),
-    (lambda e: e.at_step(10), r"step=10 is not allowed: nothing: this model has no weight"),
+    (lambda e: e.at_step(10), r"step=10 is not allowed: None \(the final weights\): this model has no weight"),
 ])
 def test_bad_calls_are_refused(explorer, call, match):
     with pytest.raises(ValueError, match=match):

@@ -49,3 +49,33 @@ def test_no_toymech_import_is_deferred_into_a_function():
                     elif isinstance(inner, ast.Import) and any(a.name.startswith("toymech") for a in inner.names):
                         deferred.append(f"{path.relative_to(ROOT.parent)}:{inner.lineno}")
     assert not deferred, deferred
+
+
+def test_import_toymech_is_light_and_explore_is_a_lazy_attribute():
+    """``import toymech`` loads no torch; ``toymech.explore(...)`` works without importing
+    ``toymech.explore`` first (it failed before), and is the callable module itself."""
+    import subprocess
+
+    code = ("import sys, toymech\n"
+            "assert 'torch' not in sys.modules and 'toymech.explore' not in sys.modules\n"
+            "explore = toymech.explore\n"
+            "assert callable(explore) and explore is sys.modules['toymech.explore']\n"
+            "assert explore.Explorer.__name__ == 'Explorer'\n"
+            "try:\n    toymech.no_such_thing\nexcept AttributeError as e:\n    print('ok', e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT.parent)})
+    assert done.returncode == 0 and "ok module 'toymech' has no attribute 'no_such_thing'" in done.stdout, done.stderr
+
+
+def test_one_name_per_thing_a_public_class_is_defined_once():
+    """``Plan`` was defined in two modules and ``ProbeData`` in three: a second class with the
+    same name is a defect (CONTRIBUTING's words). Public classes, template copies aside."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        if "_template" in path.parts:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(str(path.relative_to(ROOT.parent)))
+    twice = {name: paths for name, paths in where.items() if len(paths) > 1}
+    assert not twice, twice

@@ -110,3 +110,14 @@ def test_package_data_ships_the_report_template():
 
 def test_console_script_declared():
     assert _pyproject()["project"]["scripts"]["toymech"] == "toymech.cli:main"
+
+
+def test_the_license_is_an_spdx_string_for_the_build_backend():
+    """``project.license`` as a TOML table makes setuptools warn on every install that such
+    builds stop working after 2027-02-18; an SPDX string needs setuptools >= 77 to build."""
+    data = _pyproject()
+    license_ = data["project"]["license"]
+    assert isinstance(license_, str) and re.fullmatch(r"[A-Za-z0-9.\-+ ()]+", license_), license_
+    backend = [Requirement(r) for r in data["build-system"]["requires"]]
+    setuptools = next(r for r in backend if canonicalize_name(r.name) == "setuptools")
+    assert not setuptools.specifier.contains("76.9") and setuptools.specifier.contains("77.0"), setuptools

@@ -152,9 +152,9 @@ def test_scorecard_at_the_top_of_its_report(built):
     assert header == ["claim", "source", "source's number", "ours", "chance / null", "seeds agreeing",
                       "verdict"]
     assert rows == SCORECARD_ROWS
-    # Text is escaped, and the notebook's own output is still at the end.
+    # Text is escaped; the cell tagged scorecard is the section itself (moved up, not repeated).
     assert "loss &lt; 0.1 &amp; falling" in section and "<Fig. 2>" not in page
-    assert body.rindex('class="dataframe"') > section_start
+    assert body.count("loss &lt; 0.1 &amp; falling") == 1
     assert external_loads(page) == []
     for name in ("report_ok", "report_fail"):
         assert 'id="toymech-scorecard"' not in _page(out, entries[name])
@@ -197,7 +197,10 @@ def _output_cell(source: str, frame=None, error: bool = False):
     return cell
 
 
-def test_find_scorecard_prefers_the_scorecard_call_then_the_columns():
+def test_find_scorecard_reads_only_the_cell_tagged_scorecard():
+    """Only the cell tagged ``scorecard``: an untagged ``.scorecard(`` call or another table
+    with a ``verdict`` column (a mechanism table) is no scorecard (a copied notebook's report
+    opened with a false one before)."""
     import pandas as pd
 
     def card(verdict):
@@ -205,15 +208,18 @@ def test_find_scorecard_prefers_the_scorecard_call_then_the_columns():
         return pd.DataFrame([row]).set_index("claim")
 
     other = pd.DataFrame({"a": [1, 2]})
-    shown_later = _output_cell("card", card("mixed"))
-    called = _output_cell("study.scorecard([study.numbers(m)])", card("reproduced"))
-    nb = nbformat.v4.new_notebook(cells=[called, shown_later, _output_cell("table", other)])
+    mechanism = _output_cell("mechanism_table(m)", card("mixed"))
+    tagged = _output_cell("study.scorecard([study.numbers(m)])", card("reproduced"))
+    tagged.metadata["tags"] = ["scorecard"]
+    nb = nbformat.v4.new_notebook(cells=[tagged, mechanism, _output_cell("table", other)])
     assert find_scorecard(nb) == {"columns": ["claim", "ours", "seeds agreeing", "verdict"],
                                   "rows": [["c", "1", "1/1", "reproduced"]]}
-    # The call failed: the table with a scorecard's columns is used instead.
+    # The tagged cell failed: the mechanism table is not taken instead.
     nb.cells[0] = _output_cell("study.scorecard([study.numbers(m)])", error=True)
-    assert find_scorecard(nb)["rows"] == [["c", "1", "1/1", "mixed"]]
-    nb.cells[1] = _output_cell("card = study.scorecard(per_seed)")  # assigned, never shown
+    nb.cells[0].metadata["tags"] = ["scorecard"]
+    assert find_scorecard(nb) is None
+    # Untagged, a scorecard call is no scorecard either.
+    nb.cells[0] = _output_cell("study.scorecard([study.numbers(m)])", card("reproduced"))
     assert find_scorecard(nb) is None
     assert find_scorecard(nbformat.v4.new_notebook()) is None
 

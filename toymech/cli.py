@@ -20,6 +20,9 @@ from typing import Sequence
 
 from . import cli_zoo
 from .cli_zoo import check_cache as _check_cache
+from .core import json_nesting
+
+MAX_PARAM_DEPTH = 100  # lists and objects nested deeper in a --param VALUE are refused
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 SIZES = ("smoke", "default", "paper")  # == toymech.core.SIZES, repeated to keep --help fast
@@ -52,14 +55,33 @@ def _notebook_dir(given: str | None) -> Path:
 def _set_cache(cache: str | None) -> None:
     # Exported, not passed: notebooks executed by papermill run in kernels that inherit it.
     _check_cache(cache)
+    env = os.environ.get("TOYMECH_CACHE")
+    if cache is None and env is not None and not env.strip():  # == zoo.store.check_cache_env
+        raise UsageError(f"TOYMECH_CACHE={env!r} is not allowed: a folder path, or unset (then "
+                         "~/.cache/toymech); it is set but empty")
     if cache is not None:
         os.environ["TOYMECH_CACHE"] = str(Path(cache).expanduser().resolve())
+
+
+def _parse_params(texts: Sequence[str]) -> dict[str, object]:
+    """Every ``--param NAME=VALUE``; a NAME given twice is refused (the last would win)."""
+    out: dict[str, object] = {}
+    for text in texts:
+        name, value = _parse_param(text)
+        if name in out:
+            raise UsageError(f"--param {name}=... given twice is not allowed: one value per "
+                             f"parameter ({name}={out[name]!r} and {text!r})")
+        out[name] = value
+    return out
 
 
 def _parse_param(text: str) -> tuple[str, object]:
     name, sep, raw = text.partition("=")
     if not sep or not name.isidentifier():
         raise UsageError(f"--param {text!r} is not NAME=VALUE")
+    if (depth := json_nesting(raw)) > MAX_PARAM_DEPTH:  # json.loads would recurse that deep
+        raise UsageError(f"--param {name}={raw[:20]!r}... is not allowed: JSON nested at most "
+                         f"{MAX_PARAM_DEPTH} deep (it nests {depth:,} deep)")
     try:
         value = json.loads(raw)  # numbers, true/false, null, lists; anything else is a string
     except json.JSONDecodeError:
@@ -112,7 +134,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         notebooks = sorted(folder.glob("*.ipynb"))
         if not notebooks:
             raise UsageError(f"no notebooks in {str(folder)!r}")
-    extra = dict(_parse_param(p) for p in args.param)
+    extra = _parse_params(args.param)
     variant = parse_sets(args.set)
     if variant:
         extra["variant"] = variant
@@ -380,7 +402,8 @@ def _add_results(sub) -> None:
                                    "results record; other text in it is kept.")
     p.add_argument("reports", nargs="*", help="report folders written by toymech report")
     p.add_argument("--ladder", metavar="ZOO", help="a zoo holding the width ladder's sweeps")
-    p.add_argument("--into", default="docs/results.md", help="the record to update (default: docs/results.md)")
+    p.add_argument("--into", default="docs/results.md", help="the record to update: a markdown (.md) file; "
+                   "a link is written through (default: docs/results.md)")
     p.set_defaults(func=_cmd_results)
 
 
@@ -390,13 +413,26 @@ def _add_ladder(sub) -> None:
                        description="Each algorithmic task's recipe at each width, random and normal, on seeds "
                                    "no calibration used, one resumable sweep per (task, mode); notebook 03 "
                                    "and toymech results --ladder read it back.")
-    p.add_argument("--tasks", nargs="+", help="algorithmic tasks (default: all four)")
-    p.add_argument("--modes", nargs="+", help="random and/or normal (default: both)")
-    p.add_argument("--widths", nargs="+", type=int, help="widths (default: 16 32 64 128 256)")
-    p.add_argument("--seeds", nargs="+", type=int, help="seeds (default: 3 4 5; never 0)")
+    # each list once (a repeated flag would keep only its last list), ASCII decimal integers
+    p.add_argument("--tasks", nargs="+", action=_Once, help="algorithmic tasks (default: all four)")
+    p.add_argument("--modes", nargs="+", action=_Once, help="random and/or normal (default: both)")
+    p.add_argument("--widths", nargs="+", action=_Once, type=_int_option(8, 4096),
+                   help="widths (default: 16 32 64 128 256)")
+    p.add_argument("--seeds", nargs="+", action=_Once, type=_seed, help="seeds (default: 3 4 5; never 0)")
     p.add_argument("--backend", choices=("auto", "ray", "local"), default="auto")
     p.add_argument("--cache", help=CACHE_HELP)
     p.set_defaults(func=_cmd_ladder)
+
+
+class _Once(argparse.Action):
+    """A list option given once: a second ``--tasks ...`` is refused rather than replacing the
+    first list."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            raise UsageError(f"{option_string} given twice is not allowed: give every value "
+                             f"after one {option_string} (e.g. {option_string} a b)")
+        setattr(namespace, self.dest, values)
 
 
 def _cmd_ladder(args: argparse.Namespace) -> int:

@@ -255,3 +255,23 @@ def source_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return ""
     return head.stdout.strip() + (" + local changes" if dirty.stdout.strip() else "")
+
+
+def json_nesting(text: str) -> int:
+    """How deep ``[`` and ``{`` nest in ``text`` outside JSON strings: read before
+    ``json.loads``, whose recursion a value nested thousands deep exhausts (RecursionError)."""
+    depth = most = 0
+    in_string = escaped = False
+    for ch in text:
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped, in_string = ch == "\\", ch != '"'
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            most = max(most, depth)
+        elif ch in "]}":
+            depth -= 1
+    return most

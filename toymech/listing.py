@@ -66,7 +66,10 @@ def model_rows(cache: str | None) -> list[dict]:
         history = meta.get("history") if isinstance(meta.get("history"), list) else []
         last = history[-1] if history and isinstance(history[-1], dict) else {}
         task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
+        train = meta.get("train") if isinstance(meta.get("train"), dict) else {}
+        seed = train.get("seed")
         rows.append({"name": _text(meta.get("name")), "task": _text(task.get("name")),
+                     "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
                      "path": meta["path"], "device": _text(meta.get("device")),
                      "seconds": _number(meta.get("seconds")), "created": _text(meta.get("created")),
                      "final": final_metrics(last), "status": meta["status"],
@@ -140,8 +143,9 @@ def lines(data: dict[str, list[dict]], where: Path) -> list[str]:
                 out.append(f"  {mark:<32} {name}: {r['problem']} ({hint})")
                 continue
             seconds = r["seconds"] if r["seconds"] is not None else 0.0
-            out.append(f"  {r['name'] or r['task']:<32} {fmt_metrics(r['final'])}  [{r['device']}, "
-                       f"{seconds:.0f} s, {r['created']}] {name}")
+            seed = f"seed {r['seed']}" if r.get("seed") is not None else "seed not recorded"
+            out.append(f"  {r['name'] or r['task']:<32} {seed}  {fmt_metrics(r['final'])}  "
+                       f"[{r['device']}, {seconds:.0f} s, {r['created']}] {name}")
     kept = data.get("quarantined")
     if kept:
         out.append(f"  {len(kept)} quarantined entr{'y' if len(kept) == 1 else 'ies'} kept in "

@@ -7,8 +7,11 @@ readers (the HTML a report shows) the table has
   (fraction correct)", ``causal.k_share`` -> "causal: share of log p(output) the W_K² key path
   restores (fraction restored)"), never an internal key;
 * numbers to their precision (three significant digits, integers and counts as integers with
-  thousands separators), a dash where a value is missing with a footnote saying why, dicts as
-  ``p = 23``, lists as ``1, 2, 3``;
+  thousands separators, 1e15 and beyond as ``1.00e+15``, ∞ and -∞, complex as ``a + bi``), a
+  dash where a value is missing with a footnote saying why, dicts as ``p = 23``, lists as
+  ``1, 2, 3``; a NaN row or column name as "(no name)", two columns that read the same told
+  apart by their keys (a frame holding one column name twice is refused);
+* an empty frame as its caption and a note saying it is empty;
 * a caption naming what it shows and which model;
 * nothing cut at a 1,280 px window: a table estimated wider than ``MAX_WIDTH_PX`` is transposed
   when that makes it narrower, else split into parts that repeat the row names.
@@ -34,6 +37,7 @@ RAW_TABLE_MIME = "application/vnd.toymech.raw-table+html"
 MAX_WIDTH_PX = 1100  # what a table may take of a 1,280 px window beside the page's margins
 CHAR_PX, CELL_PAD_PX = 7.5, 18  # a character of the table font; a cell's padding and border
 MISSING = "—"
+UNNAMED = "(no name)"
 DEFAULT_MISSING_NOTE = "no value: not measured for this row at this size, or not given by the source"
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 _DOTTED = re.compile(r"^([a-z]+)\.([a-z0-9_]+)$")
@@ -45,6 +49,8 @@ def readable_name(key: Any, units: Mapping[str, str] | None = None) -> str:
     ``units[key]`` appended when given. Non-string keys (numbers, seeds) as they print."""
     if isinstance(key, tuple):
         return " · ".join(readable_name(k) for k in key if str(k) != "")
+    if is_missing(key):
+        return UNNAMED  # a NaN or None label: no name, not the word "nan"
     text = str(key)
     if text in LABELS:
         name = axis_title(text)
@@ -67,13 +73,34 @@ def is_missing(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
+BIG = 1e15  # from here on a number is written 1.23e+15, never as its digits
+
+
 def format_number(value: float, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant digits; an integer value as an integer (1,024)."""
+    """``value`` to ``digits`` significant digits; an integer value as an integer (1,024); a
+    magnitude from ``BIG`` on in scientific notation (1.00e+300); infinities as ∞ and -∞; a
+    complex number as ``a + bi``."""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if float(value).is_integer() and abs(value) < 1e15:
+    if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
+        z = complex(value)
+        if z.imag == 0:
+            return format_number(z.real, digits)
+        sign = "-" if z.imag < 0 or (z.imag == 0 and math.copysign(1, z.imag) < 0) else "+"
+        return f"{format_number(z.real, digits)} {sign} {format_number(abs(z.imag), digits)}i"
+    if isinstance(value, numbers.Integral):
+        value = int(value)  # exact: a 20-digit count is no float
+        return f"{value:,}" if abs(value) < BIG else f"{value:.{digits - 1}e}"
+    value = float(value)
+    if math.isnan(value):
+        return MISSING
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    magnitude = abs(value)
+    if magnitude >= BIG:
+        return f"{value:.{digits - 1}e}"
+    if value.is_integer():
         return f"{int(value):,}"
-    magnitude = abs(float(value))
     if magnitude >= 10 ** digits:
         return f"{round(value):,}"
     if magnitude < 1e-3:
@@ -102,8 +129,9 @@ def _integer_columns(frame: pd.DataFrame) -> set:
     out = set()
     for column in frame.columns:
         values = [v for v in frame[column] if not is_missing(v)]
-        if values and all(isinstance(v, numbers.Number) and not isinstance(v, bool)
-                          and float(v).is_integer() for v in values):
+        if values and all(isinstance(v, numbers.Real) and not isinstance(v, bool)
+                          and math.isfinite(v) and abs(v) < BIG and float(v).is_integer()
+                          for v in values):
             out.add(column)
     return out
 
@@ -128,7 +156,7 @@ class ReaderTable:
         self.frame = frame
         self.caption = caption.strip().rstrip(".") + "." + (f" Model: {model}." if model else "")
         shown = frame.copy()
-        shown.columns = [readable_name(c, units) for c in frame.columns]
+        shown.columns = _distinct([readable_name(c, units) for c in frame.columns], list(frame.columns))
         # A default 0, 1, 2 ... index numbers nothing a reader needs: it is left out.
         plain = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None
         self.index_names = [] if plain else [readable_name(n) if n is not None else ""
@@ -178,7 +206,18 @@ class ReaderTable:
         return parts + [current] if current or not parts else parts
 
     # ---- output --------------------------------------------------------------------------
+    @property
+    def empty_note(self) -> str:
+        """What an empty table says instead of nothing ("" when it has cells)."""
+        if self.cells and self.columns:
+            return ""
+        return ("This table is empty: " + ("no rows" if not len(self.frame) else "no columns")
+                + " to show for this run")
+
     def html(self) -> str:
+        if self.empty_note:
+            return (f'<table class="dataframe toymech-table"><caption>{html.escape(self.caption)}'
+                    f'</caption></table>\n<p class="toymech-table-note">{html.escape(self.empty_note)}.</p>')
         parts = self.parts()
         missing = any(MISSING == c for row in self.cells for c in row)
         out = []
@@ -197,6 +236,8 @@ class ReaderTable:
         return "\n".join(out)
 
     def text(self) -> str:
+        if self.empty_note:
+            return f"{self.caption}\n{self.empty_note}."
         return self.caption + "\n" + self.frame.to_string()
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
@@ -204,6 +245,15 @@ class ReaderTable:
 
     def __repr__(self) -> str:
         return f"ReaderTable({self.caption!r}, {self.frame.shape[0]} x {self.frame.shape[1]})"
+
+
+def _distinct(names: list[str], keys: list) -> list[str]:
+    """Readable column names, each once: two columns that read the same are told apart by their
+    keys (``name [key]``)."""
+    seen: dict[str, int] = {}
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+    return [f"{n} [{k}]" if seen[n] > 1 else n for n, k in zip(names, keys)]
 
 
 def reader_table(df: pd.DataFrame | pd.Series, caption: str, model: str | None = None,
@@ -216,6 +266,9 @@ def reader_table(df: pd.DataFrame | pd.Series, caption: str, model: str | None =
     if isinstance(df, pd.Series):
         df = df.to_frame()
     check(isinstance(df, pd.DataFrame), "df", type(df).__name__, "a pandas DataFrame or Series")
+    repeated = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
+    check(not repeated, "df", f"a frame with columns {', '.join(repeated)} twice",
+          "a frame whose columns have distinct names (a reader cannot tell two such columns apart)")
     check(isinstance(caption, str) and caption.strip() != "", "caption", caption,
           "a non-empty sentence saying what the table shows")
     check(model is None or (isinstance(model, str) and model.strip() != ""), "model", model,

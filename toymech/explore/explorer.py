@@ -13,11 +13,11 @@ import pandas as pd
 import torch
 
 from ..analysis.patching import logit_diff, patch_heads
-from ..core import check, check_int, seed_for
+from ..core import check, check_int, is_int, seed_for
 from ..devices import make_generator
 from . import sequence, views
 from .snapshot import snapshot_html
-from .source import Source
+from .source import Source, warn_if_not_finite
 from .widget import ExplorerWidget
 
 N_MEAN = 64  # reference sequences a mean ablation averages over (the run's 'example' stream)
@@ -95,8 +95,11 @@ class Explorer:
         model's top prediction)."""
         self.position = check_int("position", position, 0, len(self.tokens) - 1)
         if target is not None:
-            ids = sequence.encode([target], self.vocab, 1)
-            target = int(ids[0])
+            known = (target in self.vocab if isinstance(target, str)
+                     else is_int(target) and 0 <= int(target) < len(self.vocab))
+            check(known, "target", target, f"None (the true next token), a token of "
+                  f"{sequence.alphabet(self.vocab)} or a token id in 0..{len(self.vocab) - 1}")
+            target = self.vocab.index(target) if isinstance(target, str) else int(target)
         self.target = target
         return self.state()
 
@@ -179,6 +182,9 @@ class Explorer:
         src = sequence.encode(source_text, self.vocab, self.model.cfg.n_ctx)
         check(len(src) == len(self.tokens), "source_text", source_text,
               f"a sequence of the current one's length {len(self.tokens)} (it has {len(src)})")
+        check(not torch.equal(src, self.tokens), "source_text", source_text,
+              "a sequence that differs from the current one somewhere (patching a run with "
+              "itself moves nothing: every effect would be 0/0)")
         logits, _ = views.run(self.model, self.tokens)
         good = self._target(logits)
         p = self.position
@@ -201,18 +207,21 @@ class Explorer:
         return self.source.snapshot_steps
 
     def at_step(self, step: int | None) -> dict:
-        """The state on the run's weight snapshot nearest ``step`` (None: the final weights)."""
-        steps = self.snapshot_steps
-        check(bool(steps), "step", step,
-              "nothing: this model has no weight snapshots (explore a ZooEntry or an experiment "
-              "name whose run recorded them, TrainConfig.snapshots)")
+        """The state on the run's weight snapshot nearest ``step`` (None: the final weights,
+        on any model), ``step`` at most the run's last training step."""
         if step is None:
             self.model, self.step = self.source.model, None
             return self.state()
-        step = check_int("step", step, 0)
+        steps = self.snapshot_steps
+        check(bool(steps), "step", step,
+              "None (the final weights): this model has no weight snapshots (explore a ZooEntry "
+              "or an experiment name whose run recorded them, TrainConfig.snapshots)")
+        last = max(steps[-1], self.source.last_step)
+        step = check_int("step", step, 0, last)
         nearest = min(steps, key=lambda s: (abs(s - step), s))
         if nearest not in self._snapshots:
             self._snapshots[nearest] = self.source.entry.model_at(nearest)
+            warn_if_not_finite(self._snapshots[nearest], f"the snapshot at step {nearest}")
         self.model, self.step = self._snapshots[nearest], nearest
         return self.state()
 

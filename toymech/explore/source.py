@@ -4,6 +4,7 @@ progress), and the named evaluation sets its study draws for that task."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -12,7 +13,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from .. import experiments, studies, tasks
-from ..core import check, check_seed, check_size, seed_for
+from ..core import check, check_seed, check_size, is_int, seed_for
 from ..devices import make_generator
 from ..tasks import Batch, Task
 from ..zoo import Zoo, ZooEntry
@@ -38,6 +39,14 @@ class Source:
     @property
     def snapshot_steps(self) -> list[int]:
         return self.entry.snapshot_steps if self.entry is not None else []
+
+    @property
+    def last_step(self) -> int:
+        """The run's last training step (0 when unknown: a bare model)."""
+        if self.entry is None:
+            return 0
+        steps = self.entry.meta.get("train", {}).get("steps", 0)
+        return int(steps) if is_int(steps) else 0
 
     def eval_sets(self) -> dict[str, Batch]:
         """The named evaluation sets of the run's ``eval`` stream: the study's ``eval_sets``
@@ -96,3 +105,21 @@ def _check_fits(model: HookedTransformer, task: Task) -> None:
     check(model.cfg.d_vocab >= task.d_vocab, "task", task.name,
           f"a task of at most the model's d_vocab={model.cfg.d_vocab} tokens "
           f"(it has {task.d_vocab})")
+    check(task.seq_len <= model.cfg.n_ctx, "task", task.name,
+          f"a task whose sequences fit the model's context n_ctx={model.cfg.n_ctx} "
+          f"(its sequences have seq_len={task.seq_len} tokens)")
+    warn_if_not_finite(model, "the model")
+
+
+def warn_if_not_finite(model: HookedTransformer, what: str) -> bool:
+    """Warn (``RuntimeWarning``, naming the parameters) when ``model`` has a NaN or infinite
+    weight: every view computed from it (probabilities, losses, attention, attributions) is
+    then meaningless. Returns whether all its weights are finite."""
+    bad = [name for name, p in model.named_parameters() if not torch.isfinite(p).all()]
+    if bad:
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        warnings.warn(f"{what} has weights that are not finite (NaN or inf) in {', '.join(bad[:3])}"
+                      f"{more}: every probability, loss, attention row and attribution shown "
+                      "from it is meaningless (a diverged or damaged run)", RuntimeWarning,
+                      stacklevel=4)
+    return not bad

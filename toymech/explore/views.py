@@ -25,7 +25,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ..analysis.evaluation import head_ablation_hooks
-from ..core import check
+from ..core import check, is_int
 
 KINDS = ("zero", "mean")
 Ablation = tuple[int, int, str]  # (layer, head, kind)
@@ -35,11 +35,11 @@ TOP_K = 3
 def check_head(model: HookedTransformer, layer: int, head: int) -> tuple[int, int]:
     """(layer, head) of ``model``, else a ValueError naming the bad one."""
     L, H = model.cfg.n_layers, model.cfg.n_heads
-    check(isinstance(layer, int) and not isinstance(layer, bool) and 0 <= layer < L, "layer",
+    check(is_int(layer) and 0 <= int(layer) < L, "layer",
           layer, f"an integer in 0..{L - 1} (the model has {L} layers)")
-    check(isinstance(head, int) and not isinstance(head, bool) and 0 <= head < H, "head", head,
+    check(is_int(head) and 0 <= int(head) < H, "head", head,
           f"an integer in 0..{H - 1} (the model has {H} heads per layer)")
-    return layer, head
+    return int(layer), int(head)  # numpy integers too (a table's index), as Python ints
 
 
 @torch.no_grad()

@@ -17,10 +17,14 @@ writes, under ``out_dir``:
 
 A report is written for readers (``reader``): a header with the run's parameters (size, seeds,
 the device as resolved, seed, wall time, versions), the title, "What this run found" (cells
-tagged ``finding``), the scorecard (the cell tagged ``scorecard``, else a copy of the last
-scorecard the notebook displayed), then the notebook without its code, logs, warnings or bare
+tagged ``finding``), the scorecard (the cell tagged ``scorecard``: no other table is one, whatever
+its columns), then the notebook without its code, logs, warnings or bare
 values, and at the end "Where the time went" (seconds per section, models trained and loaded).
 ``code=True`` (``toymech report --code``) keeps the code. The tags are listed in ``reader``.
+
+A rerun into a folder writes each notebook's executed copy and page under ``.unfinished/`` and
+swaps them in (with the index row) once that notebook has finished (``staging``): a run killed
+midway leaves the last finished one served, and the next run says so.
 
 A failed notebook still gets a report, with the failing cell and its error at the top; its entry
 has ``status == "failed"`` and the caller decides the exit code.

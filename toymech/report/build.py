@@ -24,10 +24,12 @@ from ..studies import protocol
 from ..models.reference import machine_record, reference_step_seconds
 from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
 from ..training import live as live_status
-from .progress import ENGINE, CostTable, crowding, kernel_manager, section_at
+from .progress import (ENGINE, CostTable, crowding, kernel_manager, quiet_kernels_on_interrupt,
+                       section_at)
 from .glossary import glossary
 from .reader import bare_figures, cell_durations, facts_of, finding_lines, prepare, time_table, title_of
 from .scorecards import find_scorecard, scorecard_counts, scorecard_heading, scorecard_table_html
+from .staging import begin, say_unfinished, swap_in
 
 TEMPLATE_NAME = "toymech_report"
 # papermill waits 60 s for a kernel by default; a slow, busy machine can take longer to start one
@@ -263,6 +265,7 @@ def build_reports(
 
     with folder_lock(out):  # one run at a time writes into out (a second one waits)
         (out / "executed").mkdir(parents=True, exist_ok=True)
+        say_unfinished(out, paths)
         machine = _Machine.now(req)
         entries = _run_all(req, machine)
         write_index(out, entries)
@@ -275,7 +278,7 @@ def _run_all(req: _Request, machine: _Machine) -> list[ReportEntry]:
         return _run_one(req, machine, index, path)
 
     try:
-        with _quiet_papermill(), _kernel_threads(machine.at_once):
+        with _quiet_papermill(), _kernel_threads(machine.at_once), quiet_kernels_on_interrupt():
             if req.jobs == 1:
                 return [run_one(i, p) for i, p in enumerate(req.paths)]
             from concurrent.futures import ThreadPoolExecutor
@@ -298,9 +301,11 @@ def _run_one(req: _Request, machine: _Machine, index: int, path: Path) -> Report
     live_dir = req.out / LIVE_FOLDER / path.stem
     shutil.rmtree(live_dir, ignore_errors=True)
     _announce(req, machine, index, path, live_dir)
-    executed = req.out / "executed" / path.name
+    # Written beside the last run's files and swapped in once finished (``_swap_in``): a run
+    # killed midway leaves the last finished one served, never a half-run notebook under its row.
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    executed.unlink(missing_ok=True)  # never report a previous run's output as this one's
+    staging = begin(req.out, path, date)  # never a previous run's output as this one's
+    executed = staging / path.name
     wall_s, failure = _execute(req, index, path, executed, live_dir)
 
     # Papermill writes the output notebook even on failure; if the kernel never started
@@ -316,10 +321,11 @@ def _run_one(req: _Request, machine: _Machine, index: int, path: Path) -> Report
     facts = facts_of(nb) if ran else {}
     given = {**req.defaults[path], **{k: _shown(k, v) for k, v in req.parameters[path].items()}}
     entry = _entry(req, machine, path, nb, ran, facts, given, wall_s, failure, date)
-    report = req.out / entry.html
-    report.write_text(_render_html(nb, _page_facts(entry, nb, facts, given, wall_s, failure), req.code),
-                      encoding="utf-8")
-    entry = replace(entry, size_bytes=report.stat().st_size)
+    page = staging / entry.html
+    page.write_text(_render_html(nb, _page_facts(entry, nb, facts, given, wall_s, failure), req.code),
+                    encoding="utf-8")
+    entry = replace(entry, size_bytes=page.stat().st_size)
+    swap_in(req.out, staging, executed if ran else None, page, entry)
     shutil.rmtree(live_dir, ignore_errors=True)
     if req.progress is not None:
         req.progress.done(index, done_line(index, len(req.paths), entry, req.out))

@@ -2,8 +2,9 @@
 
 * the arguments (size, device, seeds, extra parameters) and every notebook: a readable Jupyter
   notebook (a file that is ``{}`` or empty is named, never a schema traceback);
-* the reports folder: one that can be created, not a folder of source notebooks, and no input
-  notebook inside its ``executed/`` (the run replaces what is there);
+* the reports folder: one that can be created, not a folder of source notebooks nor one holding
+  pages toymech did not write (an ``index.html`` or ``.html`` page its ``index.json`` does not
+  list), and no input notebook inside its ``executed/`` (the run replaces what is there);
 * a study's notebook (``study_of``: the study it imports, else its file name in
   ``protocol.STUDIES``): the parameters it will get go through the study's own ``validate``
   (under ``params.checks_only``), so a bad ``also``, ``n_seeds`` or ``cache_dir`` is refused
@@ -16,6 +17,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import re
 from pathlib import Path
@@ -90,12 +92,29 @@ def check_out_dir(name: str, out_dir: Any, notebooks: list[Path]) -> Path:
         check(not sources, name, str(out_dir), f"a reports folder, not one holding source "
               f"notebooks ({', '.join(sources[:3])}): the reports and executed/ would be written "
               "among them; pass another folder")
+        ours = toymech_pages(out)
+        pages = sorted(p.name for p in out.glob("*.html") if p.name not in ours)
+        check(not pages, name, str(out_dir), f"a reports folder, not one holding pages toymech "
+              f"did not write ({', '.join(pages[:3])}): the reports and index.html would be "
+              "written over them; pass another folder")
     executed = out.resolve() / "executed"
     for path in notebooks:
         inside = path.resolve().is_relative_to(executed)
         check(not inside, "notebook", str(path), f"a notebook outside {executed} (the run writes "
               "its executed notebooks there, replacing this one); copy it elsewhere first")
     return out
+
+
+def toymech_pages(out: Path) -> set[str]:
+    """The pages of ``out`` that toymech wrote: those its ``index.json`` lists, and
+    ``index.html`` beside it (none without an index.json toymech can read)."""
+    try:
+        rows = json.loads((out / "index.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return set()
+    if not isinstance(rows, list):
+        return set()
+    return {"index.html"} | {r["html"] for r in rows if isinstance(r, dict) and isinstance(r.get("html"), str)}
 
 
 def study_of(path: Path, nb) -> str | None:

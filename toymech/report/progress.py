@@ -15,6 +15,9 @@
   ``toymech.training.live``, read from the folder its kernel was given by ``kernel_manager``). On
   a terminal the lines are redrawn in place every second; elsewhere (CI logs, pipes) a line is
   printed when a notebook starts, enters a new section, starts training another model and ends.
+* ``kernel_manager`` / ``quiet_kernels_on_interrupt``: each kernel's stderr passed on to ours,
+  until the user interrupts the report (Ctrl-C), after which a kernel shut down mid-reply
+  prints no traceback: the command ends on one line.
 * Estimates scale by the machine's speed (the reference step) and by how crowded its cores are:
   a row records the notebooks that ran at once and the free cores, and an estimate made with
   three notebooks on two cores doubles when the same three share one core.
@@ -22,9 +25,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -66,10 +71,53 @@ class _ProgressEngine(NBClientEngine):
 papermill_engines.register(ENGINE, _ProgressEngine)
 
 
+# Set once the user interrupts a report (Ctrl-C): the kernels' stderr is no longer passed on,
+# so the interrupted run ends on one line, not on the traceback of a kernel shut down mid-reply.
+KERNELS_QUIET = threading.Event()
+
+
+def _pass_on(stream) -> None:
+    """Copy a kernel's stderr to this process's (file descriptor 2, where it went before) until
+    it closes; dropped once ``KERNELS_QUIET`` is set."""
+    with stream:
+        for line in iter(stream.readline, b""):
+            if not KERNELS_QUIET.is_set():
+                try:
+                    os.write(2, line)
+                except OSError:
+                    pass
+
+
+@contextlib.contextmanager
+def quiet_kernels_on_interrupt():
+    """Ctrl-C stops the report with one line (``cli``): from the interrupt on, the kernels'
+    stderr (a kernel shut down mid-reply prints a traceback) is not passed on."""
+    KERNELS_QUIET.clear()
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        yield  # (SIGINT ignored, as in a background job: left so)
+        return
+
+    def interrupted(signum, frame):
+        KERNELS_QUIET.set()
+        if callable(previous):
+            previous(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def kernel_manager(env: dict[str, str]):
     """A kernel manager class (nbclient's default, ``AsyncKernelManager``) whose kernel starts
     with ``env`` added to this process's environment: how one notebook's kernel, among several
-    started by this process at once, gets a value of its own (its ``$TOYMECH_LIVE`` folder)."""
+    started by this process at once, gets a value of its own (its ``$TOYMECH_LIVE`` folder).
+    Its stderr is passed on through ``_pass_on`` (silenced after an interrupt)."""
+    import subprocess
+
     from jupyter_client import AsyncKernelManager
 
     extra = {str(k): str(v) for k, v in env.items()}
@@ -77,7 +125,13 @@ def kernel_manager(env: dict[str, str]):
     class _KernelManager(AsyncKernelManager):
         async def start_kernel(self, **kw):
             kw["env"] = {**os.environ, **(kw.get("env") or {}), **extra}
-            return await super().start_kernel(**kw)
+            kw["stderr"] = subprocess.PIPE
+            started = await super().start_kernel(**kw)
+            process = getattr(self.provisioner, "process", None)
+            if getattr(process, "stderr", None) is not None:
+                threading.Thread(target=_pass_on, args=(process.stderr,), daemon=True,
+                                 name="toymech-kernel-stderr").start()
+            return started
 
     return _KernelManager
 

@@ -8,12 +8,23 @@ scorecard``'s JSON, the commit, the machine and its reference steps per second, 
 and the command), and one for study 3's width ladder read from a zoo's ladder sweeps. Updating a
 record replaces the blocks it has new data for and keeps everything else (the prose a person
 wrote around them), so a record is never half-generated and never loses text.
+
+What keeps that promise (``write_results``): a record whose markers do not pair (a START
+without its END, an END without a START, a marker spelled otherwise) or that holds one key
+twice is refused, naming the line, before anything is written; the record must be a markdown
+file (``.md``) in an existing folder and writable; it is rewritten under a lock
+(``.<name>.lock`` beside it), through a temporary file renamed over it, keeping its mode, and
+through a symbolic link (the link stays, its target is updated). A report folder is read only
+inside itself: an ``executed`` path in its ``index.json`` that leads elsewhere is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -23,21 +34,27 @@ from ..studies.claims import SCALED_SAYS
 from ..studies.random_transformers import ladder as lad
 from ..sweep.table import meta_path
 from .reader import facts_of
-from .scorecards import find_scorecard, scorecard_counts, verdict_word
+from ..zoo.locks import EntryLock
+from .scorecards import SCORECARD_TAG, find_scorecard, scorecard_counts, verdict_word
 
 START = "<!-- toymech-results {key} -->"
 END = "<!-- /toymech-results -->"
-_BLOCK = re.compile(r"<!-- toymech-results (?P<key>[^>]*?) -->\n.*?<!-- /toymech-results -->\n?",
-                    re.S)
+_START_LINE = re.compile(r"<!-- toymech-results (?P<key>[^\s>](?:[^>]*[^\s>])?) -->")
+# a line that opens a comment naming toymech's results: it must be one of the two markers
+_LOOKS_LIKE_MARKER = re.compile(r"^\s*<!--.*toymech[\s_-]*results?", re.I)
+RECORD_SUFFIXES = (".md", ".markdown")
 KEEP = ("claim", "source's number", "ours", "chance / null", "seeds agreeing", "verdict")
 LADDER_KEY = "rt-width-ladder"
 
 
 def scorecard_of(nb) -> dict | None:
-    """The scorecard an executed notebook displayed: ``display.scorecard``'s JSON when it is
-    there (every cell in full), else the table found in its HTML (``find_scorecard``)."""
+    """The scorecard an executed notebook displayed in its cell tagged ``scorecard``:
+    ``display.scorecard``'s JSON when it is there (every cell in full), else the table found in
+    its HTML (``find_scorecard``)."""
     found = None
     for cell in nb.cells:
+        if SCORECARD_TAG not in cell.get("metadata", {}).get("tags", []):
+            continue
         for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
             data = output.get("data", {})
             if SCORECARD_MIME in data and isinstance(data[SCORECARD_MIME], dict):
@@ -45,22 +62,55 @@ def scorecard_of(nb) -> dict | None:
     return found or find_scorecard(nb)
 
 
+def _index_rows(folder: Path) -> list[dict]:
+    """The rows of ``folder/index.json``: a JSON list of objects, else one line naming the file."""
+    index = folder / "index.json"
+    if not index.is_file():
+        raise ValueError(f"report folder {str(folder)!r} is not allowed: it has no index.json "
+                         "(a folder written by toymech report)")
+    try:
+        rows = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        why = " ".join(str(exc).split())[:120] or type(exc).__name__
+        raise ValueError(f"{str(index)!r} is not allowed: the JSON index toymech report writes; "
+                         f"reading it gives {type(exc).__name__}: {why}") from None
+    ok = isinstance(rows, list) and all(isinstance(r, dict) and isinstance(r.get("notebook"), str)
+                                        for r in rows)
+    if not ok:
+        raise ValueError(f"{str(index)!r} is not allowed: the JSON index toymech report writes "
+                         "(a list of rows, each naming its notebook)")
+    return rows
+
+
+def _inside(folder: Path, index: Path, relative) -> Path:
+    """``folder / relative``, refused unless it stays inside ``folder`` (links followed)."""
+    ok = isinstance(relative, str) and relative != "" and "\0" not in relative
+    path = folder / relative if ok else folder
+    if not ok or Path(relative).is_absolute() or not path.resolve().is_relative_to(folder.resolve()):
+        raise ValueError(f"executed={relative!r} in {str(index)!r} is not allowed: a path "
+                         "inside the report folder (executed/<name>.ipynb)")
+    return path
+
+
 def report_records(folder: str | Path) -> list[dict[str, Any]]:
     """One record per notebook that ran ok in the report folder ``folder``."""
     import nbformat
 
     folder = Path(folder)
-    index = folder / "index.json"
-    if not index.is_file():
-        raise ValueError(f"report folder {str(folder)!r} is not allowed: it has no index.json "
-                         "(a folder written by toymech report)")
-    rows = json.loads(index.read_text(encoding="utf-8"))
+    rows = _index_rows(folder)
     out = []
     for row in rows:
-        executed = folder / row.get("executed", "")
-        if row.get("status") != "ok" or not executed.is_file():
+        if row.get("status") != "ok":
             continue
-        nb = nbformat.read(executed, as_version=4)
+        executed = _inside(folder, folder / "index.json", row.get("executed"))
+        if not executed.is_file():
+            continue
+        try:
+            nb = nbformat.read(executed, as_version=4)
+        except Exception as exc:  # noqa: BLE001  (NotJSONError, ValidationError, ...)
+            why = " ".join(str(exc).split())[:120] or type(exc).__name__
+            raise ValueError(f"{str(executed)!r} is not allowed: an executed notebook (.ipynb "
+                             f"JSON); reading it gives {type(exc).__name__}: {why}") from None
         out.append({**row, "name": Path(row["notebook"]).stem, "card": scorecard_of(nb),
                     "facts": facts_of(nb)})
     return out
@@ -157,28 +207,127 @@ def ladder_block(zoo_root: str | Path) -> tuple[str, str] | None:
     return LADDER_KEY, "\n".join(lines + [END]) + "\n"
 
 
-def update_record(text: str, blocks: dict[str, str]) -> str:
-    """``text`` with each block of ``blocks`` replaced where its key is, appended otherwise."""
-    seen = set()
+def record_parts(text: str, name: str = "record") -> list[tuple[str | None, str]]:
+    """``text`` cut into (key, text) parts: a block (``key`` its key, from its START line to its
+    END line) or prose between blocks (``key`` None); joined again they give ``text``. A record
+    whose markers do not pair, a line that opens a comment like a marker but is none, and a key
+    held twice are refused (``ValueError`` naming ``name`` and the line): updating such a record
+    could replace the user's text."""
+    parts: list[tuple[str | None, str]] = []
+    prose: list[str] = []
+    block: list[str] | None = None
+    key, opened, seen = None, 0, {}
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        bare = line.strip()
+        start = _START_LINE.fullmatch(bare)
+        where = f"{name} line {number}"
+        if start:
+            if block is not None:
+                raise ValueError(f"{where} is not allowed: the block {key!r} opened at line "
+                                 f"{opened} has no {END} before this next block starts; "
+                                 "put it back, then rerun")
+            key, opened = start.group("key"), number
+            if key in seen:
+                raise ValueError(f"{where} is not allowed: block {key!r} is also at line "
+                                 f"{seen[key]}; one block per key (remove one, then rerun)")
+            seen[key] = number
+            if prose:
+                parts.append((None, "".join(prose)))
+                prose = []
+            block = [line]
+        elif bare == END:
+            if block is None:
+                raise ValueError(f"{where} is not allowed: {END} closes no block (its "
+                                 f"{START.format(key='KEY')} line is missing); put it back, then rerun")
+            block.append(line)
+            parts.append((key, "".join(block)))
+            block = None
+        elif _LOOKS_LIKE_MARKER.match(line):
+            raise ValueError(f"{where} is not allowed: a results marker is written exactly "
+                             f"{START.format(key='KEY')} or {END} (found {_quote(bare)})")
+        else:
+            (prose if block is None else block).append(line)
+    if block is not None:
+        raise ValueError(f"{name} line {opened} is not allowed: the block {key!r} has no {END} "
+                         "(the record ends first); put it back, then rerun")
+    if prose:
+        parts.append((None, "".join(prose)))
+    return parts
 
-    def swap(m: re.Match) -> str:
-        key = m.group("key")
-        if key in blocks:
-            seen.add(key)
-            return blocks[key]
-        return m.group(0)
 
-    out = _BLOCK.sub(swap, text)
+def _quote(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def update_record(text: str, blocks: dict[str, str], name: str = "record") -> str:
+    """``text`` with each block of ``blocks`` replaced where its key is, appended otherwise
+    (``record_parts`` refuses a record it cannot update without losing text)."""
+    parts = record_parts(text, name)
+    seen = {key for key, _ in parts if key is not None}
+    out = "".join(blocks.get(key, part) if key is not None else part for key, part in parts)
     for key, block in blocks.items():
         if key not in seen:
             out = out.rstrip("\n") + "\n\n" + block
     return out
 
 
+def check_record(into) -> Path:
+    """The record ``into``: a markdown file (``.md``) in an existing folder, writable, or a new
+    one there; a link is followed (the file it names is the record). One line when not."""
+    ok = isinstance(into, (str, Path)) and str(into).strip() != "" and "\0" not in str(into)
+    if not ok:
+        raise ValueError(f"--into={into!r} is not allowed: a markdown file path (e.g. docs/results.md)")
+    given = Path(into).expanduser()
+    if given.suffix.lower() not in RECORD_SUFFIXES:
+        raise ValueError(f"--into={str(into)!r} is not allowed: a markdown record ending in .md "
+                         "(toymech writes markdown blocks into it)")
+    try:
+        real = given.resolve(strict=False)
+    except (OSError, RuntimeError):
+        raise ValueError(f"--into={str(into)!r} is not allowed: a file path (it is a symlink "
+                         "loop)") from None
+    if real.is_dir():
+        raise ValueError(f"--into={str(into)!r} is not allowed: a markdown file, not a folder")
+    if not real.parent.is_dir():
+        raise ValueError(f"--into={str(into)!r} is not allowed: a file in an existing folder "
+                         f"({real.parent} does not exist)")
+    if os.path.lexists(real):
+        mode = real.stat().st_mode
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"--into={str(into)!r} is not allowed: a regular markdown file")
+        if not mode & 0o222 or not os.access(real, os.W_OK):
+            raise ValueError(f"--into={str(into)!r} is not allowed: a record you can write (it "
+                             "is read-only; make it writable first, e.g. chmod u+w)")
+    if not os.access(real.parent, os.W_OK | os.X_OK):
+        raise ValueError(f"--into={str(into)!r} is not allowed: a file in a folder you can "
+                         f"write ({real.parent} is not writable)")
+    return real
+
+
+def _write_through(real: Path, text: str) -> None:
+    """Replace the file ``real`` by ``text`` atomically (a temporary file beside it, renamed
+    over it), keeping its mode; the temporary file never stays behind."""
+    mode = stat.S_IMODE(real.stat().st_mode) if real.exists() else None
+    tmp = real.with_name(f".{real.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
 def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: str | Path | None = None
                   ) -> list[str]:
     """Update the record ``into`` from report folders and, with ``ladder_zoo``, the ladder;
-    returns the keys written. The file is replaced atomically."""
+    returns the keys written. The record is checked first (``check_record``, ``record_parts``),
+    then replaced atomically under its lock (see the module docstring)."""
+    check_record(into)  # before any report folder is read: a bad target costs nothing
     records = [r for folder in reports for r in report_records(folder)]
     blocks = dict(report_block(r) for r in records)
     # a notebook recorded at a smaller size and at paper: do its scaled verdicts hold there?
@@ -196,12 +345,15 @@ def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: s
         blocks[found[0]] = found[1]
     if not blocks:
         raise ValueError("nothing to record: no notebook ran ok in the report folders given")
-    target = Path(into)
-    old = target.read_text(encoding="utf-8") if target.is_file() else "# Results record\n"
-    new = update_record(old, blocks)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(new, encoding="utf-8")
-    tmp.replace(target)
+    real = check_record(into)
+    # one writer at a time: a second waits, then updates what the first wrote
+    with EntryLock(real.parent, real.name, what=f"results record {real}"):
+        try:
+            old = real.read_text(encoding="utf-8") if real.is_file() else "# Results record\n"
+        except UnicodeDecodeError:
+            raise ValueError(f"--into={str(into)!r} is not allowed: a markdown file (UTF-8 text)"
+                             ) from None
+        _write_through(real, update_record(old, blocks, name=f"--into={str(into)!r}"))
     return list(blocks)
 
 

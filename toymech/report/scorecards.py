@@ -1,9 +1,10 @@
 """The reproduction scorecard of an executed notebook: found among its outputs, counted by the
 words of its verdict column and rebuilt as escaped HTML for the top of its report and the index.
 
-Where it is found, in order: the output of a cell tagged ``scorecard``; the output of the last
-code cell that calls ``.scorecard(``; the last table with a ``verdict`` column. Read back from the
-notebook's own output rather than recomputed: the report shows exactly what this run displayed.
+Where it is found: the output of the cell tagged ``scorecard`` (a table with a ``verdict``
+column), and nowhere else: another table with a ``verdict`` column (a study's mechanism table, a
+copied notebook's own) is no scorecard. Read back from the notebook's own output rather than
+recomputed: the report shows exactly what this run displayed.
 
 Verdict words are counted as they are written, so the scorecard can change its vocabulary without
 breaking the report: the known words are listed in ``VERDICT_ORDER`` ("consistent (n seeds)" for
@@ -18,7 +19,6 @@ from collections import Counter
 from html.parser import HTMLParser
 
 SCORECARD_TAG = "scorecard"
-_SCORECARD_CALL = re.compile(r"\.scorecard\(")
 # Display order of the verdict words; "consistent (k seeds)" sorts by k after "reproduced".
 # A variant's rows are properties, not verdicts: "holds", "holds on" (some seeds), "does not hold".
 VERDICT_ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "holds", "holds on",
@@ -104,22 +104,13 @@ def find_scorecard(nb) -> dict | None:
     """The scorecard an executed notebook displayed, as ``{"columns": [...], "rows": [[...]]}``,
     or None when there is none (the run stopped before it, or the notebook shows none).
     See the module docstring for where it is looked for."""
-    tagged, called, by_header = [], [], []
+    tagged = []
     for cell in nb.cells:
-        if cell.get("cell_type") != "code":
+        if cell.get("cell_type") != "code" or SCORECARD_TAG not in cell.get("metadata", {}).get("tags", []):
             continue
         for output in cell.get("outputs", []):
-            for table in tables(html_of(output)):
-                if SCORECARD_TAG in cell.get("metadata", {}).get("tags", []) and is_scorecard(table):
-                    tagged.append(table)
-                if _SCORECARD_CALL.search(cell.source):
-                    called.append(table)
-                if is_scorecard(table):
-                    by_header.append(table)
-    for found in (tagged, called, by_header):
-        if found:
-            return found[-1]
-    return None
+            tagged += [table for table in tables(html_of(output)) if is_scorecard(table)]
+    return tagged[-1] if tagged else None
 
 
 def verdict_word(text: str) -> str:

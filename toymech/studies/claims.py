@@ -328,7 +328,7 @@ def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str | 
     check_seeds(seeds, per_seed, settings, size)
     pipeline = is_pipeline(size)
     variant = isinstance(size, Variant)
-    rows = []
+    rows, reached = [], []
     for c in claims:
         if variant:  # properties of our runs: no source setting to meet, no verdict
             a = assess(c, per_seed, pipeline, None, None, seeds)
@@ -336,6 +336,11 @@ def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str | 
                 a = dataclasses.replace(a, verdict=property_verdict(a))
         else:
             a = assess(c, per_seed, pipeline, settings, size, seeds)
+            if settings is not None and a.verdict.startswith(BELOW):
+                # the command and cost that reach the setting: said once, under the table
+                reach = settings.reach(c.setting)
+                a = dataclasses.replace(a, verdict=a.verdict.replace(f"; {reach}", "", 1))
+                reached += [reach] if reach not in reached else []
         unit = f" {c.unit}" if c.unit and a.ours != "n/a" else ""
         what = f"{c.null}: {c.null_detail}" if c.null_detail else c.null
         null = f"{a.reference:.3g} ({what})" if math.isfinite(a.reference) else NO_NULL
@@ -348,6 +353,8 @@ def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str | 
     cal = settings.calibration_seeds(size) if settings else ()
     note = (f" Calibration seeds at {size} (never judged): {', '.join(map(str, cal))}."
             if cal else "")
+    if reached:
+        note = f" The rows {BELOW}: {'; '.join(reached)}." + note
     legend = VARIANT_LEGEND if variant else LEGEND + note
     card.attrs["caption"] = card.attrs["title"] + ("." if is_pipeline(size) else legend)
     card.attrs["size"] = size

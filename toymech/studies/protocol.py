@@ -118,6 +118,15 @@ class StudySize:
         return dataclasses.replace(self, **changes)
 
 
+@dataclass(frozen=True)
+class ProbeData:
+    """What every study's ``probe_data`` returns: the fixed data each training snapshot of a
+    run is measured on (glossary: probe), drawn from the run's ``probe`` and ``eval`` streams.
+    Its task; each study subclasses it with its own fields (``<study>/dynamics.py``)."""
+
+    task: Any  # the run's toymech Task (a study's subclass names its own task class)
+
+
 def size_of(sizes: Mapping[str, StudySize], size: Any) -> StudySize:
     """``sizes[size]``, with an unknown size a ValueError naming it."""
     return sizes[check_size(size)]

@@ -14,9 +14,9 @@ from .divergence import TrainingDiverged
 from .experiment import Experiment, Named, seedless_key
 from .loop import (Callback, TrainResult, apply_freeze, evaluate, latest_checkpoint, lr_factor,
                    save_training_checkpoint, train, train_stacked)
-from .preflight import Plan, memory_limit, preflight
+from .preflight import MemoryPlan, memory_limit, preflight
 
-__all__ = ["OPTIMIZERS", "SCHEDULES", "Callback", "Experiment", "Named", "Plan", "TrainConfig",
+__all__ = ["OPTIMIZERS", "SCHEDULES", "Callback", "Experiment", "Named", "MemoryPlan", "TrainConfig",
            "TrainResult", "TrainingDiverged", "apply_freeze", "evaluate", "latest_checkpoint",
            "lr_factor", "memory_limit", "preflight", "save_training_checkpoint", "seedless_key",
            "train", "train_stacked"]

@@ -40,7 +40,7 @@ GB = 1e9
 
 
 @dataclass
-class Plan:
+class MemoryPlan:
     """What the preflight found: the estimate (bytes per part), the limit, and the model it
     built (reused by the zoo to train, so nothing is built twice)."""
 
@@ -137,7 +137,7 @@ def _patterns(exp: Experiment, model: torch.nn.Module) -> list[str]:
 
 
 def preflight(exp: Experiment, device: torch.device | str = "cpu", *,
-              keep_model: bool = True, extra_metrics: bool = False) -> Plan:
+              keep_model: bool = True, extra_metrics: bool = False) -> MemoryPlan:
     """Check ``exp`` whole (see the module docstring); ValueError in one line when it cannot run.
     ``keep_model``: return the model it built (initialised as training would build it);
     ``extra_metrics``: the run's callbacks add to its history (its stop metric may be theirs)."""
@@ -165,7 +165,7 @@ def preflight(exp: Experiment, device: torch.device | str = "cpu", *,
         logged = logged_metrics(exp.task, logits.float(), batch, dev)
         check(exp.train.stop_metric in logged, "train.stop_metric", exp.train.stop_metric,
               f"a metric the run logs: one of {', '.join(logged)}")
-    return Plan(parameters=sum(p.numel() for p in model.parameters()), memory=parts,
+    return MemoryPlan(parameters=sum(p.numel() for p in model.parameters()), memory=parts,
                 limit=limit, frozen=frozen, model=model if keep_model else None)
 
 

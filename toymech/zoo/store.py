@@ -23,7 +23,8 @@ Writers. Entries are written atomically (``atomic.write_folder_atomically``) by 
 a time: a writer holds ``<cache>/.<name>.lock`` (``locks``) while it trains and stores; a second
 writer waits (at most the lock timeout), then finds the entry and loads it.
 
-Location: ``cache_dir`` argument, else ``$TOYMECH_CACHE``, else ``~/.cache/toymech``.
+Location: ``cache_dir`` argument, else ``$TOYMECH_CACHE``, else ``~/.cache/toymech`` (a
+TOYMECH_CACHE set but empty is refused, never read as unset).
 """
 
 from __future__ import annotations
@@ -56,8 +57,17 @@ from .stats import add_zoo_stats
 
 
 def default_cache_dir() -> Path:
+    """``$TOYMECH_CACHE``, else ``~/.cache/toymech``. Set but empty (or blank) is refused, not
+    read as unset: a script whose variable came out empty must not train into the home folder."""
     env = os.environ.get("TOYMECH_CACHE")
+    check_cache_env(env)
     return Path(env).expanduser() if env else Path.home() / ".cache" / "toymech"
+
+
+def check_cache_env(env: str | None) -> None:
+    """``$TOYMECH_CACHE``'s value: unset (None) or a path that is not blank."""
+    check(env is None or env.strip() != "", "TOYMECH_CACHE", env,
+          "a folder path, or unset (then ~/.cache/toymech); it is set but empty")
 
 
 @dataclass

@@ -23,7 +23,7 @@ from ...tasks.bigram_triggers import BigramTriggers
 from .callbacks import trigger_sets
 from .causal import BirthCausalData, causal_data, causal_metrics
 from .design import SIZES
-from ..protocol import size_of
+from ..protocol import ProbeData, size_of
 from .measure import eval_sets, example_batch
 from ..trajectory import flat_patterns, through_training_for
 
@@ -39,7 +39,7 @@ WINDOW = 64  # most positions shown by ``dynamics_patterns``
 
 
 @dataclass(frozen=True)
-class ProbeData:
+class BirthProbeData(ProbeData):
     """What every snapshot is measured on.
 
     size, seed: the run's size and seed (the probe batch and the baselines derive from them).
@@ -63,7 +63,7 @@ class ProbeData:
 
 def probe_data(task: BigramTriggers, size: str, seed: int, device: str | torch.device = "cpu",
                *, eval_n: int | None = None, window: int = WINDOW,
-               n_causal: int | None = N_CAUSAL) -> ProbeData:
+               n_causal: int | None = N_CAUSAL) -> BirthProbeData:
     """The fixed data of a run with seed ``seed`` at ``size`` (``eval_n`` sequences per set;
     None: the size's ``eval_n``).
 
@@ -84,7 +84,7 @@ def probe_data(task: BigramTriggers, size: str, seed: int, device: str | torch.d
     triggers, non_triggers = trigger_sets(task)
     patched = (None if n_causal is None or task.variant == "no_triggers"  # nothing to patch
                else causal_data(task, seed, n_causal, device))
-    return ProbeData(task, size, seed, sets["test"], sets.get("ood"), triggers, non_triggers,
+    return BirthProbeData(task, size, seed, sets["test"], sets.get("ood"), triggers, non_triggers,
                      ex.tokens[row, :cut], patched)
 
 
@@ -101,7 +101,7 @@ def _example_row(batch: Batch, cut: int) -> int:
 
 
 @torch.no_grad()
-def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, float]:
+def dynamics_metrics(model: HookedTransformer, data: BirthProbeData) -> dict[str, float]:
     """The study's numbers for one snapshot (all floats):
 
     ``test_loss``, ``test_acc``     over all targets of the test set; ``icl_loss``, ``icl_acc``
@@ -139,7 +139,7 @@ def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, flo
     return out
 
 
-def dynamics_patterns(model: HookedTransformer, data: ProbeData
+def dynamics_patterns(model: HookedTransformer, data: BirthProbeData
                       ) -> tuple[np.ndarray, list[str], list[str]]:
     """Attention of every head on ``data.example``: the first ``WINDOW`` (64) positions of one
     example sequence, chosen for its many in-context targets (a trigger's second and later

@@ -29,7 +29,7 @@ from ..protocol import size_of
 from .callbacks import PROBE_TAG, birth_callback
 from .causal import causal_data, causal_numbers
 from .claims import CLAIMS, HALF, MAIN_CLAIMS, MIN_RISE, SETTINGS, numbers, span
-from .dynamics import ProbeData, probe_data
+from .dynamics import BirthProbeData, probe_data
 from .design import PAPER_SETTING, SIZES, experiment, seeds_of
 from .measure import (bigram_baseline, extremes_experiments, extremes_rows, freezing_experiments,
                       freezing_rows, sweep_experiments, sweep_rows)
@@ -51,7 +51,7 @@ def main_runs(zoo: Zoo, size: str, seed: int, device="auto", *, n_seeds: int | N
     return dict(zip(seeds, entries))
 
 
-def _untrained_history(model: HookedTransformer, data: ProbeData) -> list[dict[str, float]]:
+def _untrained_history(model: HookedTransformer, data: BirthProbeData) -> list[dict[str, float]]:
     """What the probe callback records on a model that never trains: its values at the first and
     the last step of the size's schedule (the same numbers twice: nothing moves)."""
     cb = birth_callback(data.task, seed=data.seed)
@@ -64,7 +64,7 @@ def _untrained_history(model: HookedTransformer, data: ProbeData) -> list[dict[s
 
 
 @torch.no_grad()
-def measure_seed(runs: Mapping[str, Any], data: ProbeData) -> dict[str, float]:
+def measure_seed(runs: Mapping[str, Any], data: BirthProbeData) -> dict[str, float]:
     """One seed's ``numbers``. ``runs``: ``{"main": ZooEntry}`` (the main run, trained with the
     probe callback; a bare ``HookedTransformer`` is measured as a run that never trained), and
     where they ran ``"sweep"``, ``"freezing"``, ``"extremes"`` (their tables); ``data``: that

@@ -20,6 +20,7 @@ from ...core import check, seed_for
 from ...devices import make_generator
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
+from ..protocol import ProbeData
 from .causal import CausalData, causal_data, causal_metrics
 from .design import eval_sets
 from .measure import POST_SETS
@@ -36,7 +37,7 @@ PATTERN_KINDS = {"prev_token_max": "previous_token", "induction_max": "induction
 
 
 @dataclass(frozen=True)
-class ProbeData:
+class InductionProbeData(ProbeData):
     """What every snapshot is measured on.
 
     sets: the study's ``eval_sets`` (the post's sets ``POST_SETS`` and the mechanism sets), so
@@ -59,8 +60,8 @@ class ProbeData:
 
 def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.device = "cpu",
                *, n_pattern: int = 64, eval_n: int | None = None, n_causal: int = 256
-               ) -> ProbeData:
-    """The fixed data of a run with seed ``seed`` at ``size`` (see ``ProbeData``). ``eval_n``
+               ) -> InductionProbeData:
+    """The fixed data of a run with seed ``seed`` at ``size`` (see ``InductionProbeData``). ``eval_n``
     keeps the first ``eval_n`` sequences of each set (None: all of the size's ``eval_n``; the
     losses are most of the cost of a snapshot)."""
     check(isinstance(n_pattern, int) and n_pattern >= 1, "n_pattern", n_pattern,
@@ -75,7 +76,7 @@ def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.d
     distinct = torch.tensor([len(set(row.tolist())) == shortest for row in block])
     row = int(distinct.float().argmax())  # the first with distinct letters (else row 0)
     keep = slice(None, eval_n)
-    return ProbeData(task, {k: Batch(sets[k].tokens[keep], sets[k].scored[keep],
+    return InductionProbeData(task, {k: Batch(sets[k].tokens[keep], sets[k].scored[keep],
                                   {e: v[keep] for e, v in sets[k].extras.items()})
                             for k in sets},
                      sets["test"].tokens[:n_pattern], candidates[row], seed,
@@ -83,7 +84,7 @@ def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.d
 
 
 @torch.no_grad()
-def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, float]:
+def dynamics_metrics(model: HookedTransformer, data: InductionProbeData) -> dict[str, float]:
     """The study's numbers for one snapshot (all floats, keyed by short stable names):
 
     ``{set}_loss``         cross-entropy (nats) on each of ``data.sets``;
@@ -126,7 +127,7 @@ def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, flo
     return out
 
 
-def dynamics_patterns(model: HookedTransformer, data: ProbeData
+def dynamics_patterns(model: HookedTransformer, data: InductionProbeData
                       ) -> tuple[np.ndarray, list[str], list[str]]:
     """Attention of every head on ``data.example`` (the whole sequence, no cropping):
     (patterns float32 [n_layers * n_heads, seq, seq] (query, key), head labels ``"L0H1"``,

@@ -28,7 +28,7 @@ from ..grids import train_grid
 from .causal import causal_numbers
 from .claims import CLAIMS, SETTINGS, SHORT, floor_and_chance, numbers
 from .design import MAIN, POST_SETTING, experiment, seeds_of
-from .dynamics import ProbeData, probe_data
+from .dynamics import InductionProbeData, probe_data
 from .measure import MECHANISM_SETS, POST_SETS, Model, mechanism_label, mechanism_verdict
 
 
@@ -62,7 +62,7 @@ def _as_model(name: str, run) -> Model:
     return run if isinstance(run, Model) else Model(name, None, module=run)
 
 
-def _measured_for_claims(m: Model, data: ProbeData) -> Model:
+def _measured_for_claims(m: Model, data: InductionProbeData) -> Model:
     """What the claims read of one model (``measure_seed``), as a new ``Model`` from ``m``'s name
     and entry alone (whatever ``m`` had measured already is not carried over)."""
     model = m.model
@@ -77,7 +77,7 @@ def _measured_for_claims(m: Model, data: ProbeData) -> Model:
 
 
 @torch.no_grad()
-def measure_seed(runs: Mapping[str, Model | HookedTransformer], data: ProbeData
+def measure_seed(runs: Mapping[str, Model | HookedTransformer], data: InductionProbeData
                  ) -> dict[str, float]:
     """One seed's named numbers (``claims.numbers``): each model's losses on the post's sets and
     the mechanism sets, copy metrics, and for 2-layer models the layer-0 previous-token scores

@@ -26,6 +26,7 @@ from ...zoo import Zoo
 from .design import Plan, experiment, size_spec
 from .measure import eval_sets, plan_seeds, top_k
 from .recipes import table_experiment
+from ..protocol import ProbeData
 from ..trajectory import Trajectory, flat_patterns, over_seeds, through_training_for
 
 # Task accuracy and loss against concentration: does the subspace concentrate before or after
@@ -35,7 +36,7 @@ WINDOW = 64  # most positions shown by ``dynamics_patterns``
 
 
 @dataclass(frozen=True)
-class ProbeData:
+class RandomTransformersProbeData(ProbeData):
     """What every snapshot is measured on.
 
     sets: the task's evaluation sets (``measure.eval_sets``: ``test``, and e.g. ``train`` for
@@ -52,7 +53,7 @@ class ProbeData:
 
 def probe_data(task: Task, size: str, seed: int, device: str | torch.device = "cpu", *,
                eval_n: int | None = None, probe_n: int | None = None,
-               window: int = WINDOW) -> ProbeData:
+               window: int = WINDOW) -> RandomTransformersProbeData:
     """The fixed data of a run with seed ``seed`` at ``size`` (``eval_n`` / ``probe_n``: None =
     the size's ``eval_n`` / ``probe_n``).
 
@@ -75,7 +76,7 @@ def probe_data(task: Task, size: str, seed: int, device: str | torch.device = "c
     last = torch.where(ex.scored, pos, -1).max(1).values  # [8] last scored target, -1: none
     row = int(last.argmax())
     end = int(last[row]) + 1 if int(last[row]) >= 0 else task.seq_len
-    return ProbeData(task, sets, probe.tokens[:probe_n], ex.tokens[row, :min(end, window)])
+    return RandomTransformersProbeData(task, sets, probe.tokens[:probe_n], ex.tokens[row, :min(end, window)])
 
 
 def _layer_key(layer: str) -> str:
@@ -83,7 +84,7 @@ def _layer_key(layer: str) -> str:
 
 
 @torch.no_grad()
-def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, float]:
+def dynamics_metrics(model: HookedTransformer, data: RandomTransformersProbeData) -> dict[str, float]:
     """The study's numbers for one snapshot (all floats):
 
     ``{set}_{metric}``   the task's metrics on each evaluation set (``training.evaluate``, as
@@ -109,7 +110,7 @@ def dynamics_metrics(model: HookedTransformer, data: ProbeData) -> dict[str, flo
     return out
 
 
-def dynamics_patterns(model: HookedTransformer, data: ProbeData
+def dynamics_patterns(model: HookedTransformer, data: RandomTransformersProbeData
                       ) -> tuple[np.ndarray, list[str], list[str]]:
     """Attention of every head on ``data.example`` (one task sequence up to its last scored
     target, at most ``WINDOW`` positions from the start): (float32 [n_layers * n_heads, T, T]

@@ -49,6 +49,7 @@ def experiments(task: str, mode: str, widths: Sequence[int] = WIDTHS,
     check(len(widths) > 0 and all(isinstance(w, int) and 8 <= w <= 4096 and w % 4 == 0
                                   for w in widths), "widths", list(widths),
           "integers in 8..4096, multiples of the 4 heads")
+    check(len(set(widths)) == len(widths), "widths", list(widths), "distinct widths (one given twice)")
     check(len(seeds) > 0 and len(set(seeds)) == len(seeds) and 0 not in seeds, "seeds",
           list(seeds), "distinct seeds other than 0 (seed 0 calibrated the recipes)")
     return [calibrated(task, mode, "default", s, width=w) for w in sorted(widths) for s in seeds]
@@ -61,6 +62,8 @@ def run(zoo_root: str | Path | None, tasks: Sequence[str] = ALGORITHMIC,
     """Train (or find in the zoo) the ladder's rungs, one sweep per (task, mode), the cheap
     ones first (normal before random, then the tasks in ``tasks``' order)."""
     # every rung is built (and so checked) before the first trains
+    check(len(set(tasks)) == len(tasks), "tasks", list(tasks), "distinct tasks (one given twice)")
+    check(len(set(modes)) == len(modes), "modes", list(modes), "distinct modes (one given twice)")
     todo = [(task, mode, experiments(task, mode, widths, seeds))
             for mode in sorted(modes, key=lambda m: m != "normal") for task in tasks]
     return [run_experiments(exps, cache_dir=zoo_root, name=sweep_name(task, mode),
