@@ -46,9 +46,9 @@ SETTINGS = StudySettings.of_sizes(setting, COST, CALIBRATION,
                     "results.md, block '01_induction_repeated_blocks size=default vs size=paper': "
                     "12 of the 16 scaled claims)",
     calibrated="at default, the causal thresholds (seen seed 0) and the tolerances these replaced "
-               "(seeds 0-2)",
-    judged="default 3-5 (seeds_of passes over 0-2); paper 0-9, never calibrated (no paper run "
-           "had finished when the tolerances were fixed)")
+               "(seeds 0-2); at paper the same seeds, whose first 2,000 steps are those default "
+               "runs",
+    judged="default 3-5 and paper 3-12 (seeds_of passes over 0-2 at both sizes)")
 
 SOURCE = ("the induction-heads blog post on repeated letter blocks and its code, "
           "github.com/CG80499/Attention-only-transformers (2023); see docs/sources.md, study 1")
@@ -358,7 +358,7 @@ def at_chance(n: Mapping[str, float]) -> dict[str, float]:
     return {k: null(k, v) for k, v in n.items()}
 
 
-def scorecard(per_seed: Sequence[Mapping[str, float]], size: str | None = None,
+def scorecard(per_seed: Sequence[Mapping[str, float]], size: str,
               seeds: Sequence[int] | None = None) -> pd.DataFrame:
     """The study's claims assessed over seeds (one dict of ``numbers`` per seed)."""
     return _scorecard(CLAIMS, per_seed, size, seeds, SETTINGS)

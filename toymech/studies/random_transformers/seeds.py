@@ -270,7 +270,8 @@ def findings(per_seed, card: pd.DataFrame, size: str):
                             f"task{'s' if measured != 1 else ''}"
                             f"{' (' + ', '.join(solved) + ')' if solved else ''}")
         if said:
-            lines.append(opening(at, f"At width {w} (the paper's Table 1: "
+            lines.append(opening(at, f"At width {w} (the paper's Table 1: widths "
+                                     f"{TABLE1['small_width']} (added in the rebuttal) and "
                                      f"{TABLE1['width']:,}), " + "; ".join(said) +
                          " (held-out accuracy, whole answers, in most seeds)."))
     lines.append(scorecard_sentence(card))
