@@ -21,7 +21,8 @@ def test_verdict_rejects_impossible_counts():
 
 
 CLAIM = Claim("gap", "a is below b", "somewhere", "a < b", value=lambda n: n["b"] - n["a"],
-              holds=lambda n: n["a"] < n["b"], unit="nats")
+              holds=lambda n: n["a"] < n["b"], unit="nats",
+              setting={"steps": 2000, "width": 64, "data": "d"})
 
 
 def test_assess_median_spread_and_missing_seeds():
@@ -35,12 +36,33 @@ def test_assess_median_spread_and_missing_seeds():
 
 
 def test_scorecard_rows():
-    card = scorecard([CLAIM], [{"a": 0.0, "b": 1.0}])
+    card = scorecard([CLAIM], [{"a": 0.0, "b": 1.0}], "default", None, SETTINGS)
     row = card.loc["a is below b"]
     assert row["ours"] == "1 nats" and row["seeds agreeing"] == "1/1"
     assert row["verdict"] == "consistent (1 seed)" and row["source's number"] == "a < b"
-    card = scorecard([CLAIM], [{"a": 0.0, "b": 1.0}] * 3, "default", [0, 1, 2])
+    card = scorecard([CLAIM], [{"a": 0.0, "b": 1.0}] * 3, "paper", [0, 1, 2], SETTINGS)
     assert card.loc["a is below b", "verdict"] == "reproduced"
+
+
+def test_a_scorecard_always_knows_its_size_and_settings():
+    n = [{"a": 0.0, "b": 1.0}]
+    with pytest.raises(ValueError, match="size=None"):
+        scorecard([CLAIM], n, None, None, SETTINGS)
+    with pytest.raises(ValueError, match="settings=None"):
+        scorecard([CLAIM], n, "default")
+
+
+def test_a_claim_that_rests_on_some_seed_needs_it_among_the_judged():
+    """``some``: the rebuttal's perfect runs. Without one, no seed agrees, however many are
+    within the other mode's bounds; with one, the others count as usual."""
+    split = Claim("split", "perfect or at most 0.675", "s", "4 of 10 perfect",
+                  value=lambda n: n["acc"], holds=lambda n: n["acc"] >= 0.9995 or
+                  0.2 <= n["acc"] <= 0.675, some=lambda n: n["acc"] >= 0.9995,
+                  setting={"steps": 1, "width": 16, "digits": 10})
+    half = [{"acc": 0.5}] * 10
+    assert assess(split, half).verdict == "not reproduced"
+    assert assess(split, [{"acc": 1.0}] * 4 + [{"acc": 0.5}] * 6).verdict == "reproduced"
+    assert assess(split, [{"acc": 1.0}] + [{"acc": 0.9}] * 9).verdict == "mixed"
 
 
 # --- every seed counts; distinct seeds; calibration seeds apart ---------------------------------
@@ -61,14 +83,14 @@ def test_assess_counts_unmeasured_seeds_against_reproduced():
     per_seed = [{"a": 0.0, "b": 1.0}] * 3 + [{}] * 2
     a = assess(CLAIM, per_seed)
     assert (a.agree, a.measured, a.requested) == (3, 3, 5) and a.verdict == "mixed"
-    card = scorecard([CLAIM], per_seed)
+    card = scorecard([CLAIM], per_seed, "default", None, SETTINGS)
     assert card.loc["a is below b", "seeds agreeing"] == "3/3 (2 not measured)"
 
 
 def test_scorecard_refuses_repeated_and_calibration_seeds():
     n = {"a": 0.0, "b": 1.0}
     with pytest.raises(ValueError, match="distinct"):
-        scorecard([CLAIM], [n] * 3, "default", [4, 4, 5])
+        scorecard([CLAIM], [n] * 3, "default", [4, 4, 5], SETTINGS)
     with pytest.raises(ValueError, match="calibrated"):
         scorecard([SET], [n] * 3, "default", [1, 3, 4], SETTINGS)
     assert scorecard([SET], [n] * 3, "default", [3, 4, 5], SETTINGS).attrs["caption"].endswith(
@@ -78,18 +100,21 @@ def test_scorecard_refuses_repeated_and_calibration_seeds():
 # --- settings: below the source's setting, scaled --------------------------------------------
 from toymech.studies.settings import StudySettings, shortfall  # noqa: E402
 
-SETTINGS = StudySettings({"smoke": {"steps": 10}, "default": {"steps": 2000, "modulus": 23},
-                          "paper": {"steps": 10_000, "modulus": 199}},
+SIZE_SETTING = {"width": 64, "data": "d"}
+SETTINGS = StudySettings({"smoke": {"steps": 10, **SIZE_SETTING},
+                          "default": {"steps": 2000, "modulus": 23, **SIZE_SETTING},
+                          "paper": {"steps": 10_000, "modulus": 199, **SIZE_SETTING}},
                          {"smoke": "seconds", "default": "minutes", "paper": "hours"},
                          {"default": (0, 1, 2)},
                          evidence={"default": frozenset({"gap-scaled"})},
                          evidence_record="a recorded run (this test's)")
 SET = Claim("gap-set", "a is below b at the source's setting", "somewhere", "a < b",
             value=lambda n: n["b"] - n["a"], holds=lambda n: n["a"] < n["b"],
-            setting={"steps": 10_000, "modulus": 199})
+            setting={"steps": 10_000, "modulus": 199, "width": 64})
 SCALED = Claim("gap-scaled", "a is below b, qualitatively", "somewhere", "a < b",
                value=lambda n: n["b"] - n["a"], holds=lambda n: n["a"] < n["b"],
-               setting={"steps": 10_000}, numeric=False, scaled="a direction, not a size")
+               setting={"steps": 10_000, **SIZE_SETTING}, numeric=False,
+               scaled="a direction, not a size")
 
 
 def test_shortfall_reads_budgets_as_at_least_and_task_sizes_as_equal():
@@ -117,15 +142,16 @@ def test_a_run_below_the_source_setting_is_not_judged():
 
 def test_a_numeric_claim_is_never_scaled_and_a_reference_names_its_null():
     with pytest.raises(ValueError, match="scaled"):
-        Claim("x", "x", "s", "v", value=lambda n: 0, holds=lambda n: True, scaled="why")
+        Claim("x", "x", "s", "v", value=lambda n: 0, holds=lambda n: True, scaled="why",
+              setting=CLAIM.setting)
     with pytest.raises(ValueError, match="null"):
         Claim("x", "x", "s", "v", value=lambda n: 0, holds=lambda n: True,
-              reference=lambda n: 0)
+              reference=lambda n: 0, setting=CLAIM.setting)
 
 
 def test_a_claims_own_calibration_seeds_are_left_out():
     own = Claim("own", "a is below b (a recipe)", "s", "a < b", value=lambda n: n["b"],
-                holds=lambda n: n["a"] < n["b"], calibration=(0,))
+                holds=lambda n: n["a"] < n["b"], calibration=(0,), setting=CLAIM.setting)
     per_seed = [{"a": 0.0, "b": 1.0}, {}, {}]  # seed 0 (calibration) passed, 1 and 2 missing
     a = assess(own, per_seed, seeds=[0, 1, 2])
     assert (a.agree, a.requested, a.verdict) == (0, 2, "not measured")

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 import pytest
 
 from toymech.studies import protocol
-from toymech.studies.claims import BELOW, Measured, assess, scorecard
+from toymech.studies.claims import BELOW, Claim, Measured, assess
+from toymech.studies.settings import KINDS, missing
 
 NAMES = (*protocol.STUDIES, protocol.TEMPLATE)
 
@@ -86,10 +87,9 @@ def test_at_chance_numbers_pass_no_claim(name):
     ``at_chance``): no trained claim passes, none reads mixed or unresolved."""
     st, cl = _study(name)
     chance = cl.at_chance(cl.source_like())
-    card = scorecard(st.CLAIMS, [chance] * 3)
-    trained = [c.statement for c in st.CLAIMS if c.trained and not c.null_exempt]
-    assert card.loc[trained, "verdict"].str.startswith("not reproduced").all(), \
-        card.loc[trained, "verdict"].to_string()
+    said = {c.key: assess(c, [chance] * 3).verdict for c in st.CLAIMS
+            if c.trained and not c.null_exempt}  # what the seeds say, whatever the setting
+    assert all(v.startswith("not reproduced") for v in said.values()), said
 
 
 # --- the null world: untrained models at each size's own settings, the study's own code ---------
@@ -108,10 +108,10 @@ def test_null_world(name, size):
     seeds = st.seeds_of(size, 0, 2)
     per_seed = [st.untrained_numbers(size, s) for s in seeds]
     card = st.scorecard(per_seed, size, list(seeds))
-    alone = scorecard(st.CLAIMS, per_seed)  # what the seeds say, whatever the setting
     bad = []
     for c in st.CLAIMS:
-        v, raw = card.loc[c.statement, "verdict"], alone.loc[c.statement, "verdict"]
+        # what the seeds say, whatever the setting (``assess`` without one)
+        v, raw = card.loc[c.statement, "verdict"], assess(c, per_seed).verdict
         if c.null_exempt:
             continue
         ok = raw.startswith("not reproduced") and (v.startswith("not reproduced")
@@ -145,9 +145,40 @@ def test_claims_are_documented_one_row_each():
             assert c.test and c.why, c.key
 
 
+@pytest.mark.parametrize("name, claim", _claims(), ids=lambda x: getattr(x, "key", x))
+def test_every_claim_names_its_setting_and_each_size_states_it(name, claim):
+    """No verdict without a setting: each row names the steps, a width and the data (or task
+    sizes) it depends on (a recipe row of ours: the recipe's own), and every size of the study
+    states each parameter, so none reads "not stated"."""
+    assert not missing(claim.setting), (claim.key, missing(claim.setting))
+    settings = importlib_claims(name).SETTINGS
+    for size, ours in settings.sizes.items():
+        unstated = [k for k in claim.setting if k not in ours]
+        assert not unstated, (claim.key, size, unstated)
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_claim_keys_are_unique_and_state_a_setting(name):
+def test_claim_keys_are_unique(name):
     claims = protocol.study(name).CLAIMS
     assert len({c.key for c in claims}) == len(claims)
-    # Only a claim of ours (a recipe's, at its own setting) may state no source setting.
-    assert all(c.setting or c.ours for c in claims), [c.key for c in claims if not c.setting]
+
+
+def _claim(setting):
+    return Claim("k-1", "a claim", "s", "v", value=lambda n: n["a"], holds=lambda n: True,
+                 setting=setting)
+
+
+@pytest.mark.parametrize("setting, lacks", [
+    ({}, list(KINDS)),
+    ({"steps": 10_000}, ["a width", "the data or task size"]),
+    ({"steps": 10_000, "d_model": 32}, ["the data or task size"]),
+    ({"digits": 10}, ["the steps", "a width"]),
+    ({"circuit_target": 128}, ["the steps", "a width"]),
+])
+def test_registration_refuses_an_empty_or_partial_setting(setting, lacks):
+    with pytest.raises(ValueError) as err:
+        _claim(setting)
+    text = str(err.value)
+    assert "'k-1'" in text and "\n" not in text  # one line naming the claim ...
+    assert all(kind in text for kind in lacks), text  # ... and what is missing
+    assert _claim({"steps": 1, "width": 16, "digits": 10}).setting  # a whole one registers

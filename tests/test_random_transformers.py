@@ -298,7 +298,7 @@ def test_numbers_from_tables_per_seed():
     assert n1["acc.needle.normal.small"] == 0.7 and "circuit.gap.widest" not in n1
     run = rt.numbers({"main": main, "widths": (16, 64), "mem": mem})
     assert run["acc.needle.random.small"] == pytest.approx(0.5)
-    card = rt.scorecard([n0, n1])
+    card = rt.scorecard([n0, n1], "smoke")  # a pipeline check: the raw counts
     # no chance column in these rows: "solves" cannot be decided against chance
     assert card.loc[next(c.statement for c in rt.CLAIMS if c.key == "random-solves-needle"),
                     "verdict"] == "not measured"

@@ -52,7 +52,7 @@ def test_every_scaled_verdict_is_backed_by_the_record(name):
 def _claim(scaled: bool, key="k"):
     from toymech.studies.claims import Claim
     return Claim(key, "s", "src", "1", value=lambda n: n["x"], holds=lambda n: n["x"] > 0,
-                 setting={"steps": 10_000}, numeric=not scaled,
+                 setting={"steps": 10_000, "width": 8, "data": "d"}, numeric=not scaled,
                  scaled="a direction" if scaled else "")
 
 
@@ -60,7 +60,8 @@ def test_a_scaled_claim_without_evidence_reads_below_the_sources_setting():
     from toymech.studies.settings import StudySettings
 
     def setting(size):
-        return {"steps": {"smoke": 10, "default": 2_000, "paper": 10_000}[size]}
+        return {"steps": {"smoke": 10, "default": 2_000, "paper": 10_000}[size], "width": 8,
+                "data": "d"}
 
     cost = {"smoke": "s", "default": "m", "paper": "h"}
     seeds = [{"x": 1.0}] * 3

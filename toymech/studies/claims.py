@@ -52,7 +52,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import pandas as pd
 
 from ..core import SIZES, Variant, check
-from .settings import Setting, StudySettings, describe, shortfall
+from .settings import Setting, StudySettings, describe, missing, shortfall
 
 Numbers = Mapping[str, Any]
 
@@ -98,6 +98,8 @@ class Claim:
     null_detail: str = ""  # which one, in a reader's words ("a value listed in the context")
     null_exempt: str = ""  # why untrained models cannot be shown to fail it (empty: they can)
     calibration: tuple[int, ...] = ()  # seeds this claim's own calibration used: never judged
+    some: Callable[[Numbers], bool] | None = None  # a seed the claim needs among those judged
+    #  (the rebuttal's perfect runs): where no seed has it, no seed agrees
 
     def __post_init__(self) -> None:
         check(isinstance(self.key, str) and self.key != "", "key", self.key, "a non-empty string")
@@ -108,6 +110,9 @@ class Claim:
         check((self.reference is None) == (self.null == ""), "null", self.key,
               f"one of {', '.join(NULLS)} exactly when the claim has a reference")
         check(self.null in ("", *NULLS), "null", self.null, f"one of {', '.join(NULLS)}")
+        lacks = missing(self.setting or {})
+        check(not lacks, f"setting of claim {self.key!r}", dict(self.setting or {}),
+              f"the source's setting naming {', '.join(lacks)} (no verdict without a setting)")
 
 
 class Measured(Mapping):
@@ -242,6 +247,8 @@ def assess(claim: Claim, per_seed: Sequence[Numbers], pipeline: bool = False,
             unresolved += 1
         else:
             held.append(bool(h))
+    if claim.some is not None and not any(_call(claim.some, n) for n in per_seed):
+        held = [False] * len(held)  # the seed the claim rests on (``some``) is not among them
     agree = sum(held)
     med = statistics.median(values) if values else float("nan")
     low, high = (min(values), max(values)) if values else (float("nan"), float("nan"))
@@ -315,16 +322,18 @@ def check_seeds(seeds: Sequence[int] | None, per_seed: Sequence[Numbers],
           f"judged seeds only: {sorted(cal & set(seeds))} calibrated the thresholds at {size}")
 
 
-def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str | None = None,
+def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str,
               seeds: Sequence[int] | None = None, settings: StudySettings | None = None
               ) -> pd.DataFrame:
     """One row per claim: the source's number beside ours (median [min, max] over seeds), the
     chance / null reference and what it is, seeds agreeing and the verdict. ``size``
-    (smoke/default/paper; a pipeline check at smoke) and ``seeds`` (the distinct seeds of
-    ``per_seed``, never a calibration seed) go into the title; ``settings`` (the study's
-    ``StudySettings``) decides which rows are below the source's setting."""
-    if size is not None:
-        check(size in SIZES, "size", size, f"one of {', '.join(SIZES)}")
+    (smoke/default/paper; a pipeline check at smoke; always given: every row is judged against
+    its setting) and ``seeds`` (the distinct seeds of ``per_seed``, never a calibration seed) go
+    into the title; ``settings`` (the study's ``StudySettings``, required but for a variant,
+    whose rows are properties) decides which rows are below the source's setting."""
+    check(isinstance(size, str) and size in SIZES, "size", size, f"one of {', '.join(SIZES)}")
+    check(settings is not None or isinstance(size, Variant), "settings", settings,
+          "the study's StudySettings: a scorecard judges every row against its setting")
     check_seeds(seeds, per_seed, settings, size)
     pipeline = is_pipeline(size)
     variant = isinstance(size, Variant)

@@ -28,7 +28,7 @@ name                   role
 ``untrained_numbers``  ``(size, seed)``: ``measure_seed`` on the same runs left at their
                        initialisation, at ``size``'s settings: the null world every claim fails
 ``numbers``            ``(measured)``: the flattening ``measure_seed`` ends with
-``scorecard``          ``(per_seed, size=None, seeds=None)``: the claims assessed over seeds
+``scorecard``          ``(per_seed, size, seeds=None)``: the claims assessed over seeds at a size
 ``probe_data``         ``(task, size, seed, device="cpu")``: the fixed data every training
                        snapshot is measured on
 ``dynamics_metrics``   ``(model, data)``: the study's numbers for one snapshot
@@ -90,7 +90,7 @@ SIGNATURES: dict[str, tuple[tuple[str, Any, bool], ...]] = {
     "measure_seed": (("runs", P, False), ("data", P, False)),
     "untrained_numbers": (("size", P, False), ("seed", P, False)),
     "numbers": (("measured", P, False),),
-    "scorecard": (("per_seed", P, False), ("size", P, True), ("seeds", P, True)),
+    "scorecard": (("per_seed", P, False), ("size", P, False), ("seeds", P, True)),
     "probe_data": (("task", P, False), ("size", P, False), ("seed", P, False), ("device", P, True)),
     "dynamics_metrics": (("model", P, False), ("data", P, False)),
     "through_training": (("entry", P, False), ("data", P, False), ("name", P, True)),

@@ -21,10 +21,30 @@ from ..core import SIZES, check
 
 # Parameters where more is at least the source's setting (a longer run, a wider model).
 AT_LEAST = frozenset({"steps", "batch", "width", "d_model", "eval_n", "train_n", "seeds",
-                      "circuit_target", "baseline_width"})
+                      "circuit_target", "baseline_width", "baseline_steps", "side_steps",
+                      "mem_width", "lm_width", "student_width"})
 
 Setting = Mapping[str, Any]
 Short = tuple[tuple[str, Any, Any], ...]  # (parameter, ours, theirs)
+
+# What every claim's setting names (``missing``), so that no row is judged at a size that
+# differs from the source's in something the setting leaves out: the training budget, the
+# model's width and the data (a corpus, or a synthetic task's sizes). A parameter counts by its
+# name: ``steps`` or ``<what>_steps``; ``width``, ``d_model`` or ``<what>_width``; ``data``,
+# a task size below or ``<what>_task``.
+STEP_KEYS = ("steps",)
+WIDTH_KEYS = ("width", "d_model")
+DATA_KEYS = ("data", "length", "modulus", "needle_pairs", "digits", "paren_len", "max_len",
+             "mem_table", "circuit_target")
+KINDS = {"the steps": lambda k: k in STEP_KEYS or k.endswith("_steps"),
+         "a width": lambda k: k in WIDTH_KEYS or k.endswith("_width"),
+         "the data or task size": lambda k: k in DATA_KEYS or k.endswith("_task")}
+
+
+def missing(setting: Setting) -> list[str]:
+    """What ``setting`` does not name of ``KINDS`` (empty: it names the steps, a width and the
+    data)."""
+    return [kind for kind, named in KINDS.items() if not any(named(k) for k in setting)]
 
 
 def _fmt(v: Any) -> str:

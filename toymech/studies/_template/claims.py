@@ -50,6 +50,6 @@ def numbers(measured: Mapping[str, Any]) -> dict[str, float]:
     return {"acc": float(measured["acc"]), "chance": float(measured["chance"])}
 
 
-def scorecard(per_seed: Sequence[Mapping[str, float]], size: str | None = None,
+def scorecard(per_seed: Sequence[Mapping[str, float]], size: str,
               seeds: Sequence[int] | None = None) -> pd.DataFrame:
     return _scorecard(CLAIMS, per_seed, size, seeds, SETTINGS)

@@ -38,7 +38,7 @@ SIZES = {
     "paper": TemplateSize(n_seeds=10, steps=5000, batch=256, eval_n=4096, snapshots=16),
 }
 # The source's setting: the parameters its claims are stated at (compared with ``setting``).
-SOURCE_SETTING = {"steps": 5000, "batch": 256}
+SOURCE_SETTING = {"steps": 5000, "batch": 256, "d_model": 32, "max_len": 16}
 CALIBRATION: dict[str, tuple[int, ...]] = {}  # size -> seeds thresholds were chosen on
 COST = {"smoke": "seconds", "default": "about a minute on a CPU", "paper": "minutes on a CPU"}
 seeds_of = seeds_for(SIZES, CALIBRATION)  # the one definition of seeds_of, bound to these sizes
@@ -51,8 +51,9 @@ optional_runs = optional_runs_for(OPTIONAL_RUNS)
 
 def setting(size: str) -> dict:
     """What ``size`` trains, in ``SOURCE_SETTING``'s parameters."""
-    s = size_of(SIZES, size)
-    return {"steps": s.steps, "batch": s.batch}
+    s, exp = size_of(SIZES, size), experiment(size)
+    return {"steps": s.steps, "batch": s.batch, "d_model": exp.model.d_model,
+            "max_len": exp.task.max_len}
 
 
 def experiment(size: str = "default", seed: int = 0) -> Experiment:

@@ -365,7 +365,7 @@ def at_chance(n: Mapping[str, float]) -> dict[str, float]:
     return {k: null(k, v) for k, v in n.items()}
 
 
-def scorecard(per_seed: Sequence[Mapping[str, float]], size: str | None = None,
+def scorecard(per_seed: Sequence[Mapping[str, float]], size: str,
               seeds: Sequence[int] | None = None) -> pd.DataFrame:
     """The study's claims assessed over seeds (one dict of ``numbers`` per seed)."""
     return _scorecard(CLAIMS, per_seed, size, seeds, SETTINGS)

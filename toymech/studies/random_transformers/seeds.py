@@ -28,7 +28,7 @@ from ...zoo import Zoo, ZooEntry
 from ..claims import Measured
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from .calibration import run_row
-from .claims import SETTINGS, TABLE1, _solved, numbers
+from .claims import SETTINGS, TABLE1, W16, _solved, numbers
 from .design import ALGORITHMIC, FREEZE_MODES, experiment, plan, seeds_of, size_spec, task_for
 from .measure import (BASELINE_KINDS, baseline_exp, baseline_row, circuit_experiments,
                       circuit_row, concentration_rows, plan_seeds, row_for)
@@ -291,7 +291,8 @@ def findings(per_seed, card: pd.DataFrame, size: str):
                             f"task{'s' if measured != 1 else ''}"
                             f"{' (' + ', '.join(solved) + ')' if solved else ''}")
         if said:
-            lines.append(opening(at, f"At width {w} (the paper's Table 1: "
+            lines.append(opening(at, f"At width {w} (the paper's Table 1: widths "
+                                     f"{W16['small_width']} (added in the rebuttal) and "
                                      f"{TABLE1['width']:,}), " + "; ".join(said) +
                          " (held-out accuracy, whole answers, in most seeds)."))
     lines.append(scorecard_sentence(card))

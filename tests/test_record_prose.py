@@ -1,0 +1,68 @@
+"""The results record's prose quotes no count its blocks contradict: the marked sentences of
+docs/results.md are regenerated from the blocks they sit above (``report.record_prose``)."""
+
+from pathlib import Path
+
+import pytest
+
+from toymech.report import record_prose as rp
+
+RECORD = Path(__file__).resolve().parents[1] / "docs" / "results.md"
+
+CARD = """<!-- toymech-results nb size=paper -->
+### nb: `paper`
+
+| claim | ours | seeds agreeing | verdict |
+| --- | --- | --- | --- |
+| a | 1 | 10/10 | reproduced |
+| b | 2 | 3/10 | mixed |
+| c | 3 | 0/10 | not reproduced |
+| d | 4 | 1/10 | mixed |
+<!-- /toymech-results -->
+"""
+LADDER = """<!-- toymech-results rt-width-ladder -->
+| task | mode | width 16 | width 32 | width 64 | width 128 |
+| --- | --- | --- | --- | --- | --- |
+| needle | normal | 0.631 [0.631, 0.651] (0/3) | 0.996 [0.632, 1.000] (2/3) | 0.998 [0.993, 1.000] (3/3) | 0.998 [0.636, 0.998] (2/3) |
+| needle | random | 0.434 [0.356, 0.467] (0/3) | 0.633 [0.622, 0.636] (0/3) | 0.644 [0.622, 0.646] (0/3) | 0.639 [0.629, 0.664] (0/3) |
+<!-- /toymech-results -->
+"""
+
+
+def _marked(name, key, said):
+    return f"<!-- toymech-sentence {name} {key} -->{said}<!-- /toymech-sentence -->"
+
+
+def test_the_records_sentences_match_its_blocks():
+    text = RECORD.read_text(encoding="utf-8")
+    assert "toymech-sentence" in text  # the counts the prose quotes are generated
+    assert rp.stale_sentences(text) == [], "run: python -m toymech.report.record_prose"
+
+
+def test_counts_are_read_from_the_block_and_a_wrong_one_is_stale():
+    said = rp.mixed_and_not_reproduced(rp.blocks(CARD)["nb size=paper"])
+    assert said == "Two rows are mixed (b: 3 of 10; d: 1 of 10) and one row is not reproduced " \
+                   "(c: 0 of 10)."
+    wrong = CARD + _marked("mixed-and-not-reproduced", "nb size=paper",
+                           "Three rows are mixed (b: 3 of 10) and two rows are not reproduced.")
+    assert len(rp.stale_sentences(wrong)) == 1
+    assert rp.stale_sentences(rp.refresh_sentences(wrong)) == []
+    assert said in rp.refresh_sentences(wrong)
+
+
+def test_the_ladder_sentences_name_every_rung_and_the_whole_range():
+    body = rp.blocks(LADDER)["rt-width-ladder"]
+    # not "3 of 3 from 64": width 128 has 2 of 3
+    assert rp.ladder_seeds_solving(body, ("needle",)) == \
+        "seeds solving at widths 32, 64, 128: needle 2, 3, 2 of 3"
+    assert rp.ladder_range(body, "needle", "random", 32) == "0.622-0.664 at widths 32-128"
+
+
+@pytest.mark.parametrize("marked, match", [
+    (_marked("no-such-sentence", "nb size=paper", "x"), "sentence='no-such-sentence'"),
+    (_marked("mixed-and-not-reproduced", "nb size=smoke", "x"), "block='nb size=smoke'"),
+])
+def test_an_unknown_sentence_or_block_is_refused_in_one_line(marked, match):
+    with pytest.raises(ValueError, match=match) as err:
+        rp.stale_sentences(CARD + marked)
+    assert "\n" not in str(err.value)

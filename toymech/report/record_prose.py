@@ -1,0 +1,171 @@
+"""Sentences of the results record (``docs/results.md``) regenerated from its own blocks.
+
+The record's prose sits between the generated blocks (``report.results``). Where a paragraph
+quotes counts a block holds (how many rows read "mixed", how many seeds solved a rung), the
+sentence is written by a function here from that block and kept between markers::
+
+    <!-- toymech-sentence NAME BLOCK-KEY -->...<!-- /toymech-sentence -->
+
+``refresh_sentences(text)`` rewrites every marked sentence from the block it names, and
+``stale_sentences(text)`` lists those that differ from what the block says now
+(``tests/test_results_record.py`` asks for none), so no count in the prose can contradict the
+block it sits above.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from .scorecards import verdict_word
+
+_BLOCK = re.compile(r"<!-- toymech-results (?P<key>[^>]*?) -->\n(?P<body>.*?)"
+                    r"<!-- /toymech-results -->", re.S)
+_SENTENCE = re.compile(r"<!-- toymech-sentence (?P<name>\S+) (?P<key>[^>]*?) -->"
+                       r"(?P<text>.*?)<!-- /toymech-sentence -->", re.S)
+_NUMBERS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven",
+            8: "eight", 9: "nine", 10: "ten"}
+_CELL = re.compile(r"(?P<median>[\d.]+) \[(?P<low>[\d.]+), (?P<high>[\d.]+)\] "
+                   r"\((?P<solved>\d+)/(?P<seeds>\d+)\)")
+
+
+def blocks(text: str) -> dict[str, str]:
+    """{key: body} of every generated block of a record."""
+    return {m.group("key"): m.group("body") for m in _BLOCK.finditer(text)}
+
+
+def table_rows(body: str) -> list[dict[str, str]]:
+    """The first markdown table of a block body, one {column: cell} per row."""
+    rows: list[dict[str, str]] = []
+    head: list[str] | None = None
+    for line in body.splitlines():
+        if not line.startswith("| "):
+            if head is not None:
+                break
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if head is None:
+            head = cells
+        elif set(cells) != {"---"}:
+            rows.append(dict(zip(head, cells)))
+    return rows
+
+
+def _count(n: int) -> str:
+    return _NUMBERS.get(n, str(n))
+
+
+def verdict_rows(body: str, word: str) -> list[tuple[str, str]]:
+    """(claim, seeds agreeing) of the rows of a scorecard block whose verdict is ``word``."""
+    return [(r["claim"], r["seeds agreeing"]) for r in table_rows(body)
+            if verdict_word(r.get("verdict", "")) == word]
+
+
+def _agreeing(cell: str) -> str:
+    agree, _, of = cell.partition("/")
+    return f"{agree} of {of.split()[0]}" if of else cell
+
+
+def mixed_and_not_reproduced(body: str) -> str:
+    """"Four rows are mixed (A: 3 of 10; ...) and four are not reproduced (...)"."""
+    parts = []
+    for word in ("mixed", "not reproduced"):
+        rows = verdict_rows(body, word)
+        listed = "; ".join(f"{claim}: {_agreeing(seeds)}" for claim, seeds in rows)
+        verb = "is" if len(rows) == 1 else "are"
+        noun = "row" if len(rows) == 1 else "rows"
+        parts.append(f"{_count(len(rows))} {noun} {verb} {word}" + (f" ({listed})" if rows
+                                                                    else ""))
+    text = " and ".join(parts)
+    return text[0].upper() + text[1:] + "."
+
+
+def _ladder_cells(body: str, task: str, mode: str) -> dict[int, dict[str, float]]:
+    """{width: median/low/high/solved/seeds} of one (task, mode) row of the ladder block."""
+    for r in table_rows(body):
+        if r.get("task") == task and r.get("mode") == mode:
+            out = {}
+            for col, cell in r.items():
+                m = _CELL.fullmatch(cell)
+                if col.startswith("width ") and m:
+                    out[int(col.split()[1])] = {k: float(v) for k, v in m.groupdict().items()}
+            return out
+    return {}
+
+
+def ladder_seeds_solving(body: str, tasks: tuple[str, ...] = ("needle", "decimal_addition"),
+                         mode: str = "normal") -> str:
+    """"seeds solving at widths 32, 64, 128, 256: needle 2, 3, 2, 3 of 3; ..." from the first
+    width at which the median solves (``k/n`` in the ladder block)."""
+    parts, widths = [], None
+    for task in tasks:
+        cells = _ladder_cells(body, task, mode)
+        first = min((w for w, c in cells.items() if c["median"] >= 0.95), default=None)
+        if first is None:
+            parts.append(f"{task.replace('_', ' ')} at no width")
+            continue
+        shown = sorted(w for w in cells if w >= first)
+        widths = widths or shown
+        solved = ", ".join(str(int(cells[w]["solved"])) for w in shown)
+        seeds = {int(cells[w]["seeds"]) for w in shown}
+        parts.append(f"{task.replace('_', ' ')} {solved} of {'/'.join(map(str, sorted(seeds)))}")
+    where = ", ".join(map(str, widths or ()))
+    return f"seeds solving at widths {where}: " + "; ".join(parts)
+
+
+def ladder_range(body: str, task: str = "needle", mode: str = "random", from_width: int = 32
+                 ) -> str:
+    """"0.622-0.664 at widths 32-256": the lowest and highest seed of a row from a width on."""
+    cells = {w: c for w, c in _ladder_cells(body, task, mode).items() if w >= from_width}
+    if not cells:
+        return "not run"
+    low, high = min(c["low"] for c in cells.values()), max(c["high"] for c in cells.values())
+    return f"{low:.3f}-{high:.3f} at widths {min(cells)}-{max(cells)}"
+
+
+SENTENCES: dict[str, Callable[[str], str]] = {
+    "mixed-and-not-reproduced": mixed_and_not_reproduced,
+    "ladder-seeds-solving": ladder_seeds_solving,
+    "ladder-random-needle-range": ladder_range,
+}
+
+
+def _sentence(name: str, key: str, found: dict[str, str]) -> str:
+    if name not in SENTENCES:
+        raise ValueError(f"sentence={name!r} is not allowed: one of {', '.join(SENTENCES)}")
+    if key not in found:
+        raise ValueError(f"block={key!r} is not allowed: a block of the record "
+                         f"({', '.join(found) or 'none'})")
+    return SENTENCES[name](found[key])
+
+
+def stale_sentences(text: str) -> list[str]:
+    """Each marked sentence that differs from what its block says now: "NAME KEY: ours != new"."""
+    found = blocks(text)
+    out = []
+    for m in _SENTENCE.finditer(text):
+        new = _sentence(m.group("name"), m.group("key"), found)
+        if " ".join(m.group("text").split()) != new:
+            out.append(f"{m.group('name')} {m.group('key')}: {m.group('text')!r} != {new!r}")
+    return out
+
+
+def refresh_sentences(text: str) -> str:
+    """``text`` with every marked sentence rewritten from its block."""
+    found = blocks(text)
+
+    def swap(m: re.Match) -> str:
+        new = _sentence(m.group("name"), m.group("key"), found)
+        return f"<!-- toymech-sentence {m.group('name')} {m.group('key')} -->{new}" \
+               "<!-- /toymech-sentence -->"
+
+    return _SENTENCE.sub(swap, text)
+
+
+if __name__ == "__main__":  # python -m toymech.report.record_prose [docs/results.md]
+    import sys
+    from pathlib import Path
+
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/results.md")
+    path.write_text(refresh_sentences(path.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"sentences refreshed in {path}")
