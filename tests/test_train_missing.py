@@ -19,7 +19,8 @@ def test_two_processes_store_what_one_thread_alone_trains(tmp_path):
     exps = _exps()
     seen = []
     entries = train_missing(Zoo(tmp_path / "pool"), exps, workers=2,
-                            on_progress=lambda done, total, e: seen.append((done, total)))
+                            on_progress=lambda done, total, e: seen.append((done, total)),
+                            start_steps=0)
     assert sorted(seen) == [(1, 2), (2, 2)]
     assert [e.loaded for e in entries] == [True, True]  # read back from the zoo
     before = torch.get_num_threads()
@@ -42,19 +43,22 @@ def test_two_processes_store_what_one_thread_alone_trains(tmp_path):
     assert [e.path for e in again] == [entries[1].path, entries[0].path]
 
 
-def test_one_worker_trains_in_this_process_and_skips_duplicates(tmp_path):
-    exps = _exps((3,))
+def test_short_runs_train_in_this_process_and_duplicates_once(tmp_path, monkeypatch):
+    from toymech.sweep import pool
+    monkeypatch.setattr(pool, "_in_processes", lambda *a: pytest.fail("no processes for this"))
+    exps = _exps((3, 4))  # two smoke runs: far below a worker's start-up (start_steps)
     seen = []
-    entries = train_missing(Zoo(tmp_path), exps + exps, workers=1,
+    entries = train_missing(Zoo(tmp_path), exps + exps[:1], workers=4,
                             on_progress=lambda done, total, e: seen.append((done, total)))
-    assert seen == [(1, 1)]
-    assert entries[0].path == entries[1].path
+    assert seen == [(1, 2), (2, 2)]
+    assert entries[0].path == entries[2].path != entries[1].path
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"workers": 0}, r"workers=0 is not allowed"),
     ({"on_progress": 3}, r"on_progress=3 is not allowed"),
     ({"tag": 1}, r"tag=1 is not allowed"),
+    ({"start_steps": -1}, r"start_steps=-1 is not allowed"),
 ])
 def test_bad_options_are_refused_before_anything_is_written(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -19,13 +19,20 @@ from typing import Callable, Sequence
 
 import torch
 
-from ..core import check, check_int
+from ..core import check, check_float, check_int
 from ..devices import choose_threads, resolve_device
 from ..training import Experiment, preflight, seedless_key
 from ..zoo import Zoo, ZooEntry
 from .backends import one_line, run_job
 
 Progress = Callable[[int, int, Experiment], None]
+
+# run_cost of one step of the reference model (study 1's 2-layer toy, batch 256: 24 positions,
+# 2 layers, width 32); an automatic choice spawns processes only when the runs to train come to
+# at least START_STEPS of these per worker, since each worker first imports torch and toymech
+# (a few seconds: a smoke run is over before that)
+REFERENCE_STEP_COST = 256 * 24 * 2 * 32
+START_STEPS = 200
 
 
 def run_cost(exp: Experiment) -> float:
@@ -38,15 +45,17 @@ def run_cost(exp: Experiment) -> float:
 
 def train_missing(zoo: Zoo, experiments: Sequence[Experiment], *, workers: int | None = None,
                   device: str | torch.device = "cpu", tag: str = "",
-                  on_progress: Progress | None = None, log: Callable[[str], None] | None = None
-                  ) -> list[ZooEntry]:
+                  on_progress: Progress | None = None, log: Callable[[str], None] | None = None,
+                  start_steps: float = START_STEPS) -> list[ZooEntry]:
     """Train the ``experiments`` that ``zoo`` lacks, one process per free core, and return every
     experiment's entry (in the order given, read back from the zoo).
 
-    workers: processes on a CPU (None: ``choose_threads()``, the free cores or
-        ``$TOYMECH_THREADS``; never more than the runs to train). One worker, or a device other
-        than the CPU, trains in this process one run after another (``Zoo.get_or_train_many``:
-        a GPU stacks seeds where ``stacking_pays``).
+    workers: at most this many processes on a CPU (None: ``choose_threads()``, the free cores
+        or ``$TOYMECH_THREADS``); never more than the runs to train, nor than their cost in
+        reference steps over ``start_steps`` (what a worker's start-up must be worth; 0: no
+        such limit). One worker, or a device other than the CPU, trains in this process one
+        run after another (``Zoo.get_or_train_many``: a GPU stacks seeds where
+        ``stacking_pays``).
     on_progress: called in this process as ``on_progress(done, total, experiment)`` after each
         run that trained (``total``: the runs that were missing).
     Every missing run's setting passes the preflight before anything starts; a run that fails
@@ -64,6 +73,7 @@ def train_missing(zoo: Zoo, experiments: Sequence[Experiment], *, workers: int |
     check(log is None or callable(log), "log", log, "None or a callable taking one line")
     if workers is not None:
         check_int("workers", workers, 1, 4096)
+    check_float("start_steps", start_steps, 0.0, 1e12)
     dev = resolve_device(device)
     experiments = list(experiments)
     missing, seen = [], set()
@@ -79,6 +89,9 @@ def train_missing(zoo: Zoo, experiments: Sequence[Experiment], *, workers: int |
         preflight(e, dev, keep_model=False)
     missing.sort(key=run_cost, reverse=True)
     n = min(len(missing), workers if workers is not None else choose_threads())
+    if start_steps > 0:
+        steps = sum(run_cost(e) for e in missing) / REFERENCE_STEP_COST
+        n = max(1, min(n, int(steps // start_steps)))
     if missing and (n <= 1 or dev.type != "cpu"):
         _in_process(zoo, missing, dev, tag, on_progress, log)
     elif missing:
