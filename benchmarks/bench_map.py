@@ -76,11 +76,14 @@ def main() -> None:
     threads = args.threads or args.workers
     steps = sum(e.train.steps for e in exps)
     ref, seq, pool = [], [], []
-    for _ in range(args.repeats):
+    for i in range(args.repeats):
         ref.append(reference_step_seconds())
         seq.append(one_process(exps, threads))
         pool.append(per_core(exps, args.workers))
         ref.append(reference_step_seconds())
+        print(f"repeat {i + 1}: one process {seq[-1]:.1f} s, train_missing {pool[-1]:.1f} s, "
+              f"ratio {seq[-1] / pool[-1]:.2f}; reference {1 / ref[-2]:.1f} / {1 / ref[-1]:.1f} "
+              "steps/s", flush=True)
     r, s, p = 1.0 / _median(ref), _median(seq), _median(pool)
     print(f"map: {len(exps)} runs ({args.models} x {args.seeds} seeds, {args.size}, "
           f"{args.steps} steps each, {steps} steps in all); reference {r:.1f} steps/s "
