@@ -13,10 +13,11 @@ from transformer_lens import HookedTransformer
 
 from ... import analysis
 from ...core import Variant, check, seed_for
-from ...devices import make_generator
+from ...devices import initial_threads, make_generator
 from ...display import attention_caption, attention_view as view, focus_head
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
+from ...sweep import train_missing
 from ...zoo import Zoo, ZooEntry
 from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
 from .design import experiment, seeds_of
@@ -49,6 +50,9 @@ class Model:
 def load_models(names, size: str, seed: int, device: torch.device,
                 cache_dir: str | Path | None = None, progress: bool = True) -> dict[str, Model]:
     zoo = Zoo(cache_dir)
+    if torch.device(device).type == "cpu":  # what is missing: one process per free core
+        train_missing(zoo, [experiment(n, size, seed) for n in names],
+                      workers=max(1, initial_threads()), device=device)
     out = {}
     for name in names:
         entry = zoo.get_or_train(experiment(name, size, seed), device=device,

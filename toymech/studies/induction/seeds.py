@@ -21,6 +21,8 @@ from transformer_lens import HookedTransformer
 from ... import analysis
 from ...models import build_model
 from ...tasks import Batch
+from ...devices import initial_threads
+from ...sweep import train_missing
 from ...zoo import Zoo
 from ..claims import verdict_table
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
@@ -39,14 +41,15 @@ def load_seeds(size: str, seed: int, device: torch.device, cache_dir: str | Path
     {seed: {name: Model}}."""
     zoo, seeds = Zoo(cache_dir), seeds_of(size, seed, n_seeds)
     out: dict[int, dict[str, Model]] = {s: {} for s in seeds}
-    # what is missing trains first as one sweep over every free core (Ray workers, or local
-    # processes), the longest runs (most layers) first; everything is then read back
+    # what is missing trains first: on a CPU one process per free core, one run each, the
+    # longest first (train_missing); on a GPU as one sweep, seeds stacked where that pays
     exps = sorted((experiment(n, size, s) for n in names for s in seeds),
                   key=lambda e: -e.model.n_layers)
     missing = [e for e in exps if not zoo.has(e)]
-    if missing:  # seeds stacked only where that pays (a GPU)
-        train_grid(missing, zoo, device,
-                   stacked=None if torch.device(device).type == "cuda" else False)
+    if missing and torch.device(device).type == "cuda":
+        train_grid(missing, zoo, device, stacked=None)
+    elif missing:
+        train_missing(zoo, missing, workers=max(1, initial_threads()), device=device)
     trained_now = {zoo.path(e) for e in missing}
     for name in names:
         entries = zoo.get_or_train_many([experiment(name, size, s) for s in seeds], device=device,

@@ -1,0 +1,101 @@
+"""A small map's runs trained with ``toymech.sweep.train_missing`` (one process per core, one
+torch thread each) against the same runs one after another in one process (on ``--threads``
+threads, default the same number of cores), each side into a fresh zoo, repeats interleaved (so
+load changes hit both alike), medians and the ratio. The machine's reference steps per second
+(``toymech.models.reference``) are measured in the same run, so the figures also read in
+reference steps.
+
+The map: study 1's models (``--models``, default the three of the scorecard) over ``--seeds``
+seeds at ``--size``, each cut to ``--steps`` (the size's evaluation and snapshot schedule kept).
+
+    python benchmarks/bench_map.py [--steps 300] [--seeds 2] [--workers 2] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tempfile
+import time
+
+import torch
+
+from toymech.models.reference import reference_step_seconds
+from toymech.studies.induction.design import MAIN, experiment
+from toymech.sweep import train_missing
+from toymech.zoo import Zoo
+
+
+def the_map(models, size: str, seeds: int, steps: int):
+    exps = []
+    for name in models:
+        for seed in range(seeds):
+            exp = experiment(name, size, seed)
+            exps.append(dataclasses.replace(exp, train=exp.train.replace(
+                steps=min(steps, exp.train.steps))))
+    return exps
+
+
+def one_process(exps, threads: int) -> float:
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with tempfile.TemporaryDirectory() as cache:
+            zoo = Zoo(cache)
+            t0 = time.perf_counter()
+            for e in exps:
+                zoo.get_or_train(e, device="cpu", progress=False, log=None)
+            return time.perf_counter() - t0
+    finally:
+        torch.set_num_threads(before)
+
+
+def per_core(exps, workers: int) -> float:
+    with tempfile.TemporaryDirectory() as cache:
+        t0 = time.perf_counter()
+        train_missing(Zoo(cache), exps, workers=workers)
+        return time.perf_counter() - t0
+
+
+def _median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=",".join(MAIN))
+    ap.add_argument("--size", default="default")
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=None, help="the one process's threads "
+                    "(default: --workers)")
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args()
+    exps = the_map(args.models.split(","), args.size, args.seeds, args.steps)
+    threads = args.threads or args.workers
+    steps = sum(e.train.steps for e in exps)
+    ref, seq, pool = [], [], []
+    for i in range(args.repeats):
+        ref.append(reference_step_seconds())
+        seq.append(one_process(exps, threads))
+        pool.append(per_core(exps, args.workers))
+        ref.append(reference_step_seconds())
+        print(f"repeat {i + 1}: one process {seq[-1]:.1f} s, train_missing {pool[-1]:.1f} s, "
+              f"ratio {seq[-1] / pool[-1]:.2f}; reference {1 / ref[-2]:.1f} / {1 / ref[-1]:.1f} "
+              "steps/s", flush=True)
+    r, s, p = 1.0 / _median(ref), _median(seq), _median(pool)
+    print(f"map: {len(exps)} runs ({args.models} x {args.seeds} seeds, {args.size}, "
+          f"{args.steps} steps each, {steps} steps in all); reference {r:.1f} steps/s "
+          f"(runs: {', '.join(f'{1 / x:.1f}' for x in ref)})")
+    for label, xs in ((f"one process, {threads} thread(s)", seq),
+                      (f"train_missing, {args.workers} processes x 1 thread", pool)):
+        m = _median(xs)
+        print(f"  {label:40s} {m:7.1f} s = {m * r:8.0f} reference steps  "
+              f"(runs: {', '.join(f'{x:.1f}' for x in xs)})")
+    print(f"ratio (throughput) train_missing / one process = {s / p:.2f} "
+          f"(per repeat: {', '.join(f'{a / b:.2f}' for a, b in zip(seq, pool))})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Every core busy: the runs a zoo lacks, trained as one process per free core, one torch thread
+each (``train_missing``). Imports only ``toymech.zoo`` and below.
+
+Each run is ``Zoo.get_or_train`` in a child process (spawned, so no thread pool is forked), so
+what it stores is what training it alone on one thread stores, under the entry's lock and
+written atomically: a run killed half-way leaves no entry and trains again at the next call;
+a second caller waiting on the same entry loads it. The longest runs start first, so the last
+core is not left with the longest run alone.
+
+Measured (``benchmarks/bench_map.py``, 2-core CPU): one process per core against one process on
+the same cores, ratios in ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import multiprocessing
+from typing import Callable, Sequence
+
+import torch
+
+from ..core import check, check_float, check_int
+from ..devices import choose_threads, resolve_device
+from ..training import Experiment, preflight, seedless_key
+from ..zoo import Zoo, ZooEntry
+from .backends import one_line, run_job
+
+Progress = Callable[[int, int, Experiment], None]
+
+# run_cost of one step of the reference model (study 1's 2-layer toy, batch 256: 24 positions,
+# 2 layers, width 32); an automatic choice spawns processes only when the runs to train come to
+# at least START_STEPS of these per worker, since each worker first imports torch and toymech
+# (a few seconds: a smoke run is over before that)
+REFERENCE_STEP_COST = 256 * 24 * 2 * 32
+START_STEPS = 200
+
+
+def run_cost(exp: Experiment) -> float:
+    """A rough size of one run (steps x batch x positions x layers x width), to start the
+    longest first."""
+    model, train = exp.model, exp.train
+    return float(train.steps * train.batch_size * exp.task.seq_len
+                 * getattr(model, "n_layers", 1) * getattr(model, "d_model", 1))
+
+
+def train_missing(zoo: Zoo, experiments: Sequence[Experiment], *, workers: int | None = None,
+                  device: str | torch.device = "cpu", tag: str = "",
+                  on_progress: Progress | None = None, log: Callable[[str], None] | None = None,
+                  start_steps: float = START_STEPS) -> list[ZooEntry]:
+    """Train the ``experiments`` that ``zoo`` lacks, one process per free core, and return every
+    experiment's entry (in the order given, read back from the zoo).
+
+    workers: at most this many processes on a CPU (None: ``choose_threads()``, the free cores
+        or ``$TOYMECH_THREADS``); never more than the runs to train, nor than their cost in
+        reference steps over ``start_steps`` (what a worker's start-up must be worth; 0: no
+        such limit). One worker, or a device other than the CPU, trains in this process one
+        run after another (``Zoo.get_or_train_many``: a GPU stacks seeds where
+        ``stacking_pays``).
+    on_progress: called in this process as ``on_progress(done, total, experiment)`` after each
+        run that trained (``total``: the runs that were missing).
+    Every missing run's setting passes the preflight before anything starts; a run that fails
+    is tried once more, then this raises RuntimeError naming it (the other runs are stored).
+    """
+    check(isinstance(zoo, Zoo), "zoo", zoo, "a toymech.zoo.Zoo")
+    check(isinstance(experiments, (list, tuple)), "experiments", type(experiments).__name__,
+          "a list of Experiments")
+    for i, e in enumerate(experiments):
+        check(isinstance(e, Experiment), f"experiments[{i}]", e,
+              "an Experiment (toymech.experiments.get)")
+    check(isinstance(tag, str), "tag", tag, "a string ('' for none)")
+    check(on_progress is None or callable(on_progress), "on_progress", on_progress,
+          "None or a callable (done, total, experiment)")
+    check(log is None or callable(log), "log", log, "None or a callable taking one line")
+    if workers is not None:
+        check_int("workers", workers, 1, 4096)
+    check_float("start_steps", start_steps, 0.0, 1e12)
+    dev = resolve_device(device)
+    experiments = list(experiments)
+    missing, seen = [], set()
+    for e in experiments:
+        path = zoo.path(e, tag)
+        if path not in seen and not zoo.has(e, tag):
+            missing.append(e)
+        seen.add(path)
+    settings = {}
+    for e in missing:  # seeds change no shape: one preflight per setting
+        settings.setdefault(seedless_key(e), e)
+    for e in settings.values():
+        preflight(e, dev, keep_model=False)
+    missing.sort(key=run_cost, reverse=True)
+    n = min(len(missing), workers if workers is not None else choose_threads())
+    if start_steps > 0:
+        steps = sum(run_cost(e) for e in missing) / REFERENCE_STEP_COST
+        n = max(1, min(n, int(steps // start_steps)))
+    if missing and (n <= 1 or dev.type != "cpu"):
+        _in_process(zoo, missing, dev, tag, on_progress, log)
+    elif missing:
+        _in_processes(zoo, missing, n, tag, on_progress, log)
+    return [zoo.load(e, dev, tag, log=None) for e in experiments]
+
+
+def _in_process(zoo, missing, dev, tag, on_progress, log) -> None:
+    if dev.type != "cpu":
+        zoo.get_or_train_many(missing, device=dev, tag=tag, log=log)
+        if on_progress:
+            for i, e in enumerate(missing):
+                on_progress(i + 1, len(missing), e)
+        return
+    for i, e in enumerate(missing):
+        zoo.get_or_train(e, device=dev, tag=tag, progress=False, log=log)
+        if on_progress:
+            on_progress(i + 1, len(missing), e)
+
+
+def _in_processes(zoo, missing, workers, tag, on_progress, log) -> None:
+    """Each run a job of a pool of ``workers`` spawned processes of one thread; a job that
+    failed (a child killed or out of memory, a lock that timed out) runs once more."""
+    attempts = {i: 0 for i in range(len(missing))}
+    errors: dict[int, str] = {}
+    done = 0
+    todo = list(range(len(missing)))
+    while todo:
+        pool = futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        try:
+            jobs = {pool.submit(run_job, [missing[i].to_dict()], str(zoo.root), "cpu", tag,
+                                False, threads=1, lock_timeout=zoo.lock_timeout): i
+                    for i in todo}
+            todo = []
+            for fut in futures.as_completed(jobs):
+                i = jobs[fut]
+                attempts[i] += 1
+                try:
+                    outcome = fut.result()[0]
+                except Exception as exc:  # the child died and took the pool with it
+                    outcome = {"ok": False, "error": one_line(exc)}
+                if outcome["ok"]:
+                    errors.pop(i, None)
+                    done += 1
+                    if on_progress:
+                        on_progress(done, len(missing), missing[i])
+                    continue
+                errors[i] = outcome["error"]
+                if not outcome.get("diverged") and attempts[i] < 2:
+                    todo.append(i)
+                    if log:
+                        log(f"[toymech] {missing[i].name or missing[i].task.name} seed "
+                            f"{missing[i].train.seed} failed ({outcome['error']}); trying again")
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+    if errors:
+        i = min(errors)
+        e = missing[i]
+        raise RuntimeError(f"{len(errors)} of {len(missing)} runs failed; first: "
+                           f"{e.name or e.task.name} seed {e.train.seed}: {errors[i]}")
