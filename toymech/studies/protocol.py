@@ -98,6 +98,10 @@ SIGNATURES: dict[str, tuple[tuple[str, Any, bool], ...]] = {
     "optional_runs": (("also", P, True),),
     "with_knobs": (("size", P, False), ("variant", P, True)),
 }
+# Only a study that maps (``toymech.maps``) has this: one run's row of a map (its numbers,
+# properties and mechanism label), from a zoo entry or a bare model, its size (with the
+# variant's knobs) and its seed.
+MAP_SIGNATURES = {"map_row": (("run", P, False), ("size", P, False), ("seed", P, False))}
 # Only a study whose OPTIONAL_RUNS name "llc" (a learning-coefficient curve) has these (and
 # ``LLC_ON``: size -> whether the curve runs without being asked for).
 LLC_SIGNATURES = {"llc_on": (("size", P, False), ("also", P, True))}
@@ -184,9 +188,12 @@ def all_studies() -> list[ModuleType]:
 
 def _signatures(module: ModuleType) -> dict[str, tuple[tuple[str, Any, bool], ...]]:
     """The functions the protocol asks of ``module`` (the LLC ones where it names "llc")."""
+    out = dict(SIGNATURES)
     if "llc" in tuple(getattr(module, "OPTIONAL_RUNS", ())):
-        return {**SIGNATURES, **LLC_SIGNATURES}
-    return dict(SIGNATURES)
+        out.update(LLC_SIGNATURES)
+    if hasattr(module, "map_row"):
+        out.update(MAP_SIGNATURES)
+    return out
 
 
 def surface(module: ModuleType) -> tuple[str, ...]:

@@ -242,13 +242,16 @@ def solved_label(n: Mapping[str, float], task: str, mode: str, which: str) -> st
         return "not measured"
 
 
-def label_table(per_seed: Mapping[int, Mapping[str, float]], modes=("normal", "random"),
-                which: str = "large") -> pd.DataFrame:
+def label_table(per_seed, seeds=None, modes=("normal", "random"), which: str = "large"
+                ) -> pd.DataFrame:
     """One row per seed, one column per (task, mode): the run's ``solved_label`` at the table's
-    ``which`` width (the mechanism label of this study: solved or not, per task)."""
+    ``which`` width (the mechanism label of this study: solved or not, per task). ``per_seed``:
+    {seed: numbers}, or a list of numbers with their ``seeds``."""
+    pairs = (list(per_seed.items()) if isinstance(per_seed, Mapping)
+             else list(zip(seeds if seeds is not None else range(len(per_seed)), per_seed)))
     rows = [{"seed": s, **{f"{t.replace('_', ' ')} ({m})": solved_label(n, t, m, which)
                            for t in ALGORITHMIC for m in modes}}
-            for s, n in per_seed.items()]
+            for s, n in pairs]
     return pd.DataFrame(rows).set_index("seed")
 
 
