@@ -207,3 +207,13 @@ def test_explore_a_variant(tmp_path):
     assert x.set_sequence("QWERTYQWERTYQWERTYQWERTY")["loss"]
     with pytest.raises(ValueError, match=r"^variant="):
         toymech.explore(x.source.model, x.source.task, variant={"block_len": "4-8"})
+
+
+def test_a_variant_report_gets_a_results_block_of_its_own():
+    from toymech.report.results import report_block
+
+    base = {"name": "01_induction_repeated_blocks", "size": "default", "card": None}
+    own, _ = report_block(base)
+    key, text = report_block({**base, "parameters": {"variant": {"block_len": "4-8"}}})
+    assert own == "01_induction_repeated_blocks size=default"
+    assert key == own + " variant=block_len=4-8" and "a variant (block_len=4-8" in text

@@ -143,14 +143,26 @@ def _cost_text(wall_s: float | None, machine: dict | None) -> str:
     return f"{duration_text(wall_s)} ({wall_s:,.0f} s{ref})"
 
 
+def _variant_text(rec: dict[str, Any]) -> str:
+    """The knobs a report ran with (``block_len=4-8, offset=0-3``), "" for the size itself."""
+    variant = (rec.get("parameters") or {}).get("variant")
+    if not isinstance(variant, dict) or not variant:
+        return ""
+    return ", ".join(f"{k}={v}" for k, v in variant.items())
+
+
 def report_block(rec: dict[str, Any]) -> tuple[str, str]:
     """(key, markdown) of one report record."""
     key = f"{rec['name']} size={rec['size']}"
+    knobs = _variant_text(rec)
+    if knobs:  # a variant's block never replaces the size's own
+        key += f" variant={knobs.replace(' ', '')}"
     zoo = (rec.get("facts") or {}).get("zoo") or {}
     zoo_text = (f"; {zoo.get('trained', '?')} models trained, {zoo.get('loaded', '?')} read from "
                 f"the zoo" if zoo else "")
-    lines = [START.format(key=key), f"### {rec.get('title') or rec['name']}: `{rec['size']}`, "
-             f"seeds {rec.get('seeds') or '?'}", "",
+    named = f", a variant ({knobs}: properties, not verdicts)" if knobs else ""
+    lines = [START.format(key=key), f"### {rec.get('title') or rec['name']}: `{rec['size']}`"
+             f"{named}, seeds {rec.get('seeds') or '?'}", "",
              f"- command: `{rec.get('command') or 'not recorded'}`",
              f"- commit: `{rec.get('commit') or 'not recorded'}`; date {rec.get('date', '?')}",
              f"- machine: {_machine_text(rec.get('machine'))}; device {rec.get('device_used') or rec.get('device')}",
