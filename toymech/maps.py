@@ -11,7 +11,9 @@ A map spec (a dict, or a JSON/YAML file holding one)::
 
 is a sweep grid over the study's knobs (``toymech.grid``: the knobs axis, so the runs train
 through the one sweep machinery, resumable; on a CPU what the zoo lacks trains first as one
-one-thread process per free core, ``sweep.train_missing``; on Ray with ``backend="ray"``) followed by the study's own
+one-thread process per free core, ``sweep.train_missing``; on a GPU the runs sharing a model shape
+as one stacked program where that measures faster; on Ray with ``backend="ray"``) followed by the
+study's own
 measurement of each run (``study.map_row(entry, size, seed)``: named numbers, properties and the
 mechanism label of the run, a pure function of its measurements). ``run_map`` writes ONE tidy
 table, one row per run: the experiment, every knob (the source's value where the cell leaves it),
@@ -31,7 +33,6 @@ from typing import Any, Callable
 import pandas as pd
 
 from .core import check, check_int, check_seed, check_size, source_commit
-from .devices import resolve_device
 from .grid import expand_grid, run_sweep
 from .sweep import train_missing
 from .studies import knobs as study_knobs, protocol
@@ -117,10 +118,12 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     folder = Path(out) if out is not None else zoo.root / "maps"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec['name']}.csv"
-    if backend != "ray" and address is None and resolve_device(device).type == "cpu":
-        # every core busy: what the zoo lacks trains as one one-thread process per free core
-        # (``sweep.train_missing``); the sweep below then reads every run back from the zoo
-        train_missing(zoo, [t.exp for t in expand_grid(_grid(spec))], log=log)
+    if backend != "ray" and address is None:
+        # what the zoo lacks trains first (``sweep.train_missing``): on a CPU one one-thread
+        # process per free core; on a GPU in this process, the runs that share a model shape
+        # (seeds, data knobs) as one stacked program where that measures faster
+        # (``training.stacking``). The sweep below then reads every run back from the zoo.
+        train_missing(zoo, [t.exp for t in expand_grid(_grid(spec))], device=device, log=log)
     result = run_sweep(_grid(spec), cache_dir=zoo.root, backend=backend, address=address,
                        out=folder / f"{spec['name']}.runs.csv", device=device,
                        progress=progress, log=log)

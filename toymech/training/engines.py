@@ -33,10 +33,10 @@ class _Eager:
         fast = fast_forward(model) if flag == "1" else None
         self.forward = fast or model
 
-    def loss(self, task: Task, batches) -> torch.Tensor:
+    def loss(self, tasks: Sequence[Task], batches) -> torch.Tensor:
         with autocast(self.cfg.precision, batches[0].tokens.device):
             logits = self.forward(batches[0].tokens)
-        return task.loss(logits.float(), batches[0])[None]
+        return tasks[0].loss(logits.float(), batches[0])[None]
 
     def clip(self) -> None:
         torch.nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip)
@@ -75,11 +75,12 @@ class _Stacked:
 
         self.forward = torch.vmap(forward)
 
-    def loss(self, task: Task, batches) -> torch.Tensor:
+    def loss(self, tasks: Sequence[Task], batches) -> torch.Tensor:
+        """Each model's loss on its own batch of its own task."""
         with autocast(self.cfg.precision, batches[0].tokens.device):
             logits = self.forward(self.all_params, self.buffers,
                                   torch.stack([b.tokens for b in batches])).float()
-        return torch.stack([task.loss(logits[s], b) for s, b in enumerate(batches)])
+        return torch.stack([t.loss(logits[s], b) for s, (t, b) in enumerate(zip(tasks, batches))])
 
     def clip(self) -> None:
         grads = [p.grad for p in self.params if p.grad is not None]

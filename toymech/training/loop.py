@@ -136,20 +136,31 @@ def train(model: torch.nn.Module, task: Task, cfg: TrainConfig, *,
     batch drawn like the training data), the learning rate, whatever the callbacks return, and
     ``stop_step`` in the row where the stop rule ended the run.
     """
-    return _run([model], task, [cfg], device, [list(callbacks)], checkpoint_dir, resume_from,
+    return _run([model], [task], [cfg], device, [list(callbacks)], checkpoint_dir, resume_from,
                 progress, log)[0]
 
 
-def train_stacked(models: Sequence[torch.nn.Module], task: Task, cfgs: Sequence[TrainConfig], *,
-                  device: str | torch.device = "auto",
+def train_stacked(models: Sequence[torch.nn.Module], task: Task | Sequence[Task],
+                  cfgs: Sequence[TrainConfig], *, device: str | torch.device = "auto",
                   callbacks: Sequence[Iterable[Callback]] | None = None, progress: bool = True,
                   log: Callable[[str], None] | None = print) -> list[TrainResult]:
     """``train`` for N models of one shape whose configs differ only in ``seed``, as one program.
 
-    ``callbacks[i]`` are model i's callbacks. Wall time is shared equally among the results.
+    ``task``: one task for every model, or one task per model (a map's data knobs: block
+    lengths, offsets), each model then drawing its own batches from its own task; the tasks must
+    give sequences of one length (they stack). ``callbacks[i]`` are model i's callbacks. Wall
+    time is shared equally among the results.
     """
     check(len(models) == len(cfgs) >= 1, "models", len(models),
           f"one model per train config ({len(cfgs)} configs)")
+    tasks = list(task) if isinstance(task, (list, tuple)) else [task] * len(models)
+    check(len(tasks) == len(models), "task", f"{len(tasks)} tasks",
+          f"one task, or one per model ({len(models)})")
+    for t in tasks:
+        check(isinstance(t, Task), "task", type(t).__name__, "a toymech Task")
+    lengths = sorted({t.seq_len for t in tasks})
+    check(len(lengths) == 1, "task", f"sequence lengths {lengths}",
+          "tasks whose sequences have one length (their batches stack)")
     for c in cfgs[1:]:
         check(c.replace(seed=0) == cfgs[0].replace(seed=0), "cfgs", c,
               "train configs that differ only in their seeds")
@@ -157,7 +168,7 @@ def train_stacked(models: Sequence[torch.nn.Module], task: Task, cfgs: Sequence[
     check(all(s == shapes[0] for s in shapes), "models", len(models), "models of one shape")
     cbs = [list(c) for c in callbacks] if callbacks is not None else [[] for _ in models]
     check(len(cbs) == len(models), "callbacks", len(cbs), "one list of callbacks per model")
-    return _run(list(models), task, list(cfgs), device, cbs, None, None, progress, log)
+    return _run(list(models), tasks, list(cfgs), device, cbs, None, None, progress, log)
 
 
 @dataclass
@@ -165,7 +176,7 @@ class _Loop:
     """What one run of the loop carries from phase to phase (``_run``)."""
 
     models: list[torch.nn.Module]
-    task: Task
+    tasks: list[Task]  # each model's task (one task repeated, or a map's data knobs)
     cfgs: list[TrainConfig]
     callbacks: list[list[Callback]]
     dev: torch.device
@@ -189,10 +200,14 @@ class _Loop:
     def cfg(self) -> TrainConfig:
         return self.cfgs[0]
 
+    @property
+    def task(self) -> Task:
+        return self.tasks[0]
 
-def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpoint_dir,
+
+def _run(models, tasks: list[Task], cfgs: list[TrainConfig], device, callbacks, checkpoint_dir,
          resume_from, progress, log) -> list[TrainResult]:
-    loop = _setup(models, task, cfgs, device, callbacks, checkpoint_dir, resume_from, log)
+    loop = _setup(models, tasks, cfgs, device, callbacks, checkpoint_dir, resume_from, log)
     _start(loop, resume_from)
     t0, c0 = time.perf_counter(), time.process_time()
     last_step = _steps(loop, checkpoint_dir, progress, log, c0)
@@ -205,18 +220,19 @@ def _run(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpo
             for m, h, snap in zip(models, loop.histories, loop.snapshots)]
 
 
-def _setup(models, task: Task, cfgs: list[TrainConfig], device, callbacks, checkpoint_dir,
-           resume_from, log) -> _Loop:
+def _setup(models, tasks: list[Task], cfgs: list[TrainConfig], device, callbacks,
+           checkpoint_dir, resume_from, log) -> _Loop:
     """Phase 1: the device, freezing, the optimizer and schedule, the data generators."""
     dev = resolve_device(device)
-    cfg, n = cfgs[0], len(models)
-    for m in models:
+    cfg, n, task = cfgs[0], len(models), tasks[0]
+    for m, task in zip(models, tasks):
         check(task.seq_len <= m.cfg.n_ctx, "task.seq_len", task.seq_len,
               f"at most the model's n_ctx={m.cfg.n_ctx}")
         check(task.d_vocab <= m.cfg.d_vocab, "task.d_vocab", task.d_vocab,
               f"at most the model's d_vocab={m.cfg.d_vocab}")
         move(m, dev)
         frozen_names = apply_freeze(m, cfg.freeze)
+    task = tasks[0]
     trainable, frozen = parameter_counts(models[0])
     check(trainable > 0, "freeze", cfg.freeze, "patterns that leave something to train")
     if log:
@@ -231,8 +247,8 @@ def _setup(models, task: Task, cfgs: list[TrainConfig], device, callbacks, check
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg))
     gens = [make_generator(seed_for(c.seed, "data"), dev) for c in cfgs]
     # The logged batches have their own stream so they are identical however training resumes.
-    logged = [LoggedEval.for_run(task, c, dev) for c in cfgs]
-    return _Loop(models, task, cfgs, callbacks, dev, run, delayed, opt, sched, gens, logged,
+    logged = [LoggedEval.for_run(t, c, dev) for t, c in zip(tasks, cfgs)]
+    return _Loop(models, tasks, cfgs, callbacks, dev, run, delayed, opt, sched, gens, logged,
                  trainable, frozen, histories=[[] for _ in models],
                  snapshots=[{} for _ in models], snap_at=set(cfg.snapshot_steps),
                  stopped=[None] * n)
@@ -291,7 +307,8 @@ def _steps(loop: _Loop, checkpoint_dir, progress, log, c0: float) -> int:
 def _update(loop: _Loop, step: int) -> torch.Tensor:
     """One optimizer step of every model on a fresh batch each: the losses, on the device."""
     cfg, run = loop.cfg, loop.run
-    losses = run.loss(loop.task, [loop.task.sample(cfg.batch_size, g) for g in loop.gens])
+    losses = run.loss(loop.tasks, [t.sample(cfg.batch_size, g)
+                                   for t, g in zip(loop.tasks, loop.gens)])
     loop.opt.zero_grad(set_to_none=True)
     losses.sum().backward()  # stacked models share no parameters: each gets its own grad
     for name, begin in loop.delayed:
@@ -316,7 +333,7 @@ def _log_rows(loop: _Loop, done: int, mean: list[float], c0: float, log) -> None
         if loop.stopped[s] is not None:
             continue
         row = {"step": done, "train_loss": mean[s], "lr": loop.opt.param_groups[0]["lr"]}
-        row.update(loop.logged[s].row(m, loop.task))
+        row.update(loop.logged[s].row(m, loop.tasks[s]))
         row["cpu_seconds"] = loop.cpu_before + (time.process_time() - c0) / n
         if loop.callbacks[s]:
             m.eval()

@@ -30,6 +30,7 @@ TOYMECH_CACHE set but empty is refused, never read as unset).
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import sys
@@ -41,15 +42,16 @@ from typing import Any, Iterable, Sequence
 import torch
 from transformer_lens import HookedTransformer
 
-from ..core import check, check_bool
+from ..core import check, check_bool, jsonable
 from ..devices import resolve_device
 from ..models import build_model, move
 from ..training import checkpoints, live
 from ..training.atomic import clean_leftovers
 from ..training.checkpoints import DamagedCheckpoint, Unverified
 from ..training.divergence import DIVERGED_LOSS, TrainingDiverged
-from ..training.experiment import Experiment, seedless_key
+from ..training.experiment import Experiment
 from ..training.loop import Callback, TrainResult, train, train_stacked
+from ..training.stacking import stack_groups, stacking_pays  # noqa: F401 (re-exported)
 from ..training.preflight import check_callbacks, preflight
 from . import inventory
 from .locks import EntryLock, lock_timeout as lock_timeout_s
@@ -288,9 +290,10 @@ class Zoo:
                           callbacks: Sequence[Iterable[Callback]] | None = None, tag: str = "",
                           stacked: bool | None = None, progress: bool = False, log=None
                           ) -> list[ZooEntry]:
-        """``get_or_train`` for each experiment; the missing ones that differ only in their seeds
-        train together as stacked seeds when ``stacked`` (None: where it was measured to pay,
-        see ``stacking_pays``)."""
+        """``get_or_train`` for each experiment; the missing ones that share a model shape and
+        differ in training only by their seeds (``training.stacking.stack_key``: seeds, and a
+        map's data knobs) train together as one stacked program when ``stacked`` (None: where it
+        was measured to pay, see ``stacking_pays``)."""
         exps = list(exps)
         for e in exps:
             _check_call(e, tag, log)
@@ -302,24 +305,34 @@ class Zoo:
         check(len(cbs) == len(exps), "callbacks", len(cbs), f"one list per experiment ({len(exps)})")
         dev = resolve_device(device)
         missing = [i for i, e in enumerate(exps) if not self.has(e, tag)]
-        stack = stacked if stacked is not None else stacking_pays(exps[0], dev) if exps else False
         fresh = {}
-        if stack and len(missing) > 1 and _same_but_seed([exps[i] for i in missing]):
-            todo = [exps[i] for i in missing]
-            models = [preflight(e, dev, extra_metrics=bool(cbs[i])).model
-                      for e, i in zip(todo, missing)]
-            with self._writing():
-                seeds = ", ".join(str(e.train.seed) for e in todo)
-                with live.training(f"{todo[0].name or todo[0].task.name} seeds {seeds} (stacked)"):
-                    results = train_stacked(models, todo[0].task, [e.train for e in todo],
-                                            device=dev, callbacks=[cbs[i] for i in missing],
-                                            progress=progress, log=log)
-                # stored under each entry's lock; the trained models are returned as they are
-                fresh = {i: self.store(exps[i], r, dev, tag, stacked=len(todo))
-                         for i, r in zip(missing, results)}
+        for group in stack_groups([exps[i] for i in missing]):
+            group = [missing[g] for g in group]
+            first = exps[group[0]]
+            if len(group) > 1 and (stacked if stacked is not None
+                                   else stacking_pays(first, dev, len(group))):
+                fresh.update(self._train_stacked([exps[i] for i in group],
+                                                 [cbs[i] for i in group], group, dev, tag,
+                                                 progress, log))
         return [fresh[i] if i in fresh else
                 self.get_or_train(e, device=dev, callbacks=cbs[i], tag=tag, progress=progress,
                                   log=log) for i, e in enumerate(exps)]
+
+    def _train_stacked(self, todo, cbs, index, dev, tag, progress, log) -> dict[int, ZooEntry]:
+        """Train ``todo`` (one ``stack_key``) as one stacked program; store each run under its
+        own entry's lock. Returns {index: entry}."""
+        models = [preflight(e, dev, extra_metrics=bool(c)).model for e, c in zip(todo, cbs)]
+        with self._writing():
+            seeds = ", ".join(str(e.train.seed) for e in todo)
+            tasks = {json.dumps(jsonable(e.to_dict()["task"]), sort_keys=True) for e in todo}
+            what = (f"seeds {seeds}" if len(tasks) == 1
+                    else f"{len(todo)} runs ({len(tasks)} task settings)")
+            with live.training(f"{todo[0].name or todo[0].task.name} {what} (stacked)"):
+                results = train_stacked(models, [e.task for e in todo], [e.train for e in todo],
+                                        device=dev, callbacks=cbs, progress=progress, log=log)
+            # stored under each entry's lock; the trained models are returned as they are
+            return {i: self.store(e, r, dev, tag, stacked=len(todo))
+                    for i, e, r in zip(index, todo, results)}
 
     # ----------------------------------------------------------------------------------------
     # checking, listing, repairing (inventory)
@@ -360,20 +373,3 @@ class Zoo:
     def clean(self, stale_s: float = inventory.STALE_S) -> list[str]:
         """Deal with what killed writers left and break stale locks (``inventory.clean``)."""
         return inventory.clean(self.root, stale_s)
-
-
-def _same_but_seed(exps: Sequence[Experiment]) -> bool:
-    """True when the experiments differ only in their seeds (model and train)."""
-    return len({seedless_key(e) for e in exps}) == 1
-
-
-def stacking_pays(exp: Experiment, device: torch.device) -> bool:
-    """Whether stacked seeds beat a loop of single runs for models like ``exp`` on ``device``.
-
-    Measured (benchmarks/bench_multiseed.py, one CPU thread): 1.5x at width 16, none at width
-    64. On a GPU one toy model uses a sliver of the device, so stacking always pays there.
-    """
-    if getattr(exp.model, "kind", None) == "lstm":
-        return False  # torch.func has no batching rule for aten::lstm: an LSTM cannot stack
-    return device.type == "cuda" or getattr(exp.model, "d_model", 10**9) <= 16
-
