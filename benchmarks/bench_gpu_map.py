@@ -45,7 +45,7 @@ def the_runs(path: str, size: str | None, seeds: int | None, steps: int):
         cut = min(steps, e.train.steps)
         out.append(dataclasses.replace(e, train=e.train.replace(
             steps=cut, eval_every=min(e.train.eval_every, cut), snapshots=0,
-            warmup_steps=min(e.train.warmup_steps, cut))))
+            warmup_steps=min(e.train.warmup_steps, cut - 1))))
     return out
 
 

@@ -50,7 +50,7 @@ def stack_groups(exps: Sequence) -> list[list[int]]:
 def _short(exp, steps: int, seed: int):
     from dataclasses import replace
     train = exp.train.replace(steps=steps, eval_every=steps, snapshots=0,
-                              warmup_steps=min(exp.train.warmup_steps, steps), seed=seed,
+                              warmup_steps=min(exp.train.warmup_steps, steps - 1), seed=seed,
                               stop_metric=None, stop_value=None, checkpoint_every=None)
     return replace(exp, train=train)
 
