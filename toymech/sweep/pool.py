@@ -14,14 +14,16 @@ the same cores, ratios in ``benchmarks/README.md``.
 from __future__ import annotations
 
 import concurrent.futures as futures
+import json
 import multiprocessing
 from typing import Callable, Sequence
 
 import torch
 
-from ..core import check, check_float, check_int
+from ..core import check, check_float, check_int, jsonable
 from ..devices import choose_threads, resolve_device
 from ..training import Experiment, preflight, seedless_key
+from ..training.resume import EXTENDABLE
 from ..zoo import Zoo, ZooEntry
 from .backends import one_line, run_job
 
@@ -87,16 +89,38 @@ def train_missing(zoo: Zoo, experiments: Sequence[Experiment], *, workers: int |
         settings.setdefault(seedless_key(e), e)
     for e in settings.values():
         preflight(e, dev, keep_model=False)
-    missing.sort(key=run_cost, reverse=True)
+    chains = _chains(missing)
+    missing = [missing[i] for c in chains for i in c]  # the longest chains first
     n = min(len(missing), workers if workers is not None else choose_threads())
     if start_steps > 0:
         steps = sum(run_cost(e) for e in missing) / REFERENCE_STEP_COST
         n = max(1, min(n, int(steps // start_steps)))
+    n = min(n, len(chains)) if chains else n
     if missing and (n <= 1 or dev.type != "cpu"):
         _in_process(zoo, missing, dev, tag, on_progress, log)
     elif missing:
         _in_processes(zoo, missing, n, tag, on_progress, log)
     return [zoo.load(e, dev, tag, log=None) for e in experiments]
+
+
+def _chains(missing: Sequence[Experiment]) -> list[list[int]]:
+    """``missing`` as chains of indices: the runs of one setting that differ only in their steps
+    (a constant learning rate: ``resume.extend_refusal``) form one chain, shortest first, so
+    that each continues the one before it (``Zoo.shorter``); every other run is a chain of one.
+    The chains come longest first (by their longest run's ``run_cost``)."""
+    groups: dict[str, list[int]] = {}
+    for i, e in enumerate(missing):
+        if e.train.schedule == "constant":
+            d = e.to_dict()
+            d.pop("name", None)
+            for k in EXTENDABLE:
+                d["train"].pop(k, None)
+            key = json.dumps(jsonable(d), sort_keys=True)
+        else:
+            key = f"#{i}"
+        groups.setdefault(key, []).append(i)
+    chains = [sorted(g, key=lambda i: missing[i].train.steps) for g in groups.values()]
+    return sorted(chains, key=lambda c: -run_cost(missing[c[-1]]))
 
 
 def _in_process(zoo, missing, dev, tag, on_progress, log) -> None:
@@ -113,38 +137,46 @@ def _in_process(zoo, missing, dev, tag, on_progress, log) -> None:
 
 
 def _in_processes(zoo, missing, workers, tag, on_progress, log) -> None:
-    """Each run a job of a pool of ``workers`` spawned processes of one thread; a job that
-    failed (a child killed or out of memory, a lock that timed out) runs once more."""
-    attempts = {i: 0 for i in range(len(missing))}
+    """Each chain of runs (``_chains``: one run, or the step counts of one setting, shortest
+    first) a job of a pool of ``workers`` spawned processes of one thread; a job that failed (a
+    child killed or out of memory, a lock that timed out) runs once more."""
+    chains = _chains(missing)
+    attempts = {c: 0 for c in range(len(chains))}
     errors: dict[int, str] = {}
-    done = 0
-    todo = list(range(len(missing)))
+    counted: set[int] = set()
+    todo = list(range(len(chains)))
     while todo:
         pool = futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
         try:
-            jobs = {pool.submit(run_job, [missing[i].to_dict()], str(zoo.root), "cpu", tag,
-                                False, threads=1, lock_timeout=zoo.lock_timeout): i
-                    for i in todo}
+            jobs = {pool.submit(run_job, [missing[i].to_dict() for i in chains[c]],
+                                str(zoo.root), "cpu", tag, False, threads=1,
+                                lock_timeout=zoo.lock_timeout): c
+                    for c in todo}
             todo = []
             for fut in futures.as_completed(jobs):
-                i = jobs[fut]
-                attempts[i] += 1
+                c = jobs[fut]
+                attempts[c] += 1
                 try:
-                    outcome = fut.result()[0]
+                    outcomes = fut.result()
                 except Exception as exc:  # the child died and took the pool with it
-                    outcome = {"ok": False, "error": one_line(exc)}
-                if outcome["ok"]:
-                    errors.pop(i, None)
-                    done += 1
-                    if on_progress:
-                        on_progress(done, len(missing), missing[i])
-                    continue
-                errors[i] = outcome["error"]
-                if not outcome.get("diverged") and attempts[i] < 2:
-                    todo.append(i)
+                    outcomes = [{"ok": False, "error": one_line(exc)}] * len(chains[c])
+                retry = False
+                for i, outcome in zip(chains[c], outcomes):
+                    if outcome["ok"]:
+                        errors.pop(i, None)
+                        if i not in counted:  # a retried chain loads what it stored before
+                            counted.add(i)
+                            if on_progress:
+                                on_progress(len(counted), len(missing), missing[i])
+                        continue
+                    errors[i] = outcome["error"]
+                    retry = retry or (not outcome.get("diverged") and attempts[c] < 2)
+                if retry:
+                    todo.append(c)
+                    e = missing[chains[c][0]]
                     if log:
-                        log(f"[toymech] {missing[i].name or missing[i].task.name} seed "
-                            f"{missing[i].train.seed} failed ({outcome['error']}); trying again")
+                        log(f"[toymech] {e.name or e.task.name} seed {e.train.seed} failed "
+                            f"({errors[next(i for i in chains[c] if i in errors)]}); trying again")
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise

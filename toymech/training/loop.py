@@ -64,6 +64,9 @@ class TrainResult:
     snapshots: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
     cpu_seconds: float = 0.0  # process CPU time of the loop, this model's share (core-seconds)
     held_out: bool = False    # eval_* measured on held-out examples (see LoggedEval)
+    # a single constant-lr run's optimizer, schedule and data-stream state at its last step, so
+    # that a longer run can continue it (``train(..., resume_from=..., extend=True)``)
+    train_state: dict | None = None
 
     @property
     def stop_step(self) -> int | None:
@@ -127,7 +130,8 @@ def lr_factor(step: int, cfg: TrainConfig) -> float:
 def train(model: torch.nn.Module, task: Task, cfg: TrainConfig, *,
           device: str | torch.device = "auto", callbacks: Iterable[Callback] = (),
           checkpoint_dir: str | Path | None = None, resume_from: str | Path | None = None,
-          progress: bool = True, log: Callable[[str], None] | None = print) -> TrainResult:
+          extend: bool = False, progress: bool = True,
+          log: Callable[[str], None] | None = print) -> TrainResult:
     """Train ``model`` on fresh batches of ``task``; returns the model and its metrics history.
 
     History rows (every ``eval_every`` steps and at the end): ``step``, ``train_loss`` (mean
@@ -135,9 +139,15 @@ def train(model: torch.nn.Module, task: Task, cfg: TrainConfig, *,
     has a held-out split, with ``train_*`` on training examples beside them; else on a fixed
     batch drawn like the training data), the learning rate, whatever the callbacks return, and
     ``stop_step`` in the row where the stop rule ended the run.
+
+    ``resume_from``: a training checkpoint (or a zoo entry that kept its training state) of this
+    run to go on from. ``extend=True`` lets it be a shorter run of the same setting: a
+    constant-lr run continues where the shorter one stopped, with the weights, optimizer state
+    and data stream it had, so the result equals training ``cfg`` from step 0
+    (``resume.extend_refusal`` says when it cannot; the history keeps the shorter run's rows).
     """
     return _run([model], [task], [cfg], device, [list(callbacks)], checkpoint_dir, resume_from,
-                progress, log)[0]
+                progress, log, extend)[0]
 
 
 def train_stacked(models: Sequence[torch.nn.Module], task: Task | Sequence[Task],
@@ -206,18 +216,24 @@ class _Loop:
 
 
 def _run(models, tasks: list[Task], cfgs: list[TrainConfig], device, callbacks, checkpoint_dir,
-         resume_from, progress, log) -> list[TrainResult]:
+         resume_from, progress, log, extend: bool = False) -> list[TrainResult]:
     loop = _setup(models, tasks, cfgs, device, callbacks, checkpoint_dir, resume_from, log)
-    _start(loop, resume_from)
+    _start(loop, resume_from, extend)
     t0, c0 = time.perf_counter(), time.process_time()
     last_step = _steps(loop, checkpoint_dir, progress, log, c0)
     n = len(models)
     seconds, cpu = (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
     if log and loop.histories[0]:
         log(_summary_line(loop, (last_step - loop.start) / max(seconds * n, 1e-9)))
-    return [TrainResult(m, h, loop.trainable, loop.frozen, seconds, snap, loop.cpu_before + cpu,
-                        loop.logged[0].held_out)
-            for m, h, snap in zip(models, loop.histories, loop.snapshots)]
+    results = [TrainResult(m, h, loop.trainable, loop.frozen, seconds, snap,
+                           loop.cpu_before + cpu, loop.logged[0].held_out)
+               for m, h, snap in zip(models, loop.histories, loop.snapshots)]
+    if n == 1 and loop.cfg.schedule == "constant":
+        results[0].train_state = {
+            "optimizer": loop.opt.state_dict(), "scheduler": loop.sched.state_dict(),
+            "generator": loop.gens[0].get_state().cpu(), "history": loop.histories[0],
+            "step": last_step}
+    return results
 
 
 def _setup(models, tasks: list[Task], cfgs: list[TrainConfig], device, callbacks,
@@ -254,12 +270,12 @@ def _setup(models, tasks: list[Task], cfgs: list[TrainConfig], device, callbacks
                  stopped=[None] * n)
 
 
-def _start(loop: _Loop, resume_from) -> None:
+def _start(loop: _Loop, resume_from, extend: bool = False) -> None:
     """Phase 2: resume a single run from its checkpoint; the initial snapshot of a fresh one."""
     if resume_from is not None:
         loop.histories[0], loop.start, loop.snapshots[0] = _resume(
             resume_from, loop.models[0], loop.task, loop.cfg, loop.opt, loop.sched, loop.gens[0],
-            loop.dev)
+            loop.dev, extend)
     if loop.start == 0 and 0 in loop.snap_at:
         _record(loop.snapshots, 0, loop.run)
     last = loop.histories[0][-1] if loop.histories[0] else {}

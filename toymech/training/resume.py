@@ -16,14 +16,45 @@ from . import checkpoints
 from .config import TrainConfig
 
 
-def _resume(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, dev):
+# What a longer run may change when it continues a shorter one (``extend``): none of them moves
+# the weights of a constant-lr run (evaluation and snapshots draw no training data).
+EXTENDABLE = ("steps", "eval_every", "snapshots", "checkpoint_every")
+
+
+def extend_refusal(saved_train: dict, saved_step: int, cfg: TrainConfig) -> str | None:
+    """Why a run saved at ``saved_step`` with ``saved_train`` cannot be continued into ``cfg``
+    (None: it can). The continued run must equal training ``cfg`` from step 0: the same
+    settings apart from ``EXTENDABLE``, a constant learning rate whose warm-up is over by the
+    saved step, and no more steps saved than ``cfg`` runs."""
+    if cfg.schedule != "constant":
+        return f"schedule={cfg.schedule!r}: only a constant learning rate continues unchanged"
+    if cfg.warmup_steps > saved_step:
+        return f"warmup_steps={cfg.warmup_steps} is not over by the saved step {saved_step}"
+    if saved_step > cfg.steps:
+        return f"the saved run is at step {saved_step}, past this run's steps={cfg.steps}"
+    ours = cfg.to_dict()
+    diff = sorted(k for k in set(ours) | set(saved_train) if k not in EXTENDABLE
+                  and checkpoints.jsonable(ours.get(k)) != saved_train.get(k))
+    if diff:
+        return f"train.{diff[0]} is {saved_train.get(diff[0])!r} there, {ours.get(diff[0])!r} here"
+    return None
+
+
+def _resume(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, dev,
+            extend: bool = False):
     state = checkpoints.load_train_state(Path(folder))
     saved = checkpoints.read_meta(Path(folder))
+    if extend:
+        why = extend_refusal(saved.get("train", {}), int(state["step"]), cfg)
+        if why:
+            raise ValueError(f"resume_from={str(folder)!r} cannot be continued into this run: "
+                             f"{why}")
     for key, ours in (("model", model.toymech_config.to_dict()), ("train", cfg.to_dict()),
                       ("task", task.to_dict())):
         theirs = saved.get(key, {})
         diff = [k for k in set(ours) | set(theirs)
-                if checkpoints.jsonable(ours.get(k)) != theirs.get(k)]
+                if checkpoints.jsonable(ours.get(k)) != theirs.get(k)
+                and not (extend and key == "train" and k in EXTENDABLE)]
         if diff:
             k = sorted(diff)[0]
             raise ValueError(f"resume_from={str(folder)!r} does not match this run: "
@@ -33,7 +64,10 @@ def _resume(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, dev):
     opt.load_state_dict(state["optimizer"])
     sched.load_state_dict(state["scheduler"])
     gen.set_state(state["generator"].to(gen.get_state().device))
-    return state["history"], int(state["step"]), dict(state.get("snapshots", {}))
+    snapshots = state.get("snapshots")
+    if snapshots is None and saved.get("snapshot_steps"):  # a zoo entry keeps them beside
+        snapshots = checkpoints.load_snapshots(Path(folder), saved)
+    return state["history"], int(state["step"]), dict(snapshots or {})
 
 
 def save_training_checkpoint(folder: Path, model, task: Task, cfg: TrainConfig, opt, sched,

@@ -33,6 +33,7 @@ import contextlib
 import json
 import math
 import os
+import pickle
 import sys
 import time
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ from ..training.experiment import Experiment
 from ..training.loop import Callback, TrainResult, train, train_stacked
 from ..training.stacking import stack_groups, stacking_pays  # noqa: F401 (re-exported)
 from ..training.preflight import check_callbacks, preflight
+from ..training.resume import extend_refusal
 from . import inventory
 from .locks import EntryLock, lock_timeout as lock_timeout_s
 from .stats import add_zoo_stats
@@ -110,6 +112,13 @@ class ZooEntry:
             for name, value in params.items():
                 own[name].copy_(value)
         return model.eval()
+
+
+@dataclass(frozen=True)
+class Shorter:
+    """A zoo entry a longer run can continue: its folder and the step it stopped at."""
+    path: Path
+    step: int
 
 
 def _notice(log, line: str) -> None:
@@ -199,9 +208,11 @@ class Zoo:
         meta = {**exp.to_dict(), "tag": tag, "key": exp.key(tag), "history": result.history,
                 "seconds": result.seconds, "device": str(device), "trainable": result.trainable,
                 "frozen": result.frozen, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), **extra}
+        if result.train_state is not None:
+            meta["continuable"] = True  # train_state.pt: a longer run can go on from here
         try:
-            checkpoints.save_model(path, result.model, meta, snapshots=result.snapshots,
-                                   log=lambda line: _notice(log, line))
+            checkpoints.save_model(path, result.model, meta, train_state=result.train_state,
+                                   snapshots=result.snapshots, log=lambda line: _notice(log, line))
         except OSError as exc:
             raise ValueError(f"zoo={str(self.root)!r} is not allowed: a folder toymech can write "
                              f"({exc.strerror or exc}); the trained model was not stored") from None
@@ -241,9 +252,55 @@ class Zoo:
                     if entry is not None:
                         return entry
                 with live.training(f"{exp.name or exp.task.name} seed {exp.train.seed}"):
-                    result = train(plan.model, exp.task, exp.train, device=dev,
-                                   callbacks=callbacks, progress=progress, log=log)
-                return self._store(exp, result, dev, tag, log=log)
+                    result, extra = self._train_or_extend(plan.model, exp, tag, dev, callbacks,
+                                                          progress, log)
+                return self._store(exp, result, dev, tag, log=log, **extra)
+
+    def _train_or_extend(self, model, exp: Experiment, tag: str, dev, callbacks, progress, log):
+        """Train ``exp``, continuing the longest shorter run of its setting the zoo holds where
+        its schedule allows (``shorter``); returns the result and what the entry records of it."""
+        base = self.shorter(exp, tag)
+        if base is not None:
+            try:
+                result = train(model, exp.task, exp.train, device=dev, callbacks=callbacks,
+                               resume_from=base.path, extend=True, progress=progress, log=log)
+                _notice(log, f"[toymech] continued {base.path.name} (step {base.step}) to step "
+                             f"{exp.train.steps}")
+                return result, {"continued_from": base.path.name, "continued_at": base.step}
+            except (ValueError, RuntimeError, OSError, KeyError, EOFError,
+                    pickle.UnpicklingError) as exc:
+                _notice(log, f"[toymech] could not continue {base.path.name} ({exc}); training "
+                             "from step 0")
+                model = preflight(exp, dev, extra_metrics=bool(callbacks)).model
+        return train(model, exp.task, exp.train, device=dev, callbacks=callbacks,
+                     progress=progress, log=log), {}
+
+    def shorter(self, exp: Experiment, tag: str = "") -> "Shorter | None":
+        """The zoo's longest shorter run of ``exp``'s setting that ``exp`` can continue: same
+        model, task and tag, training equal apart from the steps and what only schedules
+        evaluation and snapshots, a constant learning rate, its training state kept
+        (``resume.extend_refusal``). None if there is none (or the zoo has no folder yet)."""
+        if exp.train.schedule != "constant" or not self.root.is_dir():
+            return None
+        want = json.loads(json.dumps(jsonable(exp.to_dict())))  # as config.json reads back
+        best = None
+        for folder in self.root.iterdir():
+            if folder.name.startswith(".") or not (folder / "train_state.pt").is_file():
+                continue
+            try:
+                meta = checkpoints.read_meta(folder)
+            except (OSError, ValueError):
+                continue
+            if (not meta.get("continuable") or meta.get("tag", "") != tag
+                    or meta.get("model") != want["model"] or meta.get("task") != want["task"]):
+                continue
+            history = meta.get("history") or [{}]
+            step = int(history[-1].get("stop_step", meta.get("train", {}).get("steps", 0)))
+            if step >= exp.train.steps or extend_refusal(meta.get("train", {}), step, exp.train):
+                continue
+            if best is None or step > best.step:
+                best = Shorter(folder, step)
+        return best
 
     @contextlib.contextmanager
     def _writing(self):
