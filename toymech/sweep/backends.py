@@ -8,6 +8,7 @@ through the zoo, never raising. Imports only ``toymech.zoo`` and below.
 from __future__ import annotations
 
 import concurrent.futures as futures
+import importlib
 import logging
 import multiprocessing
 import os
@@ -19,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..core import check_float, check_int
+from ..core import check, check_float, check_int
 from ..training import Experiment, TrainingDiverged
 from ..zoo import Zoo, ZooEntry
 
@@ -41,9 +42,26 @@ class RayStartFailed(RuntimeError):
             f"local, or start Ray yourself (ray start --head) and join it with --address auto")
 
 
+def resolve_callbacks(path: str | None):
+    """``"package.module:function"`` -> that function (``function(experiment)`` returns the
+    run's callbacks), imported here so that a spawned process can rebuild a study's callbacks;
+    None -> None. A path that does not name such a function raises ValueError naming it."""
+    if path is None:
+        return None
+    module, _, name = str(path).partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), name, None) if module and name else None
+    except ImportError:
+        fn = None
+    check(callable(fn), "callbacks", path,
+          "'package.module:function', a function of an experiment returning its callbacks")
+    return fn
+
+
 def run_job(exp_dicts: list[dict[str, Any]], cache_dir: str, device: str, tag: str,
             stacked: bool | None, threads: int | None = None,
-            lock_timeout: float | None = None) -> list[dict[str, Any]]:
+            lock_timeout: float | None = None, callbacks: str | None = None
+            ) -> list[dict[str, Any]]:
     """Train or load one job's experiments through the zoo; one outcome per experiment:
     ``{"ok": True, "final", "seconds", "device", "entry", "loaded"}`` or
     ``{"ok": False, "error", "diverged"}`` (the exception in one line). Never raises an
@@ -54,11 +72,14 @@ def run_job(exp_dicts: list[dict[str, Any]], cache_dir: str, device: str, tag: s
             torch.set_num_threads(threads)
         exps = [Experiment.from_dict(d) for d in exp_dicts]
         zoo = Zoo(cache_dir, lock_timeout=lock_timeout)
+        make = resolve_callbacks(callbacks)
+        cbs = [list(make(e)) for e in exps] if make else None
         if len(exps) == 1:
-            entries = [zoo.get_or_train(exps[0], device=device, tag=tag, progress=False, log=None)]
+            entries = [zoo.get_or_train(exps[0], device=device, tag=tag, progress=False, log=None,
+                                        callbacks=cbs[0] if cbs else ())]
         else:
             entries = zoo.get_or_train_many(exps, device=device, tag=tag, stacked=stacked,
-                                            progress=False, log=None)
+                                            callbacks=cbs, progress=False, log=None)
     except Exception as exc:  # reported in the table, not raised: the other trials go on
         error = {"ok": False, "error": one_line(exc), "device": str(device),
                  "diverged": isinstance(exc, TrainingDiverged),

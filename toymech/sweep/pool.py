@@ -25,7 +25,7 @@ from ..devices import choose_threads, resolve_device
 from ..training import Experiment, preflight, seedless_key
 from ..training.resume import EXTENDABLE
 from ..zoo import Zoo, ZooEntry
-from .backends import one_line, run_job
+from .backends import one_line, resolve_callbacks, run_job
 
 Progress = Callable[[int, int, Experiment], None]
 
@@ -48,7 +48,8 @@ def run_cost(exp: Experiment) -> float:
 def train_missing(zoo: Zoo, experiments: Sequence[Experiment], *, workers: int | None = None,
                   device: str | torch.device = "cpu", tag: str = "",
                   on_progress: Progress | None = None, log: Callable[[str], None] | None = None,
-                  start_steps: float = START_STEPS) -> list[ZooEntry]:
+                  start_steps: float = START_STEPS, callbacks: str | None = None
+                  ) -> list[ZooEntry]:
     """Train the ``experiments`` that ``zoo`` lacks, one process per free core, and return every
     experiment's entry (in the order given, read back from the zoo).
 
@@ -60,6 +61,8 @@ def train_missing(zoo: Zoo, experiments: Sequence[Experiment], *, workers: int |
         ``stacking_pays``).
     on_progress: called in this process as ``on_progress(done, total, experiment)`` after each
         run that trained (``total``: the runs that were missing).
+    callbacks: ``"package.module:function"`` naming a function of an experiment that returns its
+        callbacks (a study's probes: ``backends.resolve_callbacks``), rebuilt in each process.
     Every missing run's setting passes the preflight before anything starts; a run that fails
     is tried once more, then this raises RuntimeError naming it (the other runs are stored).
     """
@@ -76,6 +79,7 @@ def train_missing(zoo: Zoo, experiments: Sequence[Experiment], *, workers: int |
     if workers is not None:
         check_int("workers", workers, 1, 4096)
     check_float("start_steps", start_steps, 0.0, 1e12)
+    resolve_callbacks(callbacks)  # a bad path is refused here, before any work
     dev = resolve_device(device)
     experiments = list(experiments)
     missing, seen = [], set()
@@ -97,9 +101,9 @@ def train_missing(zoo: Zoo, experiments: Sequence[Experiment], *, workers: int |
         n = max(1, min(n, int(steps // start_steps)))
     n = min(n, len(chains)) if chains else n
     if missing and (n <= 1 or dev.type != "cpu"):
-        _in_process(zoo, missing, dev, tag, on_progress, log)
+        _in_process(zoo, missing, dev, tag, on_progress, log, callbacks)
     elif missing:
-        _in_processes(zoo, missing, n, tag, on_progress, log)
+        _in_processes(zoo, missing, n, tag, on_progress, log, callbacks)
     return [zoo.load(e, dev, tag, log=None) for e in experiments]
 
 
@@ -123,20 +127,23 @@ def _chains(missing: Sequence[Experiment]) -> list[list[int]]:
     return sorted(chains, key=lambda c: -run_cost(missing[c[-1]]))
 
 
-def _in_process(zoo, missing, dev, tag, on_progress, log) -> None:
+def _in_process(zoo, missing, dev, tag, on_progress, log, callbacks=None) -> None:
+    make = resolve_callbacks(callbacks)
     if dev.type != "cpu":
-        zoo.get_or_train_many(missing, device=dev, tag=tag, log=log)
+        zoo.get_or_train_many(missing, device=dev, tag=tag, log=log,
+                              callbacks=[list(make(e)) for e in missing] if make else None)
         if on_progress:
             for i, e in enumerate(missing):
                 on_progress(i + 1, len(missing), e)
         return
     for i, e in enumerate(missing):
-        zoo.get_or_train(e, device=dev, tag=tag, progress=False, log=log)
+        zoo.get_or_train(e, device=dev, tag=tag, progress=False, log=log,
+                         callbacks=list(make(e)) if make else ())
         if on_progress:
             on_progress(i + 1, len(missing), e)
 
 
-def _in_processes(zoo, missing, workers, tag, on_progress, log) -> None:
+def _in_processes(zoo, missing, workers, tag, on_progress, log, callbacks=None) -> None:
     """Each chain of runs (``_chains``: one run, or the step counts of one setting, shortest
     first) a job of a pool of ``workers`` spawned processes of one thread; a job that failed (a
     child killed or out of memory, a lock that timed out) runs once more."""
@@ -150,7 +157,7 @@ def _in_processes(zoo, missing, workers, tag, on_progress, log) -> None:
         try:
             jobs = {pool.submit(run_job, [missing[i].to_dict() for i in chains[c]],
                                 str(zoo.root), "cpu", tag, False, threads=1,
-                                lock_timeout=zoo.lock_timeout): c
+                                lock_timeout=zoo.lock_timeout, callbacks=callbacks): c
                     for c in todo}
             todo = []
             for fut in futures.as_completed(jobs):

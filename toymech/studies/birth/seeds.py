@@ -5,8 +5,10 @@ The main-run claims (the mechanism forms, bigrams learned and first, the top-dow
 memories, the memories move toward the construction) are assessed over every seed; the sweep,
 freezing and extremes claims over the seeds that ran them (``measure.controls`` trains them at
 every judged seed; ``extremes`` only where asked for). The notebook's seed is the same zoo entry
-as ``main_run``'s, so it is never trained twice; the other seeds train together as stacked seeds
-where that was measured to pay (``Zoo.get_or_train_many``). ``findings`` writes the page's
+as ``main_run``'s, so it is never trained twice; the missing seeds train on a CPU as one
+one-thread process per free core (``sweep.train_missing``, each process rebuilding the probe
+callback with ``probe_callbacks``), elsewhere together as stacked seeds where that was measured to
+pay (``Zoo.get_or_train_many``). ``findings`` writes the page's
 opening from the same numbers and claims as the scorecard (the memories' order by the order
 claim's own rule).
 """
@@ -20,8 +22,9 @@ import pandas as pd
 import torch
 from transformer_lens import HookedTransformer
 
-from ...devices import resolve_device
+from ...devices import initial_threads, resolve_device
 from ...models import build_model
+from ...sweep import train_missing
 from ...zoo import Zoo, ZooEntry
 from ..claims import assess, by_key, verdict_table
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
@@ -45,10 +48,21 @@ def main_runs(zoo: Zoo, size: str, seed: int, device="auto", *, n_seeds: int | N
     seeds = seeds_of(size, seed, n_seeds)
     exps = [experiment(size, s, trigger_mode=trigger_mode, n_triggers=n_triggers,
                        optimizer=optimizer) for s in seeds]
+    missing = [e for e in exps if not zoo.has(e, PROBE_TAG)]
+    if dev.type == "cpu" and len(missing) > 1:
+        # every core busy: one one-thread process per free core, each rebuilding the probe
+        # callback from its experiment (``probe_callbacks``); read back below
+        train_missing(zoo, missing, workers=max(1, initial_threads()), device=dev, tag=PROBE_TAG,
+                      callbacks="toymech.studies.birth.seeds:probe_callbacks")
     entries = zoo.get_or_train_many(
         exps, device=dev, tag=PROBE_TAG, log=log,
         callbacks=[[birth_callback(e.task, seed=e.train.seed)] for e in exps])
     return dict(zip(seeds, entries))
+
+
+def probe_callbacks(exp) -> list:
+    """The main run's callbacks, from its experiment alone (what a spawned process rebuilds)."""
+    return [birth_callback(exp.task, seed=exp.train.seed)]
 
 
 def _untrained_history(model: HookedTransformer, data: BirthProbeData) -> list[dict[str, float]]:
