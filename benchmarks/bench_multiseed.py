@@ -46,8 +46,8 @@ from toymech.training import loop, train, train_stacked
 FAMILIES = {
     "induction": lambda seed: induction.experiment("induction-2l", "default", seed),
     "birth": lambda seed: birth.experiment("default", seed),
-    "random": lambda seed, task="parentheses", width=64, mode="random": rt.experiment(
-        task, width, mode, "default", seed),
+    "random": lambda seed, task="parentheses", width=64, mode="random", size="default":
+        rt.experiment(task, width, mode, size, seed),
 }
 
 
@@ -107,6 +107,8 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=64, help="random family: d_model")
     ap.add_argument("--task", default="parentheses", help="random family: task")
     ap.add_argument("--mode", default="random", help="random family: training mode")
+    ap.add_argument("--size", default="default", help="random family: the size (task sizes, "
+                    "batch; e.g. paper for the rebuttal's width-16 runs with --width 16)")
     ap.add_argument("--no-vmap1", action="store_true",
                     help="skip the extra one-model run through the stacked (vmap) program")
     args = ap.parse_args()
@@ -115,11 +117,12 @@ def main() -> None:
         if f not in FAMILIES:
             ap.error(f"unknown family {f!r}; choose from {', '.join(FAMILIES)}")
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    random_options = {"task": args.task, "width": args.width, "mode": args.mode}
+    random_options = {"task": args.task, "width": args.width, "mode": args.mode,
+                      "size": args.size}
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     print(f"{args.steps} steps per model, device {device}, {args.threads} thread(s); random "
-          f"family: {args.task}, width {args.width}, {args.mode}")
+          f"family: {args.task}, width {args.width}, {args.mode}, size {args.size}")
     header = (f"{'family':<10} {'seeds':>9} {'loop s':>8} {'stacked s':>10} "
               f"{'loop st/s':>10} {'stack st/s':>11} {'ratio':>6} {'max diff':>9}")
     print(header)
