@@ -48,8 +48,14 @@ def test_smoke_map_killed_and_resumed(tmp_path):
         first.wait()
     before = _stored(zoo)
     assert 1 <= len(before) < 8
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    reports = tmp_path / "reports"
+    done = subprocess.run([*command, "--report", str(reports)], capture_output=True, text=True,
+                          env=env)
     assert done.returncode == 0, done.stderr[-2000:]
+    # the map's page, listed in the reports folder's index, opens with the map's finding
+    page = (reports / "map-smoke-map.html").read_text()
+    assert done.stdout.strip().split(" (")[0].split(";")[0] in page
+    assert "map-smoke-map.html" in (reports / "index.html").read_text()
     table = pd.read_csv(zoo / "maps" / "smoke-map.csv", dtype={"zoo_key": str})
     assert len(table) == 8 and table["zoo_key"].is_unique
     assert set(table["knob.block_len"].astype(str)) == {"6", "4-8"}

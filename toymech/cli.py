@@ -311,6 +311,9 @@ def _add_map(sub) -> None:
                    help="as for sweeps (default: auto)")
     p.add_argument("--address", help="join this Ray cluster instead of starting a local Ray")
     p.add_argument("--out", help="table folder (default: <zoo>/maps)")
+    p.add_argument("--report", nargs="?", const="reports", metavar="DIR",
+                   help="also write the map's page, DIR/map-<name>.html, listed in DIR/index.html "
+                   "(default DIR: reports, where toymech report writes)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--cache", help=CACHE_HELP)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
