@@ -58,6 +58,8 @@ def test_smoke_map_killed_and_resumed(tmp_path):
     assert "map-smoke-map.html" in (reports / "index.html").read_text()
     table = pd.read_csv(zoo / "maps" / "smoke-map.csv", dtype={"zoo_key": str})
     assert len(table) == 8 and table["zoo_key"].is_unique
+    pd.testing.assert_frame_equal(maps.read_table(zoo / "maps" / "smoke-map.csv"),
+                                  pd.read_parquet(zoo / "maps" / "smoke-map.parquet"))
     assert set(table["knob.block_len"].astype(str)) == {"6", "4-8"}
     assert set(table["knob.offset"].astype(str)) == {"0", "0-3"}
     assert set(table["seed"]) == {0, 1} and (table["status"] == "ok").all()
@@ -110,3 +112,22 @@ def test_bad_maps_refused_before_any_work(tmp_path, change, fragment):
 def test_shipped_maps_are_valid(path):
     spec = maps.check_map({**maps.load_map(path), "name": path.stem})
     assert len(spec["seeds"]) >= 3 and not set(spec["seeds"]) & {0, 1, 2}  # no calibration seed
+
+
+def test_table_as_csv_and_parquet_reads_back_the_same(tmp_path):
+    """``toymech map`` writes its table twice, ``<name>.csv`` and ``<name>.parquet``: read with
+    pandas (``maps.read_table`` for the CSV's text columns, ``pd.read_parquet``) both give the
+    frame that was written, knobs as text (``"6"`` stays a knob value, not a number)."""
+    table = pd.DataFrame({"experiment": ["induction-2l"] * 3, "knob.block_len": ["6", "6", "4-8"],
+                          "knob.offset": ["0", "1", "0"], "seed": [3, 4, 3], "size": "smoke",
+                          "zoo_key": ["0012", "0034", "0056"], "commit": "abc", "status": "ok",
+                          "loss.test": [0.5, float("nan"), 1.25], "solved.shifted": "yes",
+                          "label": ["content", "position", "neither"]})
+    path = tmp_path / "m.csv"
+    maps._write(table, path)
+    csv, parquet = maps.read_table(path), pd.read_parquet(tmp_path / "m.parquet")
+    pd.testing.assert_frame_equal(csv, parquet)
+    pd.testing.assert_frame_equal(csv, table)
+    assert maps.read_table(tmp_path / "m.parquet")["zoo_key"].tolist() == ["0012", "0034", "0056"]
+    # the check can fail: the CSV read naively loses the text (zoo keys lose their zeros)
+    assert not pd.read_csv(path).equals(parquet)

@@ -16,7 +16,8 @@ measurement of each run (``study.map_row(entry, size, seed)``: named numbers, pr
 mechanism label of the run, a pure function of its measurements). ``run_map`` writes ONE tidy
 table, one row per run: the experiment, every knob (the source's value where the cell leaves it),
 the seed, the size, the zoo key, the commit, each number, each property (yes / no) and the
-label, as ``<out>/<name>.csv`` (and ``.parquet`` where pyarrow is installed). A later run of the
+label, as ``<out>/<name>.csv`` and the same table as ``<out>/<name>.parquet`` (``read_table``
+reads either). A later run of the
 same map extends the table: rows whose zoo key is already there are read back, not measured
 again. ``cells`` summarises the table per cell: runs, the share of seeds whose label is each
 label, the median of each number. The figure is drawn from the table, never the other way round.
@@ -159,11 +160,26 @@ def _cell_text(study, knob: str, value: Any) -> str:
     return k.text(k.parse(value))
 
 
+TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label")
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """A map's table as ``toymech map`` wrote it, from its ``.csv`` or its ``.parquet``: the
+    same frame either way (knobs, keys and labels as text)."""
+    path = Path(path)
+    check(path.is_file(), "map table", str(path), "a table written by toymech map (.csv, .parquet)")
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    header = pd.read_csv(path, nrows=0).columns
+    return pd.read_csv(path, dtype={c: str for c in header
+                                    if c.startswith("knob.") or c in TEXT_COLUMNS})
+
+
 def _read(path: Path) -> pd.DataFrame:
     if not path.is_file():
         return pd.DataFrame()
     try:
-        return pd.read_csv(path, dtype={"zoo_key": str, "commit": str})
+        return read_table(path)
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"map table={str(path)!r} is not allowed: a table written by toymech map "
                          f"(reading it gives {type(exc).__name__}); move it aside to start "
@@ -171,16 +187,17 @@ def _read(path: Path) -> pd.DataFrame:
 
 
 def _write(table: pd.DataFrame, path: Path) -> None:
-    """The table as CSV (atomically: a killed write leaves the last good table) and Parquet
-    where pyarrow is installed."""
+    """The table as CSV and, beside it, as Parquet (each atomically: a killed write leaves the
+    last good table). Text columns are written as text, so both read back as the same frame."""
+    table = table.assign(**{c: table[c].map(lambda v: v if pd.isna(v) else str(v))
+                            for c in table.columns if c.startswith("knob.") or c in TEXT_COLUMNS})
     tmp = path.with_name(f".{path.name}.tmp")
     table.to_csv(tmp, index=False)
     tmp.replace(path)
-    try:
-        import pyarrow  # noqa: F401  (optional: Parquet beside the CSV)
-    except ImportError:
-        return
-    table.to_parquet(path.with_suffix(".parquet"), index=False)
+    parquet = path.with_suffix(".parquet")
+    tmp = parquet.with_name(f".{parquet.name}.tmp")
+    table.to_parquet(tmp, index=False)
+    tmp.replace(parquet)
 
 
 def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -226,4 +243,4 @@ def finding(table: pd.DataFrame, label: str) -> str:
     return ", ".join(parts) + f"; at least {runs} seed(s) per cell."
 
 
-__all__ = ["cells", "check_map", "finding", "load_map", "run_map"]
+__all__ = ["cells", "check_map", "finding", "load_map", "read_table", "run_map"]

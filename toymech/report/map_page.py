@@ -36,15 +36,10 @@ _NOT_NUMBERS = ("seed", "refined")
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A map's table (``.csv`` or ``.parquet``, as ``toymech map`` wrote it), knobs as text."""
-    path = Path(path)
-    check(path.is_file(), "table", str(path), "a map table written by toymech map (.csv)")
-    if path.suffix == ".parquet":
-        table = pd.read_parquet(path)
-    else:
-        table = pd.read_csv(path, dtype={"zoo_key": str, "commit": str})
-    knobs = [c for c in table.columns if c.startswith("knob.")]
-    return table.astype({c: str for c in [*knobs, "experiment"] if c in table})
+    """A map's table (``.csv`` or ``.parquet``, ``maps.read_table``), knobs as text."""
+    table = maps.read_table(path)
+    return table.astype({c: str for c in table.columns
+                         if c.startswith("knob.") or c == "experiment"})
 
 
 def study_for(table: pd.DataFrame):
