@@ -89,7 +89,6 @@ def test_cells_and_finding_count_labels():
 
 @pytest.mark.parametrize("change, fragment", [
     ({"study": "nope"}, "study='nope' is not allowed"),
-    ({"study": "birth"}, "a study with a map measurement"),
     ({"experiment": "birth-simplified"}, "experiment='birth-simplified' is not allowed"),
     ({"knobs": {}}, "knobs={} is not allowed"),
     ({"knobs": {"block_len": []}}, "knobs['block_len']=[] is not allowed"),
@@ -131,3 +130,47 @@ def test_table_as_csv_and_parquet_reads_back_the_same(tmp_path):
     assert maps.read_table(tmp_path / "m.parquet")["zoo_key"].tolist() == ["0012", "0034", "0056"]
     # the check can fail: the CSV read naively loses the text (zoo keys lose their zeros)
     assert not pd.read_csv(path).equals(parquet)
+
+
+@pytest.mark.parametrize("grid, labels", [
+    ("s2-ff.yaml", {"in-context head", "no in-context head"}),
+    ("s3-layers.yaml", {"solved", "not solved"}),
+], ids=["birth", "random_transformers"])
+def test_every_study_maps_at_smoke(tmp_path, grid, labels):
+    """Each study's shipped map, at smoke with one seed (its two cells): a row per run with the
+    study's own measurements and its mechanism label, and the finding printed."""
+    path = Path(__file__).resolve().parents[1] / "grids" / "maps" / grid
+    zoo = tmp_path / "zoo"
+    done = subprocess.run([sys.executable, "-m", "toymech", "map", str(path), "--size", "smoke",
+                           "--seeds", "1", "--cache", str(zoo), "--backend", "local",
+                           "--no-progress", "--device", "cpu"], capture_output=True, text=True,
+                          env={**os.environ, "TOYMECH_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = maps.read_table(zoo / "maps" / f"{path.stem}.csv")
+    assert len(table) == 2 and (table["status"] == "ok").all() and table["seed"].nunique() == 1
+    knob = next(c for c in table.columns if c.startswith("knob."))
+    assert table[knob].nunique() == 2
+    assert {str(label).split(";")[0] for label in table["label"]} <= labels
+    assert done.stdout.startswith("Label '")
+
+
+def test_untrained_runs_map_to_no_mechanism():
+    """The null: an untrained model of each study's map carries no mechanism label (study 1:
+    not content; Birth: no in-context head and no memory rose; study 3: not solved)."""
+    from toymech import experiments
+    from toymech.models import build_model
+    from toymech.studies import birth, induction, random_transformers as rt
+    from toymech.zoo.store import ZooEntry
+
+    one = induction.map_row(build_model(induction.experiment("induction-2l", "smoke", 3).model),
+                            "smoke", 3)
+    assert one["label"] != induction.MAP_LABEL
+    two = birth.map_row(build_model(birth.experiment("smoke", 3).model), "smoke", 3)
+    assert two["label"] == "no in-context head; no memory rose" != birth.MAP_LABEL
+    assert two["probe.W_O2.init"] == two["probe.W_O2.final"]
+    exp = experiments.get("rt-modular_addition-random", size="smoke", seed=3)
+    three = rt.map_row(ZooEntry(build_model(exp.model), exp.to_dict(), False, Path(".")),
+                       "smoke", 3)
+    assert three["label"] == "not solved" and three["solved"] == "no"
+    with pytest.raises(ValueError, match="run='HookedTransformer' is not allowed"):
+        rt.map_row(build_model(exp.model), "smoke", 3)
