@@ -109,3 +109,24 @@ def test_map_page_is_built_and_listed_in_the_index(tmp_path):
     index = json.loads((tmp_path / "reports" / "index.json").read_text())
     assert [r["html"] for r in index] == ["map-s1-demo.html"]
     assert "map-s1-demo.html" in (tmp_path / "reports" / "index.html").read_text()
+
+
+def test_results_record_lists_each_maps_finding_and_cells(tmp_path, capsys):
+    """``toymech results --maps ZOO``: one block per map table of the zoo (a sweep's
+    ``.runs.csv`` beside it is not one), with the map's finding and a row per cell."""
+    from toymech.cli import main
+
+    folder = tmp_path / "zoo" / "maps"
+    folder.mkdir(parents=True)
+    _table().to_csv(folder / "s1-demo.csv", index=False)
+    pd.DataFrame({"trial": [0]}).to_csv(folder / "s1-demo.runs.csv", index=False)
+    record = tmp_path / "results.md"
+    record.write_text("# Results\n\nA person's prose.\n")
+    assert main(["results", "--maps", str(tmp_path / "zoo"), "--into", str(record)]) == 0
+    text = record.read_text()
+    assert "A person's prose." in text and text.count("<!-- toymech-results map ") == 1
+    assert "<!-- toymech-results map s1-demo -->" in text
+    assert maps.finding(_table(), "content") in text
+    assert "| 4-8 | 0 | 2 of 3 | 0.7 | no |" in text and "| 6 | 0-3 | 0 of 3 | 3.1 | no |" in text
+    assert main(["results", "--maps", str(tmp_path / "nothing.csv"), "--into", str(record)]) != 0
+    assert "nothing.csv' is not allowed: a map table" in capsys.readouterr().err

@@ -405,6 +405,8 @@ def _add_results(sub) -> None:
                                    "results record; other text in it is kept.")
     p.add_argument("reports", nargs="*", help="report folders written by toymech report")
     p.add_argument("--ladder", metavar="ZOO", help="a zoo holding the width ladder's sweeps")
+    p.add_argument("--maps", nargs="+", metavar="MAP", help="map tables (toymech map), their "
+                   "folders or zoos: each map's finding and cells")
     p.add_argument("--into", default="docs/results.md", help="the record to update: a markdown (.md) file; "
                    "a link is written through (default: docs/results.md)")
     p.set_defaults(func=_cmd_results)
@@ -455,9 +457,9 @@ def _cmd_ladder(args: argparse.Namespace) -> int:
 def _cmd_results(args: argparse.Namespace) -> int:
     from toymech.report.results import write_results
 
-    if not args.reports and not args.ladder:
-        raise UsageError("results needs a report folder or --ladder ZOO")
-    keys = write_results(args.reports, args.into, args.ladder)
+    if not args.reports and not args.ladder and not args.maps:
+        raise UsageError("results needs a report folder, --ladder ZOO or --maps MAP")
+    keys = write_results(args.reports, args.into, args.ladder, maps=args.maps or ())
     print(f"{len(keys)} block(s) written into {args.into}: {', '.join(keys)}")
     return EXIT_OK
 

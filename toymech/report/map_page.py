@@ -178,6 +178,45 @@ class MapPage:
                             "the line that opens its first seed's run in the explorer.")
 
 
+def map_tables(paths) -> list[Path]:
+    """The map tables of ``paths``: each a map's ``.csv``, or a folder whose ``*.csv`` are maps
+    (a zoo's ``maps/`` folder, or a zoo holding one); a sweep's ``.runs.csv`` is not a map."""
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        folder = path / "maps" if (path / "maps").is_dir() else path
+        if folder.is_dir():
+            found += sorted(p for p in folder.glob("*.csv") if not p.name.endswith(".runs.csv"))
+        else:
+            check(path.suffix == ".csv" and path.is_file(), "map", str(given),
+                  "a map table (.csv written by toymech map), its folder or its zoo")
+            found.append(path)
+    return found
+
+
+def map_block(path: str | Path) -> tuple[str, str]:
+    """(key, markdown) of a map for the results record (``toymech results --maps``): its name,
+    study, size, runs and commit, its finding and one row per cell (``MapPage.cell_table``
+    without the explorer line)."""
+    from .results import END, START, _table
+
+    path = Path(path)
+    page = MapPage.read(path)
+    study = study_for(page.table)
+    key = f"map {path.stem}"
+    commits = sorted({str(c) for c in page.table.get("commit", pd.Series(dtype=str)).dropna()})
+    shown = page.cell_table().drop(columns=["open its runs (Python)"])
+    rows = [[_value_text(v) if not isinstance(v, bool) else ("yes" if v else "no") for v in r]
+            for r in shown.itertuples(index=False)]
+    lines = [START.format(key=key),
+             f"### Map `{path.stem}`: {study.TITLE}", "",
+             f"{len(page.table)} runs over {len(page.cells)} cells at size "
+             f"`{', '.join(sorted(set(page.table['size'].astype(str))))}`, commit "
+             f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).", "",
+             page.finding, "", *_table(list(shown.columns), rows)]
+    return key, "\n".join(lines + [END]) + "\n"
+
+
 def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
                      size: str | None = None, command: str = "") -> ReportEntry:
     """Execute the map notebook on the table at ``table_path`` and write its page,
@@ -195,4 +234,4 @@ def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
     return entry
 
 
-__all__ = ["MapPage", "build_map_report", "cell_frame", "open_line", "read_table", "study_for"]
+__all__ = ["MapPage", "build_map_report", "map_block", "map_tables", "cell_frame", "open_line", "read_table", "study_for"]
