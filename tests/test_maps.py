@@ -174,3 +174,52 @@ def test_untrained_runs_map_to_no_mechanism():
     assert three["label"] == "not solved" and three["solved"] == "no"
     with pytest.raises(ValueError, match="run='HookedTransformer' is not allowed"):
         rt.map_row(build_model(exp.model), "smoke", 3)
+
+
+def _d_model_table(labels: dict[str, list[str]]) -> pd.DataFrame:
+    return pd.DataFrame([{"experiment": "induction-2l", "knob.d_model": d, "seed": s,
+                          "status": "ok", "label": lab}
+                         for d, labs in labels.items() for s, lab in zip((3, 4, 5), labs)])
+
+
+def test_refinements_add_seeds_where_a_cell_splits_then_midpoints():
+    from toymech.studies import induction
+
+    spec = maps.check_map({**SPEC, "knobs": {"d_model": [16, 32, 64]}, "seeds": [3, 4, 5]})
+    table = _d_model_table({"16": ["neither"] * 3, "32": ["content", "content", "neither"],
+                            "64": ["content"] * 3})
+    fresh = [s for s in induction.seeds_of("smoke", 0, 10) if s not in (3, 4, 5)][:3]
+    parts = maps.refinements(table, spec, 9)
+    assert [(p["knobs"], p["seeds"]) for p in parts] == [
+        ({"d_model": ["32"]}, fresh),             # the split cell: three more seeds
+        ({"d_model": ["24"]}, [3, 4, 5])]         # between 16 (neither) and 32 (content)
+    assert len(maps.refinements(table, spec, 5)) == 1  # no room left for a midpoint's 3 runs
+    assert maps.refinements(table, spec, 0) == []
+    # agreeing neighbours and unsplit cells: nothing to refine (the check can fail)
+    calm = _d_model_table({"16": ["neither"] * 3, "32": ["neither"] * 3, "64": ["neither"] * 3})
+    assert maps.refinements(calm, spec, 9) == []
+
+
+def test_refine_trains_more_seeds_and_marks_them(tmp_path, monkeypatch):
+    """``run_map(refine=N)`` on a cell whose seeds split: N more runs trained and measured, each
+    row marked refined; the page's cell says so; a rerun adds nothing unasked."""
+    from toymech.report.map_page import MapPage
+    from toymech.studies import induction
+
+    def by_parity(run, size, seed):  # a label that splits by seed, for a deterministic test
+        return {"loss.test": float(seed), "label": "content" if seed % 2 else "neither"}
+
+    monkeypatch.setattr(induction, "map_row", by_parity)
+    spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [3, 4]}
+    zoo = tmp_path / "zoo"
+    table = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
+                         refine=2, log=None)
+    assert len(table) == 4 and table["refined"].tolist() == [False, False, True, True]
+    assert not set(table["seed"][2:]) & {3, 4}
+    again = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
+                         log=None)
+    pd.testing.assert_frame_equal(again, maps.read_table(zoo / "maps" / "smoke-map.csv"))
+    assert len(again) == 4 and again["refined"].sum() == 2
+    page = MapPage.of(again)
+    assert page.cells["refined"].tolist() == [True]
+    assert page.figure().data[0].text[0].endswith("<br>refined")

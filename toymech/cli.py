@@ -311,6 +311,10 @@ def _add_map(sub) -> None:
                    help="as for sweeps (default: auto)")
     p.add_argument("--address", help="join this Ray cluster instead of starting a local Ray")
     p.add_argument("--out", help="table folder (default: <zoo>/maps)")
+    p.add_argument("--refine", type=_int_option(0, 10000), default=0, metavar="N",
+                   help="then add up to N runs where the map is unsure: more seeds where a cell's "
+                   "seeds disagree, the midpoint of a numeric knob where neighbouring cells' labels "
+                   "differ (rows marked refined)")
     p.add_argument("--report", nargs="?", const="reports", metavar="DIR",
                    help="also write the map's page, DIR/map-<name>.html, listed in DIR/index.html "
                    "(default DIR: reports, where toymech report writes)")

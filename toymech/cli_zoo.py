@@ -172,7 +172,7 @@ def cmd_map(args: argparse.Namespace) -> int:
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     table = maps.run_map(spec, cache_dir=args.cache, out=args.out, backend=args.backend,
                          address=args.address, device=args.device,
-                         progress=not args.no_progress, log=log)
+                         progress=not args.no_progress, refine=args.refine, log=log)
     from toymech.studies import protocol
 
     print(maps.finding(table, protocol.study(spec["study"]).MAP_LABEL))

@@ -3,8 +3,9 @@ map's per-cell frame (``toymech.report.map_page.cell_frame``), never from the ru
 
 The frame has one row per cell: a column per dimension (each knob, and ``experiment`` where the
 map has several), ``runs``, ``held`` (seeds with the label), ``share`` (held / runs), ``median``
-(of the map's number), ``hover`` (each seed's label and number) and ``open`` (the line of Python
-that opens the cell's runs). Two or more dimensions: a heatmap over the first two (colour: the
+(of the map's number), ``hover`` (each seed's label and number), ``open`` (the line of Python
+that opens the cell's runs) and ``refined`` (runs added by ``toymech map --refine``: the cell's
+text says so). Two or more dimensions: a heatmap over the first two (colour: the
 share of seeds with the label; text: the median number and "held of runs"), one panel per value
 of the others. One dimension: the share as a curve over it, each point's text the same. The
 source's setting is a star where the map has its value.
@@ -32,11 +33,18 @@ def cell_text(row: Mapping) -> str:
     """A cell's text: the median number (a dash where none) over "held of runs"."""
     m = row["median"]
     shown = "–" if m is None or (isinstance(m, float) and math.isnan(m)) else f"{m:.3g}"
-    return f"{shown}<br>{int(row['held'])} of {int(row['runs'])}"
+    text = f"{shown}<br>{int(row['held'])} of {int(row['runs'])}"
+    return text + ("<br>refined" if bool(row.get("refined", False)) else "")
 
 
 def _values(cells: pd.DataFrame, dim: str) -> list[str]:
-    return list(dict.fromkeys(cells[dim].astype(str)))  # in the map's own order
+    """A dimension's values: in numeric order where every one is a number (a refined map's
+    midpoints fall between their neighbours), else in the map's own order."""
+    values = list(dict.fromkeys(cells[dim].astype(str)))
+    try:
+        return sorted(values, key=float)
+    except ValueError:
+        return values
 
 
 def _source_at(source: Mapping[str, str], dims: Sequence[str]) -> tuple | None:
