@@ -463,7 +463,12 @@ def _cmd_results(args: argparse.Namespace) -> int:
 
     if not args.reports and not args.ladder and not args.maps:
         raise UsageError("results needs a report folder, --ladder ZOO or --maps MAP")
-    keys = write_results(args.reports, args.into, args.ladder, maps=args.maps or ())
+    blocks_of = None
+    if args.maps:
+        from toymech.report.map_page import map_blocks
+
+        blocks_of = lambda: map_blocks(args.maps)  # noqa: E731
+    keys = write_results(args.reports, args.into, args.ladder, blocks_of=blocks_of)
     print(f"{len(keys)} block(s) written into {args.into}: {', '.join(keys)}")
     return EXIT_OK
 

@@ -26,9 +26,12 @@ import pandas as pd
 
 from .. import maps
 from ..core import check
+from ..display import reader_table
+from ..plots.maps import map_figure
 from ..studies import protocol
 from .build import build_reports
 from .index import ReportEntry
+from .results import END, START, _table
 
 MAP_NOTEBOOK = Path(__file__).resolve().parent / "map.ipynb"
 PAGE_PREFIX = "map-"  # a map's page: <out>/map-<name>.html
@@ -157,8 +160,6 @@ class MapPage:
         return sorted({int(s) for s in self.table["seed"]})
 
     def figure(self):
-        from ..plots.maps import map_figure
-
         return map_figure(self.cells, self.dims, label=self.label, number=self.number or "-",
                           source=self.source)
 
@@ -171,8 +172,6 @@ class MapPage:
                                      "open": "open its runs (Python)"})
 
     def reader_table(self):
-        from ..display import reader_table
-
         return reader_table(self.cell_table(), caption=f"Every cell of the map: how many of its "
                             f"seeds are labelled '{self.label}', the median {self.number}, and "
                             "the line that opens its first seed's run in the explorer.")
@@ -198,8 +197,6 @@ def map_block(path: str | Path) -> tuple[str, str]:
     """(key, markdown) of a map for the results record (``toymech results --maps``): its name,
     study, size, runs and commit, its finding and one row per cell (``MapPage.cell_table``
     without the explorer line)."""
-    from .results import END, START, _table
-
     path = Path(path)
     page = MapPage.read(path)
     study = study_for(page.table)
@@ -215,6 +212,15 @@ def map_block(path: str | Path) -> tuple[str, str]:
              f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).", "",
              page.finding, "", *_table(list(shown.columns), rows)]
     return key, "\n".join(lines + [END]) + "\n"
+
+
+def map_blocks(paths) -> dict[str, str]:
+    """{key: markdown}: a block per map table of ``paths`` (``map_tables``) for the results
+    record (``toymech results --maps``)."""
+    tables = map_tables(paths)
+    check(bool(tables), "maps", [str(p) for p in paths], "folders holding map tables (toymech "
+          "map writes <zoo>/maps/<name>.csv)")
+    return dict(map_block(t) for t in tables)
 
 
 def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
@@ -234,4 +240,4 @@ def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
     return entry
 
 
-__all__ = ["MapPage", "build_map_report", "map_block", "map_tables", "cell_frame", "open_line", "read_table", "study_for"]
+__all__ = ["MapPage", "build_map_report", "map_block", "map_blocks", "map_tables", "cell_frame", "open_line", "read_table", "study_for"]

@@ -26,9 +26,8 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from ..core import check
 from ..display import SCORECARD_MIME
 from ..display.prose import duration_text
 from ..studies.claims import SCALED_SAYS
@@ -336,10 +335,10 @@ def _write_through(real: Path, text: str) -> None:
 
 
 def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: str | Path | None = None,
-                  maps: Sequence[str | Path] = ()) -> list[str]:
+                  blocks_of: Callable[[], dict[str, str]] | None = None) -> list[str]:
     """Update the record ``into`` from report folders, with ``ladder_zoo`` the ladder, and with
-    ``maps`` (map tables, their folders or zoos) a block per map (``map_page.map_block``: its
-    finding and its cells); returns the keys written. The record is checked first (``check_record``, ``record_parts``),
+    ``blocks_of`` the blocks it returns ({key: markdown}, e.g. each map's:
+    ``map_page.map_blocks``); returns the keys written. The record is checked first (``check_record``, ``record_parts``),
     then replaced atomically under its lock (see the module docstring)."""
     check_record(into)  # before any report folder is read: a bad target costs nothing
     records = [r for folder in reports for r in report_records(folder)]
@@ -357,13 +356,8 @@ def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: s
             raise ValueError(f"ladder zoo {str(ladder_zoo)!r} is not allowed: it has no width "
                              "ladder sweeps (toymech ladder)")
         blocks[found[0]] = found[1]
-    if maps:
-        from .map_page import map_block, map_tables  # the map page reads this module's markers
-
-        tables = map_tables(maps)
-        check(bool(tables), "maps", [str(m) for m in maps], "folders holding map tables "
-              "(toymech map writes <zoo>/maps/<name>.csv)")
-        blocks.update(map_block(t) for t in tables)
+    if blocks_of is not None:  # read after the record is checked: a bad target costs nothing
+        blocks.update(blocks_of())
     if not blocks:
         raise ValueError("nothing to record: no notebook ran ok in the report folders given")
     real = check_record(into)
