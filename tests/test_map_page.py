@@ -130,3 +130,18 @@ def test_results_record_lists_each_maps_finding_and_cells(tmp_path, capsys):
     assert "| 4-8 | 0 | 2 of 3 | 0.7 | no |" in text and "| 6 | 0-3 | 0 of 3 | 3.1 | no |" in text
     assert main(["results", "--maps", str(tmp_path / "nothing.csv"), "--into", str(record)]) != 0
     assert "nothing.csv' is not allowed: a map table" in capsys.readouterr().err
+
+
+def test_study_3s_map_reads_its_accuracy_and_label():
+    """A study-3 table: the label is ``solved`` (its MAP_LABEL) and the number its accuracy,
+    not the width before it."""
+    rows = [{"experiment": "rt-modular_addition-random", "knob.n_layers": n, "seed": s,
+             "size": "smoke", "status": "ok", "task": "modular_addition", "mode": "random",
+             "width": 16, "acc": acc, "chance": 0.5, "solved": "yes" if acc > 0.9 else "no",
+             "label": "solved" if acc > 0.9 else "not solved"}
+            for n, accs in (("1", (0.95, 0.4)), ("2", (0.99, 0.97))) for s, acc in zip((3, 4), accs)]
+    page = MapPage.of(pd.DataFrame(rows))
+    assert (page.label, page.number, page.dims) == ("solved", "acc", ["n_layers"])
+    assert page.cells["seeds"].tolist() == ["1 of 2", "2 of 2"]
+    assert page.cells["median"].tolist() == [pytest.approx(0.675), pytest.approx(0.98)]
+    assert page.source == {"n_layers": "2"}

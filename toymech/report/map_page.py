@@ -62,13 +62,14 @@ def label_of(table: pd.DataFrame, label: str | None = None) -> str:
 
 
 def number_of(table: pd.DataFrame, number: str | None = None) -> str | None:
-    """``number``, else the table's first measured number (the study's ``map_row`` order)."""
+    """``number``, else the table's first measured number (the study's ``map_row`` order; a
+    count such as a width is not a measurement)."""
     if number is not None:
         check(number in table, "number", number, f"a column of the map: {', '.join(table)}")
         return number
     start = list(table.columns).index("status") + 1 if "status" in table else 0
     for c in list(table.columns)[start:]:
-        if c not in _NOT_NUMBERS and pd.api.types.is_numeric_dtype(table[c]):
+        if c not in _NOT_NUMBERS and pd.api.types.is_float_dtype(table[c]):
             return c
     return None
 
