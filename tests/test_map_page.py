@@ -56,6 +56,8 @@ def test_heatmap_colour_is_the_share_and_text_the_median_and_seeds():
            '"offset": "0"})' in hover
     star = [t for t in fig.data if t.name == SOURCE_NAME]
     assert len(star) == 1 and (star[0].x[0], star[0].y[0]) == ("6", "0")  # the post's setting
+    (box,) = fig.layout.shapes  # outlined: block_len 6 is column 0, offset 0 row 0
+    assert (box.x0, box.x1, box.y0, box.y1) == (-0.5, 0.5, -0.5, 0.5)
     shown = page.cell_table()
     assert list(shown["seeds 'content'"]) == ["0 of 3", "0 of 3", "2 of 3", "3 of 3"]
 

@@ -8,7 +8,7 @@ that opens the cell's runs) and ``refined`` (runs added by ``toymech map --refin
 text says so). Two or more dimensions: a heatmap over the first two (colour: the
 share of seeds with the label; text: the median number and "held of runs"), one panel per value
 of the others. One dimension: the share as a curve over it, each point's text the same. The
-source's setting is a star where the map has its value.
+source's setting, where the map has its value, is outlined in red (a star on a curve).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from .style import height
 
 COLOURS = "Blues"
 SOURCE_NAME = "the source's setting"
+SOURCE_COLOUR = "#d62728"
 MAX_PANEL_COLUMNS = 3
 _NEEDED = ("runs", "held", "share", "median", "hover")
 
@@ -79,7 +80,7 @@ def _curve(cells, dim, label, number, source, title) -> go.Figure:
         at = source[dim]
         fig.add_trace(go.Scatter(x=[at], y=[rows.loc[at, "share"]], mode="markers",
                                  name=SOURCE_NAME, hovertemplate=f"{SOURCE_NAME}<extra></extra>",
-                                 marker=dict(symbol="star", size=16, color="#d62728")))
+                                 marker=dict(symbol="star", size=16, color=SOURCE_COLOUR)))
     fig.update_layout(title=title or f"Share of seeds labelled '{label}' over {dim} "
                       f"(text: median {number}, seeds)", height=height(380),
                       xaxis=dict(title=dim, type="category"),
@@ -118,18 +119,23 @@ def _heatmaps(cells, dims, label, number, source, title) -> go.Figure:
             showscale=i == 0, name=name or f"share '{label}'",
             colorbar=dict(title=f"share '{label}'")), row=row, col=col)
         if star and star[0] in xs and star[1] in ys and source_panel in (None, name):
+            # the source's cell outlined (its text stays readable); the point names it in the
+            # legend (a constant-size legend icon) and on hover
+            cx, cy = xs.index(star[0]), ys.index(star[1])
+            fig.add_shape(type="rect", x0=cx - 0.5, x1=cx + 0.5, y0=cy - 0.5, y1=cy + 0.5,
+                          line=dict(color=SOURCE_COLOUR, width=3), row=row, col=col)
             fig.add_trace(go.Scatter(
                 x=[star[0]], y=[star[1]], mode="markers", name=SOURCE_NAME,
                 showlegend=i == 0 or source_panel is not None,
                 hovertemplate=f"{SOURCE_NAME}<extra></extra>",
-                marker=dict(symbol="star-open", size=22, color="#d62728", line_width=2)),
+                marker=dict(symbol="square-open", size=1, color=SOURCE_COLOUR)),
                 row=row, col=col)
         fig.update_xaxes(title_text=x, type="category", row=row, col=col)
         fig.update_yaxes(title_text=y if col == 1 else None, type="category", row=row, col=col)
     fig.update_layout(title=title or f"Share of seeds labelled '{label}' (text: median "
                       f"{number}, seeds with the label of the cell's runs)",
                       height=height(120 + 90 * len(ys) * n_rows + 60 * n_rows),
-                      legend=dict(orientation="h", y=-0.2))
+                      legend=dict(orientation="h", y=-0.2, itemsizing="constant"))
     return fig
 
 
