@@ -24,6 +24,7 @@ from ..core import check
 from .style import height
 
 COLOURS = "Blues"
+SHORT_LABEL = 20  # characters: a longer label is named in the title, not on an axis
 SOURCE_NAME = "the source's setting"
 SOURCE_COLOUR = "#d62728"
 MAX_PANEL_COLUMNS = 3
@@ -36,6 +37,11 @@ def cell_text(row: Mapping) -> str:
     shown = "–" if m is None or (isinstance(m, float) and math.isnan(m)) else f"{m:.3g}"
     text = f"{shown}<br>{int(row['held'])} of {int(row['runs'])}"
     return text + ("<br>refined" if bool(row.get("refined", False)) else "")
+
+
+def _share_title(label: str) -> str:
+    """An axis or colour-bar title for the share: the label itself where it is short."""
+    return f"share '{label}'" if len(label) <= SHORT_LABEL else "share of seeds with the label"
 
 
 def _values(cells: pd.DataFrame, dim: str) -> list[str]:
@@ -73,7 +79,7 @@ def _curve(cells, dim, label, number, source, title) -> go.Figure:
     xs = _values(cells, dim)
     rows = cells.assign(_x=cells[dim].astype(str)).set_index("_x").loc[xs]
     fig = go.Figure(go.Scatter(
-        x=xs, y=rows["share"], mode="lines+markers+text", name=f"share: {label}",
+        x=xs, y=rows["share"], mode="lines+markers+text", name=_share_title(label),
         text=[cell_text(r) for _, r in rows.iterrows()], textposition="top center",
         customdata=rows["hover"], hovertemplate="%{customdata}<extra></extra>"))
     if source.get(dim) in xs:
@@ -84,7 +90,7 @@ def _curve(cells, dim, label, number, source, title) -> go.Figure:
     fig.update_layout(title=title or f"Share of seeds labelled '{label}' over {dim} "
                       f"(text: median {number}, seeds)", height=height(380),
                       xaxis=dict(title=dim, type="category"),
-                      yaxis=dict(title=f"share '{label}'", range=[-0.05, 1.15]))
+                      yaxis=dict(title=_share_title(label), range=[-0.05, 1.15]))
     return fig
 
 
@@ -117,7 +123,7 @@ def _heatmaps(cells, dims, label, number, source, title) -> go.Figure:
             x=xs, y=ys, z=z, text=text, texttemplate="%{text}", customdata=hover,
             hovertemplate="%{customdata}<extra></extra>", zmin=0, zmax=1, colorscale=COLOURS,
             showscale=i == 0, name=name or f"share '{label}'",
-            colorbar=dict(title=f"share '{label}'")), row=row, col=col)
+            colorbar=dict(title=_share_title(label))), row=row, col=col)
         if star and star[0] in xs and star[1] in ys and source_panel in (None, name):
             # the source's cell outlined (its text stays readable); the point names it in the
             # legend (a constant-size legend icon) and on hover
