@@ -104,6 +104,7 @@ def test_map_page_is_built_and_listed_in_the_index(tmp_path):
     _table().to_csv(path, index=False)
     entry = build_map_report(path, tmp_path / "reports")
     assert entry.ok, entry.error
+    assert (entry.size, entry.seed, entry.seeds) == ("smoke", 3, "3 (3, 4, 5)")
     html = (tmp_path / "reports" / "map-s1-demo.html").read_text()
     assert maps.finding(_table(), "content").split(" (")[0] in html
     assert "2 of 3" in html and "toymech.explore(" in html

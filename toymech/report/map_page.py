@@ -236,7 +236,8 @@ def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
     with tempfile.TemporaryDirectory(prefix="toymech-map-") as tmp:
         notebook = Path(tmp) / f"{PAGE_PREFIX}{table_path.stem}.ipynb"
         shutil.copyfile(MAP_NOTEBOOK, notebook)
-        (entry,) = build_reports([notebook], out_dir, size=size, device="cpu", seed=0,
+        first = int(table["seed"].min()) if len(table) else 0  # the header's first seed
+        (entry,) = build_reports([notebook], out_dir, size=size, device="cpu", seed=first,
                                  extra_parameters={"table": str(table_path)}, command=command)
     return entry
 
