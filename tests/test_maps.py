@@ -223,3 +223,20 @@ def test_refine_trains_more_seeds_and_marks_them(tmp_path, monkeypatch):
     page = MapPage.of(again)
     assert page.cells["refined"].tolist() == [True]
     assert page.figure().data[0].text[0].endswith("<br>refined")
+
+
+def test_report_folder_refused_before_any_training(tmp_path):
+    """``toymech map --report DIR`` with a DIR holding pages toymech did not write: one line
+    naming it, exit 2, before anything trains (the zoo is not created)."""
+    import yaml
+
+    grid = tmp_path / "m.yaml"
+    grid.write_text(yaml.safe_dump(SPEC))
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "home.html").write_text("<p>mine</p>")
+    done = subprocess.run([sys.executable, "-m", "toymech", "map", str(grid), "--cache",
+                           str(tmp_path / "zoo"), "--report", str(tmp_path / "site")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr[-500:]
+    assert "report=" in done.stderr and "home.html" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "zoo").exists()
