@@ -48,10 +48,18 @@ def test_smoke_map_killed_and_resumed(tmp_path):
         first.wait()
     before = _stored(zoo)
     assert 1 <= len(before) < 8
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    reports = tmp_path / "reports"
+    done = subprocess.run([*command, "--report", str(reports)], capture_output=True, text=True,
+                          env=env)
     assert done.returncode == 0, done.stderr[-2000:]
+    # the map's page, listed in the reports folder's index, opens with the map's finding
+    page = (reports / "map-smoke-map.html").read_text()
+    assert done.stdout.strip().split(" (")[0].split(";")[0] in page
+    assert "map-smoke-map.html" in (reports / "index.html").read_text()
     table = pd.read_csv(zoo / "maps" / "smoke-map.csv", dtype={"zoo_key": str})
     assert len(table) == 8 and table["zoo_key"].is_unique
+    pd.testing.assert_frame_equal(maps.read_table(zoo / "maps" / "smoke-map.csv"),
+                                  pd.read_parquet(zoo / "maps" / "smoke-map.parquet"))
     assert set(table["knob.block_len"].astype(str)) == {"6", "4-8"}
     assert set(table["knob.offset"].astype(str)) == {"0", "0-3"}
     assert set(table["seed"]) == {0, 1} and (table["status"] == "ok").all()
@@ -81,7 +89,6 @@ def test_cells_and_finding_count_labels():
 
 @pytest.mark.parametrize("change, fragment", [
     ({"study": "nope"}, "study='nope' is not allowed"),
-    ({"study": "birth"}, "a study with a map measurement"),
     ({"experiment": "birth-simplified"}, "experiment='birth-simplified' is not allowed"),
     ({"knobs": {}}, "knobs={} is not allowed"),
     ({"knobs": {"block_len": []}}, "knobs['block_len']=[] is not allowed"),
@@ -104,3 +111,132 @@ def test_bad_maps_refused_before_any_work(tmp_path, change, fragment):
 def test_shipped_maps_are_valid(path):
     spec = maps.check_map({**maps.load_map(path), "name": path.stem})
     assert len(spec["seeds"]) >= 3 and not set(spec["seeds"]) & {0, 1, 2}  # no calibration seed
+
+
+def test_table_as_csv_and_parquet_reads_back_the_same(tmp_path):
+    """``toymech map`` writes its table twice, ``<name>.csv`` and ``<name>.parquet``: read with
+    pandas (``maps.read_table`` for the CSV's text columns, ``pd.read_parquet``) both give the
+    frame that was written, knobs as text (``"6"`` stays a knob value, not a number)."""
+    table = pd.DataFrame({"experiment": ["induction-2l"] * 3, "knob.block_len": ["6", "6", "4-8"],
+                          "knob.offset": ["0", "1", "0"], "seed": [3, 4, 3], "size": "smoke",
+                          "zoo_key": ["0012", "0034", "0056"], "commit": "abc", "status": "ok",
+                          "loss.test": [0.5, float("nan"), 1.25], "solved.shifted": "yes",
+                          "label": ["content", "position", "neither"]})
+    path = tmp_path / "m.csv"
+    maps._write(table, path)
+    csv, parquet = maps.read_table(path), pd.read_parquet(tmp_path / "m.parquet")
+    pd.testing.assert_frame_equal(csv, parquet)
+    pd.testing.assert_frame_equal(csv, table)
+    assert maps.read_table(tmp_path / "m.parquet")["zoo_key"].tolist() == ["0012", "0034", "0056"]
+    # the check can fail: the CSV read naively loses the text (zoo keys lose their zeros)
+    assert not pd.read_csv(path).equals(parquet)
+
+
+@pytest.mark.parametrize("grid, labels", [
+    ("s2-ff.yaml", {"in-context head", "no in-context head"}),
+    ("s3-layers.yaml", {"solved", "not solved"}),
+], ids=["birth", "random_transformers"])
+def test_every_study_maps_at_smoke(tmp_path, grid, labels):
+    """Each study's shipped map, at smoke with one seed (its two cells): a row per run with the
+    study's own measurements and its mechanism label, and the finding printed."""
+    path = Path(__file__).resolve().parents[1] / "grids" / "maps" / grid
+    zoo = tmp_path / "zoo"
+    done = subprocess.run([sys.executable, "-m", "toymech", "map", str(path), "--size", "smoke",
+                           "--seeds", "1", "--cache", str(zoo), "--backend", "local",
+                           "--no-progress", "--device", "cpu"], capture_output=True, text=True,
+                          env={**os.environ, "TOYMECH_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = maps.read_table(zoo / "maps" / f"{path.stem}.csv")
+    assert len(table) == 2 and (table["status"] == "ok").all() and table["seed"].nunique() == 1
+    knob = next(c for c in table.columns if c.startswith("knob."))
+    assert table[knob].nunique() == 2
+    assert {str(label).split(";")[0] for label in table["label"]} <= labels
+    assert done.stdout.startswith("Label '")
+
+
+def test_untrained_runs_map_to_no_mechanism():
+    """The null: an untrained model of each study's map carries no mechanism label (study 1:
+    not content; Birth: no in-context head and no memory rose; study 3: not solved)."""
+    from toymech import experiments
+    from toymech.models import build_model
+    from toymech.studies import birth, induction, random_transformers as rt
+    from toymech.zoo.store import ZooEntry
+
+    one = induction.map_row(build_model(induction.experiment("induction-2l", "smoke", 3).model),
+                            "smoke", 3)
+    assert one["label"] != induction.MAP_LABEL
+    two = birth.map_row(build_model(birth.experiment("smoke", 3).model), "smoke", 3)
+    assert two["label"] == "no in-context head; no memory rose" != birth.MAP_LABEL
+    assert two["probe.W_O2.init"] == two["probe.W_O2.final"]
+    exp = experiments.get("rt-modular_addition-random", size="smoke", seed=3)
+    three = rt.map_row(ZooEntry(build_model(exp.model), exp.to_dict(), False, Path(".")),
+                       "smoke", 3)
+    assert three["label"] == "not solved" and three["solved"] == "no"
+    with pytest.raises(ValueError, match="run='HookedTransformer' is not allowed"):
+        rt.map_row(build_model(exp.model), "smoke", 3)
+
+
+def _d_model_table(labels: dict[str, list[str]]) -> pd.DataFrame:
+    return pd.DataFrame([{"experiment": "induction-2l", "knob.d_model": d, "seed": s,
+                          "status": "ok", "label": lab}
+                         for d, labs in labels.items() for s, lab in zip((3, 4, 5), labs)])
+
+
+def test_refinements_add_seeds_where_a_cell_splits_then_midpoints():
+    from toymech.studies import induction
+
+    spec = maps.check_map({**SPEC, "knobs": {"d_model": [16, 32, 64]}, "seeds": [3, 4, 5]})
+    table = _d_model_table({"16": ["neither"] * 3, "32": ["content", "content", "neither"],
+                            "64": ["content"] * 3})
+    fresh = [s for s in induction.seeds_of("smoke", 0, 10) if s not in (3, 4, 5)][:3]
+    parts = maps.refinements(table, spec, 9)
+    assert [(p["knobs"], p["seeds"]) for p in parts] == [
+        ({"d_model": ["32"]}, fresh),             # the split cell: three more seeds
+        ({"d_model": ["24"]}, [3, 4, 5])]         # between 16 (neither) and 32 (content)
+    assert len(maps.refinements(table, spec, 5)) == 1  # no room left for a midpoint's 3 runs
+    assert maps.refinements(table, spec, 0) == []
+    # agreeing neighbours and unsplit cells: nothing to refine (the check can fail)
+    calm = _d_model_table({"16": ["neither"] * 3, "32": ["neither"] * 3, "64": ["neither"] * 3})
+    assert maps.refinements(calm, spec, 9) == []
+
+
+def test_refine_trains_more_seeds_and_marks_them(tmp_path, monkeypatch):
+    """``run_map(refine=N)`` on a cell whose seeds split: N more runs trained and measured, each
+    row marked refined; the page's cell says so; a rerun adds nothing unasked."""
+    from toymech.report.map_page import MapPage
+    from toymech.studies import induction
+
+    def by_parity(run, size, seed):  # a label that splits by seed, for a deterministic test
+        return {"loss.test": float(seed), "label": "content" if seed % 2 else "neither"}
+
+    monkeypatch.setattr(induction, "map_row", by_parity)
+    spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [3, 4]}
+    zoo = tmp_path / "zoo"
+    table = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
+                         refine=2, log=None)
+    assert len(table) == 4 and table["refined"].tolist() == [False, False, True, True]
+    assert not set(table["seed"][2:]) & {3, 4}
+    again = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
+                         log=None)
+    pd.testing.assert_frame_equal(again, maps.read_table(zoo / "maps" / "smoke-map.csv"))
+    assert len(again) == 4 and again["refined"].sum() == 2
+    page = MapPage.of(again)
+    assert page.cells["refined"].tolist() == [True]
+    assert page.figure().data[0].text[0].endswith("<br>refined")
+
+
+def test_report_folder_refused_before_any_training(tmp_path):
+    """``toymech map --report DIR`` with a DIR holding pages toymech did not write: one line
+    naming it, exit 2, before anything trains (the zoo is not created)."""
+    import yaml
+
+    grid = tmp_path / "m.yaml"
+    grid.write_text(yaml.safe_dump(SPEC))
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "home.html").write_text("<p>mine</p>")
+    done = subprocess.run([sys.executable, "-m", "toymech", "map", str(grid), "--cache",
+                           str(tmp_path / "zoo"), "--report", str(tmp_path / "site")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr[-500:]
+    assert "report=" in done.stderr and "home.html" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "zoo").exists()

@@ -55,3 +55,26 @@ def test_notebook_readers_are_grouped_on_one_worker(request):
     assert all(i.get_closest_marker("xdist_group") for i in readers)
     if getattr(request.config.option, "loadgroup", False):  # on an xdist worker with loadgroup
         assert all(i.nodeid.endswith("@smoke_reports") for i in readers), readers[0].nodeid
+
+
+def test_the_map_notebook_is_a_page_of_its_own_kind():
+    """The map page's notebook (``toymech/report/map.ipynb``, run by ``toymech map --report``)
+    is exempt from the rules above and stays out of notebooks/: it draws a table that ``toymech
+    map`` already measured, so it has no study, trains nothing and has no step slider; its page is
+    tested from hand-made tables in tests/test_map_page.py. What it shares with the study
+    notebooks is checked here: stored without outputs, a first cell tagged parameters, a finding
+    cell, thin cells calling the package."""
+    import ast
+
+    from toymech.report.map_page import MAP_NOTEBOOK
+
+    assert MAP_NOTEBOOK.parent.name == "report" and MAP_NOTEBOOK not in NOTEBOOKS
+    nb = nbformat.read(MAP_NOTEBOOK, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert not any(c.outputs or c.execution_count for c in code)
+    assert code[0].metadata.get("tags") == ["parameters"]
+    assert any("finding" in c.metadata.get("tags", []) for c in code)
+    for cell in code:
+        assert len(cell.source.strip().splitlines()) <= 12
+        assert not [n for n in ast.walk(ast.parse(cell.source))
+                    if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Lambda))]

@@ -311,6 +311,13 @@ def _add_map(sub) -> None:
                    help="as for sweeps (default: auto)")
     p.add_argument("--address", help="join this Ray cluster instead of starting a local Ray")
     p.add_argument("--out", help="table folder (default: <zoo>/maps)")
+    p.add_argument("--refine", type=_int_option(0, 10000), default=0, metavar="N",
+                   help="then add up to N runs where the map is unsure: more seeds where a cell's "
+                   "seeds disagree, the midpoint of a numeric knob where neighbouring cells' labels "
+                   "differ (rows marked refined)")
+    p.add_argument("--report", nargs="?", const="reports", metavar="DIR",
+                   help="also write the map's page, DIR/map-<name>.html, listed in DIR/index.html "
+                   "(default DIR: reports, where toymech report writes)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--cache", help=CACHE_HELP)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -402,6 +409,8 @@ def _add_results(sub) -> None:
                                    "results record; other text in it is kept.")
     p.add_argument("reports", nargs="*", help="report folders written by toymech report")
     p.add_argument("--ladder", metavar="ZOO", help="a zoo holding the width ladder's sweeps")
+    p.add_argument("--maps", nargs="+", metavar="MAP", help="map tables (toymech map), their "
+                   "folders or zoos: each map's finding and cells")
     p.add_argument("--into", default="docs/results.md", help="the record to update: a markdown (.md) file; "
                    "a link is written through (default: docs/results.md)")
     p.set_defaults(func=_cmd_results)
@@ -452,9 +461,14 @@ def _cmd_ladder(args: argparse.Namespace) -> int:
 def _cmd_results(args: argparse.Namespace) -> int:
     from toymech.report.results import write_results
 
-    if not args.reports and not args.ladder:
-        raise UsageError("results needs a report folder or --ladder ZOO")
-    keys = write_results(args.reports, args.into, args.ladder)
+    if not args.reports and not args.ladder and not args.maps:
+        raise UsageError("results needs a report folder, --ladder ZOO or --maps MAP")
+    blocks_of = None
+    if args.maps:
+        from toymech.report.map_page import map_blocks
+
+        blocks_of = lambda: map_blocks(args.maps)  # noqa: E731
+    keys = write_results(args.reports, args.into, args.ladder, blocks_of=blocks_of)
     print(f"{len(keys)} block(s) written into {args.into}: {', '.join(keys)}")
     return EXIT_OK
 

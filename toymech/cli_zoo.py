@@ -153,6 +153,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_map(args: argparse.Namespace) -> int:
     from toymech import maps
+    from toymech.zoo import Zoo
     from toymech.devices import apply_threads
 
     check_cache(args.cache)
@@ -163,14 +164,28 @@ def cmd_map(args: argparse.Namespace) -> int:
         spec["seeds"] = args.n_seeds
     spec.setdefault("name", Path(args.grid).stem)
     maps.check_map(spec)  # every key, knob and value before any work
+    if args.report is not None:  # a reports folder that can take the page, before any work
+        from toymech.report.checks import check_out_dir
+
+        check_out_dir("report", args.report, [])
     apply_threads(None, log=None)
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     table = maps.run_map(spec, cache_dir=args.cache, out=args.out, backend=args.backend,
                          address=args.address, device=args.device,
-                         progress=not args.no_progress, log=log)
-    print(maps.finding(table, "content" if "content" in set(table["label"]) else
-                       table["label"].mode().iloc[0]))
-    return EXIT_FAILED if (table.get("status") != "ok").any() else EXIT_OK
+                         progress=not args.no_progress, refine=args.refine, log=log)
+    from toymech.studies import protocol
+
+    print(maps.finding(table, protocol.study(spec["study"]).MAP_LABEL))
+    failed = (table.get("status") != "ok").any()
+    if args.report is not None:  # the map's page, listed in the reports folder's index
+        from toymech.report.map_page import build_map_report
+
+        folder = Path(args.out) if args.out else Zoo(args.cache).root / "maps"
+        entry = build_map_report(folder / f"{spec['name']}.csv", args.report,
+                                 command=f"toymech map {args.grid} --report {args.report}")
+        print(f"map page: {Path(args.report) / entry.html} ({entry.status})", file=sys.stderr)
+        failed = failed or not entry.ok
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 # --------------------------------------------------------------------------------------------

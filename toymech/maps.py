@@ -18,7 +18,8 @@ measurement of each run (``study.map_row(entry, size, seed)``: named numbers, pr
 mechanism label of the run, a pure function of its measurements). ``run_map`` writes ONE tidy
 table, one row per run: the experiment, every knob (the source's value where the cell leaves it),
 the seed, the size, the zoo key, the commit, each number, each property (yes / no) and the
-label, as ``<out>/<name>.csv`` (and ``.parquet`` where pyarrow is installed). A later run of the
+label, as ``<out>/<name>.csv`` and the same table as ``<out>/<name>.parquet`` (``read_table``
+reads either). A later run of the
 same map extends the table: rows whose zoo key is already there are read back, not measured
 again. ``cells`` summarises the table per cell: runs, the share of seeds whose label is each
 label, the median of each number. The figure is drawn from the table, never the other way round.
@@ -103,21 +104,47 @@ def _grid(spec: dict[str, Any]) -> dict[str, Any]:
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
             out: str | Path | None = None, backend: str = "auto", address: str | None = None,
-            device: str = "auto", progress: bool = True,
+            device: str = "auto", progress: bool = True, refine: int = 0,
             log: Callable[[str], None] | None = print) -> pd.DataFrame:
     """Train what the zoo lacks of ``spec``'s runs, measure every run with its study's
     ``map_row`` and write the tidy table (see the module docstring): returns it. ``out``: the
     table's folder (default: ``<zoo>/maps``). Killed and rerun, only the missing runs train and
-    only the new rows are measured."""
+    only the new rows are measured. ``refine``: then add up to that many runs where the map is
+    unsure (``refinements``), their rows marked ``refined``."""
     stem = Path(spec).stem if isinstance(spec, (str, Path)) else "map"
     raw = load_map(spec) if isinstance(spec, (str, Path)) else dict(spec)
     raw.setdefault("name", stem)
     spec = check_map(raw)
+    refine = check_int("refine", refine, 0, 10_000)
     study = protocol.study(spec["study"])
     zoo = Zoo(cache_dir)
     folder = Path(out) if out is not None else zoo.root / "maps"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec['name']}.csv"
+    how = dict(zoo=zoo, backend=backend, address=address, device=device, progress=progress,
+               log=log)
+    table = _read(path)
+    rows = _measured(spec, study, folder / f"{spec['name']}.runs.csv", table, False, **how)
+    table = pd.concat([table, pd.DataFrame(rows)], ignore_index=True) if rows else table
+    _write(table, path)
+    added = 0
+    for i, part in enumerate(refinements(table, spec, refine) if refine else []):
+        got = _measured(part, study, folder / f"{spec['name']}.refine-{i}.runs.csv", table, True,
+                        **how)
+        added += len(got)
+        table = pd.concat([table, pd.DataFrame(got)], ignore_index=True) if got else table
+        _write(table, path)
+    if log:
+        log(f"map {spec['name']}: {len(rows) + added} run(s) measured now ({added} refining), "
+            f"{len(table) - len(rows) - added} read back; table: {path}")
+    return table
+
+
+def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame, refined: bool,
+              *, zoo: Zoo, backend: str, address: str | None, device: str, progress: bool,
+              log) -> list[dict[str, Any]]:
+    """The rows of ``spec``'s runs that ``done`` lacks: trained where the zoo lacks them (the
+    sweep machinery), each measured by the study's ``map_row``."""
     if backend != "ray" and address is None:
         # what the zoo lacks trains first (``sweep.train_missing``): on a CPU one one-thread
         # process per free core; on a GPU in this process, the runs that share a model shape
@@ -125,9 +152,7 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
         # (``training.stacking``). The sweep below then reads every run back from the zoo.
         train_missing(zoo, [t.exp for t in expand_grid(_grid(spec))], device=device, log=log)
     result = run_sweep(_grid(spec), cache_dir=zoo.root, backend=backend, address=address,
-                       out=folder / f"{spec['name']}.runs.csv", device=device,
-                       progress=progress, log=log)
-    done = _read(path)
+                       out=runs_table, device=device, progress=progress, log=log)
     known = set(done["zoo_key"]) if "zoo_key" in done else set()
     commit = source_commit()
     rows = []
@@ -140,7 +165,7 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
         row: dict[str, Any] = {"experiment": trial.experiment,
                                **{f"knob.{k}": _cell_text(study, k, v) for k, v in knobs.items()},
                                "seed": trial.seed, "size": str(trial.size), "zoo_key": key,
-                               "commit": commit}
+                               "commit": commit, "refined": refined}
         status = result.table.loc[result.table.index[i], "status"]
         if status != "ok":
             row.update({"status": status, "label": "not measured"})
@@ -148,12 +173,83 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
             size = study.with_knobs(trial.size, knobs)
             row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), size, trial.seed)})
         rows.append(row)
-    table = pd.concat([done, pd.DataFrame(rows)], ignore_index=True) if rows else done
-    _write(table, path)
-    if log:
-        log(f"map {spec['name']}: {len(rows)} run(s) measured now, {len(table) - len(rows)} read "
-            f"back; table: {path}")
-    return table
+    return rows
+
+
+def _cells_of(table: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
+    keys = ["experiment", *[c for c in table.columns if c.startswith("knob.")]]
+    ok = table[table["status"] == "ok"] if "status" in table else table
+    return {cell if isinstance(cell, tuple) else (cell,): runs
+            for cell, runs in ok.groupby(keys, sort=False)}
+
+
+def _midpoint(knob, a: str, b: str) -> str | None:
+    """The value half way between two single numeric values of a knob, as the table writes it
+    (None where there is none strictly between, or the knob is not a number)."""
+    if knob.kind not in ("int", "ints", "float"):
+        return None
+    x, y = knob.parse(a), knob.parse(b)
+    if isinstance(x, tuple) or isinstance(y, tuple):
+        return None
+    mid = (x + y) / 2 if knob.kind == "float" else (x + y) // 2
+    return knob.text(knob.parse(mid)) if min(x, y) < mid < max(x, y) else None
+
+
+def refinements(table: pd.DataFrame, spec: dict[str, Any], budget: int) -> list[dict[str, Any]]:
+    """Up to ``budget`` more runs where the map is unsure, as map specs of one cell each:
+    first a cell whose seeds disagree (more than one label) gets more seeds (the study's next
+    judged seeds, one per split cell in turn, at most as many as it has); then, along a numeric knob, two neighbouring cells
+    whose commonest labels differ get the value half way between them, with the map's seeds.
+    ``spec``: the map's (``check_map``'s) spec."""
+    study = protocol.study(spec["study"])
+    cells = _cells_of(table)
+    names = ["experiment", *[c.removeprefix("knob.") for c in table.columns
+                             if c.startswith("knob.")]]
+    used = {int(s) for s in table["seed"]}
+    pool = [s for s in study.seeds_of(spec["size"], 0, MAX_MAP_SEEDS) if s not in used]
+    split = [cell for cell, runs in cells.items() if runs["label"].nunique() > 1]
+    more: dict[tuple, list[int]] = {cell: [] for cell in split}
+    left = budget
+    for _ in range(max((len(cells[c]) for c in split), default=0)):  # a seed per cell in turn,
+        for cell in split:                                     # each at most doubling its seeds
+            if left and pool and len(more[cell]) < len(cells[cell]):
+                more[cell].append(pool.pop(0))
+                left -= 1
+    parts = [_one_cell(spec, names, cell, seeds) for cell, seeds in more.items() if seeds]
+    top = {cell: runs["label"].mode().iloc[0] for cell, runs in cells.items()}
+    seeds, planned = list(spec["seeds"]), set()
+    for j, name in enumerate(names[1:], start=1):
+        knob = study.KNOBS[name]
+        for cell, other in ((a, b) for a in top for b in top
+                            if a[:j] + a[j + 1:] == b[:j] + b[j + 1:] and a[j] != b[j]):
+            if left < len(seeds):
+                return parts
+            mid = _midpoint(knob, cell[j], other[j])
+            new = cell[:j] + (mid,) + cell[j + 1:]
+            inside = any(_between(knob, c[j], cell[j], other[j]) for c in top
+                         if c[:j] + c[j + 1:] == cell[:j] + cell[j + 1:])
+            if mid is None or top[cell] == top[other] or inside or new in planned:
+                continue  # not neighbours, the same label, or planned already
+            parts.append(_one_cell(spec, names, new, seeds))
+            planned.add(new)
+            left -= len(seeds)
+    return parts
+
+
+def _between(knob, v: str, a: str, b: str) -> bool:
+    """Whether ``v`` lies strictly between ``a`` and ``b`` (single numeric values)."""
+    try:
+        x, lo, hi = knob.parse(v), *sorted((knob.parse(a), knob.parse(b)))
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(x, tuple) and lo < x < hi
+
+
+def _one_cell(spec: dict[str, Any], names: list[str], cell: tuple, seeds: list[int]
+              ) -> dict[str, Any]:
+    """A map spec of one cell (checked as every map is)."""
+    return check_map({**spec, "experiment": [cell[0]], "seeds": list(seeds),
+                      "knobs": {n: [v] for n, v in zip(names[1:], cell[1:])}})
 
 
 def _cell_text(study, knob: str, value: Any) -> str:
@@ -162,11 +258,29 @@ def _cell_text(study, knob: str, value: Any) -> str:
     return k.text(k.parse(value))
 
 
+TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label")
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """A map's table as ``toymech map`` wrote it, from its ``.csv`` or its ``.parquet``: the
+    same frame either way (knobs, keys and labels as text)."""
+    path = Path(path)
+    check(path.is_file(), "map table", str(path), "a table written by toymech map (.csv, .parquet)")
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    header = pd.read_csv(path, nrows=0).columns
+    table = pd.read_csv(path, dtype={c: str for c in header
+                                     if c.startswith("knob.") or c in TEXT_COLUMNS})
+    if "refined" in table:  # True / False as written (a bool column, as Parquet keeps it)
+        table["refined"] = table["refined"].map(lambda v: v is True or str(v) == "True")
+    return table
+
+
 def _read(path: Path) -> pd.DataFrame:
     if not path.is_file():
         return pd.DataFrame()
     try:
-        return pd.read_csv(path, dtype={"zoo_key": str, "commit": str})
+        return read_table(path)
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"map table={str(path)!r} is not allowed: a table written by toymech map "
                          f"(reading it gives {type(exc).__name__}); move it aside to start "
@@ -174,16 +288,19 @@ def _read(path: Path) -> pd.DataFrame:
 
 
 def _write(table: pd.DataFrame, path: Path) -> None:
-    """The table as CSV (atomically: a killed write leaves the last good table) and Parquet
-    where pyarrow is installed."""
+    """The table as CSV and, beside it, as Parquet (each atomically: a killed write leaves the
+    last good table). Text columns are written as text, so both read back as the same frame."""
+    table = table.assign(**{c: table[c].map(lambda v: v if pd.isna(v) else str(v))
+                            for c in table.columns if c.startswith("knob.") or c in TEXT_COLUMNS})
+    if "refined" in table:  # rows of a map measured before it was refined: not refined
+        table = table.assign(refined=table["refined"].map(lambda v: v is True))
     tmp = path.with_name(f".{path.name}.tmp")
     table.to_csv(tmp, index=False)
     tmp.replace(path)
-    try:
-        import pyarrow  # noqa: F401  (optional: Parquet beside the CSV)
-    except ImportError:
-        return
-    table.to_parquet(path.with_suffix(".parquet"), index=False)
+    parquet = path.with_suffix(".parquet")
+    tmp = parquet.with_name(f".{parquet.name}.tmp")
+    table.to_parquet(tmp, index=False)
+    tmp.replace(parquet)
 
 
 def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -229,4 +346,4 @@ def finding(table: pd.DataFrame, label: str) -> str:
     return ", ".join(parts) + f"; at least {runs} seed(s) per cell."
 
 
-__all__ = ["cells", "check_map", "finding", "load_map", "run_map"]
+__all__ = ["cells", "check_map", "finding", "load_map", "read_table", "refinements", "run_map"]

@@ -26,7 +26,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..display import SCORECARD_MIME
 from ..display.prose import duration_text
@@ -334,10 +334,11 @@ def _write_through(real: Path, text: str) -> None:
             tmp.unlink()
 
 
-def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: str | Path | None = None
-                  ) -> list[str]:
-    """Update the record ``into`` from report folders and, with ``ladder_zoo``, the ladder;
-    returns the keys written. The record is checked first (``check_record``, ``record_parts``),
+def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: str | Path | None = None,
+                  blocks_of: Callable[[], dict[str, str]] | None = None) -> list[str]:
+    """Update the record ``into`` from report folders, with ``ladder_zoo`` the ladder, and with
+    ``blocks_of`` the blocks it returns ({key: markdown}, e.g. each map's:
+    ``map_page.map_blocks``); returns the keys written. The record is checked first (``check_record``, ``record_parts``),
     then replaced atomically under its lock (see the module docstring)."""
     check_record(into)  # before any report folder is read: a bad target costs nothing
     records = [r for folder in reports for r in report_records(folder)]
@@ -355,6 +356,8 @@ def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: s
             raise ValueError(f"ladder zoo {str(ladder_zoo)!r} is not allowed: it has no width "
                              "ladder sweeps (toymech ladder)")
         blocks[found[0]] = found[1]
+    if blocks_of is not None:  # read after the record is checked: a bad target costs nothing
+        blocks.update(blocks_of())
     if not blocks:
         raise ValueError("nothing to record: no notebook ran ok in the report folders given")
     real = check_record(into)

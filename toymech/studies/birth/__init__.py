@@ -20,7 +20,7 @@ from .design import (EXPERIMENTS, KNOBS, LLC_ON, OPTIONAL_RUNS, SIZES, experimen
 from .dynamics import dynamics_metrics, probe_data, through_training
 from .measure import (attention_table, attention_view, bigram_baseline, controls, eval_sets,
                       example_batch, main_run, sequence_marks, snapshots)
-from .seeds import (findings, main_runs, measure_seed, optimizer_table, other_optimizer,
+from .seeds import (MAP_LABEL, findings, main_runs, map_row, measure_seed, optimizer_table, other_optimizer,
                     seed_table, untrained_numbers)
 from .tables import (construction_table, describe, dynamics_summary, formation_marks,
                      formation_table, freezing_summary, freezing_view, kcomp_summary, sweep_summary,
@@ -40,4 +40,6 @@ __all__ = [
     "formation_table", "freezing_summary", "freezing_view", "kcomp_summary", "main_run", "main_runs", "not_run",
     "optimizer_table", "other_optimizer", "seed_table", "sequence_marks", "snapshots",
     "sweep_summary", "sweep_table",
+    # what a map measures each run with (toymech.maps)
+    "MAP_LABEL", "map_row",
 ]

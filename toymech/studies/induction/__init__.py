@@ -19,7 +19,7 @@ from .dynamics import dynamics_metrics, probe_data, through_training
 from .measure import (MECHANISM_SETS, POST_SETS, ablation_table, algorithms_text, attention_view,
                       chance_loss, copy_table, describe, eigenvalue_sets, load_models,
                       loss_table, measure_all, mechanism_table, path_table, training_summary)
-from .seeds import (findings, load_seeds, map_row, measure_seed, measure_seeds, seed_table,
+from .seeds import (MAP_LABEL, findings, load_seeds, map_row, measure_seed, measure_seeds, seed_table,
                     untrained_numbers)
 
 TITLE = "Induction heads on repeated letter blocks"
@@ -36,5 +36,5 @@ __all__ = [
     "load_models", "load_seeds", "loss_table", "measure_all", "measure_seeds", "mechanism_table",
     "not_run", "path_table", "seed_table", "training_summary", "twins",
     # what a map measures each run with (toymech.maps)
-    "map_row",
+    "MAP_LABEL", "map_row",
 ]

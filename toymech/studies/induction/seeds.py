@@ -95,6 +95,7 @@ def measure_seed(runs: Mapping[str, Model | HookedTransformer], data: InductionP
     return out
 
 
+MAP_LABEL = "content"  # the label of a map row that says the mechanism (induction by content) holds
 MAP_EVAL_N = 512  # sequences per set a map measures each run on (its eval stream's first ones)
 
 

@@ -22,7 +22,8 @@ from .measure import (BASELINE_KINDS, ablation_grid, baseline_grid, circuit_grid
                       concentration_grid, eval_sets, load, needle_example, plan_seeds, run_grid,
                       run_table, summarize, sweep_grid)
 from .recipes import EXPERIMENTS, recipe_table, table_experiment
-from .seeds import findings, label_table, measure_seed, measure_seeds, untrained_numbers
+from .seeds import (MAP_LABEL, findings, label_table, map_row, measure_seed, measure_seeds,
+                    untrained_numbers)
 from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_table,
                      circuit_table, concentration_gap, concentration_table, describe, lm_table,
                      memorization_note, memorization_summary, memorization_table,
@@ -47,4 +48,6 @@ __all__ = [
     "needle_example", "not_run", "paper_ablations", "plan", "plan_seeds", "recipe_table",
     "run_grid", "run_table", "summarize", "sweep_grid", "sweep_table", "table_experiment",
     "task_examples", "task_for", "trivial_notes", "zoo_note",
+    # what a map measures each run with (toymech.maps)
+    "MAP_LABEL", "map_row",
 ]

@@ -1,0 +1,150 @@
+"""A map's page (``toymech map GRID --report``), built from small hand-made tables (no training):
+its finding, the figure's values (share of seeds with the label, median number, "held of runs",
+each seed on hover, the source's setting), the line that opens a cell's runs, a null map that
+shows no mechanism, and the executed page listed in the index, offline."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from toymech import maps
+from toymech.plots.maps import SOURCE_NAME, map_figure
+from toymech.report import external_loads
+from toymech.report.map_page import MapPage, build_map_report, open_line
+
+CELLS = [("6", "0"), ("6", "0-3"), ("4-8", "0"), ("4-8", "0-3")]
+# per cell: the labels of seeds 3, 4, 5 and their test losses
+LABELS = {("6", "0"): ["position"] * 3, ("6", "0-3"): ["neither"] * 3,
+          ("4-8", "0"): ["content", "content", "position"], ("4-8", "0-3"): ["content"] * 3}
+LOSSES = {("6", "0"): [1.0, 2.0, 3.0], ("6", "0-3"): [3.0, 3.1, 3.2],
+          ("4-8", "0"): [0.5, 0.7, 0.9], ("4-8", "0-3"): [0.2, 0.3, 0.4]}
+
+
+def _table(labels=LABELS) -> pd.DataFrame:
+    rows = [{"experiment": "induction-2l", "knob.block_len": b, "knob.offset": o, "seed": s,
+             "size": "smoke", "zoo_key": f"k{b}{o}{s}", "commit": "abc", "status": "ok",
+             "loss.test": LOSSES[(b, o)][i], "label": labels[(b, o)][i]}
+            for b, o in CELLS for i, s in enumerate((3, 4, 5))]
+    return pd.DataFrame(rows)
+
+
+def test_page_opens_with_the_finding_from_the_table():
+    page = MapPage.of(_table())
+    assert page.label == "content" and page.number == "loss.test"  # the study's MAP_LABEL
+    assert page.finding == maps.finding(_table(), "content")
+    assert page.finding.startswith("Label 'content' on every seed in 1 of 4 cells "
+                                   "(block_len 4-8, offset 0-3), on some seeds in 1 "
+                                   "(block_len 4-8, offset 0), on none in 2")
+
+
+def test_heatmap_colour_is_the_share_and_text_the_median_and_seeds():
+    page = MapPage.of(_table())
+    fig = page.figure()
+    heat = [t for t in fig.data if t.type == "heatmap"]
+    assert len(heat) == 1  # two knobs: one panel
+    (h,) = heat
+    assert list(h.x) == ["6", "4-8"] and list(h.y) == ["0", "0-3"]
+    assert [list(r) for r in h.z] == [[0.0, pytest.approx(2 / 3)], [0.0, 1.0]]
+    assert h.text[0][1] == "0.7<br>2 of 3" and h.text[1][0] == "3.1<br>0 of 3"
+    assert h.text[0][0] == "2<br>0 of 3"  # the median of 1, 2, 3
+    hover = h.customdata[0][1]
+    assert "seed 5: position, loss.test 0.9" in hover and "seed 3: content" in hover
+    assert 'toymech.explore("induction-2l", size="smoke", seed=3, variant={"block_len": "4-8", ' \
+           '"offset": "0"})' in hover
+    star = [t for t in fig.data if t.name == SOURCE_NAME]
+    assert len(star) == 1 and (star[0].x[0], star[0].y[0]) == ("6", "0")  # the post's setting
+    (box,) = fig.layout.shapes  # outlined: block_len 6 is column 0, offset 0 row 0
+    assert (box.x0, box.x1, box.y0, box.y1) == (-0.5, 0.5, -0.5, 0.5)
+    shown = page.cell_table()
+    assert list(shown["seeds 'content'"]) == ["0 of 3", "0 of 3", "2 of 3", "3 of 3"]
+
+
+def test_a_null_map_shows_no_mechanism():
+    null = {cell: ["neither"] * 3 for cell in CELLS}
+    page = MapPage.of(_table(null))
+    assert "every seed in 0 of 4 cells, on none in 4" in page.finding
+    (h,) = [t for t in page.figure().data if t.type == "heatmap"]
+    assert all(v == 0.0 for row in h.z for v in row)
+
+
+def test_one_knob_is_a_curve_and_a_third_knob_facets():
+    one = _table()[lambda t: t["knob.offset"] == "0"].drop(columns="knob.offset")
+    fig = MapPage.of(one).figure()
+    assert fig.data[0].type == "scatter" and list(fig.data[0].y) == [0.0, pytest.approx(2 / 3)]
+    assert fig.data[0].text[1] == "0.7<br>2 of 3"
+    three = pd.concat([_table().assign(**{"knob.mlp": v}) for v in ("no", "yes")])
+    page = MapPage.of(three)
+    heat = [t for t in page.figure().data if t.type == "heatmap"]
+    assert page.dims == ["block_len", "offset", "mlp"] and len(heat) == 2  # a panel per mlp
+
+
+def test_the_open_line_opens_the_cells_run():
+    """The line is a call of ``toymech.explore`` whose arguments build the cell's experiment
+    (the variant applied: not the source's)."""
+    import ast
+
+    from toymech import experiments
+
+    line = open_line("induction-2l", {"block_len": "4-8"}, "smoke", 3)
+    assert line == 'toymech.explore("induction-2l", size="smoke", seed=3, ' \
+                   'variant={"block_len": "4-8"})'
+    call = ast.parse(line).body[0].value
+    assert ast.unparse(call.func) == "toymech.explore"
+    kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    exp = experiments.get(ast.literal_eval(call.args[0]), **kw)
+    assert exp.to_dict() != experiments.get("induction-2l", size="smoke", seed=3).to_dict()
+
+
+def test_map_page_is_built_and_listed_in_the_index(tmp_path):
+    path = tmp_path / "maps" / "s1-demo.csv"
+    path.parent.mkdir()
+    _table().to_csv(path, index=False)
+    entry = build_map_report(path, tmp_path / "reports")
+    assert entry.ok, entry.error
+    assert (entry.size, entry.seed, entry.seeds) == ("smoke", 3, "3 (3, 4, 5)")
+    html = (tmp_path / "reports" / "map-s1-demo.html").read_text()
+    assert maps.finding(_table(), "content").split(" (")[0] in html
+    assert "2 of 3" in html and "toymech.explore(" in html
+    assert not external_loads(html)
+    index = json.loads((tmp_path / "reports" / "index.json").read_text())
+    assert [r["html"] for r in index] == ["map-s1-demo.html"]
+    assert "map-s1-demo.html" in (tmp_path / "reports" / "index.html").read_text()
+
+
+def test_results_record_lists_each_maps_finding_and_cells(tmp_path, capsys):
+    """``toymech results --maps ZOO``: one block per map table of the zoo (a sweep's
+    ``.runs.csv`` beside it is not one), with the map's finding and a row per cell."""
+    from toymech.cli import main
+
+    folder = tmp_path / "zoo" / "maps"
+    folder.mkdir(parents=True)
+    _table().to_csv(folder / "s1-demo.csv", index=False)
+    pd.DataFrame({"trial": [0]}).to_csv(folder / "s1-demo.runs.csv", index=False)
+    record = tmp_path / "results.md"
+    record.write_text("# Results\n\nA person's prose.\n")
+    assert main(["results", "--maps", str(tmp_path / "zoo"), "--into", str(record)]) == 0
+    text = record.read_text()
+    assert "A person's prose." in text and text.count("<!-- toymech-results map ") == 1
+    assert "<!-- toymech-results map s1-demo -->" in text
+    assert maps.finding(_table(), "content") in text
+    assert "| 4-8 | 0 | 2 of 3 | 0.7 | no |" in text and "| 6 | 0-3 | 0 of 3 | 3.1 | no |" in text
+    assert main(["results", "--maps", str(tmp_path / "nothing.csv"), "--into", str(record)]) != 0
+    assert "nothing.csv' is not allowed: a map table" in capsys.readouterr().err
+
+
+def test_study_3s_map_reads_its_accuracy_and_label():
+    """A study-3 table: the label is ``solved`` (its MAP_LABEL) and the number its accuracy,
+    not the width before it."""
+    rows = [{"experiment": "rt-modular_addition-random", "knob.n_layers": n, "seed": s,
+             "size": "smoke", "status": "ok", "task": "modular_addition", "mode": "random",
+             "width": 16, "acc": acc, "chance": 0.5, "solved": "yes" if acc > 0.9 else "no",
+             "label": "solved" if acc > 0.9 else "not solved"}
+            for n, accs in (("1", (0.95, 0.4)), ("2", (0.99, 0.97))) for s, acc in zip((3, 4), accs)]
+    page = MapPage.of(pd.DataFrame(rows))
+    assert (page.label, page.number, page.dims) == ("solved", "acc", ["n_layers"])
+    assert page.cells["seeds"].tolist() == ["1 of 2", "2 of 2"]
+    assert page.cells["median"].tolist() == [pytest.approx(0.675), pytest.approx(0.98)]
+    assert page.source == {"n_layers": "2"}

@@ -1,0 +1,245 @@
+"""A map's page for readers (``toymech map GRID --report``): the map's table (``toymech.maps``)
+read back, summarised per cell and drawn, through the thin notebook ``map.ipynb`` beside this
+module, executed and rendered like every report (``build_reports``) and listed in the index.
+
+The page opens with the map's finding, computed from the table (``maps.finding``: in which cells
+the study's ``MAP_LABEL`` holds on every seed, on some, on none); then the figure
+(``plots.maps.map_figure``: the share of seeds with the label per cell, the median of the map's
+number and "held of runs" as each cell's text, each seed's value on hover, the source's setting
+as a star); then every cell with the line of Python that opens its runs
+(``toymech.explore(...)``).
+
+The map notebook is not one of ``notebooks/``: it shows a table already measured, so it has no
+study of its own, no step slider and no training; tests/test_notebooks.py says so.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import maps
+from ..core import check
+from ..display import reader_table
+from ..plots.maps import map_figure
+from ..studies import protocol
+from .build import build_reports
+from .index import ReportEntry
+from .results import END, START, _table
+
+MAP_NOTEBOOK = Path(__file__).resolve().parent / "map.ipynb"
+PAGE_PREFIX = "map-"  # a map's page: <out>/map-<name>.html
+_NOT_NUMBERS = ("seed", "refined")
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """A map's table (``.csv`` or ``.parquet``, ``maps.read_table``), knobs as text."""
+    table = maps.read_table(path)
+    return table.astype({c: str for c in table.columns
+                         if c.startswith("knob.") or c == "experiment"})
+
+
+def study_for(table: pd.DataFrame):
+    """The registered study whose named experiments the table's runs are."""
+    names = set(table["experiment"].astype(str)) if "experiment" in table else set()
+    for name in protocol.STUDIES:
+        study = protocol.study(name)
+        if names and names <= set(study.EXPERIMENTS):
+            return study
+    raise ValueError(f"table experiments={sorted(names)!r} is not allowed: the named experiments "
+                     "of one registered study (a table written by toymech map)")
+
+
+def label_of(table: pd.DataFrame, label: str | None = None) -> str:
+    """``label``, else the mapped study's ``MAP_LABEL`` (the label that says its mechanism holds)."""
+    return label if label is not None else study_for(table).MAP_LABEL
+
+
+def number_of(table: pd.DataFrame, number: str | None = None) -> str | None:
+    """``number``, else the table's first measured number (the study's ``map_row`` order; a
+    count such as a width is not a measurement)."""
+    if number is not None:
+        check(number in table, "number", number, f"a column of the map: {', '.join(table)}")
+        return number
+    start = list(table.columns).index("status") + 1 if "status" in table else 0
+    for c in list(table.columns)[start:]:
+        if c not in _NOT_NUMBERS and pd.api.types.is_float_dtype(table[c]):
+            return c
+    return None
+
+
+def dims_of(table: pd.DataFrame) -> list[str]:
+    """The map's dimensions: its knobs (in the table's order), then ``experiment`` where the
+    map has several."""
+    knobs = [c.removeprefix("knob.") for c in table.columns if c.startswith("knob.")]
+    return knobs + (["experiment"] if table["experiment"].nunique() > 1 else [])
+
+
+def open_line(experiment: str, knobs: dict[str, str], size: str, seed: int) -> str:
+    """The line of Python that opens one run of a cell in the explorer."""
+    variant = ", ".join(f"{k!r}: {v!r}" for k, v in knobs.items())
+    return (f'toymech.explore("{experiment}", size="{size}", seed={int(seed)}, '
+            f"variant={{{variant}}})").replace("'", '"')
+
+
+def _value_text(v: Any) -> str:
+    if isinstance(v, float):
+        return "–" if math.isnan(v) else f"{v:.3g}"
+    return str(v)
+
+
+def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFrame:
+    """One row per cell of the map: its dimensions (``dims_of``), ``runs``, ``held`` (seeds
+    labelled ``label``), ``share``, ``median`` (of ``number``), ``seeds`` ("2 of 3"),
+    ``refined`` (whether ``--refine`` added runs to it), ``hover`` (each seed's label and
+    number) and ``open`` (``open_line`` of its first seed)."""
+    check(isinstance(table, pd.DataFrame) and {"experiment", "seed", "label"} <= set(table),
+          "table", type(table).__name__, "a map table (toymech map)")
+    knob_cols = [c for c in table.columns if c.startswith("knob.")]
+    keys = ["experiment", *knob_cols]
+    rows = []
+    for cell, runs in table.groupby(keys, sort=False, dropna=False):
+        values = dict(zip(keys, cell if isinstance(cell, tuple) else (cell,)))
+        knobs = {c.removeprefix("knob."): str(values[c]) for c in knob_cols}
+        held = int((runs["label"] == label).sum())
+        nums = (pd.to_numeric(runs[number], errors="coerce").dropna() if number else pd.Series())
+        where = ", ".join(f"{k} {v}" for k, v in knobs.items())
+        seeds = "<br>".join(f"seed {int(r['seed'])}: {r['label']}"
+                            + (f", {number} {_value_text(r[number])}" if number else "")
+                            for _, r in runs.iterrows())
+        line = open_line(str(values["experiment"]), knobs, str(runs["size"].iloc[0])
+                         if "size" in runs else "default", runs["seed"].iloc[0])
+        refined = bool(runs["refined"].fillna(False).astype(bool).any()) \
+            if "refined" in runs else False
+        rows.append({**knobs, "experiment": str(values["experiment"]), "runs": len(runs),
+                     "held": held, "share": held / len(runs),
+                     "median": float(nums.median()) if len(nums) else math.nan,
+                     "seeds": f"{held} of {len(runs)}", "refined": refined,
+                     "hover": f"{values['experiment']}: {where}<br>{seeds}<br>{line}",
+                     "open": line})
+    return pd.DataFrame(rows)
+
+
+def source_of(study, dims: list[str]) -> dict[str, str]:
+    """The source's value of each knob of ``dims``, as the table writes it."""
+    return {d: study.KNOBS[d].text(study.KNOBS[d].source) for d in dims if d in study.KNOBS}
+
+
+@dataclass
+class MapPage:
+    """What a map's page shows, computed from its table (``MapPage.read(path)``)."""
+
+    table: pd.DataFrame
+    label: str
+    number: str | None
+    cells: pd.DataFrame
+    dims: list[str]
+    source: dict[str, str]
+    finding: str
+
+    @classmethod
+    def of(cls, table: pd.DataFrame, label: str | None = None,
+           number: str | None = None) -> "MapPage":
+        label, number = label_of(table, label), number_of(table, number)
+        dims = dims_of(table)
+        return cls(table, label, number, cell_frame(table, label, number), dims,
+                   source_of(study_for(table), dims), maps.finding(table, label))
+
+    @classmethod
+    def read(cls, path: str | Path, label: str | None = None,
+             number: str | None = None) -> "MapPage":
+        return cls.of(read_table(path), label, number)
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted({int(s) for s in self.table["seed"]})
+
+    def figure(self):
+        return map_figure(self.cells, self.dims, label=self.label, number=self.number or "-",
+                          source=self.source)
+
+    def cell_table(self) -> pd.DataFrame:
+        """Every cell, as the page lists it: dimensions, the seeds with the label, the median
+        number, whether refined, and the line that opens its runs."""
+        shown = self.cells[[*self.dims, "seeds", "median", "refined", "open"]]
+        return shown.rename(columns={"seeds": f"seeds '{self.label}'",
+                                     "median": f"median {self.number or ''}".strip(),
+                                     "open": "open its runs (Python)"})
+
+    def reader_table(self):
+        return reader_table(self.cell_table(), caption=f"Every cell of the map: how many of its "
+                            f"seeds are labelled '{self.label}', the median {self.number}, and "
+                            "the line that opens its first seed's run in the explorer.")
+
+
+def map_tables(paths) -> list[Path]:
+    """The map tables of ``paths``: each a map's ``.csv``, or a folder whose ``*.csv`` are maps
+    (a zoo's ``maps/`` folder, or a zoo holding one); a sweep's ``.runs.csv`` is not a map."""
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        folder = path / "maps" if (path / "maps").is_dir() else path
+        if folder.is_dir():
+            found += sorted(p for p in folder.glob("*.csv") if not p.name.endswith(".runs.csv"))
+        else:
+            check(path.suffix == ".csv" and path.is_file(), "map", str(given),
+                  "a map table (.csv written by toymech map), its folder or its zoo")
+            found.append(path)
+    return found
+
+
+def map_block(path: str | Path) -> tuple[str, str]:
+    """(key, markdown) of a map for the results record (``toymech results --maps``): its name,
+    study, size, runs and commit, its finding and one row per cell (``MapPage.cell_table``
+    without the explorer line)."""
+    path = Path(path)
+    page = MapPage.read(path)
+    study = study_for(page.table)
+    key = f"map {path.stem}"
+    commits = sorted({str(c) for c in page.table.get("commit", pd.Series(dtype=str)).dropna()})
+    shown = page.cell_table().drop(columns=["open its runs (Python)"])
+    rows = [[_value_text(v) if not isinstance(v, bool) else ("yes" if v else "no") for v in r]
+            for r in shown.itertuples(index=False)]
+    lines = [START.format(key=key),
+             f"### Map `{path.stem}`: {study.TITLE}", "",
+             f"{len(page.table)} runs over {len(page.cells)} cells at size "
+             f"`{', '.join(sorted(set(page.table['size'].astype(str))))}`, commit "
+             f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).", "",
+             page.finding, "", *_table(list(shown.columns), rows)]
+    return key, "\n".join(lines + [END]) + "\n"
+
+
+def map_blocks(paths) -> dict[str, str]:
+    """{key: markdown}: a block per map table of ``paths`` (``map_tables``) for the results
+    record (``toymech results --maps``)."""
+    tables = map_tables(paths)
+    check(bool(tables), "maps", [str(p) for p in paths], "folders holding map tables (toymech "
+          "map writes <zoo>/maps/<name>.csv)")
+    return dict(map_block(t) for t in tables)
+
+
+def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
+                     size: str | None = None, command: str = "") -> ReportEntry:
+    """Execute the map notebook on the table at ``table_path`` and write its page,
+    ``<out_dir>/map-<table name>.html``, listed in ``<out_dir>/index.html``; returns its entry
+    (``status == "failed"`` where the notebook failed)."""
+    table_path = Path(table_path).resolve()
+    table = read_table(table_path)
+    if size is None:
+        size = str(table["size"].iloc[0]) if "size" in table and len(table) else "default"
+    with tempfile.TemporaryDirectory(prefix="toymech-map-") as tmp:
+        notebook = Path(tmp) / f"{PAGE_PREFIX}{table_path.stem}.ipynb"
+        shutil.copyfile(MAP_NOTEBOOK, notebook)
+        first = int(table["seed"].min()) if len(table) else 0  # the header's first seed
+        (entry,) = build_reports([notebook], out_dir, size=size, device="cpu", seed=first,
+                                 extra_parameters={"table": str(table_path)}, command=command)
+    return entry
+
+
+__all__ = ["MapPage", "build_map_report", "map_block", "map_blocks", "map_tables", "cell_frame", "open_line", "read_table", "study_for"]
