@@ -292,8 +292,9 @@ RANDOM_ARM = ("*-w*-random-s*",)
 TRAINS = tuple(m for m in FREEZE_MODES if m != "normal")  # the normal arm trains everything
 
 KNOBS = knobs.table(
-    Knob("width", "int", (8, 4096), 1024, "the accuracy table's large width (d_head follows: "
-         "width / 4 heads); its small width, the width sweep and the side studies keep theirs",
+    Knob("width", "int", (8, 4096), 1024, "the accuracy table's large width, a multiple of 4 "
+         "above its small width (d_head = width / 4; the ablations run at it); the small width, "
+         "the width sweep, the side studies and the named recipes keep theirs",
          ("model.d_model",), overrides=lambda v, e: {}),
     Knob("trains", "choice", TRAINS, "random", "what the random transformer trains: E_token, "
          "E_pos and U (the paper's), or one of its ablations (E_token+U, E_token+E_pos, U); "
