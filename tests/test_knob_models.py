@@ -197,3 +197,19 @@ def test_rt_trains_sets_what_the_random_arm_trains():
 def test_rt_bad_width_and_trains_refused(variant, fragment):
     with pytest.raises(ValueError, match="^" + fragment.replace("+", r"\+")):
         protocol.study("random_transformers").with_knobs("default", variant)
+
+
+def test_list_knobs_shows_the_new_knobs(tmp_path):
+    from catalogue import run_cli
+
+    for study, names in (("birth", ("positions", "position_join", "ff", "vocab", "n_triggers",
+                                    "trigger_mode", "data")),
+                         ("random_transformers", ("width", "trains")),
+                         ("induction", ("positions",))):
+        code, out, err = run_cli(["list", "knobs", study, "--cache", str(tmp_path / "zoo")])
+        assert code == 0, err
+        listed = {line.split()[0] for line in out.splitlines()  # a knob's row: 4 spaces in
+                  if line.startswith("    ") and not line.startswith("     ")}
+        assert set(names) <= listed, (study, listed)
+    assert "rotary, none" in run_cli(["list", "knobs", "induction", "--cache",
+                                      str(tmp_path / "zoo")])[1]
