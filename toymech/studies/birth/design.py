@@ -13,6 +13,12 @@ What trains is data, not code: ``FREEZINGS`` maps a name to parameter-name patte
 ``TrainConfig.freeze`` ("paper": only W_K^1, W_K^2, W_O^2, W_F train). The paper (see
 docs/sources.md, study 2) trains with SGD, lr 0.2, batch 512, T = 256 for 10,000 steps:
 ``paper`` is that, ``default`` a laptop CPU in minutes, ``smoke`` seconds.
+
+The reviewer's design decisions are knobs (``KNOBS``, ``toymech list knobs birth``): how the
+positions enter (frozen random, learned, sinusoidal, none) and join the tokens (added or
+concatenated), what else trains, the feed-forward layers (none, after layer 1, after layer 2,
+after both), the vocabulary, K, fixed or random triggers and the kind of sequence; which runs
+each changes is said where they are declared.
 """
 
 from __future__ import annotations
