@@ -27,6 +27,8 @@ NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_birth_of_a_tr
     ({"variant": "many"}, "variant"), ({"length": 1}, "length"),
     ({"n_ood": 3}, "n_ood"),  # held-out tokens need random triggers
     ({"trigger_mode": "random", "n_ood": 63}, "n_ood"),
+    ({"vocab_size": 1}, "vocab_size"), ({"vocab_size": 66}, "vocab_size"),
+    ({"vocab_size": 8, "n_triggers": 9}, "n_triggers"),
 ])
 def test_bad_parameters_raise_naming_the_field(params, field):
     with pytest.raises(ValueError, match=rf"{field}=.* is not allowed"):
@@ -54,6 +56,24 @@ def test_shipped_corpus_statistics():
     # the fixed triggers are the most frequent characters (space first in Shakespeare)
     assert task.vocab[int(task.fixed_triggers[0])] == "␣"
     assert float(uni[task.fixed_triggers].min()) >= float(uni.sort(descending=True).values[2])
+
+
+def test_vocabulary_size_keeps_the_most_frequent_characters(tmp_path):
+    full = tasks.get("bigram_triggers", length=32)
+    assert "vocab_size" not in full.to_dict()  # older configs keep their keys
+    task = tasks.get("bigram_triggers", length=32, vocab_size=10)
+    assert task.d_vocab == 10 and tasks.from_dict(task.to_dict()) == task
+    top = torch.argsort(full.pi_u, descending=True, stable=True)[:10]
+    assert sorted(task.vocab) == sorted(full.vocab[int(i)] for i in top)
+    assert torch.allclose(task.pi_u.sum(), torch.tensor(1.0))
+    assert torch.allclose(task.pi_b.sum(1), torch.ones(10), atol=1e-5)
+    toks = task.sample(8, torch.Generator().manual_seed(0)).tokens
+    assert int(toks.max()) < 10
+    # a character all of whose successors were cut gets a uniform row
+    path = tmp_path / "ab.txt"
+    path.write_text("ab" * 10 + "c" * 40 + "ab")
+    cut = tasks.get("bigram_triggers", corpus=str(path), vocab_size=2, n_triggers=1, length=8)
+    assert cut.vocab == ["a", "c"] and torch.allclose(cut.pi_b[0], torch.tensor([0.5, 0.5]))
 
 
 def test_text_file_and_user_distribution(tmp_path):

@@ -12,6 +12,10 @@ maps it onto a ``HookedTransformerConfig`` and ``build_model`` makes the model, 
 * ``positions="post_sinusoidal_qk"``: the same addition with the post code's own table
   (``post_sinusoid_table``: column i at frequency 10000^(-2i/d_head), not the textbook
   10000^(-2(i//2)/d_head); row 0 all zeros), so q.k carries no clean function of s - t.
+* ``positions="none"``: no positional information at all. The same rotary code path (no
+  positional embedding module, residual = token embedding) with the rotation replaced by the
+  identity: no position parameter, table or buffer enters the forward pass; only the causal mask
+  lets a query tell where it is.
 * ``smear_keys=True``: k_j <- s*k_j + (1-s)*k_{j-1} with s = sigmoid(alpha), the first key kept;
   ``smear="per_head"``: one learnable alpha per head (Olsson et al. 2022);
   ``smear="per_position"``: one per head and key position 1..n_ctx-1 (the post's code; parameter
@@ -47,7 +51,7 @@ from .config import VARIANTS, BaselineConfig, ModelConfig
 def to_hooked_config(cfg: ModelConfig, device: str | torch.device = "cpu") -> HookedTransformerConfig:
     """The ``HookedTransformerConfig`` for ``cfg`` (the additive q/k tables use the rotary code
     path)."""
-    tl_positions = "rotary" if cfg.positions in ADDITIVE_TABLES else cfg.positions
+    tl_positions = "rotary" if cfg.positions in (*ADDITIVE_TABLES, "none") else cfg.positions
     kwargs: dict[str, Any] = dict(
         n_layers=cfg.n_layers,
         n_heads=cfg.n_heads,
@@ -100,12 +104,15 @@ ADDITIVE_TABLES = {"sinusoidal_qk": sinusoid_table, "post_sinusoidal_qk": post_s
 class ToyAttention(Attention):
     """TransformerLens ``Attention`` with an additive q/k position table and/or smeared keys.
 
-    ``qk_table`` [n_ctx, d_head] or None; ``smear`` None, "per_head" or "per_position"."""
+    ``qk_table`` [n_ctx, d_head] or None; ``smear`` None, "per_head" or "per_position";
+    ``no_positions``: q and k pass the rotary step unchanged (``positions="none"``)."""
 
     def __init__(self, cfg: HookedTransformerConfig, layer_id: int,
-                 qk_table: torch.Tensor | None, smear: str | None, smear_init: float = 0.73):
+                 qk_table: torch.Tensor | None, smear: str | None, smear_init: float = 0.73,
+                 no_positions: bool = False):
         super().__init__(cfg, "global", layer_id)
         self.additive_sinusoid = qk_table is not None
+        self.no_positions = no_positions
         self.smear = smear
         if qk_table is not None:
             # Not persistent: a pure function of the shape, rebuilt on load.
@@ -130,6 +137,8 @@ class ToyAttention(Attention):
         return q, k, v
 
     def apply_rotary(self, x, past_kv_pos_offset=0, attention_mask=None):
+        if self.no_positions:
+            return x
         if not self.additive_sinusoid:
             return super().apply_rotary(x, past_kv_pos_offset, attention_mask)
         n = x.shape[1]
@@ -155,10 +164,11 @@ def build_model(cfg: ModelConfig | BaselineConfig, device: str | torch.device = 
         model = HookedTransformer(hooked_cfg)
     make_table = ADDITIVE_TABLES.get(cfg.positions)
     smear = cfg.smear if cfg.smear_keys else None
-    if make_table or smear:
+    none = cfg.positions == "none"
+    if make_table or smear or none:
         for layer, block in enumerate(model.blocks):
             table = make_table(cfg.n_ctx, cfg.d_head) if make_table else None
-            new = ToyAttention(hooked_cfg, layer, table, smear, cfg.smear_init)
+            new = ToyAttention(hooked_cfg, layer, table, smear, cfg.smear_init, none)
             missing, unexpected = new.load_state_dict(block.attn.state_dict(), strict=False)
             assert not unexpected, unexpected
             block.attn = new

@@ -17,7 +17,9 @@ from typing import Any, Callable
 from ..core import (check, check_bool, check_float, check_int, check_seed, check_str,
                     dataclass_from_dict, set_checked)
 
-POSITIONS = ("sinusoidal_qk", "post_sinusoidal_qk", "shortformer", "standard", "rotary")
+# "none": no positional signal at all (no table, no learned positions; only the causal mask
+# tells a query where it is).
+POSITIONS = ("sinusoidal_qk", "post_sinusoidal_qk", "shortformer", "standard", "rotary", "none")
 # Smeared keys: one alpha per head, or (the induction post's code) one per head and key position.
 SMEARS = ("per_head", "per_position")
 # Weight init: TransformerLens' own, or PyTorch's nn.Linear default (U(+-1/sqrt(fan_in))).

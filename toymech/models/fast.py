@@ -11,7 +11,7 @@ Supported (anything else gives None and the caller uses ``model(tokens)``): a pl
 ``HookedTransformer``, ``attn_only``, no normalization, causal attention by TransformerLens'
 ``Attention`` or toymech's ``ToyAttention`` (additive q/k tables ``sinusoidal_qk`` /
 ``post_sinusoidal_qk``, smeared keys ``per_head`` / ``per_position``), positions ``standard``,
-``shortformer`` or an additive table, no hooks attached. Biases are always applied (zero ones
+``shortformer``, an additive table or none, no hooks attached. Biases are always applied (zero ones
 cost a fused add), so ``use_bias`` either way is the same math.
 
 Per layer, with x [batch, pos, d_model] the residual stream and P the per-position term:
@@ -68,7 +68,7 @@ def _supported(model: torch.nn.Module) -> bool:
         if getattr(attn, "_attention_dir_override", None) not in (None, "causal"):
             return False
         toy = type(attn) is ToyAttention
-        if kind == "rotary" and not (toy and attn.additive_sinusoid):
+        if kind == "rotary" and not (toy and (attn.additive_sinusoid or attn.no_positions)):
             return False  # true rotary is not reproduced here
         if toy and kind != "rotary" and attn.additive_sinusoid:
             return False

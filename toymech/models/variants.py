@@ -3,8 +3,13 @@
 * ``birth_simplified``: the simplified 2-layer model of "Birth of a Transformer" (Bietti et al.
   2023; see docs/sources.md, study 2): 1 head per layer, no LayerNorm, W_Q = W_V = I, random
   token/positional embeddings and unembedding, layer-0 W_O random, an optional linear
-  feed-forward W_F after layer 2 (``blocks.1.mlp.W_F``: h <- h + h W_F), optional tied
-  unembedding. Which of its matrices train is the training config's business (``freeze``).
+  feed-forward W_F after layer 2 (``blocks.1.mlp.W_F``: h <- h + h W_F; ``ff_first`` adds one
+  after layer 1 too, ``blocks.0.mlp.W_F``), optional tied unembedding. How positions enter is an
+  option: ``pos`` random (the paper), sinusoidal or none; ``join`` add (the paper: x = W_E[z] +
+  W_pos[t]) or concat (tokens in the first d/2 coordinates of the residual stream, positions in
+  the other d - d/2, each embedding zero outside its half and kept there by a mask on the
+  embedding's output, so the halves stay apart even when the embeddings train). Which of its
+  matrices train is the training config's business (``freeze``).
 * ``gpt2_scaled``: GPT-2's initialisation of the residual projections (study 3, Zhong & Andreas
   2024).
 """
@@ -20,6 +25,7 @@ from transformer_lens import HookedTransformer
 from transformer_lens.hook_points import HookPoint
 
 from ..core import check
+from .build import sinusoid_table
 from .config import ModelConfig, register_variant
 
 BIRTH_SIMPLIFIED = "birth_simplified"
@@ -30,7 +36,13 @@ SIMPLIFIED_DEFAULTS: dict[str, Any] = {
     "ff": True,         # linear feed-forward W_F after layer 2
     "tied": False,      # unembedding = W_E^T
     "attn_scale": 1.0,  # scores x_t W_Q W_K^T x_s / attn_scale (the paper: no scaling)
+    # Options added later: a config saved without them means the paper's choice.
+    "ff_first": False,  # a second linear feed-forward W_F after layer 1
+    "pos": "random",    # W_pos at init: random, sinusoidal (unit-norm rows) or none (zero)
+    "join": "add",      # add: W_E[z] + W_pos[t]; concat: tokens and positions in halves
 }
+POS_INITS = ("random", "sinusoidal", "none")
+JOINS = ("add", "concat")
 
 
 class LinearFF(nn.Module):
@@ -74,7 +86,41 @@ def simplified_options(cfg: ModelConfig) -> dict[str, Any]:
     unknown = sorted(set(cfg.variant_options) - set(SIMPLIFIED_DEFAULTS))
     check(not unknown, "variant_options", unknown,
           f"keys among {', '.join(SIMPLIFIED_DEFAULTS)}")
-    return {**SIMPLIFIED_DEFAULTS, **cfg.variant_options}
+    opts = {**SIMPLIFIED_DEFAULTS, **cfg.variant_options}
+    check(opts["pos"] in POS_INITS, "pos", opts["pos"], f"one of {', '.join(POS_INITS)}")
+    check(opts["join"] in JOINS, "join", opts["join"], f"one of {', '.join(JOINS)}")
+    check(opts["join"] == "add" or cfg.d_model >= 2, "join", opts["join"],
+          f"'add' with d_model={cfg.d_model} (concat needs two halves; an odd width gives "
+          "the positions the larger one)")
+    return opts
+
+
+def _keep_half(module: nn.Module, inputs: Any, output: torch.Tensor) -> torch.Tensor:
+    """Forward hook of a concatenated embedding: its output outside its half is zero (so that
+    half never gets a gradient and stays zero while the embedding trains)."""
+    return output * module.join_mask
+
+
+def _half(w: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """``w`` zero outside the columns ``keep``, its rows rescaled to their norm before."""
+    return w * keep * math.sqrt(w.shape[-1] / int(keep.sum()))
+
+
+def _positions(drawn: torch.Tensor, kind: str, keep: torch.Tensor, norm: float
+               ) -> torch.Tensor:
+    """W_pos at init from the random draw ``drawn`` [n_ctx, d], inside the columns ``keep``:
+    the draw (random), the sin/cos table with rows of norm ``norm`` (a random row's expected
+    norm: sinusoidal), or zero (none)."""
+    if kind == "random":
+        return _half(drawn, keep) if not bool(keep.all()) else drawn
+    if kind == "none":
+        return torch.zeros_like(drawn)
+    n_ctx, width = drawn.shape[0], int(keep.sum())
+    table = sinusoid_table(n_ctx, width + width % 2)[:, :width]
+    table = table / table.norm(dim=-1, keepdim=True).clamp(min=1e-12)
+    out = torch.zeros_like(drawn)
+    out[:, keep] = table * norm
+    return out
 
 
 @register_variant(BIRTH_SIMPLIFIED, options=SIMPLIFIED_DEFAULTS)
@@ -93,9 +139,17 @@ def _build_simplified(model: HookedTransformer, cfg: ModelConfig) -> None:
         return torch.randn(*shape, generator=g) * std
 
     eye = torch.eye(d)
+    concat = opts["join"] == "concat"
+    tok_d = d // 2 if concat else d  # concat: tokens in [0, d/2), positions in [d/2, d)
+    tok_keep, pos_keep = torch.arange(d) < tok_d, torch.arange(d) >= (tok_d if concat else 0)
     with torch.no_grad():
-        model.embed.W_E.copy_(randn(cfg.d_vocab, d, std=emb_std))
-        model.pos_embed.W_pos.copy_(randn(cfg.n_ctx, d, std=emb_std))
+        # The paper's draws in the paper's order whatever the options (the rest of the model is
+        # the paper's at the same seed); a half keeps the norm of a whole row.
+        w_e = randn(cfg.d_vocab, d, std=emb_std)
+        model.embed.W_E.copy_(_half(w_e, tok_keep) if concat else w_e)
+        w_pos = _positions(randn(cfg.n_ctx, d, std=emb_std), opts["pos"], pos_keep,
+                           emb_std * math.sqrt(d))
+        model.pos_embed.W_pos.copy_(w_pos)
         model.unembed.W_U.copy_(randn(d, cfg.d_vocab, std=1.0 / math.sqrt(d)))
         for layer, block in enumerate(model.blocks):
             block.attn.W_Q.copy_(eye[None])
@@ -104,14 +158,16 @@ def _build_simplified(model: HookedTransformer, cfg: ModelConfig) -> None:
             std_o = 1.0 / math.sqrt(d) if layer == 0 else init_std
             block.attn.W_O.copy_(randn(1, d, d, std=std_o))
             block.attn.attn_scale = float(opts["attn_scale"])
-    model.blocks[0].mlp = ZeroFF()
-    if opts["ff"]:
-        ff = LinearFF(d)
-        with torch.no_grad():
-            ff.W_F.copy_(randn(d, d, std=init_std))
-        model.blocks[1].mlp = ff
-    else:
-        model.blocks[1].mlp = ZeroFF()
+    for layer, on in ((1, opts["ff"]), (0, opts["ff_first"])):  # layer 2's first: its draws
+        ff = LinearFF(d) if on else ZeroFF()                   # come first, as they always did
+        if on:
+            with torch.no_grad():
+                ff.W_F.copy_(randn(d, d, std=init_std))
+        model.blocks[layer].mlp = ff
+    if concat:
+        for module, mask in ((model.embed, tok_keep), (model.pos_embed, pos_keep)):
+            module.register_buffer("join_mask", mask.float(), persistent=False)
+            module.register_forward_hook(_keep_half)
     if opts["tied"]:
         model.unembed = TiedUnembed(model.embed, cfg.d_vocab)
 

@@ -17,7 +17,14 @@ field           meaning
 ``fields``      the dotted fields it writes (shown; ``overrides`` may compute them)
 ``overrides``   ``(value, experiment) -> {dotted: value}`` (default: ``{fields[0]: value}``)
 ``applies_to``  the study's experiment names (or patterns) it changes (empty: every one)
+``aliases``     other spellings a ``choice`` accepts, as (text, choice) pairs (a knob that was a
+                ``bool`` keeps ``true``/``false``)
 ==============  ===============================================================================
+
+A knob may also act through the study's plan rather than an override (study 3's ``width``
+sets the table's large width, which its design reads from the variant): its ``overrides``
+then return ``{}``, and a knob counts as changing a study when building the study's
+experiments with it gives other zoo keys, whatever the route.
 
 A **variant** is a size with knobs on top: ``with_knobs(size, {"block_len": "4-8"})`` returns a
 ``toymech.core.Variant`` (equal to its size name wherever only the size matters) whose knobs the
@@ -59,6 +66,7 @@ class Knob:
     fields: tuple[str, ...]
     overrides: Callable[[Any, Experiment], dict[str, Any]] | None = None
     applies_to: tuple[str, ...] = ()
+    aliases: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         check(isinstance(self.name, str) and self.name.isidentifier(), "knob name", self.name,
@@ -71,6 +79,10 @@ class Knob:
               self.allowed, "(lo, hi) for a number")
         check(self.kind != "choice" or len(self.allowed) >= 1, "allowed", self.allowed,
               "the choices")
+        check(not self.aliases or (self.kind == "choice" and all(
+            len(a) == 2 and a[0] == a[0].lower() and a[1] in self.allowed
+            for a in self.aliases)), "aliases", self.aliases,
+              "(lower-case text, one of the choices) pairs of a choice knob")
         object.__setattr__(self, "source", self.parse(self.source))
 
     # --- values ----------------------------------------------------------------------------
@@ -85,7 +97,8 @@ class Knob:
             return f"a number in {self.allowed[0]:g}..{self.allowed[1]:g}"
         if self.kind == "bool":
             return "true or false"
-        return "one of " + ", ".join(map(str, self.allowed))
+        also = "; ".join(f"{text} means {choice}" for text, choice in self.aliases)
+        return "one of " + ", ".join(map(str, self.allowed)) + (f" ({also})" if also else "")
 
     def parse(self, value: Any) -> Any:
         """``value`` (as typed on a command line, or a JSON value) in its canonical form: an
@@ -99,6 +112,9 @@ class Knob:
             check(text in _TRUE + _FALSE, name, value, allowed)
             return text in _TRUE
         if self.kind == "choice":
+            alias = dict(self.aliases)
+            if isinstance(value, (str, bool)) and value not in self.allowed:
+                value = alias.get(str(value).strip().lower(), value)
             check(isinstance(value, str) and value in self.allowed, name, value, allowed)
             return value
         if self.kind == "float":
@@ -210,12 +226,14 @@ def apply_knobs(knobs: Mapping[str, Knob], exp: Experiment, values: Mapping[str,
     name, changed = exp.name, []
     for key, knob in knobs.items():
         if key in values and knob.applies(exp):
+            before = exp.key()
             try:
                 exp = knob.apply(exp, values[key])
             except ValueError as e:
                 raise ValueError(f"{key}={knob.text(values[key])} cannot be applied to "
                                  f"{name or 'the experiment'}: {e}") from None
-            changed.append(f"{key}={knob.text(values[key])}")
+            if exp.key() != before:  # a knob acting through the plan changes no run here
+                changed.append(f"{key}={knob.text(values[key])}")
     if changed:
         exp.name = f"{name} [{', '.join(changed)}]"
     return exp
@@ -263,12 +281,11 @@ def with_knobs_for(knobs: Mapping[str, Knob], study: str, source: str,
               "a mapping of knob names to values, e.g. {'block_len': '4-8'}")
         given = {**knobs_of(size), **dict(variant or {})}
         values = parse_variant(knobs, given, study, others() if others else None)
-        plain = list(build(base))
-        keys = [e.key() for e in plain]
+        keys = [e.key() for e in build(base)]
         changed = {}
         for name, value in values.items():  # a knob that changes nothing at this size is dropped
-            one = [apply_knobs(knobs, e, {name: value}) for e in plain]
-            if [e.key() for e in one] != keys:
+            one = Variant(base, {name: jsonable_value(value)})
+            if [e.key() for e in build(one)] != keys:
                 changed[name] = value
         if not changed:
             return base

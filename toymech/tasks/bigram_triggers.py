@@ -17,7 +17,9 @@ marks what kind of prediction each target is, so the two parts are reported apar
 * ``bigram[b, t]``: tokens[b, t-1] is not a trigger (the global bigram part);
 * the remaining targets (a trigger's first output) are unpredictable.
 
-Variants: ``only_triggers`` (every token is a trigger: a random successor function per sequence),
+``vocab_size`` N keeps only the N most frequent characters: pi_u and pi_b restricted to them and
+renormalised (a character whose every successor was dropped gets a uniform row); None keeps them
+all. Variants: ``only_triggers`` (every token is a trigger: a random successor function per sequence),
 ``no_triggers`` (a plain bigram chain). ``n_ood`` holds tokens out of the random trigger pool, and
 the ``ood`` evaluation set draws its triggers only from tokens never used as triggers in training.
 """
@@ -67,6 +69,20 @@ def held_out_tokens(unigram: torch.Tensor, n_ood: int) -> torch.Tensor:
     return rank[1::2][:n_ood]
 
 
+def restrict_vocabulary(chars: tuple[str, ...], unigram: torch.Tensor, bigram: torch.Tensor,
+                        n: int) -> tuple[tuple[str, ...], torch.Tensor, torch.Tensor]:
+    """The statistics over the ``n`` most frequent characters (kept in their sorted order):
+    unigram and bigram rows restricted and renormalised; a row left empty becomes uniform."""
+    rank = torch.argsort(unigram, descending=True, stable=True)
+    keep = torch.sort(rank[:n]).values
+    uni = unigram[keep].double()
+    bi = bigram[keep][:, keep].double()
+    empty = bi.sum(1) == 0
+    bi[empty] = 1.0
+    return (tuple(chars[int(i)] for i in keep), (uni / uni.sum()).float(),
+            (bi / bi.sum(1, keepdim=True)).float())
+
+
 @register("bigram_triggers")
 @dataclass(frozen=True)
 class BigramTriggers(Task):
@@ -82,6 +98,7 @@ class BigramTriggers(Task):
     chars: tuple[str, ...] | None = None
     unigram: tuple[float, ...] | None = None
     bigram: tuple[tuple[float, ...], ...] | None = None
+    vocab_size: int | None = None
 
     def __post_init__(self) -> None:
         check_str("trigger_mode", self.trigger_mode, TRIGGER_MODES)
@@ -90,6 +107,9 @@ class BigramTriggers(Task):
         check(self.corpus is None or isinstance(self.corpus, (str, os.PathLike)), "corpus",
               self.corpus, "None or the path of a text file")
         chars, uni, bi = self._load_statistics()
+        if self.vocab_size is not None:
+            chars, uni, bi = restrict_vocabulary(chars, uni, bi, check_int(
+                "vocab_size", self.vocab_size, 2, len(chars)))
         n = len(chars)
         set_checked(self, n_triggers=check_int("n_triggers", self.n_triggers, 1, n))
         # n_ood: at most the vocabulary minus K
@@ -144,6 +164,12 @@ class BigramTriggers(Task):
         object.__setattr__(self, "unigram", tuple(float(x) for x in self.unigram))
         object.__setattr__(self, "bigram", tuple(tuple(float(x) for x in r) for r in self.bigram))
         return chars, (uni / uni.sum()).float(), (bi / bi.sum(1, keepdim=True)).float()
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        if self.vocab_size is None:  # configs saved before the field keep their keys
+            d.pop("vocab_size")
+        return d
 
     # --- the Task protocol ---------------------------------------------------------------------
     @property

@@ -13,6 +13,12 @@ What trains is data, not code: ``FREEZINGS`` maps a name to parameter-name patte
 ``TrainConfig.freeze`` ("paper": only W_K^1, W_K^2, W_O^2, W_F train). The paper (see
 docs/sources.md, study 2) trains with SGD, lr 0.2, batch 512, T = 256 for 10,000 steps:
 ``paper`` is that, ``default`` a laptop CPU in minutes, ``smoke`` seconds.
+
+The reviewer's design decisions are knobs (``KNOBS``, ``toymech list knobs birth``): how the
+positions enter (frozen random, learned, sinusoidal, none) and join the tokens (added or
+concatenated), what else trains, the feed-forward layers (none, after layer 1, after layer 2,
+after both), the vocabulary, K, fixed or random triggers and the kind of sequence; which runs
+each changes is said where they are declared.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import torch
 from ... import tasks
 from ...core import check, check_int
 from ...models import ModelConfig
-from ...models.variants import BIRTH_SIMPLIFIED, simplified_options
+from ...models.variants import BIRTH_SIMPLIFIED, SIMPLIFIED_DEFAULTS, simplified_options
 from .. import knobs
 from ..knobs import Knob
 from ..params import llc_on_for, optional_runs_for, validate_run
@@ -160,9 +166,12 @@ def experiment(size: str = "default", seed: int = 0, *, model: str = "simplified
                trigger_mode: str = "fixed", n_triggers: int = 3, variant: str = "mixed",
                n_ood: int = 0, freezing: str = "paper", tied: bool = False, ff: bool = True,
                steps: int | None = None, lr: float | None = None, name: str = "",
-               optimizer: str | None = None, **options: Any) -> Experiment:
+               optimizer: str | None = None, part: str = "", **options: Any) -> Experiment:
     """One Birth experiment at ``size``. ``model``: "simplified" (the paper's, frozen as
     ``freezing`` says) or "control" (fully trained 2-layer 4-head pre-LN, AdamW, no freezing).
+    ``part``: the notebook's part a run belongs to when it has its own data axis ("sweep": the
+    K sweep, "extreme": the extremes), written into its name so that the data knobs leave it
+    alone (``MAIN_DATA``); it never changes the run itself.
     ``options`` go to the simplified model's variant options (emb_std, init_std, attn_scale).
     ``optimizer``: the simplified model's optimizer, "adam" or "sgd" (with momentum 0.9, the
     paper's); None: the size's (``SIZES``); its learning rate is the size's ``lr`` for the size's
@@ -193,20 +202,31 @@ def experiment(size: str = "default", seed: int = 0, *, model: str = "simplified
     check(model == "simplified" or optimizer is None, "optimizer", optimizer,
           "None for the control (AdamW)")
     data = f"{trigger_mode}-K{n_triggers}" if variant == "mixed" else variant
-    exp = Experiment(task, cfg, train, name or f"birth-{model}-{data}-{freezing}"
+    exp = Experiment(task, cfg, train, name or f"birth-{model}-{part + '-' if part else ''}"
+                     f"{data}-{freezing}"
                      f"{'-tied' if tied else ''}"
                      f"{'-' + optimizer if optimizer and optimizer != spec.optimizer else ''}")
     return knobs.apply_knobs(KNOBS, exp, knobs.variant_values(KNOBS, size))
 
 
 # --- knobs: the reviewer's design decisions (``toymech list knobs birth``) ----------------------
-# They change every run of the simplified model (the main run, the K sweep, the freezing rows,
-# the extremes), except that the two freezing knobs leave the freezing comparison's rows (which
-# each free something else) as they are; the fully trained control keeps its own recipe. The trigger count K and fixed or
-# random triggers are the notebook's own parameters (``n_triggers``, ``trigger_mode``): the K
-# sweep varies them itself.
-SIMPLIFIED = ("birth-simplified-*",)
-PAPER_FROZEN = ("birth-simplified-*-paper", "birth-simplified-*-paper-*")  # not the freezing rows
+# Which runs each knob changes (by the runs' names; the fully trained control keeps its own model
+# and recipe except for the data):
+#   SIMPLIFIED   every run of the simplified model: the main run, the K sweep, the freezing rows,
+#                the extremes (the model's architecture and schedule);
+#   PAPER_FROZEN those with the paper's freezing, i.e. not the freezing comparison's rows, which
+#                each free something else (what trains and how positions enter);
+#   MAIN_DATA    the main run, the freezing rows and the control: the trigger count K, fixed or
+#                random triggers and the kind of sequence. The K sweep (``part="sweep"``) and the
+#                extremes (``part="extreme"``) vary those themselves and keep their own.
+# The vocabulary changes every run (the model's vocabulary follows the task's).
+SIMPLIFIED = ("birth-simplified*",)
+PAPER_FROZEN = ("birth-simplified", "birth-simplified-random", "birth-simplified-*-paper",
+                "birth-simplified-*-paper-*")
+MAIN_DATA = ("birth-simplified", "birth-simplified-random", "birth-simplified-fixed-*",
+             "birth-simplified-random-*", "birth-simplified-mixed-*",
+             "birth-simplified-only_triggers-*", "birth-simplified-no_triggers-*",
+             "birth-control", "birth-control-*")
 
 
 def _unfreeze(patterns: tuple[str, ...]):
@@ -220,23 +240,81 @@ def _unfreeze(patterns: tuple[str, ...]):
     return overrides
 
 
+def _options(exp: Experiment, **changes: Any) -> dict:
+    """The dotted override that sets some of the simplified model's variant options (an option
+    the config lacks is not written at its default: the config means the same, and keeps its
+    zoo key)."""
+    given = exp.model.variant_options
+    changes = {k: v for k, v in changes.items()
+               if k in given or v != SIMPLIFIED_DEFAULTS[k]}
+    return {"model.variant_options": {**given, **changes}}
+
+
+# positions knob value -> (W_pos at init, whether W_pos trains)
+POSITIONS = {"frozen_random": ("random", False), "learned": ("random", True),
+             "sinusoidal": ("sinusoidal", False), "none": ("none", False)}
+
+
+def _positions(value, exp: Experiment) -> dict:
+    init, learned = POSITIONS[value]
+    out = _unfreeze(("pos_embed.W_pos",))("learned" if learned else "frozen_random", exp)
+    return {**out, **(_options(exp, pos=init) if init != "random" else {})}
+
+
+# ff knob value -> (W_F after layer 2, W_F after layer 1); "none" writes the one option the
+# former ``ff=false`` wrote, so its runs keep their zoo keys
+FF = {"none": (False, False), "first": (False, True), "last": (True, False), "both": (True, True)}
+
+
+def _ff(value, exp: Experiment) -> dict:
+    last, first = FF[value]
+    return _options(exp, ff=last, **({"ff_first": True} if first else {}))
+
+
 def _width(value, exp: Experiment) -> dict:
     # the simplified model's one head and its W_F are as wide as the model
     return {"model.d_model": value, **({} if exp.model.attn_only else {"model.d_mlp": value})}
 
 
+VOCAB = (24, 65)  # the K sweep's random triggers hold 16 tokens out: 24 leaves room for K <= 8
+
+
+def _vocab(value, exp: Experiment) -> dict:
+    # the whole corpus is the task's own vocabulary (no field written: the same zoo key)
+    whole = exp.task.vocab_size is None and value == exp.task.d_vocab
+    return {} if whole else {"task.vocab_size": value}
+
 KNOBS = knobs.table(
-    Knob("positions", "choice", ("frozen_random", "learned"), "frozen_random",
-         "the positional embeddings: random and frozen (the paper) or learned",
-         ("train.freeze",), overrides=_unfreeze(("pos_embed.W_pos",)), applies_to=PAPER_FROZEN),
+    Knob("positions", "choice", tuple(POSITIONS), "frozen_random",
+         "the positional embeddings: random and frozen (the paper), learned from random, the "
+         "sin/cos table (frozen, rows of a random row's norm), or none (zero)",
+         ("train.freeze", "model.variant_options"), overrides=_positions,
+         applies_to=PAPER_FROZEN),
+    Knob("position_join", "choice", ("add", "concat"), "add",
+         "how positions join the tokens: added (the paper: W_E[z] + W_pos[t]) or concatenated "
+         "(tokens in the first d_model/2 coordinates of the residual stream, positions in the "
+         "rest, each kept in its half even when trained)", ("model.variant_options",),
+         overrides=lambda v, e: _options(e, join=v), applies_to=SIMPLIFIED),
     Knob("embeddings", "choice", ("frozen", "trained"), "frozen",
          "the token embeddings and the unembedding: random and frozen (the paper) or trained "
          "(the reviewer's point 3)", ("train.freeze",),
          overrides=_unfreeze(("embed.W_E", "unembed.W_U")), applies_to=PAPER_FROZEN),
-    Knob("ff", "bool", (), True, "the linear feed-forward W_F after layer 2 (the paper's)",
-         ("model.variant_options",),
-         overrides=lambda v, e: {"model.variant_options": {**e.model.variant_options, "ff": v}},
-         applies_to=SIMPLIFIED),
+    Knob("ff", "choice", tuple(FF), "last",
+         "the linear feed-forward W_F: none, after layer 1 only, after layer 2 (the paper's) or "
+         "after both (true and false, as before, mean last and none)", ("model.variant_options",),
+         overrides=_ff, applies_to=SIMPLIFIED, aliases=(("true", "last"), ("false", "none"))),
+    Knob("vocab", "int", VOCAB, 65, "the vocabulary: the N most frequent characters of the "
+         "corpus (Tiny Shakespeare has 65), its statistics renormalised; the models follow",
+         ("task.vocab_size",), overrides=_vocab),
+    Knob("n_triggers", "int", (1, 64), 3, "the trigger count K (the notebook's n_triggers; the "
+         "K sweep keeps its own)", ("task.n_triggers",), applies_to=MAIN_DATA),
+    Knob("trigger_mode", "choice", ("fixed", "random"), "fixed",
+         "the triggers: the K most frequent tokens, or K drawn anew per sequence (the notebook's "
+         "trigger_mode; the K sweep keeps both)", ("task.trigger_mode",), applies_to=MAIN_DATA),
+    Knob("data", "choice", ("mixed", "only_triggers", "no_triggers"), "mixed",
+         "the sequences: bigrams with K triggers (the paper), every token a trigger (the "
+         "trigger-only extreme) or no trigger (a plain bigram chain; the extremes keep theirs)",
+         ("task.variant",), applies_to=MAIN_DATA),
     Knob("d_model", "int", (8, 1024), 128, "the model's width (its one head and W_F follow)",
          ("model.d_model",), overrides=_width, applies_to=SIMPLIFIED),
     Knob("seq_len", "int", (8, 1024), 256, "tokens per sequence", ("task.length",),

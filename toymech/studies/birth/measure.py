@@ -147,7 +147,7 @@ def sweep_experiments(size: str, seed: int, ks=None, modes=("fixed", "random"),
     steps = spec.sweep_steps if steps is None else steps
     ks = spec.sweep_ks if ks is None else ks
     return {(mode, k): experiment(size, seed, trigger_mode=mode, n_triggers=k, steps=steps,
-                                  n_ood=n_ood_random if mode == "random" else 0)
+                                  n_ood=n_ood_random if mode == "random" else 0, part="sweep")
             for mode in modes for k in ks}
 
 
@@ -256,7 +256,8 @@ def extremes_experiments(size: str, seed: int, steps: int | None = None
     spec = size_of(SIZES, size)
     steps = max(1, spec.sweep_steps // 2) if steps is None else steps
     return {name: experiment(size, seed, trigger_mode="random", variant=variant,
-                             freezing=freezing, steps=steps, optimizer=spec.comparison_optimizer)
+                             freezing=freezing, steps=steps, optimizer=spec.comparison_optimizer,
+                             part="extreme")
             for name, (variant, freezing) in EXTREMES.items()}
 
 

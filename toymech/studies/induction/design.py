@@ -144,10 +144,11 @@ KNOBS = knobs.table(
     Knob("d_model", "int", (4, 1024), 32, "the residual stream's width (d_head follows: "
          "d_model / n_heads)", ("model.d_model",)),
     Knob("positions", "choice", ("post_sinusoidal_qk", "sinusoidal_qk", "shortformer",
-                                 "standard", "rotary"), "post_sinusoidal_qk",
+                                 "standard", "rotary", "none"), "post_sinusoidal_qk",
          "how positions enter: the post's q/k table, the textbook sin/cos q/k table, learned "
-         "q/k positions, learned positions in the residual stream, or rotary (the post's "
-         "three models; the twins keep theirs)", ("model.positions",), applies_to=MAIN),
+         "q/k positions (shortformer: added to the inputs of W_Q and W_K only), learned "
+         "positions in the residual stream, rotary, or none at all (only the causal mask; the "
+         "post's three models, the twins keep theirs)", ("model.positions",), applies_to=MAIN),
     Knob("smear", "choice", ("per_position", "per_head"), "per_position",
          "the smeared model's smear weights: one per head and key position (the post's code) "
          "or one per head", ("model.smear",), applies_to=("induction-1l-smeared",)),

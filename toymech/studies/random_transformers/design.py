@@ -23,13 +23,14 @@ small task instances, widths 16 and 64), ``paper`` (the paper's task sizes, widt
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from ... import tasks
-from ...core import check, check_size
+from ...core import check, check_size, is_int, knobs_of
 from ...models import BaselineConfig, ModelConfig
 from ...models.variants import GPT2_SCALED
 from ...tasks.base import Task
@@ -171,7 +172,7 @@ seeds_of = seeds_for(SIZES, CALIBRATION)
 def setting(size: str) -> dict:
     """What ``size`` trains, in the parameters the claims' settings name (the table's large and
     small widths, its step budget, the task sizes, the side studies' and baselines' sizes)."""
-    spec, p = SIZES[check_size(size)], PLANS[size]
+    spec, p = SIZES[check_size(size)], plan(size)
     t = spec.tasks
     return {"width": p.widths[1], "small_width": p.widths[0],
             "steps": min(spec.steps, p.table_steps or spec.steps), "batch": spec.batch,
@@ -193,7 +194,20 @@ def size_spec(size: str) -> Size:
 
 
 def plan(size: str) -> Plan:
-    return PLANS[check_size(size)]
+    """The grid notebook 03 trains at ``size``; a variant's ``width`` knob sets the table's large
+    width (the ablations, which run at it, follow), and its ``trains`` knob removes the ablation
+    of the same parameter set (that run is then the random arm itself)."""
+    p = PLANS[check_size(size)]
+    values = knobs_of(size)
+    if "width" in values:
+        small, width = p.widths[0], values["width"]
+        check(is_int(width) and width > small and width % N_HEADS == 0, "width", width,
+              f"a multiple of n_heads={N_HEADS} above the table's small width {small}")
+        p = dataclasses.replace(p, widths=(small, int(width)))
+    if values.get("trains") in p.ablation_modes:
+        p = dataclasses.replace(p, ablation_modes=tuple(
+            m for m in p.ablation_modes if m != values["trains"]))
+    return p
 
 
 def freeze_patterns(mode: str) -> tuple[str, ...]:
@@ -202,8 +216,12 @@ def freeze_patterns(mode: str) -> tuple[str, ...]:
     return FREEZE_MODES[mode]
 
 
-def mode_of(freeze: tuple[str, ...]) -> str:
-    """The freezing mode whose patterns are ``freeze``."""
+def mode_of(freeze: tuple[str, ...], size: str = "") -> str:
+    """The freezing mode whose patterns are ``freeze``; at a variant whose ``trains`` knob sets
+    what the random arm trains, those patterns read as "random" (the arm they are)."""
+    trains = knobs_of(size).get("trains")
+    if trains is not None and tuple(freeze) == FREEZE_MODES[trains]:
+        return "random"
     return next(m for m, pats in FREEZE_MODES.items() if pats == tuple(freeze))
 
 
@@ -214,8 +232,11 @@ def task_for(task_name: str, size: str = "default", **overrides: Any) -> Task:
     return tasks.get(task_name, **{**spec.tasks[task_name], **overrides})
 
 
+N_HEADS = 4  # every transformer of the study
+
+
 def model_config(task: Task, width: int, seed: int = 0, n_layers: int = 2,
-                 n_heads: int = 4) -> ModelConfig:
+                 n_heads: int = N_HEADS) -> ModelConfig:
     """GPT-2-style config (pre-LN, GELU MLP 4*d, N(0, 0.02) init, scaled residual projections)."""
     check(isinstance(width, int) and width >= n_heads and width % n_heads == 0, "width", width,
           f"a positive multiple of n_heads={n_heads}")
@@ -258,10 +279,27 @@ def experiment(task_name: str, width: int, mode: str = "random", size: str = "de
 
 
 # --- knobs (``toymech list knobs random_transformers``) -----------------------------------------
-# Width and which parts train are the study's own axes (the width ladder, random vs normal and
-# the ablations): a knob would collapse them, so they stay the notebook's. The task sizes change
-# that task's runs; depth, steps and learning rate change every transformer run.
+# Width and which parts train are the study's own axes (the width sweep, random vs normal and the
+# ablations); their knobs set one point of each and leave the axes alone:
+#   width   the accuracy table's large width (the plan's ``widths[1]``: the paper's 1,024; the
+#           ablations run at it). It acts through ``plan(size)``, not an override: the small
+#           width, the width sweep, the side studies and the calibrated recipes keep theirs.
+#   trains  what the random arm trains, in every run of it (the table, the sweep, the short
+#           budget, the side studies: the runs named ``*-random-s*``); its rows still read
+#           "random". The normal arm and the ablation rows keep theirs.
+# The task sizes change that task's runs; depth, steps and learning rate every transformer run.
+RANDOM_ARM = ("*-w*-random-s*",)
+TRAINS = tuple(m for m in FREEZE_MODES if m != "normal")  # the normal arm trains everything
+
 KNOBS = knobs.table(
+    Knob("width", "int", (8, 4096), 1024, "the accuracy table's large width, a multiple of 4 "
+         "above its small width (d_head = width / 4; the ablations run at it); the small width, "
+         "the width sweep, the side studies and the named recipes keep theirs",
+         ("model.d_model",), overrides=lambda v, e: {}),
+    Knob("trains", "choice", TRAINS, "random", "what the random transformer trains: E_token, "
+         "E_pos and U (the paper's), or one of its ablations (E_token+U, E_token+E_pos, U); "
+         "the normal model trains everything", ("train.freeze",),
+         overrides=lambda v, e: {"train.freeze": list(FREEZE_MODES[v])}, applies_to=RANDOM_ARM),
     Knob("n_layers", "int", (1, 12), 2, "the transformer's depth", ("model.n_layers",),
          applies_to=tuple(f"{t}-w*" for t in (*ALGORITHMIC, "memorization", *SIDE_TASKS))),
     Knob("modulus", "int", (3, 1009), 199, "modular addition's modulus p", ("task.p",),

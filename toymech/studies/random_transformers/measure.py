@@ -60,7 +60,7 @@ def row_for(exp: Experiment, model, size: str, meta: dict | None = None,
     sets = eval_sets(exp.task, size, exp.train.seed, dev)
     metrics = {name: evaluate(model, exp.task, batch) for name, batch in sets.items()}
     levels = chance_levels(exp.task, sets["test"])
-    row = {"task": exp.task.name, "width": exp.model.d_model, "mode": mode_of(exp.train.freeze),
+    row = {"task": exp.task.name, "width": exp.model.d_model, "mode": mode_of(exp.train.freeze, size),
            "seed": exp.model.seed, "chance": levels.get("seq_acc", levels["acc"]),
            "chance_loss": levels["loss"]}
     if meta is not None:
