@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Sequence
 
 import torch
 
 from ..core import jsonable
 from ..devices import resolve_device
+from ..models import build_model
+from .loop import train, train_stacked
 
 # (device name, stack key, n) -> measured throughput ratio, stacked / one at a time
 _MEASURED: dict[tuple[str, str, int], float] = {}
@@ -48,19 +51,16 @@ def stack_groups(exps: Sequence) -> list[list[int]]:
 
 
 def _short(exp, steps: int, seed: int):
-    from dataclasses import replace
-    train = exp.train.replace(steps=steps, eval_every=steps, snapshots=0,
+    cfg = exp.train.replace(steps=steps, eval_every=steps, snapshots=0,
                               warmup_steps=min(exp.train.warmup_steps, steps - 1), seed=seed,
                               stop_metric=None, stop_value=None, checkpoint_every=None)
-    return replace(exp, train=train)
+    return replace(exp, train=cfg)
 
 
 def measure_stacking(exp, device: str | torch.device, n: int = 8, steps: int = 12) -> float:
     """Runs per second of ``n`` copies of ``exp`` (seeds 0..n-1) stacked, over the same of one
     run trained alone, each timed over ``steps`` steps after an untimed warm-up of each way.
     > 1: stacking is faster on ``device``. Costs about ``(n + 1) * steps`` steps of the model."""
-    from ..models import build_model
-    from .loop import train, train_stacked
     dev = resolve_device(device)
     exps = [_short(exp, steps, s) for s in range(n)]
 
