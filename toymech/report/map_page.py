@@ -175,7 +175,8 @@ class MapPage:
     def reader_table(self):
         return reader_table(self.cell_table(), caption=f"Every cell of the map: how many of its "
                             f"seeds are labelled '{self.label}', the median {self.number}, and "
-                            "the line that opens its first seed's run in the explorer.")
+                            "the line that opens its first seed's run in the explorer.",
+                            code=["open its runs (Python)"])
 
 
 def map_tables(paths) -> list[Path]:
