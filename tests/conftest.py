@@ -23,10 +23,12 @@ else:
 @pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the groups
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (--dist loadgroup) the tests that read the executed notebooks share one
-    worker, so the notebooks still execute once per run."""
+    worker, so the notebooks still execute once per run (and so do those that read the map's page)."""
     for item in items:
-        if "smoke_reports" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("smoke_reports"))
+        for shared in ("smoke_reports", "smoke_map_page"):  # the map's page: built once too
+            if shared in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(shared))
+                break
 
 
 @pytest.fixture(autouse=True)
@@ -76,3 +78,32 @@ def smoke_reports(tmp_path_factory) -> SmokeReports:
         entries = build_reports(PROJECT_NOTEBOOKS, out_dir=out, size="smoke", device="cpu",
                                 trust=False, jobs=2)
     return SmokeReports(out, entries)
+
+
+# A smoke map: 2 knobs x 2 values x 2 seeds of study 1 (8 runs, seconds each at smoke).
+SMOKE_MAP = {"study": "induction", "experiment": "induction-2l", "size": "smoke", "seeds": 2,
+             "knobs": {"block_len": [6, "4-8"], "offset": [0, "0-3"]}, "name": "smoke-map"}
+
+
+@pytest.fixture(scope="session")
+def smoke_map_page(tmp_path_factory) -> Path:
+    """The page of ``SMOKE_MAP``, trained from an empty zoo and rendered ONCE per test session by
+    ``toymech map GRID --report`` (the command a reader runs), on the CPU: ``map-smoke-map.html``."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    root = tmp_path_factory.mktemp("smoke-map")
+    grid = root / "smoke-map.yaml"
+    grid.write_text(yaml.safe_dump(SMOKE_MAP))
+    zoo, reports = root / "zoo", root / "reports"
+    env = {**os.environ, "TOYMECH_THREADS": "1", "TOYMECH_CACHE": str(zoo)}
+    done = subprocess.run([sys.executable, "-m", "toymech", "map", str(grid), "--cache", str(zoo),
+                           "--backend", "local", "--no-progress", "--device", "cpu",
+                           "--report", str(reports)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "8 run(s) measured now" in done.stderr, done.stderr[-2000:]  # the zoo was empty
+    page = reports / "map-smoke-map.html"
+    assert page.is_file(), done.stdout[-2000:]
+    return page

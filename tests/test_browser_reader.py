@@ -160,3 +160,9 @@ def test_folded_attention_view_draws_when_unfolded(reader_pages, browser):
 @pytest.mark.parametrize("notebook", [p.stem for p in PROJECT_NOTEBOOKS])
 def test_project_reports_read_as_a_reader_would(smoke_reports, browser, notebook):
     assert reader_problems(browser, smoke_reports.html(notebook), PROJECT_CHECKS) == []
+
+
+def test_map_page_reads_as_a_reader_would(smoke_map_page, browser):
+    """A smoke map's page (``toymech map GRID --report`` from an empty zoo) meets every reader's
+    check: its finding first, no code cell, titled figures, no traceback, no session."""
+    assert reader_problems(browser, smoke_map_page) == []

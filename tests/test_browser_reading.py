@@ -6,6 +6,7 @@ test_browser's fixtures."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from reading_pages import page_violations
@@ -52,3 +53,27 @@ def test_smoke_reports_break_no_reader_rule(smoke_reports, browser, notebook):
     page = smoke_reports.out / "index.html" if notebook == "index" else smoke_reports.html(notebook)
     found = page_violations(browser, page)
     assert found == [], "\n".join(map(str, found))
+
+
+def test_smoke_map_page_breaks_no_reader_rule(smoke_map_page, browser):
+    """The map's page: every cell's ``toymech.explore`` line is code to paste, shown in a
+    ``<code>`` of ``CODE_CLASS``; nothing else on the page breaks a rule."""
+    from toymech.display.tables import CODE_CLASS
+
+    found = page_violations(browser, smoke_map_page)
+    assert found == [], "\n".join(map(str, found))
+    assert smoke_map_page.read_text().count(f'<code class="{CODE_CLASS}">toymech.explore(') == 4
+
+
+def test_only_a_tables_line_of_code_is_left_out_of_the_repr_rule(browser, tmp_path):
+    """The same repr is flagged in prose and in any other ``<code>``, and not in a table's line
+    of code (``reader_table(..., code=...)``)."""
+    from toymech.display import reader_table
+
+    line = 'f(variant={"block_len": "4-8"})'
+    table = reader_table(pd.DataFrame({"open": [line]}), caption="A line", code=["open"]).html()
+    for body, flagged in ((f"<p>{line}</p>", True), (f"<p><code>{line}</code></p>", True),
+                          (table, False)):
+        page = tmp_path / "page.html"
+        page.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{body}</body></html>")
+        assert ("repr" in {v.rule for v in page_violations(browser, page)}) is flagged, body

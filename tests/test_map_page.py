@@ -1,7 +1,8 @@
 """A map's page (``toymech map GRID --report``), built from small hand-made tables (no training):
 its finding, the figure's values (share of seeds with the label, median number, "held of runs",
 each seed on hover, the source's setting), the line that opens a cell's runs, a null map that
-shows no mechanism, and the executed page listed in the index, offline."""
+shows no mechanism, the executed page listed in the index, offline, and study 1's prediction from
+Kawata et al. (2025) judged on the shipped map and on hand-made ones."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import pytest
 from toymech import maps
 from toymech.plots.maps import SOURCE_NAME, map_figure
 from toymech.report import external_loads
-from toymech.report.map_page import MapPage, build_map_report, open_line
+from toymech.report.map_page import MapPage, build_map_report, map_block, open_line
+from toymech.studies.induction.predictions import KAWATA, KAWATA_SOURCE
+from toymech.studies.predictions import FAILS, HOLDS, UNJUDGED, MapPrediction
 
 CELLS = [("6", "0"), ("6", "0-3"), ("4-8", "0"), ("4-8", "0-3")]
 # per cell: the labels of seeds 3, 4, 5 and their test losses
@@ -108,6 +111,7 @@ def test_map_page_is_built_and_listed_in_the_index(tmp_path):
     html = (tmp_path / "reports" / "map-s1-demo.html").read_text()
     assert maps.finding(_table(), "content").split(" (")[0] in html
     assert "2 of 3" in html and "toymech.explore(" in html
+    assert "Predictions from other work" in html and "does not hold on our map" in html
     assert not external_loads(html)
     index = json.loads((tmp_path / "reports" / "index.json").read_text())
     assert [r["html"] for r in index] == ["map-s1-demo.html"]
@@ -148,3 +152,64 @@ def test_study_3s_map_reads_its_accuracy_and_label():
     assert page.cells["seeds"].tolist() == ["1 of 2", "2 of 2"]
     assert page.cells["median"].tolist() == [pytest.approx(0.675), pytest.approx(0.98)]
     assert page.source == {"n_layers": "2"}
+
+
+SHIPPED = "docs/maps/s1-content-default-gpu.csv"
+
+
+def _judged(table):
+    """(verdict, counts) of the Kawata prediction on ``table``, through the page's rows."""
+    (row,) = MapPage.of(table).predictions.to_dict("records")
+    assert row["source"] == KAWATA_SOURCE and row["prediction"] == KAWATA.statement
+    assert "reproduc" not in " ".join(map(str, row.values())).lower()  # judged, never reproduced
+    return row["on our map"], row["counts"]
+
+
+def test_kawata_prediction_does_not_hold_on_the_shipped_map():
+    """The shipped study-1 map (36 runs): no 2-layer cell is labelled content, so varied lengths
+    do not beat the fixed one."""
+    verdict, counts = _judged(MapPage.read(SHIPPED).table)
+    assert verdict == FAILS == "does not hold on our map"
+    assert "(block_len 4-8, offset 0) 0 of 3 vs (block_len 6, offset 0) 0 of 3" in counts
+    assert "(block_len 6, offset 0) 3 of 3; (block_len 6, offset 0-3) 1 of 3." in counts
+
+
+def test_kawata_prediction_holds_where_varied_is_content_and_fixed_position():
+    labels = {("6", "0"): ["position"] * 3, ("6", "0-3"): ["position", "position", "neither"],
+              ("4-8", "0"): ["content", "content", "position"], ("4-8", "0-3"): ["content"] * 3}
+    verdict, counts = _judged(_table(labels))
+    assert verdict == HOLDS == "holds on our map"
+    assert "(block_len 4-8, offset 0) 2 of 3 vs (block_len 6, offset 0) 0 of 3" in counts
+    # a fixed cell without the shortcut on most seeds fails it, even with varied cells content
+    verdict, _ = _judged(_table({**labels, ("6", "0-3"): ["position", "neither", "neither"]}))
+    assert verdict == FAILS
+
+
+def test_kawata_prediction_does_not_hold_on_a_null_map():
+    for null in ("neither", "untrained"):
+        verdict, counts = _judged(_table({cell: [null] * 3 for cell in CELLS}))
+        assert verdict == FAILS and "0 of 3 vs" in counts
+
+
+def test_kawata_prediction_is_not_judged_without_its_cells():
+    """Only the 1-layer model, or only varied lengths: nothing the rule compares."""
+    one_layer = _table().assign(experiment="induction-1l-smeared")
+    assert _judged(one_layer)[0] == UNJUDGED
+    varied = _table()[lambda t: t["knob.block_len"] == "4-8"]
+    assert _judged(varied)[0] == UNJUDGED
+
+
+def test_the_prediction_is_written_in_the_page_and_the_results_block(tmp_path):
+    path = tmp_path / "s1-demo.csv"
+    _table().to_csv(path, index=False)
+    _, block = map_block(path)
+    assert f"({KAWATA_SOURCE}): **{FAILS}**." in block and "reproduc" not in block.lower()
+    view = MapPage.of(_table()).prediction_view().html()
+    assert KAWATA_SOURCE in view and FAILS in view
+
+
+def test_a_prediction_needs_its_statement_source_and_rule():
+    with pytest.raises(ValueError, match=r"^source='' is not allowed: a non-empty string"):
+        MapPrediction("x", "a statement", "", KAWATA.rule)
+    with pytest.raises(ValueError, match=r"^rule=.* is not allowed"):
+        MapPrediction("x", "a statement", "a source", None)

@@ -76,6 +76,22 @@ def test_a_wide_table_is_transposed_or_split():
     assert split.html().count("<table") == len(parts) and f"(part 1 of {len(parts)})" in split.html()
 
 
+def test_code_columns_are_code_as_written():
+    """A ``code`` column's cells are shown as written, in a ``<code>`` of ``CODE_CLASS`` (the
+    class the reading rules leave out of the prose), transposed or not; other cells are not."""
+    from toymech.display.tables import CODE_CLASS
+
+    frame = pd.DataFrame({"cell": ["a", "b"], "open": ['f(x={"k": "4-8"})', None], "n": [1.0, 2.0]})
+    page = reader_table(frame, caption="Cells", code=["open"]).html()
+    assert f'<td><code class="{CODE_CLASS}">f(x={{&quot;k&quot;: &quot;4-8&quot;}})</code></td>' in page
+    assert page.count("<code") == 1 and "<td>—</td>" in page and "<td>a</td>" in page
+    flipped = reader_table(frame.assign(**{f"metric number {i} of the run": 0.5 for i in range(30)}),
+                           caption="Wide", code="open")
+    assert len(flipped.columns) == 2 and flipped.html().count(f'class="{CODE_CLASS}"') == 1
+    with pytest.raises(ValueError, match=r"^code=\['nope'\] is not allowed: columns of the frame"):
+        reader_table(frame, caption="x", code=["nope"])
+
+
 @pytest.mark.parametrize("kwargs, name", [
     ({"caption": ""}, "caption"), ({"caption": "x", "model": ""}, "model"),
     ({"caption": "x", "digits": 0}, "digits"), ({"caption": "x", "max_width_px": 10}, "max_width_px"),

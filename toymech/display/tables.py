@@ -12,6 +12,9 @@ readers (the HTML a report shows) the table has
   ``1, 2, 3``; a NaN row or column name as "(no name)", two columns that read the same told
   apart by their keys (a frame holding one column name twice is refused);
 * an empty frame as its caption and a note saying it is empty;
+* the cells of ``code`` columns (a line of Python to paste, such as a map's ``toymech.explore``
+  line) in a ``<code class="toymech-code">`` element: text for a program, not for reading, which
+  the reading rules (``toymech.report.reading``) leave out of the page's prose;
 * a caption naming what it shows and which model;
 * nothing cut at a 1,280 px window: a table estimated wider than ``MAX_WIDTH_PX`` is transposed
   when that makes it narrower, else split into parts that repeat the row names.
@@ -26,7 +29,7 @@ import html
 import math
 import numbers
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -34,6 +37,7 @@ from ..core import check
 from ..plots.labels import LABELS, axis_title, label
 
 RAW_TABLE_MIME = "application/vnd.toymech.raw-table+html"
+CODE_CLASS = "toymech-code"  # a cell's line of code: <code class="toymech-code">
 MAX_WIDTH_PX = 1100  # what a table may take of a 1,280 px window beside the page's margins
 CHAR_PX, CELL_PAD_PX = 7.5, 18  # a character of the table font; a cell's padding and border
 MISSING = "—"
@@ -152,7 +156,7 @@ class ReaderTable:
     """``reader_table``'s result: the reader's HTML, plain text, and the raw frame."""
 
     def __init__(self, frame: pd.DataFrame, caption: str, model: str | None, units, digits: int,
-                 missing_note: str, max_width_px: float):
+                 missing_note: str, max_width_px: float, code: Sequence[Any] = ()):
         self.frame = frame
         self.caption = caption.strip().rstrip(".") + "." + (f" Model: {model}." if model else "")
         shown = frame.copy()
@@ -165,6 +169,12 @@ class ReaderTable:
                      for key in frame.index]
         self.columns = list(shown.columns)
         self.cells = _cells(frame, digits)
+        # which cells are code (as written, never formatted as a number or a name)
+        self.is_code = [[c in code for c in frame.columns] for _ in self.cells]
+        for row, flags, values in zip(self.cells, self.is_code, frame.itertuples(index=False)):
+            for j, (flag, value) in enumerate(zip(flags, values)):
+                if flag and not is_missing(value):
+                    row[j] = str(value)
         self.missing_note = missing_note
         self.max_width_px = max_width_px
         if self._width(self.columns, self.rows, self.cells) > max_width_px and self._transposed_fits_better():
@@ -189,6 +199,7 @@ class ReaderTable:
 
     def _transpose(self) -> None:
         self.cells = [list(col) for col in zip(*self.cells)] if self.cells else []
+        self.is_code = [list(col) for col in zip(*self.is_code)] if self.is_code else []
         self.rows, self.columns = [[c] for c in self.columns], self._flipped_columns()
         self.index_names = [""]
 
@@ -227,8 +238,8 @@ class ReaderTable:
                 "".join(f"<th>{html.escape(self.columns[j])}</th>" for j in columns)
             body = "".join(
                 "<tr>" + "".join(f"<th>{html.escape(k)}</th>" for k in row)
-                + "".join(f"<td>{html.escape(cells[j])}</td>" for j in columns) + "</tr>"
-                for row, cells in zip(self.rows, self.cells))
+                + "".join(f"<td>{_cell_html(cells[j], code[j])}</td>" for j in columns) + "</tr>"
+                for row, cells, code in zip(self.rows, self.cells, self.is_code))
             out.append(f'<table class="dataframe toymech-table"><caption>{html.escape(caption)}</caption>'
                        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         if missing:
@@ -247,6 +258,12 @@ class ReaderTable:
         return f"ReaderTable({self.caption!r}, {self.frame.shape[0]} x {self.frame.shape[1]})"
 
 
+def _cell_html(text: str, code: bool) -> str:
+    if code and text != MISSING:
+        return f'<code class="{CODE_CLASS}">{html.escape(text)}</code>'
+    return html.escape(text)
+
+
 def _distinct(names: list[str], keys: list) -> list[str]:
     """Readable column names, each once: two columns that read the same are told apart by their
     keys (``name [key]``)."""
@@ -258,11 +275,13 @@ def _distinct(names: list[str], keys: list) -> list[str]:
 
 def reader_table(df: pd.DataFrame | pd.Series, caption: str, model: str | None = None,
                  units: Mapping[str, str] | None = None, digits: int = 3,
-                 missing: str = DEFAULT_MISSING_NOTE, max_width_px: float = MAX_WIDTH_PX) -> ReaderTable:
+                 missing: str = DEFAULT_MISSING_NOTE, max_width_px: float = MAX_WIDTH_PX,
+                 code: Sequence[Any] = ()) -> ReaderTable:
     """``df`` laid out for a reader (see the module docstring). ``caption``: what the table
     shows (a sentence); ``model``: which model(s) it measures; ``units``: {column: unit} for
     columns ``plots.labels`` does not know; ``digits``: significant digits of non-integer numbers;
-    ``missing``: why a value can be missing (the footnote under a dash)."""
+    ``missing``: why a value can be missing (the footnote under a dash); ``code``: columns whose
+    cells are a line of code to paste (shown as code, as written)."""
     if isinstance(df, pd.Series):
         df = df.to_frame()
     check(isinstance(df, pd.DataFrame), "df", type(df).__name__, "a pandas DataFrame or Series")
@@ -277,4 +296,7 @@ def reader_table(df: pd.DataFrame | pd.Series, caption: str, model: str | None =
           "an integer from 1 to 8")
     check(isinstance(max_width_px, (int, float)) and max_width_px >= 200, "max_width_px", max_width_px,
           "a width in px, at least 200")
-    return ReaderTable(df, caption, model, units, digits, missing, float(max_width_px))
+    code = [code] if isinstance(code, str) else list(code)
+    unknown = [c for c in code if c not in df.columns]
+    check(not unknown, "code", unknown, f"columns of the frame: {', '.join(map(str, df.columns))}")
+    return ReaderTable(df, caption, model, units, digits, missing, float(max_width_px), code)

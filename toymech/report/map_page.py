@@ -6,8 +6,9 @@ The page opens with the map's finding, computed from the table (``maps.finding``
 the study's ``MAP_LABEL`` holds on every seed, on some, on none); then the figure
 (``plots.maps.map_figure``: the share of seeds with the label per cell, the median of the map's
 number and "held of runs" as each cell's text, each seed's value on hover, the source's setting
-as a star); then every cell with the line of Python that opens its runs
-(``toymech.explore(...)``).
+as a star); then other works' predictions judged on the map (the study's ``MAP_PREDICTIONS``,
+``studies.predictions``: "holds on our map" or not, with the counts used); then every cell with
+the line of Python that opens its runs (``toymech.explore(...)``).
 
 The map notebook is not one of ``notebooks/``: it shows a table already measured, so it has no
 study of its own, no step slider and no training; tests/test_notebooks.py says so.
@@ -26,9 +27,10 @@ import pandas as pd
 
 from .. import maps
 from ..core import check
-from ..display import reader_table
+from ..display import note, reader_table
 from ..plots.maps import map_figure
 from ..studies import protocol
+from ..studies.predictions import prediction_rows
 from .build import build_reports
 from .index import ReportEntry
 from .results import END, START, _table
@@ -142,14 +144,16 @@ class MapPage:
     dims: list[str]
     source: dict[str, str]
     finding: str
+    predictions: pd.DataFrame  # ``prediction_rows`` of the study's MAP_PREDICTIONS on the table
 
     @classmethod
     def of(cls, table: pd.DataFrame, label: str | None = None,
            number: str | None = None) -> "MapPage":
         label, number = label_of(table, label), number_of(table, number)
-        dims = dims_of(table)
+        dims, study = dims_of(table), study_for(table)
         return cls(table, label, number, cell_frame(table, label, number), dims,
-                   source_of(study_for(table), dims), maps.finding(table, label))
+                   source_of(study, dims), maps.finding(table, label),
+                   prediction_rows(getattr(study, "MAP_PREDICTIONS", ()), table))
 
     @classmethod
     def read(cls, path: str | Path, label: str | None = None,
@@ -175,7 +179,17 @@ class MapPage:
     def reader_table(self):
         return reader_table(self.cell_table(), caption=f"Every cell of the map: how many of its "
                             f"seeds are labelled '{self.label}', the median {self.number}, and "
-                            "the line that opens its first seed's run in the explorer.")
+                            "the line that opens its first seed's run in the explorer.",
+                            code=["open its runs (Python)"])
+
+
+    def prediction_view(self):
+        """Other works' predictions judged on this map (a table), or a note that the study
+        declares none."""
+        if self.predictions.empty:
+            return note("The mapped study declares no prediction from other work to judge on its map.")
+        return reader_table(self.predictions, caption="Predictions from other work, each judged "
+                            "on this map with the counts it used (our setting, not the source's)")
 
 
 def map_tables(paths) -> list[Path]:
@@ -212,6 +226,10 @@ def map_block(path: str | Path) -> tuple[str, str]:
              f"`{', '.join(sorted(set(page.table['size'].astype(str))))}`, commit "
              f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).", "",
              page.finding, "", *_table(list(shown.columns), rows)]
+    if not page.predictions.empty:
+        lines += ["", "Predictions from other work, judged on this map (our setting, not the source's):", ""]
+        lines += [f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. {r['counts']}"
+                  for _, r in page.predictions.iterrows()]
     return key, "\n".join(lines + [END]) + "\n"
 
 

@@ -9,6 +9,8 @@ without a browser, and a test with one opens the rendered reports. The rules (``
 ``nan``            a table cell that reads NaN / nan / <NA> / None (a dash with a note instead), or
                    a "nan" / "NaN" anywhere in the visible text (a number that was never measured)
 ``repr``           a Python value printed as is: ``{'``, ``{1: 0.155``, ``[1, 2``, ``Name(a=``
+                   (a line of code a table shows for pasting, ``<code class="toymech-code">``
+                   from ``reader_table(..., code=...)``, is code, not prose: left out of the text)
 ``internal-key``   a dotted key (``causal.clean_gap``) in the text, or a snake_case table header
                    (``qcomp_max``)
 ``wide-table``     a table wider than the page's room for it (cut or scrolled at 1,280 px)
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import check
+from ..display.tables import CODE_CLASS
 
 WINDOW = (1280, 1600)  # px: the window a reader's report is checked in
 MIN_TICK_PX = 10.0
@@ -43,7 +46,8 @@ _INSTRUCTION = re.compile(
     r"\b(edit|change|set)\s+(the\s+)?`?\w+`?\s+(parameter|cell)\b", re.I)
 
 # Runs in the page (Selenium's execute_script). Text of code cells is left out: reader mode
-# shows none, and --code pages are for authors.
+# shows none, and --code pages are for authors; so is a table's line of code for pasting
+# (only <code> of the class ``display.tables.CODE_CLASS``, never any other <code> element).
 DOM_SCRIPT = r"""
 function box(e) { var r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom}; }
 function room(e) {
@@ -54,7 +58,7 @@ function room(e) {
   }
   return window.innerWidth;
 }
-var inputs = Array.from(document.querySelectorAll('.jp-InputArea'));
+var inputs = Array.from(document.querySelectorAll('.jp-InputArea, code.CODE_CLASS'));
 inputs.forEach(function (e) { e.dataset.display = e.style.display; e.style.display = 'none'; });
 var text = document.body.innerText;  // laid out: table cells apart, scripts and styles left out
 inputs.forEach(function (e) { e.style.display = e.dataset.display; });
@@ -86,7 +90,7 @@ return {
   }),
   figures: figures,
 };
-"""
+""".replace("CODE_CLASS", CODE_CLASS)
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,8 @@ SIGNATURES: dict[str, tuple[tuple[str, Any, bool], ...]] = {
 # variant's knobs) and its seed.
 MAP_SIGNATURES = {"map_row": (("run", P, False), ("size", P, False), ("seed", P, False))}
 # ... and ``MAP_LABEL``: the label of its rows that says the mechanism holds (a map's finding and
-# its report's colour read the share of seeds with this label).
+# its report's colour read the share of seeds with this label); optionally ``MAP_PREDICTIONS``:
+# other works' predictions judged on its maps (``studies.predictions.MapPrediction``).
 # Only a study whose OPTIONAL_RUNS name "llc" (a learning-coefficient curve) has these (and
 # ``LLC_ON``: size -> whether the curve runs without being asked for).
 LLC_SIGNATURES = {"llc_on": (("size", P, False), ("also", P, True))}
@@ -201,10 +202,12 @@ def _signatures(module: ModuleType) -> dict[str, tuple[tuple[str, Any, bool], ..
 def surface(module: ModuleType) -> tuple[str, ...]:
     """Every name the protocol asks of ``module``: ``DATA``, the functions of ``SIGNATURES``,
     ``LLC_ON`` with ``LLC_SIGNATURES`` where its ``OPTIONAL_RUNS`` name "llc", and ``MAP_LABEL``
-    with ``MAP_SIGNATURES`` where it has a ``map_row``."""
+    with ``MAP_SIGNATURES`` where it has a ``map_row`` (and ``MAP_PREDICTIONS`` where it has
+    those)."""
     signatures = _signatures(module)
+    maps = ("MAP_LABEL", *(("MAP_PREDICTIONS",) if hasattr(module, "MAP_PREDICTIONS") else ()))
     return (*DATA, *(("LLC_ON",) if "llc_on" in signatures else ()),
-            *(("MAP_LABEL",) if "map_row" in signatures else ()), *signatures)
+            *(maps if "map_row" in signatures else ()), *signatures)
 
 
 def surface_problems(module: ModuleType) -> list[str]:

@@ -7,7 +7,7 @@ its module. Modules: ``design`` (sizes, the post's models and their twins, named
 optional runs), ``measure`` (train/load the models, measure them, the tables), ``claims`` (the
 post's claims), ``seeds`` (the models over seeds: ``measure_seed``, the null world, the
 findings), ``dynamics`` (the probe data, through training), ``causal`` (the post's algorithms as
-activation and path patching).
+activation and path patching), ``predictions`` (other works' predictions judged on its maps).
 """
 
 from ..findings import not_run
@@ -16,6 +16,7 @@ from .claims import CLAIMS, POST, SOURCE, numbers, scorecard
 from .design import (EXPERIMENTS, KNOBS, LLC_ON, OPTIONAL_RUNS, SIZES, eval_sets, experiment,
                      experiments, llc_on, optional_runs, seeds_of, twins, validate, with_knobs)
 from .dynamics import dynamics_metrics, probe_data, through_training
+from .predictions import MAP_PREDICTIONS
 from .measure import (MECHANISM_SETS, POST_SETS, ablation_table, algorithms_text, attention_view,
                       chance_loss, copy_table, describe, eigenvalue_sets, load_models,
                       loss_table, measure_all, mechanism_table, path_table, training_summary)
@@ -35,6 +36,6 @@ __all__ = [
     "causal", "chance_loss", "copy_table", "eigenvalue_sets", "experiment", "findings",
     "load_models", "load_seeds", "loss_table", "measure_all", "measure_seeds", "mechanism_table",
     "not_run", "path_table", "seed_table", "training_summary", "twins",
-    # what a map measures each run with (toymech.maps)
-    "MAP_LABEL", "map_row",
+    # what a map measures each run with (toymech.maps), and other works' predictions judged on it
+    "MAP_LABEL", "map_row", "MAP_PREDICTIONS",
 ]

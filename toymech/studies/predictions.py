@@ -1,0 +1,73 @@
+"""Predictions from other work, judged on a map (``toymech.maps``): a study's ``MAP_PREDICTIONS``.
+
+A prediction is a statement another paper's results lead us to expect of our own map, written as
+a row of ours: what is expected (``statement``), whose work it comes from (``source``, the
+public name), and a ``rule``, a pure function of the map's table that returns a ``Judgement``
+(whether the statement holds on the table, and the counts it used). It is judged on our
+setting, never on the source's: a row says "holds on our map" or "does not hold on our map" (or
+"not judged on this map" where the table lacks the cells the rule compares), never that a
+result was reproduced. A map's page and its block in the results record
+(``toymech results --maps``) show one row per prediction of the mapped study.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pandas as pd
+
+from ..core import check
+
+HOLDS, FAILS, UNJUDGED = "holds on our map", "does not hold on our map", "not judged on this map"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A rule's answer on one table: ``holds`` (None: the table lacks what the rule compares)
+    and ``counts`` (the counts it used, in words)."""
+
+    holds: bool | None
+    counts: str
+
+    @property
+    def verdict(self) -> str:
+        return UNJUDGED if self.holds is None else HOLDS if self.holds else FAILS
+
+
+@dataclass(frozen=True)
+class MapPrediction:
+    """A prediction of another work's, judged on our map: ``name`` (short, unique in a study),
+    ``statement`` (what the map should show, in our terms), ``source`` (the work by its public
+    name), ``rule`` (table -> ``Judgement``)."""
+
+    name: str
+    statement: str
+    source: str
+    rule: Callable[[pd.DataFrame], Judgement]
+
+    def __post_init__(self) -> None:
+        for field in ("name", "statement", "source"):
+            value = getattr(self, field)
+            check(isinstance(value, str) and value.strip() != "", field, value, "a non-empty string")
+        check(callable(self.rule), "rule", self.rule, "a function of a map table returning a Judgement")
+
+    def judge(self, table: pd.DataFrame) -> Judgement:
+        check(isinstance(table, pd.DataFrame), "table", type(table).__name__, "a map table (toymech map)")
+        judged = self.rule(table)
+        check(isinstance(judged, Judgement), "rule result", type(judged).__name__, "a Judgement")
+        return judged
+
+
+def prediction_rows(predictions, table: pd.DataFrame) -> pd.DataFrame:
+    """One row per prediction judged on ``table``: ``prediction`` (its statement), ``source``,
+    ``on our map`` (``Judgement.verdict``) and ``counts``."""
+    rows = []
+    for p in predictions:
+        judged = p.judge(table)
+        rows.append({"prediction": p.statement, "source": p.source, "on our map": judged.verdict,
+                     "counts": judged.counts})
+    return pd.DataFrame(rows, columns=["prediction", "source", "on our map", "counts"])
+
+
+__all__ = ["FAILS", "HOLDS", "UNJUDGED", "Judgement", "MapPrediction", "prediction_rows"]
