@@ -136,7 +136,7 @@ def test_results_record_lists_each_maps_finding_and_cells(tmp_path, capsys):
     assert maps.finding(_table(), "content") in text
     assert "| 4-8 | 0 | 2 of 3 | 0.7 | no |" in text and "| 6 | 0-3 | 0 of 3 | 3.1 | no |" in text
     assert main(["results", "--maps", str(tmp_path / "nothing.csv"), "--into", str(record)]) != 0
-    assert "nothing.csv' is not allowed: a map table" in capsys.readouterr().err
+    assert "is not allowed: a map table" in capsys.readouterr().err  # the path may be shortened
 
 
 def test_study_3s_map_reads_its_accuracy_and_label():
