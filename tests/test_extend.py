@@ -108,3 +108,13 @@ def test_train_missing_chains_a_settings_step_counts_shortest_first(tmp_path):
     fresh = Zoo(tmp_path / "fresh").get_or_train(_exp(60), device="cpu", progress=False,
                                                  log=None)
     assert _same(by_steps[60].model, fresh.model)
+
+
+def test_a_diverging_run_in_process_does_not_stop_the_others(tmp_path):
+    from toymech.sweep import train_missing
+
+    good = _exp(20)
+    bad = _exp(20, lr=100.0)
+    with pytest.raises(RuntimeError, match=r"1 of 2 runs failed; first: .*training diverged"):
+        train_missing(Zoo(tmp_path), [bad, good], workers=1)
+    assert Zoo(tmp_path).has(good) and not Zoo(tmp_path).has(bad)

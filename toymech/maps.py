@@ -150,7 +150,11 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         # process per free core; on a GPU in this process, the runs that share a model shape
         # (seeds, data knobs) as one stacked program where that measures faster
         # (``training.stacking``). The sweep below then reads every run back from the zoo.
-        train_missing(zoo, [t.exp for t in expand_grid(_grid(spec))], device=device, log=log)
+        try:
+            train_missing(zoo, [t.exp for t in expand_grid(_grid(spec))], device=device, log=log)
+        except RuntimeError as exc:  # a run that failed (diverged) is a row of the table: the
+            if log:                  # sweep below records its status, the others are stored
+                log(f"[toymech] {exc}")
     result = run_sweep(_grid(spec), cache_dir=zoo.root, backend=backend, address=address,
                        out=runs_table, device=device, progress=progress, log=log)
     known = set(done["zoo_key"]) if "zoo_key" in done else set()

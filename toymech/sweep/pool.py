@@ -136,11 +136,21 @@ def _in_process(zoo, missing, dev, tag, on_progress, log, callbacks=None) -> Non
             for i, e in enumerate(missing):
                 on_progress(i + 1, len(missing), e)
         return
+    errors: dict[int, str] = {}
     for i, e in enumerate(missing):
-        zoo.get_or_train(e, device=dev, tag=tag, progress=False, log=log,
-                         callbacks=list(make(e)) if make else ())
+        try:
+            zoo.get_or_train(e, device=dev, tag=tag, progress=False, log=log,
+                             callbacks=list(make(e)) if make else ())
+        except (ValueError, RuntimeError, OSError) as exc:  # the others still train
+            errors[i] = one_line(exc)
+            continue
         if on_progress:
-            on_progress(i + 1, len(missing), e)
+            on_progress(i + 1 - len(errors), len(missing), e)
+    if errors:
+        i = min(errors)
+        raise RuntimeError(f"{len(errors)} of {len(missing)} runs failed; first: "
+                           f"{missing[i].name or missing[i].task.name} seed "
+                           f"{missing[i].train.seed}: {errors[i]}")
 
 
 def _in_processes(zoo, missing, workers, tag, on_progress, log, callbacks=None) -> None:
