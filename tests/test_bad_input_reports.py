@@ -192,9 +192,16 @@ def test_two_reports_into_one_out(case, tmp_path):
     assert not [p.name for p in out.iterdir() if p.name.endswith(".lock")], "a lock was left behind"
 
 
+def _terminal_sigint() -> None:
+    """In the child: Ctrl-C as a terminal's foreground command has it. A suite started as a
+    shell's background job (``pytest ... &``) inherits SIGINT ignored, and the report would
+    rightly ignore it too."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run_report(command: list[str], env: dict, **kw) -> subprocess.Popen:
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, **kw)
+                            env=env, preexec_fn=_terminal_sigint, **kw)
 
 
 @pytest.mark.parametrize("case", ["a rerun killed midway (left a half-run notebook under an ok row "
