@@ -213,3 +213,19 @@ def test_a_prediction_needs_its_statement_source_and_rule():
         MapPrediction("x", "a statement", "", KAWATA.rule)
     with pytest.raises(ValueError, match=r"^rule=.* is not allowed"):
         MapPrediction("x", "a statement", "a source", None)
+
+
+def test_a_cell_whose_runs_diverged_says_so_not_only_zero_of_n():
+    from pathlib import Path
+
+    from toymech.plots.maps import cell_text
+    from toymech.report.map_page import cell_frame
+
+    t = maps.read_table(Path(__file__).resolve().parents[1] / "docs" / "maps"
+                        / "s2-design-default-cpu.csv")
+    cells = cell_frame(t, "in-context head; memories W_O², W_K², W_K¹", "icl_acc")
+    bad = cells[(cells["lr"] == "3") & (cells["embeddings"] == "trained")]
+    assert len(bad) == 3 and all(s == "0 of 3 (3 diverged)" for s in bad["seeds"])
+    assert all("3 diverged" in cell_text(r) for _, r in bad.iterrows())
+    ok = cells[(cells["lr"] == "3") & (cells["embeddings"] == "frozen") & (cells["ff"] == "last")]
+    assert ok["seeds"].tolist() == ["3 of 3"] and "diverged" not in cell_text(ok.iloc[0])

@@ -36,6 +36,8 @@ def cell_text(row: Mapping) -> str:
     m = row["median"]
     shown = "–" if m is None or (isinstance(m, float) and math.isnan(m)) else f"{m:.3g}"
     text = f"{shown}<br>{int(row['held'])} of {int(row['runs'])}"
+    if row.get("failed"):  # runs that did not finish (diverged): not a label of theirs
+        text += f"<br>{row['failed']}"
     return text + ("<br>refined" if bool(row.get("refined", False)) else "")
 
 

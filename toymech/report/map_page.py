@@ -110,9 +110,13 @@ def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFr
         values = dict(zip(keys, cell if isinstance(cell, tuple) else (cell,)))
         knobs = {c.removeprefix("knob."): str(values[c]) for c in knob_cols}
         held = int((runs["label"] == label).sum())
+        bad = (runs["status"][runs["status"] != "ok"].value_counts() if "status" in runs
+               else pd.Series(dtype=int))
+        failed = ", ".join(f"{int(n)} {status}" for status, n in bad.items())  # "3 diverged"
         nums = (pd.to_numeric(runs[number], errors="coerce").dropna() if number else pd.Series())
         where = ", ".join(f"{k} {v}" for k, v in knobs.items())
         seeds = "<br>".join(f"seed {int(r['seed'])}: {r['label']}"
+                            + (f" ({r['status']})" if r.get("status", "ok") != "ok" else "")
                             + (f", {number} {_value_text(r[number])}" if number else "")
                             for _, r in runs.iterrows())
         line = open_line(str(values["experiment"]), knobs, str(runs["size"].iloc[0])
@@ -122,7 +126,8 @@ def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFr
         rows.append({**knobs, "experiment": str(values["experiment"]), "runs": len(runs),
                      "held": held, "share": held / len(runs),
                      "median": float(nums.median()) if len(nums) else math.nan,
-                     "seeds": f"{held} of {len(runs)}", "refined": refined,
+                     "seeds": f"{held} of {len(runs)}" + (f" ({failed})" if failed else ""),
+                     "failed": failed, "refined": refined,
                      "hover": f"{values['experiment']}: {where}<br>{seeds}<br>{line}",
                      "open": line})
     return pd.DataFrame(rows)
