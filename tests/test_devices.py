@@ -27,11 +27,13 @@ def test_explicit_threads_win_and_are_checked(monkeypatch):
 def test_automatic_threads_divide_the_free_cores(monkeypatch):
     monkeypatch.delenv("TOYMECH_THREADS", raising=False)
     monkeypatch.setattr(devices, "usable_cores", lambda: 8)
+    monkeypatch.setattr(devices, "_busy_from_stat", lambda: None)  # the load-average path
     monkeypatch.setattr(devices.os, "getloadavg", lambda: (3.0, 0.0, 0.0))
     assert devices.free_cores() == 5
     assert devices.choose_threads() == 5
     assert devices.choose_threads(jobs=2) == 2
     assert devices.choose_threads(jobs=9) == 1  # never zero
+    monkeypatch.setattr(devices, "_busy_from_stat", lambda: None)  # the load-average path
     monkeypatch.setattr(devices.os, "getloadavg", lambda: (20.0, 0.0, 0.0))
     assert devices.choose_threads() == 1  # a machine busier than its cores: one thread
 
@@ -60,6 +62,7 @@ def test_other_toymech_processes_count_as_busy_and_an_automatic_choice_gives_way
     tmp_path = tmp_path / "claims"
     monkeypatch.delenv("TOYMECH_THREADS", raising=False)
     monkeypatch.setattr(devices, "usable_cores", lambda: 2)
+    monkeypatch.setattr(devices, "_busy_from_stat", lambda: None)  # the load-average path
     monkeypatch.setattr(devices.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     before = torch.get_num_threads()
     try:
@@ -91,6 +94,7 @@ def test_an_automatic_choice_takes_the_cores_its_siblings_left_and_gives_them_ba
     monkeypatch.setattr(devices, "_CHOSEN", {})
     monkeypatch.setattr(devices, "usable_cores", lambda: 2)
     load = [2.9]  # three notebooks were running on two cores
+    monkeypatch.setattr(devices, "_busy_from_stat", lambda: None)  # the load-average path
     monkeypatch.setattr(devices.os, "getloadavg", lambda: (load[0], 0.0, 0.0))
     monkeypatch.setenv("TOYMECH_THREADS", "1")
     monkeypatch.setenv("TOYMECH_THREADS_AUTO", "1")
@@ -162,3 +166,47 @@ def test_thread_counts_from_the_environment_are_ascii(monkeypatch):
         monkeypatch.setenv("TOYMECH_THREADS", raw)
         with pytest.raises(ValueError, match="TOYMECH_THREADS="):
             devices.choose_threads()
+
+
+def test_busy_elsewhere_leaves_out_this_process_own_work(monkeypatch):
+    """The kernel's counters less this process's CPU time: a process that was busy itself (its
+    imports, a preflight) still sees both cores free, and a foreign job is seen at once (the
+    1-minute load average counts the first and misses the second)."""
+    clock, cpu, stat = [0.0], [0.0], [(0.0, 0.0, 2)]
+    monkeypatch.setattr(devices, "_STAT", {})
+    monkeypatch.setattr(devices, "_read_stat", lambda path="/proc/stat": stat[0])
+    monkeypatch.setattr(devices.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(devices.time, "process_time", lambda: cpu[0])
+    monkeypatch.setattr(devices, "usable_cores", lambda: 2)
+    monkeypatch.setattr(devices, "claimed_by_others", lambda: 0)
+
+    def sleep(s):  # during the first window this process keeps one core busy, nothing else
+        clock[0] += s
+        cpu[0] += s
+        stat[0] = (stat[0][0] + 200 * s, stat[0][1] + 100 * s, 2)
+
+    monkeypatch.setattr(devices.time, "sleep", sleep)
+    busy, how = devices.busy_elsewhere()
+    assert busy == pytest.approx(0.0) and "busy elsewhere" in how
+    clock[0] += 2.0  # then a foreign job takes both cores while this process idles
+    stat[0] = (stat[0][0] + 400, stat[0][1], 2)
+    assert devices.busy_elsewhere()[0] == pytest.approx(2.0)
+    clock[0] += 1.0  # one core each: this process's and the foreign job's
+    cpu[0] += 1.0
+    stat[0] = (stat[0][0] + 200, stat[0][1], 2)
+    assert devices.busy_elsewhere()[0] == pytest.approx(1.0)
+    monkeypatch.setattr(devices, "_read_stat", lambda path="/proc/stat": None)
+    monkeypatch.setattr(devices.os, "getloadavg", lambda: (1.5, 0.0, 0.0))
+    assert devices.busy_elsewhere(own_threads=1) == (0.5, "1-minute load 1.5")
+    monkeypatch.setattr(devices, "busy_elsewhere", lambda own_threads=0.0: (1.6, ""))
+    assert devices.free_cores() == 1  # never below one
+
+
+def test_the_kernel_counters_parse(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 5 50 800 45 0 0 0 0 0\ncpu0 50 2 25 400 20 0 0 0 0 0\n"
+                    "cpu1 50 3 25 400 25 0 0 0 0 0\nintr 1\n")
+    assert devices._read_stat(str(stat)) == (1000.0, 845.0, 2)
+    stat.write_text("garbage\n")
+    assert devices._read_stat(str(stat)) is None
+    assert devices._read_stat(str(tmp_path / "absent")) is None

@@ -9,6 +9,7 @@ import os
 import re
 import socket
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -97,12 +98,13 @@ def make_generator(seed: int, device: torch.device) -> torch.Generator:
 # --- CPU threads ---------------------------------------------------------------------------
 # Tiny models on a shared CPU run fastest on one thread per process: two torch threads per
 # process beside another busy process were measured 5-7x slower than one. So the default is the
-# cores that are actually free (affinity minus the 1-minute load), divided among the processes
+# cores that are actually free (affinity minus the cores other work keeps busy now:
+# ``busy_elsewhere``), divided among the processes
 # the job starts, never more than that. Other toymech processes of this user count as busy
 # from the moment they choose (each leaves a claim file holding its thread count), which the
-# lagging load average cannot see; an automatic choice follows the free cores at the loop's
+# CPU counters may not yet see; an automatic choice follows the free cores at the loop's
 # evaluation steps (``rebalance``): lowered when another toymech process started meanwhile,
-# raised when the others have finished and the load average shows the cores idle.
+# raised when the others have finished and the cores are idle.
 _CHOSEN: dict[str, object] = {}
 
 
@@ -142,7 +144,7 @@ def _claim(n: int) -> None:
             atexit.register(lambda: path.unlink(missing_ok=True))
             _CHOSEN["atexit"] = True
     except OSError:
-        pass  # a read-only temp dir: the load average alone decides
+        pass  # a read-only temp dir: the measured load alone decides
 
 
 def usable_cores() -> int:
@@ -153,16 +155,78 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def free_cores() -> int:
-    """Usable cores minus the ones other work keeps busy: the 1-minute load average, or the
-    threads other toymech processes claimed if that is more (they may have just started), at
-    least 1."""
-    cores = usable_cores()
+def _read_stat(path: str = "/proc/stat") -> tuple[float, float, int] | None:
+    """(all jiffies, idle jiffies, CPUs) from the kernel's first ``cpu`` line, or None where
+    there is no such file (macOS, Windows) or it reads oddly."""
     try:
-        busy = os.getloadavg()[0]
+        with open(path) as f:
+            lines = f.read().splitlines()
+        head = lines[0].split()
+        cpus = sum(1 for line in lines if re.match(r"cpu[0-9]+ ", line))
+        values = [float(x) for x in head[1:]]
+        if head[0] != "cpu" or len(values) < 4 or cpus < 1:
+            return None
+        idle = values[3] + (values[4] if len(values) > 4 else 0.0)  # idle + iowait
+        return sum(values[:8]), idle, cpus
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# the previous (wall time, jiffies, idle jiffies, this process's CPU seconds) sample
+_STAT: dict[str, tuple[float, float, float, float]] = {}
+
+
+def _busy_from_stat(window: float = 0.2) -> float | None:
+    """Cores busy with other processes' work, from the kernel's CPU counters: the busy share
+    since this process's previous sample (when it is 0.2-30 s old; else over ``window``
+    seconds from now), less this process's own CPU time over the same interval. Unlike the
+    1-minute load average, it neither counts this process's own start-up (imports, preflight)
+    nor a job that ended a minute ago. None where the counters cannot be read."""
+    def sample():
+        got = _read_stat()
+        return None if got is None else (time.monotonic(), got[0], got[1], time.process_time(),
+                                         got[2])
+
+    now = sample()
+    if now is None:
+        return None
+    before = _STAT.get("last")
+    if before is None or not 0.2 <= now[0] - before[0] <= 30.0:
+        before = now
+        time.sleep(window)
+        now = sample()
+        if now is None:
+            return None
+    _STAT["last"] = now[:4]
+    jiffies = now[1] - before[1]
+    wall = now[0] - before[0]
+    if jiffies <= 0 or wall <= 0:
+        return None
+    busy = (jiffies - (now[2] - before[2])) / jiffies * now[4]
+    own = (now[3] - before[3]) / wall
+    return max(0.0, busy - own)
+
+
+def busy_elsewhere(own_threads: float = 0.0) -> tuple[float, str]:
+    """Cores other work keeps busy now, and how that was measured (for the log): the kernel's
+    CPU counters less this process's own use where the platform has them
+    (``_busy_from_stat``), else the 1-minute load average less ``own_threads``."""
+    busy = _busy_from_stat()
+    if busy is not None:
+        return busy, f"{busy:.1f} cores busy elsewhere"
+    try:
+        load = os.getloadavg()[0]
     except (AttributeError, OSError):
-        busy = 0.0
-    busy = max(busy, claimed_by_others())
+        return 0.0, "no load measure on this platform"
+    return max(0.0, load - own_threads), f"1-minute load {load:.1f}"
+
+
+def free_cores() -> int:
+    """Usable cores minus the ones other work keeps busy (``busy_elsewhere``), or the threads
+    other toymech processes claimed if that is more (they may have just started), at least
+    1."""
+    cores = usable_cores()
+    busy = max(busy_elsewhere()[0], claimed_by_others())
     return max(1, min(cores, int(cores - busy + 0.5)))
 
 
@@ -215,9 +279,9 @@ def rebalance(log=print) -> int:
     steps); explicit choices are kept. Returns the threads in use.
 
     Lowered when other toymech processes now claim the cores it took; with no other toymech
-    process left, set to the cores the 1-minute load leaves beside this process's own threads:
-    raised when the notebooks it shared the machine with have finished (once the load average
-    has seen them go), lowered again when another job starts."""
+    process left, set to the cores other work leaves (``busy_elsewhere``): raised when the
+    notebooks it shared the machine with have finished, lowered again when another job
+    starts."""
     jobs = _CHOSEN.get("auto_jobs")
     current = torch.get_num_threads()
     if not jobs:
@@ -227,13 +291,10 @@ def rebalance(log=print) -> int:
         n = min(current, max(1, (usable_cores() - others) // int(jobs)))
         why = f"other toymech processes now claim {others} of {usable_cores()} cores"
     else:
-        try:
-            load = os.getloadavg()[0]
-        except (AttributeError, OSError):
-            return current
+        busy, how = busy_elsewhere(own_threads=current)
         cores = usable_cores()
-        n = max(1, min(cores, int(cores - max(0.0, load - current) + 0.5)))
-        why = f"no other toymech process; 1-minute load {load:.1f} on {cores} cores"
+        n = max(1, min(cores, int(cores - busy + 0.5)))
+        why = f"no other toymech process; {how} on {cores} cores"
     if n != current:
         torch.set_num_threads(n)
         _CHOSEN["threads"] = n
