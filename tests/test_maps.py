@@ -49,9 +49,13 @@ def test_smoke_map_killed_and_resumed(tmp_path):
     before = _stored(zoo)
     assert 1 <= len(before) < 8
     reports = tmp_path / "reports"
-    done = subprocess.run([*command, "--report", str(reports)], capture_output=True, text=True,
+    resumed = [c for c in command if c != "--no-progress"]  # with its live line, in a log
+    done = subprocess.run([*resumed, "--report", str(reports)], capture_output=True, text=True,
                           env=env)
     assert done.returncode == 0, done.stderr[-2000:]
+    assert f"map smoke-map: 8 runs in 4 cells, {len(before)} in the zoo" in done.stderr
+    assert "map smoke-map: 8 of 8 runs trained, 4 of 4 cells" in done.stderr
+    assert "measured 8 rows" in done.stderr
     # the map's page, listed in the reports folder's index, opens with the map's finding
     page = (reports / "map-smoke-map.html").read_text()
     assert done.stdout.strip().split(" (")[0].split(";")[0] in page

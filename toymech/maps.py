@@ -27,6 +27,7 @@ label, the median of each number. The figure is drawn from the table, never the 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -35,6 +36,7 @@ import pandas as pd
 
 from .core import check, check_int, check_seed, check_size, source_commit
 from .grid import expand_grid, run_sweep
+from .maps_live import MapProgress
 from .sweep import train_missing
 from .studies import knobs as study_knobs, protocol
 from .training.specfiles import read_mapping
@@ -121,8 +123,14 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     folder = Path(out) if out is not None else zoo.root / "maps"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec['name']}.csv"
-    how = dict(zoo=zoo, backend=backend, address=address, device=device, progress=progress,
-               log=log)
+    with contextlib.ExitStack() as stack:
+        live = stack.enter_context(MapProgress(spec["name"])) if progress else None
+        return _run_map(spec, study, zoo, folder, path, refine, live, log,
+                        dict(zoo=zoo, backend=backend, address=address, device=device, log=log))
+
+
+def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataFrame:
+    how["live"] = live
     table = _read(path)
     rows = _measured(spec, study, folder / f"{spec['name']}.runs.csv", table, False, **how)
     table = pd.concat([table, pd.DataFrame(rows)], ignore_index=True) if rows else table
@@ -141,8 +149,8 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
 
 
 def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame, refined: bool,
-              *, zoo: Zoo, backend: str, address: str | None, device: str, progress: bool,
-              log) -> list[dict[str, Any]]:
+              *, zoo: Zoo, backend: str, address: str | None, device: str,
+              live: MapProgress | None, log) -> list[dict[str, Any]]:
     """The rows of ``spec``'s runs that ``done`` lacks: trained where the zoo lacks them (the
     sweep machinery), each measured by the study's ``map_row``."""
     if backend != "ray" and address is None:
@@ -150,17 +158,27 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         # process per free core; on a GPU in this process, the runs that share a model shape
         # (seeds, data knobs) as one stacked program where that measures faster
         # (``training.stacking``). The sweep below then reads every run back from the zoo.
+        trials = expand_grid(_grid(spec))
+        if live is not None:
+            live.plan([(zoo.path(t.exp), _cell_key(t), t.exp) for t in trials],
+                      {zoo.path(t.exp) for t in trials if zoo.has(t.exp)})
+        on_progress = (lambda done, total, e: live.trained(zoo.path(e))) if live else None
         try:
-            train_missing(zoo, [t.exp for t in expand_grid(_grid(spec))], device=device, log=log)
+            train_missing(zoo, [t.exp for t in trials], device=device, log=log,
+                          on_progress=on_progress)
         except RuntimeError as exc:  # a run that failed (diverged) is a row of the table: the
             if log:                  # sweep below records its status, the others are stored
                 log(f"[toymech] {exc}")
     result = run_sweep(_grid(spec), cache_dir=zoo.root, backend=backend, address=address,
-                       out=runs_table, device=device, progress=progress, log=log)
+                       out=runs_table, device=device,
+                       progress=live is not None and (backend == "ray" or address is not None),
+                       log=log)
     known = set(done["zoo_key"]) if "zoo_key" in done else set()
     commit = source_commit()
     rows = []
     for i, trial in enumerate(result.trials):
+        if live is not None:
+            live.measured(i, len(result.trials))
         key = trial.exp.key(trial.tag)
         if key in known:
             continue
@@ -178,6 +196,12 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
             row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), size, trial.seed)})
         rows.append(row)
     return rows
+
+
+def _cell_key(trial) -> tuple:
+    """A trial's cell: its experiment and knob values (not its seed)."""
+    return (trial.experiment, *sorted((k, str(v)) for k, v in trial.overrides.items()
+                                      if k.startswith("knob.")))
 
 
 def _cells_of(table: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
