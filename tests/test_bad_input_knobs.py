@@ -81,6 +81,11 @@ CASES = {
                                             ["width=12", "above the table's small width 16"]),
     "rt: width not a multiple of the heads": (["train", "rt-parentheses-random", "--set",
                                                "width=66"], ["width=66", "a multiple of n_heads=4"]),
+    "rt: recipe width not a multiple of the heads": (
+        ["train", "rt-parentheses-random", "--set", "recipe_width=18"],
+        ["recipe_width=18", "a multiple of n_heads=4"]),
+    "rt: recipe width too wide": (["train", "rt-parentheses-random", "--set", "recipe_width=8192"],
+                                  ["recipe_width='8192'", "0..4096"]),
     "rt: the normal arm as what the random one trains": (
         ["train", "rt-parentheses-random", "--set", "trains=normal"],
         ["trains='normal'", "one of random, E_token+U, E_token+E_pos, U"]),

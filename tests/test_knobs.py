@@ -73,7 +73,17 @@ def test_each_knob_changes_what_it_says(name, knob):
     assert isinstance(v, Variant) and knob.name in v.knobs, (knob.name, other)
     assert pickle.loads(pickle.dumps(v)).knobs == v.knobs
     keys = {e.key() for e in st.experiments("paper", [0])}
-    assert {e.key() for e in st.experiments(v, [0])} != keys or _changes_only_others(st, knob)
+    assert {e.key() for e in st.experiments(v, [0])} != keys or _changes_only_others(st, knob) \
+        or _changes_named_runs(name, v)
+
+
+def _changes_named_runs(name, v):
+    """The knob changes one of the study's named experiments (``toymech train NAME``; study
+    3's ``recipe_width``: the recipe runs), though none of the notebook's runs at ``paper``."""
+    from toymech.experiments import registry
+
+    named = [x for x in registry().values() if x.study == name]
+    return any(x.make("paper", 0).key() != x.make(v, 0).key() for x in named)
 
 
 def _changes_only_others(st, knob):
@@ -89,6 +99,8 @@ def _another_value(knob, low=False):
     if knob.kind == "float":
         return lo if low else min(hi, knob.source * 2)
     src = knob.source if isinstance(knob.source, int) else knob.source[0]
+    if src == 0:  # 0 means "off" (study 3's recipe_width: each recipe's own): the far end
+        return lo if low else hi
     up = src * 2 if lo <= src * 2 <= hi and src > 0 else src + 1  # doubling keeps divisibility
     return max(lo, src - 1) if low or up > hi else up
 

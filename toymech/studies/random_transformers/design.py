@@ -287,6 +287,8 @@ def experiment(task_name: str, width: int, mode: str = "random", size: str = "de
 #   trains  what the random arm trains, in every run of it (the table, the sweep, the short
 #           budget, the side studies: the runs named ``*-random-s*``); its rows still read
 #           "random". The normal arm and the ablation rows keep theirs.
+#   recipe_width  the width of the named recipe runs (``rt-<task>-<mode>``), the width ladder's
+#           axis as a knob: a map over it trains (or finds in the zoo) the ladder's rungs.
 # The task sizes change that task's runs; depth, steps and learning rate every transformer run.
 RANDOM_ARM = ("*-w*-random-s*",)
 TRAINS = tuple(m for m in FREEZE_MODES if m != "normal")  # the normal arm trains everything
@@ -295,6 +297,11 @@ KNOBS = knobs.table(
     Knob("width", "int", (8, 4096), 1024, "the accuracy table's large width, a multiple of 4 "
          "above its small width (d_head = width / 4; the ablations run at it); the small width, "
          "the width sweep, the side studies and the named recipes keep theirs",
+         ("model.d_model",), overrides=lambda v, e: {}),
+    Knob("recipe_width", "int", (0, 4096), 0, "the width of the named recipe runs "
+         "(rt-<task>-<mode>: toymech train, maps), a multiple of 4: the calibrated recipe at "
+         "another width, as the width ladder's rungs (toymech ladder) train it, so a map over it "
+         "reuses the ladder's runs; 0: each recipe's own width. The table runs keep theirs",
          ("model.d_model",), overrides=lambda v, e: {}),
     Knob("trains", "choice", TRAINS, "random", "what the random transformer trains: E_token, "
          "E_pos and U (the paper's), or one of its ablations (E_token+U, E_token+E_pos, U); "
@@ -317,8 +324,13 @@ KNOBS = knobs.table(
 
 
 def _table_runs(size: str) -> list[Experiment]:
-    return [experiment(t, w, m, size) for t in ALGORITHMIC for w in plan(size).widths
-            for m in ("random", "normal")]
+    """The runs a knob is judged by (``with_knobs``): the table's, and the named recipe runs
+    (``recipe_width`` changes only those)."""
+    from .recipes import calibrated  # recipes builds on this module
+
+    return [*(experiment(t, w, m, size) for t in ALGORITHMIC for w in plan(size).widths
+              for m in ("random", "normal")),
+            *(calibrated(t, m, size) for t in ALGORITHMIC for m in ("random", "normal"))]
 
 
 with_knobs = knobs.with_knobs_for(KNOBS, "random_transformers", "the paper", _table_runs)

@@ -23,7 +23,8 @@ import pandas as pd
 
 from ...core import check, check_size
 from ...training import Experiment, Named
-from .design import ALGORITHMIC, experiment, plan
+from ..knobs import variant_values
+from .design import ALGORITHMIC, KNOBS, N_HEADS, experiment, plan
 
 # The metric that says a task is solved: the whole answer on held-out examples (all digits of
 # a decimal sum; the paper's single query of the needle).
@@ -112,6 +113,10 @@ def calibrated(task_name: str, mode: str = "random", size: str = "default", seed
     ``mode``."""
     size = check_size(size)
     run_mode = freeze_mode or mode
+    if width is None and (w := variant_values(KNOBS, size).get("recipe_width")):
+        check(w % N_HEADS == 0, "recipe_width", w,
+              f"0 (each recipe's own width) or a multiple of n_heads={N_HEADS} in 4..4096")
+        width = w  # the recipe_width knob: the ladder's rung at that width
     if size != "default":
         return experiment(task_name, width or plan(size).widths[-1], run_mode, size, seed,
                           **train_overrides)
