@@ -64,3 +64,27 @@ def test_a_terminal_line_shows_the_run_in_progress_and_its_step(monkeypatch, tmp
 
 def test_durations_read_as_words():
     assert [duration(s) for s in (0.4, 42, 185, 3725)] == ["0 s", "42 s", "3 min 5 s", "1 h 02 min"]
+
+
+def test_a_run_a_stop_rule_ended_early_counts_for_the_steps_it_ran(monkeypatch):
+    monkeypatch.delenv(live_status.ENV, raising=False)
+    now = [0.0]
+    with MapProgress("m", stream=io.StringIO(), live=False, clock=lambda: now[0]) as progress:
+        progress.plan(_runs(), have=set())
+        now[0] = 10.0
+        progress.trained("r0", fraction=0.1)  # a tenth of a run in 10 s: 3 runs left, 300 s
+        assert progress.left_s([]) == 300.0
+
+
+def test_the_share_a_stored_run_ran_is_read_from_its_record(tmp_path):
+    import json
+
+    from toymech import maps
+    from toymech.zoo import Zoo
+
+    zoo, exp = Zoo(tmp_path), get("induction-2l", "smoke")
+    assert maps._ran(zoo, exp) == 1.0  # no record: its whole budget
+    zoo.path(exp).mkdir(parents=True)
+    (zoo.path(exp) / "config.json").write_text(json.dumps(
+        {"history": [{"step": exp.train.steps // 4}]}))
+    assert maps._ran(zoo, exp) == (exp.train.steps // 4) / exp.train.steps

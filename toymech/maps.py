@@ -28,6 +28,7 @@ label, the median of each number. The figure is drawn from the table, never the 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -162,7 +163,8 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         if live is not None:
             live.plan([(zoo.path(t.exp), _cell_key(t), t.exp) for t in trials],
                       {zoo.path(t.exp) for t in trials if zoo.has(t.exp)})
-        on_progress = (lambda done, total, e: live.trained(zoo.path(e))) if live else None
+        on_progress = (lambda done, total, e: live.trained(zoo.path(e), _ran(zoo, e))) \
+            if live else None
         try:
             train_missing(zoo, [t.exp for t in trials], device=device, log=log,
                           on_progress=on_progress)
@@ -196,6 +198,16 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
             row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), size, trial.seed)})
         rows.append(row)
     return rows
+
+
+def _ran(zoo: Zoo, exp) -> float:
+    """The share of its step budget a stored run trained (a stop rule may end it early; 1.0
+    where its record does not say)."""
+    try:
+        meta = json.loads((zoo.path(exp) / "config.json").read_text(encoding="utf-8"))
+        return float(meta["history"][-1]["step"]) / max(1, int(exp.train.steps))
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return 1.0
 
 
 def _cell_key(trial) -> tuple:

@@ -9,8 +9,10 @@ measuring starts and at the end, so a log stays short.
 
 The estimate is the time the runs still to train will take at the pace of those trained so far
 in this call, in units of ``sweep.run_cost`` (steps x batch x positions x layers x width), the
-steps the running ones have done counting for their share: runs that differ in size weigh what
-they cost, and several workers in parallel show in the pace.
+steps the running ones have done counting for their share and a run a stop rule ended early
+counting for the steps it ran: runs that differ in size weigh what they cost, and several
+workers in parallel show in the pace. Runs still to train count at their whole budget, so with
+stop rules the estimate errs long.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class MapProgress:
         self.cell_of: dict[Hashable, Hashable] = {}
         self.done: set[Hashable] = set()         # trained (before or during this call)
         self.trained_now: set[Hashable] = set()  # trained during this call
+        self.ran: dict[Hashable, float] = {}     # the share of its budget each of those ran
         self.start: float | None = None
         self.measure: tuple[int, int] | None = None
         self._width = 0
@@ -106,12 +109,15 @@ class MapProgress:
                            f" cells, {len(self.done)} in the zoo, {todo} to train")
 
     # --- events ---------------------------------------------------------------------------
-    def trained(self, run: Hashable) -> None:
+    def trained(self, run: Hashable, fraction: float = 1.0) -> None:
+        """``run`` finished after ``fraction`` of its step budget (a stop rule can end it
+        early: its share of the pace is what it ran)."""
         with self._lock:
             if run not in self.cost or run in self.done:
                 return
             self.done.add(run)
             self.trained_now.add(run)
+            self.ran[run] = min(1.0, max(0.0, float(fraction)))
             if not self.live:
                 self._emit(self.line())
 
@@ -139,7 +145,7 @@ class MapProgress:
         mean_todo = sum(self.cost[r] for r in todo) / len(todo)
         partial = sum(min(1.0, int(s.get("step", 0)) / max(1, int(s.get("steps", 1))))
                       for s in running) * mean_todo
-        done_cost = sum(self.cost[r] for r in self.trained_now) + partial
+        done_cost = sum(self.cost[r] * self.ran.get(r, 1.0) for r in self.trained_now) + partial
         elapsed = self.clock() - self.start
         if done_cost <= 0 or elapsed <= 0:
             return None
