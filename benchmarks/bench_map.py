@@ -68,33 +68,39 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=None, help="the one process's threads "
-                    "(default: --workers)")
+    ap.add_argument("--threads", default=None, help="the one process's threads, or several "
+                    "comma-separated baselines measured in the same run, e.g. 1,2 (default: "
+                    "--workers)")
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
     exps = the_map(args.models.split(","), args.size, args.seeds, args.steps)
-    threads = args.threads or args.workers
+    threads = [int(t) for t in (args.threads or str(args.workers)).split(",")]
     steps = sum(e.train.steps for e in exps)
-    ref, seq, pool = [], [], []
+    ref, pool = [], []
+    seq: dict[int, list[float]] = {t: [] for t in threads}
     for i in range(args.repeats):
         ref.append(reference_step_seconds())
-        seq.append(one_process(exps, threads))
+        for t in threads:
+            seq[t].append(one_process(exps, t))
         pool.append(per_core(exps, args.workers))
         ref.append(reference_step_seconds())
-        print(f"repeat {i + 1}: one process {seq[-1]:.1f} s, train_missing {pool[-1]:.1f} s, "
-              f"ratio {seq[-1] / pool[-1]:.2f}; reference {1 / ref[-2]:.1f} / {1 / ref[-1]:.1f} "
-              "steps/s", flush=True)
-    r, s, p = 1.0 / _median(ref), _median(seq), _median(pool)
+        print(f"repeat {i + 1}: " + ", ".join(f"one process on {t} thread(s) {seq[t][-1]:.1f} s"
+                                              for t in threads)
+              + f", train_missing {pool[-1]:.1f} s; reference {1 / ref[-2]:.1f} / "
+              f"{1 / ref[-1]:.1f} steps/s", flush=True)
+    r, p = 1.0 / _median(ref), _median(pool)
     print(f"map: {len(exps)} runs ({args.models} x {args.seeds} seeds, {args.size}, "
           f"{args.steps} steps each, {steps} steps in all); reference {r:.1f} steps/s "
           f"(runs: {', '.join(f'{1 / x:.1f}' for x in ref)})")
-    for label, xs in ((f"one process, {threads} thread(s)", seq),
-                      (f"train_missing, {args.workers} processes x 1 thread", pool)):
+    rows = [(f"one process, {t} thread(s)", seq[t]) for t in threads]
+    for label, xs in rows + [(f"train_missing, {args.workers} processes x 1 thread", pool)]:
         m = _median(xs)
         print(f"  {label:40s} {m:7.1f} s = {m * r:8.0f} reference steps  "
               f"(runs: {', '.join(f'{x:.1f}' for x in xs)})")
-    print(f"ratio (throughput) train_missing / one process = {s / p:.2f} "
-          f"(per repeat: {', '.join(f'{a / b:.2f}' for a, b in zip(seq, pool))})")
+    for t in threads:
+        print(f"ratio (throughput) train_missing / one process on {t} thread(s) = "
+              f"{_median(seq[t]) / p:.2f} (per repeat: "
+              f"{', '.join(f'{a / b:.2f}' for a, b in zip(seq[t], pool))})")
 
 
 if __name__ == "__main__":

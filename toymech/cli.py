@@ -320,7 +320,9 @@ def _add_map(sub) -> None:
                    "(default DIR: reports, where toymech report writes)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--cache", help=CACHE_HELP)
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no live line (runs and cells done, the run in progress and its step, "
+                   "an estimate left)")
     p.set_defaults(func=cli_zoo.cmd_map)
 
 
