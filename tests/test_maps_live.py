@@ -88,3 +88,16 @@ def test_the_share_a_stored_run_ran_is_read_from_its_record(tmp_path):
     (zoo.path(exp) / "config.json").write_text(json.dumps(
         {"history": [{"step": exp.train.steps // 4}]}))
     assert maps._ran(zoo, exp) == (exp.train.steps // 4) / exp.train.steps
+
+
+def test_runs_that_failed_are_said_and_not_left_to_do(monkeypatch):
+    monkeypatch.delenv(live_status.ENV, raising=False)
+    out = io.StringIO()
+    with MapProgress("m", stream=out, live=False, clock=lambda: 5.0) as progress:
+        progress.plan(_runs(), have=set())
+        progress.trained("r0")
+        progress.trained("r1")
+        progress.failed({"r2", "r3", "r0"})  # r0 was stored: not a failure
+        line = progress.line()
+        assert line.startswith("map m: 2 of 4 runs trained (2 failed), 1 of 2 cells")
+        assert "left" not in line and progress.left_s([]) == 0.0

@@ -171,6 +171,8 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         except RuntimeError as exc:  # a run that failed (diverged) is a row of the table: the
             if log:                  # sweep below records its status, the others are stored
                 log(f"[toymech] {exc}")
+        if live is not None:
+            live.failed({zoo.path(t.exp) for t in trials if not zoo.has(t.exp)})
     result = run_sweep(_grid(spec), cache_dir=zoo.root, backend=backend, address=address,
                        out=runs_table, device=device,
                        progress=live is not None and (backend == "ray" or address is not None),

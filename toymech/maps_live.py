@@ -62,6 +62,7 @@ class MapProgress:
         self.done: set[Hashable] = set()         # trained (before or during this call)
         self.trained_now: set[Hashable] = set()  # trained during this call
         self.ran: dict[Hashable, float] = {}     # the share of its budget each of those ran
+        self.failures: set[Hashable] = set()     # not stored when training ended
         self.start: float | None = None
         self.measure: tuple[int, int] | None = None
         self._width = 0
@@ -121,6 +122,12 @@ class MapProgress:
             if not self.live:
                 self._emit(self.line())
 
+    def failed(self, runs: set[Hashable]) -> None:
+        """Training is over and ``runs`` were not stored (diverged or failed): said in the
+        line, and no longer counted as work left."""
+        with self._lock:
+            self.failures = set(runs) & (set(self.cost) - self.done)
+
     def measured(self, done: int, total: int) -> None:
         with self._lock:
             first = self.measure is None
@@ -139,7 +146,7 @@ class MapProgress:
         """Seconds left to train, at this call's pace (None before any progress)."""
         if self.start is None:
             return None
-        todo = [r for r in self.cost if r not in self.done]
+        todo = [r for r in self.cost if r not in self.done and r not in self.failures]
         if not todo:
             return 0.0
         mean_todo = sum(self.cost[r] for r in todo) / len(todo)
@@ -154,7 +161,8 @@ class MapProgress:
 
     def line(self, final: bool = False) -> str:
         cells, n_cells = self.cells_done()
-        head = (f"map {self.name}: {len(self.done)} of {len(self.cost)} runs trained, "
+        failed = f" ({len(self.failures)} failed)" if self.failures else ""
+        head = (f"map {self.name}: {len(self.done)} of {len(self.cost)} runs trained{failed}, "
                 f"{cells} of {n_cells} cells")
         if self.start is not None:
             head += f", {duration(self.clock() - self.start)} elapsed"
@@ -170,7 +178,7 @@ class MapProgress:
         what = live_status.describe({"runs": running})
         if what:
             parts.append(what)
-        if len(self.done) < len(self.cost):
+        if len(self.done) + len(self.failures) < len(self.cost):
             left = self.left_s(running)
             parts.append(f"about {duration(left)} left" if left is not None else
                          "estimate after the first steps")
