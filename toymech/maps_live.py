@@ -103,11 +103,13 @@ class MapProgress:
                 self.cost[run] = run_cost(exp)
                 self.cell_of[run] = cell
             self.done |= set(have) & set(self.cost)
-            self.start = self.clock()
+            if self.start is None:  # a refining part adds runs to the same clock
+                self.start = self.clock()
             if not self.live:
                 todo = len(self.cost) - len(self.done)
-                self._emit(f"map {self.name}: {len(self.cost)} runs in {len(set(self.cell_of.values()))}"
-                           f" cells, {len(self.done)} in the zoo, {todo} to train")
+                cells = len(set(self.cell_of.values()))
+                self._emit(f"map {self.name}: {len(self.cost)} runs in {cells} cells, "
+                           f"{len(self.done)} in the zoo, {todo} to train")
 
     # --- events ---------------------------------------------------------------------------
     def trained(self, run: Hashable, fraction: float = 1.0) -> None:
