@@ -72,3 +72,21 @@ def test_bad_experiments_are_refused(tmp_path):
     with pytest.raises(ValueError, match=r"experiments='generator' is not allowed"):
         train_missing(Zoo(tmp_path / "z"), (e for e in _exps()))
     assert not (tmp_path / "z").exists()
+
+
+def test_runs_trained_by_the_workers_count_as_trained_not_as_read_from_the_zoo(tmp_path):
+    """A report's facts line ("N models trained, M read from the zoo") counts what the worker
+    processes trained as trained, and reading those entries back (here, or by the study after)
+    as nothing more; an entry this process did not train counts as read from the zoo."""
+    from toymech.zoo import reset_zoo_stats, zoo_stats
+
+    reset_zoo_stats()
+    zoo = Zoo(tmp_path)
+    exps = _exps()
+    train_missing(zoo, exps, workers=2, start_steps=0)
+    zoo.load(exps[0], "cpu", log=None)
+    stats = zoo_stats()
+    assert (stats["trained"], stats["loaded"]) == (2, 0) and stats["train_seconds"] > 0
+    reset_zoo_stats()  # as a later process would see the same zoo
+    train_missing(zoo, exps, workers=2, start_steps=0)
+    assert (zoo_stats()["trained"], zoo_stats()["loaded"]) == (0, 2)

@@ -24,7 +24,7 @@ from ..core import check, check_float, check_int, jsonable
 from ..devices import choose_threads, resolve_device
 from ..training import Experiment, preflight, seedless_key
 from ..training.resume import EXTENDABLE
-from ..zoo import Zoo, ZooEntry
+from ..zoo import Zoo, ZooEntry, add_zoo_stats, mark_trained
 from .backends import one_line, resolve_callbacks, run_job
 
 Progress = Callable[[int, int, Experiment], None]
@@ -183,6 +183,9 @@ def _in_processes(zoo, missing, workers, tag, on_progress, log, callbacks=None) 
                         errors.pop(i, None)
                         if i not in counted:  # a retried chain loads what it stored before
                             counted.add(i)
+                            if not outcome.get("loaded"):  # trained for this process
+                                add_zoo_stats(trained=1, train_seconds=outcome.get("seconds", 0.0))
+                                mark_trained(zoo.path(missing[i], tag))
                             if on_progress:
                                 on_progress(len(counted), len(missing), missing[i])
                         continue

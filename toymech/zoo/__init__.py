@@ -9,8 +9,8 @@ loaded). The folder format itself (``toymech.training.checkpoints``, written ato
 """
 
 from .locks import EntryLock, LockTimeout
-from .stats import add_zoo_stats, reset_zoo_stats, zoo_stats
+from .stats import add_zoo_stats, mark_trained, reset_zoo_stats, zoo_stats
 from .store import Zoo, ZooEntry, default_cache_dir, stacking_pays
 
 __all__ = ["EntryLock", "LockTimeout", "Zoo", "ZooEntry", "add_zoo_stats", "default_cache_dir",
-           "reset_zoo_stats", "stacking_pays", "zoo_stats"]
+           "mark_trained", "reset_zoo_stats", "stacking_pays", "zoo_stats"]

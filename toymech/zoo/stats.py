@@ -3,8 +3,9 @@ stored) and loaded, and the seconds spent training them (``zoo_stats()``).
 
 The zoo counts its own work. Work done in other processes for this one (a sweep's Ray workers)
 is added by whoever receives its results (``add_zoo_stats``: the sweep runner adds the trials its
-workers ran, from the table's ``loaded`` and ``seconds`` columns), so a report of this process
-sees every trial it asked for, once.
+workers ran, from the table's ``loaded`` and ``seconds`` columns; ``train_missing`` the runs its
+processes trained), so a report of this process sees every trial it asked for, once. An entry
+trained for this process and read back afterwards counts as trained, not also as loaded.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..core import check_float, check_int
 
 _LOCK = threading.Lock()
 _STATS = {"trained": 0, "loaded": 0, "train_seconds": 0.0}
+_TRAINED: set[str] = set()  # the entries trained for this process (here or by its workers)
 
 
 def zoo_stats() -> dict[str, Any]:
@@ -36,12 +38,27 @@ def add_zoo_stats(trained: int = 0, loaded: int = 0, train_seconds: float = 0.0)
         _STATS["train_seconds"] += float(train_seconds)
 
 
+def mark_trained(path: Any) -> None:
+    """``path``'s entry was trained for this process (here, or by a worker it started): reading
+    it back is not a model "read from the zoo" (``loaded_from_zoo``)."""
+    with _LOCK:
+        _TRAINED.add(str(path))
+
+
+def loaded_from_zoo(path: Any) -> None:
+    """Count one entry read from the zoo, unless this process had it trained."""
+    with _LOCK:
+        if str(path) not in _TRAINED:
+            _STATS["loaded"] += 1
+
+
 def reset_zoo_stats() -> dict[str, Any]:
     """Set the counts to zero; returns what they were."""
     with _LOCK:
         before = dict(_STATS)
         _STATS.update(trained=0, loaded=0, train_seconds=0.0)
+        _TRAINED.clear()
     return before
 
 
-__all__ = ["add_zoo_stats", "reset_zoo_stats", "zoo_stats"]
+__all__ = ["add_zoo_stats", "loaded_from_zoo", "mark_trained", "reset_zoo_stats", "zoo_stats"]

@@ -57,7 +57,7 @@ from ..training.preflight import check_callbacks, preflight
 from ..training.resume import extend_refusal
 from . import inventory
 from .locks import EntryLock, lock_timeout as lock_timeout_s
-from .stats import add_zoo_stats
+from .stats import add_zoo_stats, loaded_from_zoo, mark_trained
 
 
 def default_cache_dir() -> Path:
@@ -186,7 +186,7 @@ class Zoo:
             raise Unverified(path)
         model.load_state_dict(state, strict=False)
         model = move(model, dev)
-        add_zoo_stats(loaded=1)
+        loaded_from_zoo(path)
         if log:
             log(f"[toymech] loaded {exp.name or exp.task.name} from the zoo ({path.name}; "
                 f"trained on {meta.get('device')} in {meta.get('seconds', 0):.0f} s)")
@@ -219,6 +219,7 @@ class Zoo:
         if result.snapshots:
             meta["snapshot_steps"] = sorted(result.snapshots)
         add_zoo_stats(trained=1, train_seconds=result.seconds)
+        mark_trained(path)
         try:
             self.clean()  # what killed writers of other entries left behind
         except (OSError, ValueError):

@@ -15,13 +15,13 @@ from ..findings import not_run
 from . import calibration, causal, ladder
 from .claims import CLAIMS, SOURCE, numbers, scorecard
 from .design import (KNOBS, OPTIONAL_RUNS, SIZES, experiment, experiments,
-                     optional_runs, plan, seeds_of, task_for, validate, with_knobs)
+                     optional_runs, plan, seeds_of, task_for, validate)
 from .dynamics import (dynamics_grid, dynamics_metrics, dynamics_table, probe_data,
                        through_training)
 from .measure import (BASELINE_KINDS, ablation_grid, baseline_grid, circuit_grid,
                       concentration_grid, eval_sets, load, needle_example, plan_seeds, run_grid,
                       run_table, summarize, sweep_grid)
-from .recipes import EXPERIMENTS, recipe_table, table_experiment
+from .recipes import EXPERIMENTS, recipe_table, table_experiment, with_knobs
 from .seeds import (MAP_LABEL, findings, label_table, map_row, measure_seed, measure_seeds,
                     untrained_numbers)
 from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_table,

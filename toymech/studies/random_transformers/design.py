@@ -323,17 +323,11 @@ KNOBS = knobs.table(
 )
 
 
-def _table_runs(size: str) -> list[Experiment]:
-    """The runs a knob is judged by (``with_knobs``): the table's, and the named recipe runs
-    (``recipe_width`` changes only those)."""
-    from .recipes import calibrated  # recipes builds on this module
-
-    return [*(experiment(t, w, m, size) for t in ALGORITHMIC for w in plan(size).widths
-              for m in ("random", "normal")),
-            *(calibrated(t, m, size) for t in ALGORITHMIC for m in ("random", "normal"))]
-
-
-with_knobs = knobs.with_knobs_for(KNOBS, "random_transformers", "the paper", _table_runs)
+def table_runs(size: str) -> list[Experiment]:
+    """The accuracy table's runs at ``size`` (with the named recipe runs, what a knob is judged
+    by: ``recipes.with_knobs``)."""
+    return [experiment(t, w, m, size) for t in ALGORITHMIC for w in plan(size).widths
+            for m in ("random", "normal")]
 
 
 def baseline_experiment(kind: str, task_name: str, width: int, size: str, seed: int,

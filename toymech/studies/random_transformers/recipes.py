@@ -23,8 +23,9 @@ import pandas as pd
 
 from ...core import check, check_size
 from ...training import Experiment, Named
+from .. import knobs
 from ..knobs import variant_values
-from .design import ALGORITHMIC, KNOBS, N_HEADS, experiment, plan
+from .design import ALGORITHMIC, KNOBS, N_HEADS, experiment, plan, table_runs
 
 # The metric that says a task is solved: the whole answer on held-out examples (all digits of
 # a decimal sum; the paper's single query of the needle).
@@ -126,6 +127,16 @@ def calibrated(task_name: str, mode: str = "random", size: str = "default", seed
     if r.embed_std is not None:
         exp.model = exp.model.replace(variant_options={"embed_std": r.embed_std})
     return exp
+
+
+def _knob_runs(size: str) -> list[Experiment]:
+    """The runs a knob is judged by (``with_knobs``): the accuracy table's and the named recipe
+    runs (``recipe_width`` changes only those)."""
+    return [*table_runs(size),
+            *(calibrated(t, m, size) for t in ALGORITHMIC for m in ("random", "normal"))]
+
+
+with_knobs = knobs.with_knobs_for(KNOBS, "random_transformers", "the paper", _knob_runs)
 
 
 def _named(task_name: str, mode: str):
