@@ -79,10 +79,19 @@ def test_unsupported_models_give_none():
     assert fast_forward(hooked) is not None
 
 
-@pytest.mark.parametrize("name", ["induction-1l-smeared", "induction-2l-learned"])
+@pytest.mark.parametrize("name", ["induction-1l", "induction-2l", "induction-1l-smeared",
+                                  "induction-2l-learned"])
 def test_training_with_and_without_the_fast_path_agree(name, monkeypatch):
+    """100 steps of each family: the same losses and parameters as the hooked forward's, to
+    float rounding (the hand-written attention of the fast path included)."""
+    from toymech.models import fast
+
+    calls = []
+    real = fast._CausalAttention.apply
+    monkeypatch.setattr(fast._CausalAttention, "apply",
+                        lambda *a: calls.append(1) or real(*a))
     exp = experiment(name, "smoke", 0)
-    cfg = TrainConfig(steps=20, batch_size=32, eval_every=10, eval_size=64, seed=0)
+    cfg = TrainConfig(steps=100, batch_size=32, eval_every=10, eval_size=64, seed=0)
     finals = {}
     for flag in ("1", "0"):
         monkeypatch.setenv("TOYMECH_FAST", flag)
@@ -90,10 +99,38 @@ def test_training_with_and_without_the_fast_path_agree(name, monkeypatch):
         assert (_Eager(model, cfg).forward is model) == (flag == "0")
         result = train(model, exp.task, cfg, device="cpu", progress=False, log=None)
         finals[flag] = (dict(result.model.named_parameters()), result.history)
+    assert len(calls) >= 100 * exp.model.n_layers  # the fast run took the hand-written attention
     weights, history = finals["1"]
     for name_, p in finals["0"][0].items():
-        torch.testing.assert_close(weights[name_], p, atol=1e-4, rtol=0)
+        torch.testing.assert_close(weights[name_], p, atol=1e-4, rtol=1e-4)
     assert [r["step"] for r in history] == [r["step"] for r in finals["0"][1]]
+    for ours, theirs in zip(history, finals["0"][1]):
+        assert ours["train_loss"] == pytest.approx(theirs["train_loss"], rel=1e-4, abs=1e-5)
+        assert ours["eval_loss"] == pytest.approx(theirs["eval_loss"], rel=1e-4, abs=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 24])
+def test_the_hand_written_attention_against_autograd(n):
+    """_CausalAttention's values and gradients against the plain causal softmax attention, in
+    float64 (gradcheck) and at every length parity of the tree maximum."""
+    from toymech.models.fast import _CausalAttention
+
+    g = torch.Generator().manual_seed(n)
+    q, k, v = (torch.randn(3, n, 4, generator=g, dtype=torch.float64, requires_grad=True)
+               for _ in range(3))
+    mask_t = torch.tril(torch.full((n, n), float("-inf"), dtype=torch.float64), -1)
+    alpha = 0.7
+    z = _CausalAttention.apply(q, k, v, mask_t, alpha).transpose(1, 2)
+    scores = q @ k.transpose(1, 2) * alpha + mask_t.T
+    plain = scores.softmax(-1) @ v
+    torch.testing.assert_close(z, plain)
+    assert torch.autograd.gradcheck(lambda a, b, c: _CausalAttention.apply(a, b, c, mask_t, alpha),
+                                    (q, k, v))
+    if n == 1:
+        return  # one position: the softmax is 1 whatever the scale
+    # a null: a wrong scale is caught
+    wrong = _CausalAttention.apply(q, k, v, mask_t, 2 * alpha).transpose(1, 2)
+    assert not torch.allclose(wrong, plain, atol=1e-3)
 
 
 def test_a_bad_toymech_fast_value_is_refused(monkeypatch):
