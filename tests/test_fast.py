@@ -87,8 +87,8 @@ def test_training_with_and_without_the_fast_path_agree(name, monkeypatch):
     from toymech.models import fast
 
     calls = []
-    real = fast._CausalAttention.apply
-    monkeypatch.setattr(fast._CausalAttention, "apply",
+    real = fast._AttentionLayer.apply
+    monkeypatch.setattr(fast._AttentionLayer, "apply",
                         lambda *a: calls.append(1) or real(*a))
     exp = experiment(name, "smoke", 0)
     cfg = TrainConfig(steps=100, batch_size=32, eval_every=10, eval_size=64, seed=0)
@@ -110,35 +110,43 @@ def test_training_with_and_without_the_fast_path_agree(name, monkeypatch):
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 24])
-def test_the_hand_written_attention_against_autograd(n):
-    """_CausalAttention's values and gradients against the plain causal softmax attention, in
-    float64 (gradcheck) and at every length parity of the tree maximum."""
-    from toymech.models.fast import _CausalAttention
+@pytest.mark.parametrize("smear", [None, "per_head", "per_position"])
+@pytest.mark.parametrize("with_table", [False, True])
+def test_the_hand_written_attention_against_autograd(n, smear, with_table):
+    """_AttentionLayer's values and gradients (qkv and the smear weights) against the plain
+    attention by autograd, in float64 (gradcheck), at every length parity of the tree maximum."""
+    from toymech.models.fast import _AttentionLayer
 
     g = torch.Generator().manual_seed(n)
-    q, k, v = (torch.randn(3, n, 4, generator=g, dtype=torch.float64, requires_grad=True)
-               for _ in range(3))
-    mask_t = torch.tril(torch.full((n, n), float("-inf"), dtype=torch.float64), -1)
+    b, heads, dh = 2, 3, 4
+    dt = torch.float64
+    qkv = torch.randn(b * n, 3 * heads * dh, generator=g, dtype=dt, requires_grad=True)
+    s = None
+    if smear == "per_head":
+        s = torch.rand(heads, 1, 1, generator=g, dtype=dt).requires_grad_()
+    elif smear == "per_position":
+        s = torch.cat([torch.ones(heads, 1, 1, dtype=dt),
+                       torch.rand(heads, n - 1, 1, generator=g, dtype=dt)], 1).requires_grad_()
+    table = torch.randn(n, dh, generator=g, dtype=dt) if with_table else None
+    mask_t = torch.tril(torch.full((n, n), float("-inf"), dtype=dt), -1)
     alpha = 0.7
-    z = _CausalAttention.apply(q, k, v, mask_t, alpha).transpose(1, 2)
-    scores = q @ k.transpose(1, 2) * alpha + mask_t.T
-    plain = scores.softmax(-1) @ v
-    torch.testing.assert_close(z, plain)
-    assert torch.autograd.gradcheck(lambda a, b, c: _CausalAttention.apply(a, b, c, mask_t, alpha),
-                                    (q, k, v))
+
+    def plain(qkv, s, a=alpha):
+        q, k, v = qkv.view(b, n, 3, heads, dh).permute(2, 0, 3, 1, 4).unbind(0)
+        if s is not None:
+            k = s * k + (1 - s) * torch.cat([k[:, :, :1], k[:, :, :-1]], 2)
+        if table is not None:
+            q, k = q + table, k + table
+        z = (q @ k.transpose(-1, -2) * a + mask_t.T).softmax(-1) @ v
+        return z.transpose(1, 2).reshape(b * n, heads * dh)
+
+    def ours(qkv, s, a=alpha):
+        return _AttentionLayer.apply(qkv, s, table, mask_t, a, heads)
+
+    torch.testing.assert_close(ours(qkv, s), plain(qkv, s))
+    inputs = (qkv,) if s is None else (qkv, s)
+    assert torch.autograd.gradcheck(lambda *t: ours(*t, *([None] * (2 - len(t)))), inputs)
     if n == 1:
         return  # one position: the softmax is 1 whatever the scale
     # a null: a wrong scale is caught
-    wrong = _CausalAttention.apply(q, k, v, mask_t, 2 * alpha).transpose(1, 2)
-    assert not torch.allclose(wrong, plain, atol=1e-3)
-
-
-def test_a_bad_toymech_fast_value_is_refused(monkeypatch):
-    from toymech.studies.induction import experiment
-    from toymech.training import train
-
-    exp = experiment("induction-1l", "smoke", 0)
-    monkeypatch.setenv("TOYMECH_FAST", "yes")
-    with pytest.raises(ValueError, match="TOYMECH_FAST='yes' is not allowed: 0 .* or 1"):
-        train(build_model(exp.model), exp.task, exp.train.replace(steps=2, eval_every=2),
-              device="cpu", progress=False, log=None)
+    assert not torch.allclose(ours(qkv, s, 2 * alpha), plain(qkv, s), atol=1e-3)

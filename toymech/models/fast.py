@@ -22,13 +22,14 @@ Per layer, with x [batch, pos, d_model] the residual stream and P the per-positi
     x <- x + softmax(q k^T / attn_scale + M) v W_O + b_O,  M[i, j] = -inf for j > i
 logits = x W_U + b_U.
 
-On a CPU in float32 the attention itself (scores, causal softmax, A v) is ``_CausalAttention``:
+On a CPU in float32 the attention itself (the split into heads, smear, table, scores, causal
+softmax, A v, the heads joined again) is ``_AttentionLayer``:
 the same math with a hand-written backward, computed key-major (scores transposed, [key, query],
 so every small batched product writes an output with the 24 positions innermost, about 3x faster
 on this CPU's kernels than one with the 8 head dimensions innermost), the softmax as
 ``exp2`` of base-2 scores (``exp`` measured 4x slower than ``exp2`` on the shipped torch's CPU
 kernels) with the row maximum as a tree of pairwise maxima (``amax`` over rows of 24 measured 6x
-slower). ``benchmarks/bench_training.py`` measures it; ``tests/test_fast_forward.py`` checks
+slower). ``benchmarks/bench_training.py`` measures it; ``tests/test_fast.py`` checks
 it against autograd and 100 training steps against the hooked forward. Elsewhere (CUDA,
 autocast, other dtypes) the attention is the plain ``baddbmm``/softmax/``bmm``.
 """
@@ -57,41 +58,78 @@ def _column_max(s: torch.Tensor) -> torch.Tensor:
     while m.shape[1] > 1:
         half = m.shape[1] // 2
         top = torch.maximum(m[:, :half], m[:, half:2 * half])
-        if m.shape[1] % 2:
-            top = torch.cat([top[:, :1].maximum(m[:, 2 * half:]), top[:, 1:]], 1)
+        if m.shape[1] % 2:  # the odd row joins the first (top is a fresh tensor)
+            top[:, :1] = torch.maximum(top[:, :1], m[:, 2 * half:])
         m = top
     return m
 
 
-class _CausalAttention(torch.autograd.Function):
-    """z^T = v^T softmax_keys(k q^T * alpha + M^T) for q, k, v [batch*head, pos, d_head] and the
-    transposed causal mask M^T [pos, pos] (-inf where the key comes after the query); returns
-    z^T [batch*head, d_head, pos]. Backward by hand (first order only)."""
+class _AttentionLayer(torch.autograd.Function):
+    """One layer's attention from its projections to the heads' outputs, with a hand-written
+    backward (first order only).
+
+    qkv [batch*pos, 3*head*d_head] (q | k | v, head-major inside each), s the smear weights
+    [head, pos or 1, 1] (s = 1 at the first key) or None, table [pos, d_head] a constant added to
+    q and to the (smeared) k, or None, mask_t [pos, pos] the causal mask transposed (-inf where
+    the key comes after the query), alpha the score scale. Returns z [batch*pos, head*d_head].
+    Computed key-major (scores as [key, query]): every small batched product then writes an
+    output with the positions innermost."""
 
     @staticmethod
-    def forward(ctx, q, k, v, mask_t, alpha: float):
+    def forward(ctx, qkv, s, table, mask_t, alpha: float, heads: int):
+        n = mask_t.shape[0]
+        b, hd = qkv.shape[0] // n, qkv.shape[1] // 3
+        dh = hd // heads
+        parts = qkv.view(b, n, 3, heads, dh).permute(2, 0, 3, 1, 4).contiguous()
+        q, k, v = parts.unbind(0)  # [b, head, pos, d_head] each, views of one copy
+        k_raw = None
+        if s is not None:
+            k_raw = k
+            k = torch.lerp(torch.cat([k[:, :, :1], k[:, :, :-1]], 2), k, s)  # s k + (1-s) k_prev
+        if table is not None:
+            q, k = q.add_(table), k.add_(table)
+        q, k, v = (t.reshape(b * heads, n, dh) for t in (q, k, v))
         a_t = torch.baddbmm(mask_t, k, q.transpose(1, 2), alpha=alpha * _LOG2E)  # [bh, key, query]
-        a_t = a_t.sub_(_column_max(a_t)).exp2_()  # in place: no fresh [bh, pos, pos] buffers
+        a_t = a_t.sub_(_column_max(a_t)).exp2_()  # base-2 scores: exp2 is the fast kernel here
         a_t = a_t.div_(a_t.sum(1, keepdim=True))
-        ctx.save_for_backward(q, k, v, a_t)
-        ctx.alpha = alpha
-        return torch.bmm(v.transpose(1, 2), a_t)
+        z_t = torch.bmm(v.transpose(1, 2), a_t)  # [bh, d_head, query]
+        ctx.save_for_backward(q, k, v, a_t, s, k_raw)
+        ctx.alpha, ctx.heads = alpha, heads
+        return z_t.view(b, heads, dh, n).permute(0, 3, 1, 2).reshape(b * n, hd)
 
     @staticmethod
-    def backward(ctx, dz_t):
-        q, k, v, a_t = ctx.saved_tensors
-        dz_t = dz_t.contiguous()
+    def backward(ctx, dz):
+        q, k, v, a_t, s, k_raw = ctx.saved_tensors
+        bh, n, dh = q.shape
+        heads = ctx.heads
+        b = bh // heads
+        dz_t = dz.view(b, n, heads, dh).permute(0, 2, 3, 1).reshape(bh, dh, n)
         da_t = torch.bmm(v, dz_t)  # [bh, key, query]
         dv_t = torch.bmm(dz_t, a_t.transpose(1, 2))  # [bh, d_head, key]
-        ds_t = da_t.mul_(a_t)  # a (da - sum(a da)), in place
+        ds_t = da_t.mul_(a_t)  # softmax backward in place: a (da - sum(a da))
         ds_t = ds_t.addcmul_(a_t, ds_t.sum(1, keepdim=True), value=-1.0).mul_(ctx.alpha)
         dq_t = torch.bmm(k.transpose(1, 2), ds_t)  # [bh, d_head, query]
-        dk_t = torch.bmm(q.transpose(1, 2), ds_t.transpose(1, 2))  # [bh, d_head, key]
-        return dq_t.transpose(1, 2), dk_t.transpose(1, 2), dv_t.transpose(1, 2), None, None
+        dk_t = torch.bmm(q.transpose(1, 2), ds_t.transpose(1, 2)).view(b, heads, dh, n)
+        d_s = None
+        if s is not None:  # through k_j' = s_j k_j + (1 - s_j) k_(j-1), k_(-1) = k_0
+            s_t = s.transpose(1, 2)  # [head, 1, pos or 1]
+            passed = dk_t * (1.0 - s_t)
+            if ctx.needs_input_grad[1]:
+                prev = torch.cat([k_raw[:, :, :1], k_raw[:, :, :-1]], 2)
+                d_s = (dk_t * (k_raw - prev).transpose(2, 3)).sum((0, 2))[..., None]
+                d_s = d_s.sum_to_size(s.shape)
+            dk_t = dk_t * s_t
+            dk_t[..., :-1] += passed[..., 1:]
+            dk_t[..., :1] += passed[..., :1]
+        dqkv = dz.new_empty(b, n, 3, heads, dh)
+        dqkv[:, :, 0] = dq_t.view(b, heads, dh, n).permute(0, 3, 1, 2)
+        dqkv[:, :, 1] = dk_t.permute(0, 3, 1, 2)
+        dqkv[:, :, 2] = dv_t.view(b, heads, dh, n).permute(0, 3, 1, 2)
+        return dqkv.view(b * n, 3 * heads * dh), d_s, None, None, None, None
 
 
 def _hand_written(x: torch.Tensor) -> bool:
-    """Whether the attention takes ``_CausalAttention`` (CPU, float32, no autocast)."""
+    """Whether the attention takes ``_AttentionLayer`` (CPU, float32, no autocast)."""
     return (x.device.type == "cpu" and x.dtype == torch.float32
             and not torch.is_autocast_enabled("cpu"))
 
@@ -154,6 +192,21 @@ def fast_forward(model: torch.nn.Module) -> Forward | None:
             masks[key] = torch.tril(full, -1) if keys_first else torch.triu(full, diagonal=1)
         return masks[key]
 
+    def generic(qkv, s, table, mask, alpha: float, batch: int, n: int) -> torch.Tensor:
+        """The attention by autograd (CUDA, autocast, other dtypes): z [batch*pos, head*d_head]."""
+        # -> [3, batch, head, pos, d_head], one copy for q, k and v together
+        qkv = qkv.view(batch, n, 3, n_heads, d_head).permute(2, 0, 3, 1, 4).contiguous()
+        q, k, v = qkv.unbind(0)
+        if s is not None:
+            k_prev = torch.cat([k[:, :, :1], k[:, :, :-1]], 2)
+            k = s * k + (1.0 - s) * k_prev
+        if table is not None:
+            q, k = q + table, k + table
+        q, k, v = (t.reshape(batch * n_heads, n, d_head) for t in (q, k, v))
+        scores = torch.baddbmm(mask, q, k.transpose(1, 2), alpha=alpha)
+        z = torch.bmm(scores.softmax(-1), v)
+        return z.view(batch, n_heads, n, d_head).transpose(1, 2).reshape(batch * n, -1)
+
     def layer(x: torch.Tensor, attn, pos: torch.Tensor | None) -> torch.Tensor:
         batch, n, d_model = x.shape
         hd = n_heads * d_head
@@ -167,9 +220,7 @@ def fast_forward(model: torch.nn.Module) -> Forward | None:
             qkv = torch.matmul(x, w) + pre
         else:
             qkv = torch.addmm(bias, x.reshape(batch * n, d_model), w)
-        # -> [3, batch, head, pos, d_head], one copy for q, k and v together
-        qkv = qkv.view(batch, n, 3, n_heads, d_head).permute(2, 0, 3, 1, 4).contiguous()
-        q, k, v = qkv.unbind(0)
+        s = None
         if smear is not None:
             logit = attn.smear_logit
             if smear == "per_head":
@@ -177,22 +228,12 @@ def fast_forward(model: torch.nn.Module) -> Forward | None:
             else:
                 s = torch.sigmoid(logit[:, : n - 1])  # [head, pos - 1]
                 s = torch.cat([s.new_ones(n_heads, 1), s], 1)[..., None]  # the first key kept
-            k_prev = torch.cat([k[:, :, :1], k[:, :, :-1]], 2)
-            k = s * k + (1.0 - s) * k_prev
-        if table is not None:
-            q, k = q + table, k + table
-        q = q.reshape(batch * n_heads, n, d_head)
-        k = k.reshape(batch * n_heads, n, d_head)
-        v = v.reshape(batch * n_heads, n, d_head)
-        if _hand_written(x):
-            z_t = _CausalAttention.apply(q, k, v, causal_mask(n, x, keys_first=True),
-                                         1.0 / attn.attn_scale)
-            z = z_t.view(batch, n_heads, d_head, n).permute(0, 3, 1, 2).reshape(batch * n, hd)
+        if _hand_written(x) and (table is None or not table.requires_grad):
+            z = _AttentionLayer.apply(qkv.reshape(batch * n, 3 * hd), s, table,
+                                      causal_mask(n, x, keys_first=True), 1.0 / attn.attn_scale,
+                                      n_heads)
         else:
-            scores = torch.baddbmm(causal_mask(n, x), q, k.transpose(1, 2),
-                                   alpha=1.0 / attn.attn_scale)
-            z = torch.bmm(scores.softmax(-1), v)
-            z = z.view(batch, n_heads, n, d_head).transpose(1, 2).reshape(batch * n, hd)
+            z = generic(qkv, s, table, causal_mask(n, x), 1.0 / attn.attn_scale, batch, n)
         out = torch.addmm(attn.b_O, z, attn.W_O.reshape(hd, d_model))
         return x + out.view(batch, n, d_model)
 

@@ -32,6 +32,7 @@ class _Eager:
         check(flag in ("0", "1"), "TOYMECH_FAST", flag, "0 (call the model) or 1 (the default)")
         fast = fast_forward(model) if flag == "1" else None
         self.forward = fast or model
+        self.eval_forward = fast  # the logged evaluation takes the same route (None: the model)
 
     def loss(self, tasks: Sequence[Task], batches) -> torch.Tensor:
         with autocast(self.cfg.precision, batches[0].tokens.device):
@@ -69,6 +70,7 @@ class _Stacked:
         self.all_params = params
         self.params = list(self.named.values())
         self.held: dict[int, dict[str, torch.Tensor]] = {}
+        self.eval_forward = None  # each model evaluates itself
 
         def forward(p, b, tokens):
             return functional_call(base, (p, b), (tokens,))

@@ -23,7 +23,7 @@ records ``stop_step``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 import torch
 
@@ -34,11 +34,14 @@ from .config import TrainConfig
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, task: Task, batch: Batch) -> dict[str, float]:
-    """The task's metrics (``task.metrics``) of ``model`` on ``batch``, in eval mode."""
+def evaluate(model: torch.nn.Module, task: Task, batch: Batch,
+             forward: Callable[[torch.Tensor], torch.Tensor] | None = None) -> dict[str, float]:
+    """The task's metrics (``task.metrics``) of ``model`` on ``batch``, in eval mode;
+    ``forward``: the logits from the model's own parameters by another route (the training
+    step's ``fast_forward``), else ``model`` itself."""
     was_training = model.training
     model.eval()
-    out = task.metrics(model(batch.tokens), batch)
+    out = task.metrics((forward or model)(batch.tokens), batch)
     model.train(was_training)
     return out
 
@@ -63,11 +66,14 @@ class LoggedEval:
             return cls(task.sample(cfg.eval_size, gen))
         return cls(held, task.sample(cfg.eval_size, gen))
 
-    def row(self, model: torch.nn.Module, task: Task) -> dict[str, float]:
-        """``eval_*`` (and ``train_*`` where the task has a held-out split) of ``model``."""
-        out = {f"eval_{k}": v for k, v in evaluate(model, task, self.eval_batch).items()}
+    def row(self, model: torch.nn.Module, task: Task,
+            forward: Callable[[torch.Tensor], torch.Tensor] | None = None) -> dict[str, float]:
+        """``eval_*`` (and ``train_*`` where the task has a held-out split) of ``model``
+        (its logits by ``forward`` where given: see ``evaluate``)."""
+        out = {f"eval_{k}": v for k, v in evaluate(model, task, self.eval_batch, forward).items()}
         if self.train_batch is not None:
-            out.update({f"train_{k}": v for k, v in evaluate(model, task, self.train_batch).items()
+            out.update({f"train_{k}": v for k, v in
+                        evaluate(model, task, self.train_batch, forward).items()
                         if k != "loss"})  # train_loss is the running mean of the optimised loss
         return out
 

@@ -349,7 +349,7 @@ def _log_rows(loop: _Loop, done: int, mean: list[float], c0: float, log) -> None
         if loop.stopped[s] is not None:
             continue
         row = {"step": done, "train_loss": mean[s], "lr": loop.opt.param_groups[0]["lr"]}
-        row.update(loop.logged[s].row(m, loop.tasks[s]))
+        row.update(loop.logged[s].row(m, loop.tasks[s], run.eval_forward))
         row["cpu_seconds"] = loop.cpu_before + (time.process_time() - c0) / n
         if loop.callbacks[s]:
             m.eval()
