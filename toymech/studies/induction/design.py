@@ -70,7 +70,7 @@ CALIBRATION = {"default": (0, 1, 2), "paper": (0, 1, 2)}
 # What ``./run.sh report --size <size>`` costs for this study (paper: measured from an empty zoo
 # on 2026-12-03, 10 seeds x 3 models x 10,000 steps plus the analysis; docs/results.md).
 COST = {"smoke": "seconds", "default": "about 5-13 minutes on a 2-core CPU",
-        "paper": "about 56 minutes on a 2-core CPU (143,000 reference steps), less on a GPU"}
+        "paper": "about 43 minutes on a 2-core CPU (about 95,000 reference steps), less on a GPU"}
 seeds_of = seeds_for(SIZES, CALIBRATION)
 # The notebook's ``also``: the textbook / learned-position twins; the learning coefficient
 # through training (on at smoke, a pipeline check, and at paper: ``llc_on``).
