@@ -104,7 +104,7 @@ def load_experiment(args: argparse.Namespace):
                              f"model and train (it holds a {type(spec).__name__})")
         experiment = Experiment.from_dict(spec)
     else:
-        from toymech.cli import parse_sets
+        from toymech.cli_report import parse_sets
 
         experiment = experiments.get(args.experiment, size=args.size or "default",
                                      seed=0 if args.seed is None else args.seed,
