@@ -37,7 +37,6 @@ autocast, other dtypes) the attention is the plain ``baddbmm``/softmax/``bmm``.
 from __future__ import annotations
 
 import math
-
 from typing import Callable
 
 import torch
@@ -50,6 +49,11 @@ from .build import ToyAttention
 Forward = Callable[[torch.Tensor], torch.Tensor]
 
 _LOG2E = 1.0 / math.log(2.0)
+
+
+def _previous_key(k: torch.Tensor) -> torch.Tensor:
+    """k [batch, head, pos, d_head] shifted one position later: row j holds k_(j-1), row 0 k_0."""
+    return torch.cat([k[:, :, :1], k[:, :, :-1]], 2)
 
 
 def _column_max(s: torch.Tensor) -> torch.Tensor:
@@ -85,7 +89,7 @@ class _AttentionLayer(torch.autograd.Function):
         k_raw = None
         if s is not None:
             k_raw = k
-            k = torch.lerp(torch.cat([k[:, :, :1], k[:, :, :-1]], 2), k, s)  # s k + (1-s) k_prev
+            k = torch.lerp(_previous_key(k), k, s)  # s k + (1 - s) k_prev
         if table is not None:
             q, k = q.add_(table), k.add_(table)
         q, k, v = (t.reshape(b * heads, n, dh) for t in (q, k, v))
@@ -115,8 +119,7 @@ class _AttentionLayer(torch.autograd.Function):
             s_t = s.transpose(1, 2)  # [head, 1, pos or 1]
             passed = dk_t * (1.0 - s_t)
             if ctx.needs_input_grad[1]:
-                prev = torch.cat([k_raw[:, :, :1], k_raw[:, :, :-1]], 2)
-                d_s = (dk_t * (k_raw - prev).transpose(2, 3)).sum((0, 2))[..., None]
+                d_s = (dk_t * (k_raw - _previous_key(k_raw)).transpose(2, 3)).sum((0, 2))[..., None]
                 d_s = d_s.sum_to_size(s.shape)
             dk_t = dk_t * s_t
             dk_t[..., :-1] += passed[..., 1:]
@@ -132,6 +135,7 @@ def _hand_written(x: torch.Tensor) -> bool:
     """Whether the attention takes ``_AttentionLayer`` (CPU, float32, no autocast)."""
     return (x.device.type == "cpu" and x.dtype == torch.float32
             and not torch.is_autocast_enabled("cpu"))
+
 
 # HookedTransformerConfig fields whose non-default values change the forward pass.
 _OFF = {"post_embedding_ln": False, "use_attention_sinks": False, "clip_qkv": None,
@@ -198,8 +202,7 @@ def fast_forward(model: torch.nn.Module) -> Forward | None:
         qkv = qkv.view(batch, n, 3, n_heads, d_head).permute(2, 0, 3, 1, 4).contiguous()
         q, k, v = qkv.unbind(0)
         if s is not None:
-            k_prev = torch.cat([k[:, :, :1], k[:, :, :-1]], 2)
-            k = s * k + (1.0 - s) * k_prev
+            k = s * k + (1.0 - s) * _previous_key(k)
         if table is not None:
             q, k = q + table, k + table
         q, k, v = (t.reshape(batch * n_heads, n, d_head) for t in (q, k, v))
