@@ -11,7 +11,7 @@ from pathlib import Path
 import toymech
 
 ROOT = Path(toymech.__file__).parent
-DEFERRED_OK = {"cli.py", "cli_zoo.py"}  # start-up speed of the command line
+DEFERRED_OK = {"cli.py", "cli_zoo.py", "cli_report.py"}  # start-up speed of the command line
 
 
 def _modules() -> list[str]:
