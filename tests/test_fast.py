@@ -150,3 +150,67 @@ def test_the_hand_written_attention_against_autograd(n, smear, with_table):
         return  # one position: the softmax is 1 whatever the scale
     # a null: a wrong scale is caught
     assert not torch.allclose(ours(qkv, s, 2 * alpha), plain(qkv, s), atol=1e-3)
+
+
+def test_the_embedding_gradient_against_autograd():
+    """_Embedding's gradient (one index_add_) equals embedding's, repeated tokens summed."""
+    from toymech.models.fast import _Embedding
+
+    g = torch.Generator().manual_seed(3)
+    table = torch.randn(5, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    tokens = torch.tensor([[0, 2, 2, 4], [4, 4, 1, 0]])  # 3 never drawn: its row gets zeros
+    assert torch.autograd.gradcheck(lambda t: _Embedding.apply(t, tokens), (table,))
+    up = torch.randn(2, 4, 3, generator=g, dtype=torch.float64)
+    ours, = torch.autograd.grad((_Embedding.apply(table, tokens) * up).sum(), table)
+    theirs, = torch.autograd.grad((torch.nn.functional.embedding(tokens, table) * up).sum(), table)
+    torch.testing.assert_close(ours, theirs, atol=1e-12, rtol=0)
+    assert ours[3].abs().max() == 0 and ours[4].abs().max() > 0
+
+
+def test_the_fused_optimizer_is_the_same_update(monkeypatch):
+    """The loop's AdamW takes the fused kernel on a CPU; 50 steps with it equal 50 steps with
+    the unfused one to float rounding (and differ from a run with another learning rate, the
+    null)."""
+    from toymech.training import loop
+
+    exp = experiment("induction-2l", "smoke", 0)
+    cfg = TrainConfig(steps=50, batch_size=32, eval_every=25, eval_size=64, seed=0)
+    made = []
+    real = loop._optimizer
+    monkeypatch.setattr(loop, "_optimizer", lambda p, c: made.append(real(p, c)) or made[-1])
+
+    def run(cfg):
+        return dict(train(build_model(exp.model), exp.task, cfg, device="cpu", progress=False,
+                          log=None).model.named_parameters())
+
+    fused = run(cfg)
+    assert made[-1].param_groups[0]["fused"] is True
+    monkeypatch.setattr(loop, "_optimizer", lambda p, c: torch.optim.AdamW(
+        p, lr=c.lr, betas=c.betas, weight_decay=c.weight_decay, foreach=True))
+    plain = run(cfg)
+    for name, p in plain.items():
+        torch.testing.assert_close(fused[name], p, atol=1e-5, rtol=1e-5)
+    other = run(cfg.replace(lr=2 * cfg.lr))
+    assert max((other[n] - p).abs().max().item() for n, p in plain.items()) > 1e-3
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", ["induction-2l", "induction-1l-smeared"])
+def test_fast_forward_on_cuda(name, monkeypatch):
+    """On CUDA the fast path keeps the autograd attention: the same logits as the hooked forward
+    there, and 30 training steps with the same losses as the hooked forward's on that device
+    (the data stream of a CUDA generator differs from the CPU's)."""
+    exp = experiment(name, "smoke", 0)
+    model = build_model(exp.model).to("cuda")
+    batch = exp.task.sample(32, make_generator(0, torch.device("cuda")))
+    forward = fast_forward(model)
+    assert forward is not None
+    torch.testing.assert_close(forward(batch.tokens), model(batch.tokens), atol=1e-4, rtol=1e-4)
+    cfg = TrainConfig(steps=30, batch_size=32, eval_every=10, eval_size=64, seed=0)
+    runs = {}
+    for flag in ("1", "0"):
+        monkeypatch.setenv("TOYMECH_FAST", flag)
+        result = train(build_model(exp.model), exp.task, cfg, device="cuda", progress=False,
+                       log=None)
+        runs[flag] = [r["train_loss"] for r in result.history]
+    assert runs["1"] == pytest.approx(runs["0"], rel=1e-3, abs=1e-4)
