@@ -2,7 +2,9 @@
 # The GPU path's checks in one script, for a lent GPU machine (or any CUDA box):
 #   bash benchmarks/gpu_check.sh            # writes its log and the maps' tables under $OUT
 # 1. tests/test_stacking.py: stacked runs with different data knobs equal each run trained alone,
-#    on CUDA too (its CUDA test is skipped where there is none);
+#    on CUDA too (its CUDA test is skipped where there is none); the device tests, and
+#    tests/test_fast.py's CUDA test (the fast forward on CUDA against the hooked one) and fused
+#    optimizer test;
 # 2. study 1's question map (grids/maps/s1-content.yaml) at `default`, 3 seeds: `toymech map` on
 #    the GPU (the runs of one model shape stacked), its table;
 # 3. benchmarks/bench_gpu_map.py: that map's runs (cut to 500 steps) stacked vs one at a time;
@@ -32,7 +34,8 @@ left() { echo $(( BUDGET_S - ($(date +%s) - start) )); }
   $PY -c "import torch, transformer_lens, toymech.maps; print('torch', torch.__version__, \
 'cuda', torch.cuda.is_available())" || exit 1
   echo "== 1. parity ($(( $(date +%s) - start )) s)"
-  timeout 150 $PY -m pytest -q -p no:cacheprovider tests/test_stacking.py
+  timeout 150 $PY -m pytest -q -p no:cacheprovider tests/test_stacking.py tests/test_devices.py \
+    tests/test_fast.py -k "stack or cuda or device or fused or embedding"
   echo "== 2. map s1-content at $SIZE on $DEVICE ($(( $(date +%s) - start )) s)"
   /usr/bin/time -v timeout 240 $PY -m toymech map grids/maps/s1-content.yaml --size "$SIZE" \
     --device "$DEVICE" --backend local --out "$OUT" --no-progress 2>&1 \
