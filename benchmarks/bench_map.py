@@ -5,10 +5,13 @@ load changes hit both alike), medians and the ratio. The machine's reference ste
 (``toymech.models.reference``) are measured in the same run, so the figures also read in
 reference steps.
 
-The map: study 1's models (``--models``, default the three of the scorecard) over ``--seeds``
-seeds at ``--size``, each cut to ``--steps`` (the size's evaluation and snapshot schedule kept).
+The map: named experiments (``--models``, any of ``toymech.experiments.names()``, so one family
+per run: study 1's models, default the three of the scorecard; Birth's ``bigram_triggers``;
+study 3's ``rt-...``) over ``--seeds`` seeds at ``--size``, each cut to ``--steps`` (the size's
+evaluation and snapshot schedule kept).
 
-    python benchmarks/bench_map.py [--steps 300] [--seeds 2] [--workers 2] [--repeats 2]
+    python benchmarks/bench_map.py [--models induction-2l] [--steps 300] [--seeds 2]
+        [--workers 2] [--repeats 2] [--threads 1,2]
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ import time
 
 import torch
 
+from toymech import experiments
 from toymech.models.reference import reference_step_seconds
-from toymech.studies.induction.design import MAIN, experiment
+from toymech.studies.induction.design import MAIN
 from toymech.sweep import train_missing
 from toymech.zoo import Zoo
 
@@ -30,9 +34,10 @@ def the_map(models, size: str, seeds: int, steps: int):
     exps = []
     for name in models:
         for seed in range(seeds):
-            exp = experiment(name, size, seed)
+            exp = experiments.get(name, size, seed)
+            n = min(steps, exp.train.steps)  # a warm-up longer than the cut run is cut too
             exps.append(dataclasses.replace(exp, train=exp.train.replace(
-                steps=min(steps, exp.train.steps))))
+                steps=n, warmup_steps=min(exp.train.warmup_steps, n - 1))))
     return exps
 
 
