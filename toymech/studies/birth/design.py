@@ -306,11 +306,11 @@ KNOBS = knobs.table(
     Knob("vocab", "int", VOCAB, 65, "the vocabulary: the N most frequent characters of the "
          "corpus (Tiny Shakespeare has 65), its statistics renormalised; the models follow",
          ("task.vocab_size",), overrides=_vocab),
-    Knob("n_triggers", "int", (1, 64), 3, "the trigger count K (the notebook's n_triggers; the "
-         "K sweep keeps its own)", ("task.n_triggers",), applies_to=MAIN_DATA),
+    Knob("n_triggers", "int", (1, 64), 3, "the trigger count K (the K sweep keeps its own)",
+         ("task.n_triggers",), applies_to=MAIN_DATA),
     Knob("trigger_mode", "choice", ("fixed", "random"), "fixed",
-         "the triggers: the K most frequent tokens, or K drawn anew per sequence (the notebook's "
-         "trigger_mode; the K sweep keeps both)", ("task.trigger_mode",), applies_to=MAIN_DATA),
+         "the triggers: the K most frequent tokens, or K drawn anew per sequence (the K sweep "
+         "keeps both)", ("task.trigger_mode",), applies_to=MAIN_DATA),
     Knob("data", "choice", ("mixed", "only_triggers", "no_triggers"), "mixed",
          "the sequences: bigrams with K triggers (the paper), every token a trigger (the "
          "trigger-only extreme) or no trigger (a plain bigram chain; the extremes keep theirs)",
