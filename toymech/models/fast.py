@@ -24,9 +24,10 @@ logits = x W_U + b_U.
 
 On a CPU in float32 the embedding's gradient is one ``index_add_`` (``_Embedding``), and the
 attention itself (the split into heads, smear, table, scores, causal softmax, A v, the heads
-joined again) is ``_AttentionLayer``: the same math with a hand-written backward, computed key-major (scores transposed, [key, query],
-so every small batched product writes an output with the 24 positions innermost, about 3x faster
-on this CPU's kernels than one with the 8 head dimensions innermost), the softmax as
+joined again) is ``_AttentionLayer``: the same math with a hand-written backward, computed
+key-major (scores transposed, [key, query], so every small batched product writes an output
+with the 24 positions innermost, about 3x faster on this CPU's kernels than one with the 8 head
+dimensions innermost), the softmax as
 ``exp2`` of base-2 scores (``exp`` measured 4x slower than ``exp2`` on the shipped torch's CPU
 kernels) with the row maximum as a tree of pairwise maxima (``amax`` over rows of 24 measured 6x
 slower). ``benchmarks/bench_training.py`` measures it; ``tests/test_fast.py`` checks
@@ -151,7 +152,8 @@ class _Embedding(torch.autograd.Function):
 
 
 def _hand_written(x: torch.Tensor) -> bool:
-    """Whether the attention takes ``_AttentionLayer`` (CPU, float32, no autocast)."""
+    """Whether the hand-written parts (``_Embedding``, ``_AttentionLayer``) apply to ``x``:
+    CPU, float32, no autocast."""
     return (x.device.type == "cpu" and x.dtype == torch.float32
             and not torch.is_autocast_enabled("cpu"))
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import logging
 import os
-import re
 import shutil
 import sqlite3
 import threading
@@ -17,8 +15,9 @@ from typing import Any, Callable, Sequence
 
 from ..core import check_bool, check_int, source_commit
 from ..devices import choose_threads, free_cores, resolve_device
-from .checks import (SEEDS_PARAMETERS, check_arguments, check_out_dir, check_study_parameters,
-                     folder_lock, study_n_seeds, study_of)
+from .checks import (SEEDS_PARAMETERS, _parameters_cell, _quiet_papermill, _with_seeds,
+                     check_arguments, check_out_dir, check_study_parameters, folder_lock,
+                     study_n_seeds, study_of)
 from ..display import duration_text
 from ..studies import protocol
 from ..models.reference import machine_record, reference_step_seconds
@@ -36,58 +35,6 @@ TEMPLATE_NAME = "toymech_report"
 KERNEL_START_S = 600
 LIVE_FOLDER = ".live"  # <out>/.live/<notebook>/: what its training processes are doing now
 _NOT_IN_HEADER = ("size", "device", "seed", *SEEDS_PARAMETERS, "cache_dir")  # cache_dir: a local path
-
-
-@contextlib.contextmanager
-def _quiet_papermill():
-    """Papermill's parser logs "Unable to parse line" for assignments with unusual comments (the
-    values are still injected); its other warnings concern parameters, checked here already."""
-    logger = logging.getLogger("papermill")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-def _parameters_cell(path: Path, names: Sequence[str]) -> dict[str, str]:
-    """The notebook's parameters and their default values (source text). Every name in ``names``
-    must be assigned in its cell tagged ``parameters``: papermill only warns about unknown
-    parameters, and without a tagged cell it injects at the top, where the notebook's own
-    assignment silently overwrites the value."""
-    import papermill
-
-    with _quiet_papermill():
-        defined = {n: str(p.get("default", "")) for n, p in papermill.inspect_notebook(str(path)).items()}
-    if any(name not in defined for name in names):
-        # Fall back to the tagged cell's plain assignments (papermill skips some lines, see above).
-        import nbformat
-
-        cells = nbformat.read(str(path), as_version=4).cells
-        source = "\n".join(c.source for c in cells if "parameters" in c.metadata.get("tags", []))
-        found = re.findall(r"^(\w+)\s*(?::[^=]*)?=\s*(.*?)\s*(?:#.*)?$", source, re.M)
-        defined = {**{n: v for n, v in found}, **defined}
-    missing = [name for name in names if name not in defined]
-    if missing:
-        where = ", ".join(defined) if defined else "no cell tagged 'parameters'"
-        raise ValueError(
-            f"notebook {str(path)!r} does not define parameter(s) {', '.join(missing)} in its cell "
-            f"tagged 'parameters' (it defines: {where})"
-        )
-    return defined
-
-
-def _with_seeds(path: Path, common: dict, defined: dict, n_seeds: int | None) -> dict:
-    """The parameters of one notebook: ``common`` plus, with ``n_seeds``, its seeds parameter."""
-    if n_seeds is None:
-        return dict(common)
-    name = next((n for n in SEEDS_PARAMETERS if n in defined), None)
-    if name is None:
-        raise ValueError(f"notebook {str(path)!r} does not define parameter(s) {' or '.join(SEEDS_PARAMETERS)} "
-                         f"in its cell tagged 'parameters' (it defines: {', '.join(defined)}), so "
-                         f"n_seeds={n_seeds} cannot reach it")
-    return {**common, name: int(n_seeds)}
 
 
 def _failure_from_exception(exc: BaseException) -> dict:

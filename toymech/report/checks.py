@@ -1,7 +1,8 @@
 """What ``build_reports`` checks before any kernel starts, and the lock of a reports folder.
 
 * the arguments (size, device, seeds, extra parameters) and every notebook: a readable Jupyter
-  notebook (a file that is ``{}`` or empty is named, never a schema traceback);
+  notebook (a file that is ``{}`` or empty is named, never a schema traceback) whose cell tagged
+  ``parameters`` assigns every parameter the run passes (``_parameters_cell``, ``_with_seeds``);
 * the reports folder: one that can be created, not a folder of source notebooks nor one holding
   pages toymech did not write (an ``index.html`` or ``.html`` page its ``index.json`` does not
   list), and no input notebook inside its ``executed/`` (the run replaces what is there);
@@ -16,12 +17,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
+import logging
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ..core import check, check_int, check_path_writable_dir, check_seed, check_size
 from ..devices import resolve_device
@@ -33,6 +36,58 @@ from ..zoo.locks import EntryLock
 SEEDS_PARAMETERS = ("n_seeds",)  # the count of seeds; ``seeds`` is never a count (glossary)
 SET_BY_ARGUMENT = ("size", "device", "seed", *SEEDS_PARAMETERS)
 LOCK_NAME = "toymech-report"  # <out>/.toymech-report.lock
+
+
+@contextlib.contextmanager
+def _quiet_papermill():
+    """Papermill's parser logs "Unable to parse line" for assignments with unusual comments (the
+    values are still injected); its other warnings concern parameters, checked here already."""
+    logger = logging.getLogger("papermill")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _parameters_cell(path: Path, names: Sequence[str]) -> dict[str, str]:
+    """The notebook's parameters and their default values (source text). Every name in ``names``
+    must be assigned in its cell tagged ``parameters``: papermill only warns about unknown
+    parameters, and without a tagged cell it injects at the top, where the notebook's own
+    assignment silently overwrites the value."""
+    import papermill
+
+    with _quiet_papermill():
+        defined = {n: str(p.get("default", "")) for n, p in papermill.inspect_notebook(str(path)).items()}
+    if any(name not in defined for name in names):
+        # Fall back to the tagged cell's plain assignments (papermill skips some lines, see above).
+        import nbformat
+
+        cells = nbformat.read(str(path), as_version=4).cells
+        source = "\n".join(c.source for c in cells if "parameters" in c.metadata.get("tags", []))
+        found = re.findall(r"^(\w+)\s*(?::[^=]*)?=\s*(.*?)\s*(?:#.*)?$", source, re.M)
+        defined = {**{n: v for n, v in found}, **defined}
+    missing = [name for name in names if name not in defined]
+    if missing:
+        where = ", ".join(defined) if defined else "no cell tagged 'parameters'"
+        raise ValueError(
+            f"notebook {str(path)!r} does not define parameter(s) {', '.join(missing)} in its cell "
+            f"tagged 'parameters' (it defines: {where})"
+        )
+    return defined
+
+
+def _with_seeds(path: Path, common: dict, defined: dict, n_seeds: int | None) -> dict:
+    """The parameters of one notebook: ``common`` plus, with ``n_seeds``, its seeds parameter."""
+    if n_seeds is None:
+        return dict(common)
+    name = next((n for n in SEEDS_PARAMETERS if n in defined), None)
+    if name is None:
+        raise ValueError(f"notebook {str(path)!r} does not define parameter(s) {' or '.join(SEEDS_PARAMETERS)} "
+                         f"in its cell tagged 'parameters' (it defines: {', '.join(defined)}), so "
+                         f"n_seeds={n_seeds} cannot reach it")
+    return {**common, name: int(n_seeds)}
 
 
 def check_arguments(notebooks, size, device, seed, n_seeds, extra_parameters) -> list[Path]:
