@@ -89,14 +89,18 @@ def test_the_api_reference_lists_every_public_function_with_its_parameters(site)
     finally:
         sys.path.remove(str(DOCS / "_ext"))
     anchors = "\n".join(p.read_text(encoding="utf-8") for p in (site / "api").rglob("*.html"))
-    names = [name for name, _ in toymech_docs.surface()]
-    assert len(names) > 50
+    aliases: dict[int, set[str]] = {}
+    for name, obj in toymech_docs.surface():  # a name re-exported twice is indexed once
+        aliases.setdefault(id(obj), {f"{obj.__module__}.{obj.__qualname__}"}).add(name)
+    assert len(aliases) > 50
     for name, obj in toymech_docs.surface():
-        where = f"{obj.__module__}.{obj.__qualname__}"
-        assert f'id="{name}"' in anchors or f'id="{where}"' in anchors, name
+        assert any(f'id="{alias}"' in anchors for alias in aliases[id(obj)]), name
+    # the gaps older than the check only shrink: the build refused a new one and a fixed one
+    assert set(toymech_docs.all_problems()) == toymech_docs.pending()
 
 
 def test_the_surface_check_can_fail():
+    """A function without a docstring, or whose docstring leaves out a parameter, is a gap."""
     sys.path.insert(0, str(DOCS / "_ext"))
     try:
         import toymech_docs
