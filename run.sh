@@ -5,6 +5,7 @@
 #        live line each), write HTML reports (--code: with the code) + executed notebooks to reports/
 #   ./run.sh test [pytest args]      set up the environment if needed, run the test suite
 #   ./run.sh lab                     open the notebooks in JupyterLab
+#   ./run.sh docs [OUT]              build the documentation site (offline) into OUT (build/docs)
 #   ./run.sh setup                   only set up the environment (what the others do first)
 #   ./run.sh lock                    write constraints.txt from the environment's versions
 # Environment: .venv (default, needs Python 3.10-3.12 as $PYTHON or python3), or the conda
@@ -79,6 +80,13 @@ case "$cmd" in
   setup)
     ensure_env
     echo "run.sh: the environment is ready in $(env_dir); ./run.sh report, test or lab use it" ;;
+  docs)
+    ensure_env
+    # The site from docs/ (Sphinx + MyST + furo), strict: a broken link, a page in no toctree or
+    # an undocumented public function is an error. Nothing is fetched (no intersphinx, no CDN).
+    out="${1:-build/docs}"
+    "$(env_dir)/bin/python" -m sphinx -W --keep-going -b html docs "$out"
+    echo "run.sh: the site is in $out (open $out/index.html)" ;;
   lock)
     ensure_env
     # Every installed distribution but toymech itself, torch without its build label (+cpu), so
@@ -92,6 +100,6 @@ case "$cmd" in
     ensure_env
     PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m toymech lab "$@" ;;
   *)
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     [ -z "$cmd" ] || [ "$cmd" = help ] || [ "$cmd" = --help ] || exit 2 ;;
 esac
