@@ -54,12 +54,12 @@ FAMILIES = {
 @contextlib.contextmanager
 def _vmap_for_one():
     """Make the loop run one model through the stacked (vmap) program instead of the eager one."""
-    eager = loop._Eager
-    loop._Eager = lambda model, cfg: loop._Stacked([model], cfg)
+    eager = loop.EagerEngine
+    loop.EagerEngine = lambda model, cfg: loop.StackedEngine([model], cfg)
     try:
         yield
     finally:
-        loop._Eager = eager
+        loop.EagerEngine = eager
 
 
 def _experiments(family: str, n: int, steps: int, random_options: dict):

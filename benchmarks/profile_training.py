@@ -64,7 +64,7 @@ def instrument(task) -> None:
     wrap(torch.Tensor, "backward", "backward")
     wrap(loop, "_log_rows", "evaluation")
     wrap(loop, "_record", "snapshots")
-    eager_init = engines._Eager.__init__
+    eager_init = engines.EagerEngine.__init__
 
     def init(self, model, cfg):
         eager_init(self, model, cfg)
@@ -74,7 +74,7 @@ def instrument(task) -> None:
             with phase("forward"):
                 return fwd(tokens)
         self.forward = forward
-    engines._Eager.__init__ = init
+    engines.EagerEngine.__init__ = init
     optimizer = loop._optimizer
 
     def make(params, cfg):

@@ -84,7 +84,7 @@ def test_catalogue_part_10_size():
 
 
 def test_a_param_nested_100_deep_is_still_a_value():
-    from toymech.cli import _parse_param
+    from toymech.cli.args import parse_param as _parse_param
 
     assert _parse_param("x=" + "[" * 100 + "]" * 100)[0] == "x"
     assert _parse_param('x="[[[[" ')[1] == '[[[['  # brackets in a string are no nesting

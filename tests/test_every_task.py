@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from toymech import tasks
-from toymech.tasks import _split
+from toymech.tasks import held_out_split
 
 NAMES = tasks.names()
 
@@ -68,13 +68,13 @@ def test_held_out_split_is_disjoint_from_training(name):
     task = tasks.get(name)
     held = task.held_out(256, _gen(3))
     train = task.sample(512, _gen(4))
-    if isinstance(task, _split.HeldOutSplit):  # the closed-form split: a fixed hash per sequence
-        assert _split.held_out_mask(task.split_key(held), task.train_frac, task.split_seed).all()
-        in_held = _split.held_out_mask(task.split_key(train), task.train_frac, task.split_seed)
+    if isinstance(task, held_out_split.HeldOutSplit):  # the closed-form split: a fixed hash per sequence
+        assert held_out_split.held_out_mask(task.split_key(held), task.train_frac, task.split_seed).all()
+        in_held = held_out_split.held_out_mask(task.split_key(train), task.train_frac, task.split_seed)
         assert not train.scored[in_held].any(), "a held-out sequence is scored in training"
         sets = task.eval_sets(64, _gen(5))  # the mixin's: test held out, train as for training
         assert set(sets) == {"test", "train"}, sorted(sets)
-        key = lambda b: _split.held_out_mask(task.split_key(b), task.train_frac,  # noqa: E731
+        key = lambda b: held_out_split.held_out_mask(task.split_key(b), task.train_frac,  # noqa: E731
                                              task.split_seed)
         assert key(sets["test"]).all() and not sets["train"].scored[key(sets["train"])].any()
     scored = train.scored.any(1)

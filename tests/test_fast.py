@@ -10,7 +10,7 @@ from toymech.studies.birth.design import simplified_config
 from toymech.studies.induction.design import MODELS, experiment
 from toymech.studies.random_transformers.design import model_config
 from toymech.training import TrainConfig, train
-from toymech.training.loop import _Eager
+from toymech.training.loop import EagerEngine
 
 
 def _batch(task, n=32, seed=0):
@@ -96,7 +96,7 @@ def test_training_with_and_without_the_fast_path_agree(name, monkeypatch):
     for flag in ("1", "0"):
         monkeypatch.setenv("TOYMECH_FAST", flag)
         model = build_model(exp.model)
-        assert (_Eager(model, cfg).forward is model) == (flag == "0")
+        assert (EagerEngine(model, cfg).forward is model) == (flag == "0")
         result = train(model, exp.task, cfg, device="cpu", progress=False, log=None)
         finals[flag] = (dict(result.model.named_parameters()), result.history)
     assert len(calls) >= 100 * exp.model.n_layers  # the fast run took the hand-written attention

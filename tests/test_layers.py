@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1] / "toymech"
 LAYERS = {
     "core": 0, "plugins": 0, "devices": 1, "tasks": 2, "models": 2, "training": 3, "analysis": 3, "zoo": 4,
     "sweep": 5, "plots": 6, "display": 6, "studies": 7, "experiments": 8, "grid": 8, "maps": 8,
-    "maps.page": 9, "report": 9, "listing": 9, "explore": 9, "cli": 10, "cli_zoo": 10, "cli_report": 10, "__main__": 10,
+    "maps.page": 9, "report": 9, "listing": 9, "explore": 9, "cli": 10, "__main__": 10,
 }
 FORBIDDEN = {("analysis", "training"), ("training", "analysis")}  # same layer, kept apart
 
@@ -119,3 +119,80 @@ def test_importing_a_layer_loads_nothing_above_it(key):
     above = [m for m in loaded
              if (there := _layer(m))[1] > level or (key.split(".")[0], there[0]) in FORBIDDEN]
     assert not above, f"importing {key} (layer {level}) loads {above}"
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """{module: the toymech modules it imports} (every import statement, deferred or not; a
+    package and its own submodules are one room, so their links are left out)."""
+    modules = {".".join(p.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(".__init__")
+               for p in ROOT.rglob("*.py")}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        here = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(
+            ".__init__")
+        targets = {resolve(t) for t, _ in _imports(path)}
+        graph[here] = {t for t in targets if t and t != here and not t.startswith(here + ".")
+                       and not here.startswith(t + ".")}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected components of more than one
+    module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    component.append(top)
+                    if top == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_import_cycles_are_counted():
+    """The counter itself: a circle of three, a chain and a self-contained pair."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"f"}, "f": {"e"}, "g": set()}
+    assert sorted(import_cycles(graph)) == [["a", "b", "c"], ["e", "f"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle():
+    """No toymech modules import each other, directly or round a circle (deferred imports too)."""
+    cycles = import_cycles(_import_graph())
+    assert not cycles, f"{len(cycles)} import circle(s): {cycles}"

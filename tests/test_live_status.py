@@ -12,7 +12,8 @@ import time
 import pytest
 
 from toymech.report import progress
-from toymech.report.progress import CostTable, crowding, estimate_left, kernel_manager
+from toymech.report.costs import CostTable, crowding, estimate_left, shipped_costs
+from toymech.report.engine import kernel_manager
 from toymech.training import live
 from toymech.zoo import Zoo
 from waiting import limit
@@ -123,7 +124,7 @@ def test_three_notebooks_on_one_core_double_the_estimate_of_three_on_two(tmp_pat
 
 
 def test_the_shipped_rows_say_how_crowded_their_cores_were():
-    for stem, runs in progress.shipped_costs().items():
+    for stem, runs in shipped_costs().items():
         for key, row in runs.items():
             assert row.get("jobs") and row.get("cores"), (stem, key)
 

@@ -7,6 +7,7 @@ Kawata et al. (2025) judged on the shipped map and on hand-made ones."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -154,7 +155,7 @@ def test_study_3s_map_reads_its_accuracy_and_label():
     assert page.source == {"n_layers": "2"}
 
 
-SHIPPED = "docs/maps/s1-content-default-gpu.csv"
+SHIPPED = Path(__file__).resolve().parents[1] / "docs" / "maps" / "s1-content-default-gpu.csv"
 
 
 def _judged(table):

@@ -248,8 +248,14 @@ def test_report_folder_refused_before_any_training(tmp_path):
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "zoo").exists()
 
 
-@pytest.mark.parametrize("path", sorted(Path("grids/maps").glob("s3-width-*.yaml")),
-                         ids=lambda p: p.stem)
+WIDTH_MAPS = sorted((Path(__file__).resolve().parents[1] / "grids" / "maps").glob("s3-width-*.yaml"))
+
+
+def test_the_width_maps_are_found_wherever_the_tests_run():
+    assert len(WIDTH_MAPS) == 4  # one per algorithmic task: the test below is never empty
+
+
+@pytest.mark.parametrize("path", WIDTH_MAPS, ids=lambda p: p.stem)
 def test_the_width_ladder_map_is_the_ladder(path):
     """Study 3's width maps (``recipe_width`` over the named recipes) train exactly the width
     ladder's rungs (``toymech ladder``): the same zoo keys, so a zoo holding the ladder trains
@@ -262,3 +268,47 @@ def test_the_width_ladder_map_is_the_ladder(path):
     got = {t.exp.key() for t in expand_grid(sweep_grid(spec))}
     want = {e.key() for mode in ladder.MODES for e in ladder.experiments(task, mode)}
     assert got == want and len(got) == len(ladder.WIDTHS) * len(ladder.LADDER_SEEDS) * 2
+
+
+SHIPPED_TABLES = sorted((Path(__file__).resolve().parents[1] / "docs" / "maps").glob("*.csv"))
+
+
+def test_the_shipped_tables_are_found_wherever_the_tests_run():
+    assert len(SHIPPED_TABLES) >= 6  # the parametrised test below is never empty
+
+
+@pytest.mark.parametrize("path", SHIPPED_TABLES, ids=lambda p: p.name)
+def test_a_table_written_before_the_maps_package_loads_and_extends_unchanged(path, tmp_path):
+    """A map table written by the previous main (docs/maps/*.csv): read back as a map run reads
+    it before extending, one more row written beside its rows, its old rows read back the same;
+    its cells hold every run once."""
+    from toymech.maps.summary import cell_groups
+    from toymech.maps.table import read_or_empty
+
+    old = maps.read_table(path)
+    copy = tmp_path / path.name
+    copy.write_bytes(path.read_bytes())
+    table = read_or_empty(copy)
+    pd.testing.assert_frame_equal(table, old)
+    more = old.iloc[[0]].assign(seed=10_000, zoo_key="a-new-run")
+    write_table(pd.concat([table, more], ignore_index=True), copy)
+    back = maps.read_table(copy)
+    assert len(back) == len(old) + 1 and back["zoo_key"].iloc[-1] == "a-new-run"
+    pd.testing.assert_frame_equal(back.iloc[:len(old)][list(old.columns)], old)
+    assert sum(c.n for c in cell_groups(old)) == len(old)
+
+
+def test_a_grid_with_knobs_keeps_the_trial_ids_and_zoo_keys_of_the_previous_main():
+    """Knobs are a field of a trial now (``Trial.knobs``), not ``knob.`` overrides: a sweep's
+    trial ids (what a killed sweep resumes by) and zoo keys are those the previous main wrote."""
+    from toymech.grid import expand_grid
+    from toymech.sweep.table import row
+
+    trials = expand_grid({"experiment": ["induction-2l"], "size": "smoke", "seed": [3],
+                          "knobs": {"block_len": [6, "4-8"]}, "overrides": {"train.lr": [0.001]}})
+    assert [(t.id, t.key) for t in trials] == [
+        ("induction-2l-smoke-s3-689d0c82", "cc0677f201a6a60a"),
+        ("induction-2l-smoke-s3-ddc7d110", "f6941f593fc95d89")]
+    assert [t.knobs for t in trials] == [{"block_len": 6}, {"block_len": "4-8"}]
+    assert list(row(trials[0], "ok"))[:6] == ["trial", "experiment", "size", "seed", "train.lr",
+                                              "knob.block_len"]

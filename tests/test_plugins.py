@@ -61,3 +61,57 @@ def test_without_the_import_the_name_is_unknown_and_bad_modules_refused(tmp_path
     assert got.returncode == 2 and "--import='no_such_module_here' is not allowed" in got.stderr
     got = _run(tmp_path, "--import", "bad name", "list", "tasks")
     assert got.returncode == 2 and "a module name" in got.stderr
+
+
+def _installed(folder):
+    """``folder`` as a site directory holding an installed distribution (a ``.dist-info`` with
+    entry points in both groups) and its modules: a task module, and a study that is a package of
+    its own (the template's modules copied out and importing toymech by absolute names)."""
+    import re
+    from pathlib import Path
+
+    template = Path(__file__).resolve().parents[1] / "toymech" / "studies" / "_template"
+    study = folder / "extlab_study"
+    study.mkdir(parents=True)
+    for src in template.glob("*.py"):
+        text = re.sub(r"^from \.\.\. import", "from toymech import", src.read_text(), flags=re.M)
+        text = re.sub(r"^from \.\.\.(\w)", r"from toymech.\1", text, flags=re.M)
+        text = re.sub(r"^from \.\. import", "from toymech.studies import", text, flags=re.M)
+        text = re.sub(r"^from \.\.(\w)", r"from toymech.studies.\1", text, flags=re.M)
+        (study / src.name).write_text(text)
+    task_part, _ = MODULE.split("protocol.register_study")
+    (folder / "extlab_tasks.py").write_text(task_part)
+    (folder / "extlab_studies.py").write_text(
+        "from toymech.studies import protocol\n"
+        "protocol.register_study('extstudy', 'extlab_study', 'notebooks/ext.ipynb')\n")
+    info = folder / "extlab-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: extlab\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[toymech.tasks]\nreverse3 = extlab_tasks\n\n"
+                                           "[toymech.studies]\nextstudy = extlab_studies\n")
+
+
+def _toymech(folder, *argv):
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(folder), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "toymech", *argv], capture_output=True,
+                          text=True, env=environ, cwd=folder)
+
+
+def test_an_installed_distributions_entry_points_register_its_task_and_study(tmp_path):
+    """Entry points (``toymech.plugins.load``) of a distribution found on ``sys.path``, with a
+    study package outside toymech: no ``--import``, no ``$TOYMECH_IMPORT``."""
+    site = tmp_path / "site"
+    _installed(site)
+    got = _toymech(site, "list", "tasks")
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert "reverse3_plugin" in got.stdout
+    got = _toymech(site, "list", "knobs", "extstudy")
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert "extstudy:" in got.stdout and "max_len" in got.stdout
+    # the same folder without the distribution's record: nothing is loaded
+    for path in (site / "extlab-0.1.dist-info").iterdir():
+        path.unlink()
+    (site / "extlab-0.1.dist-info").rmdir()
+    got = _toymech(site, "list", "tasks")
+    assert got.returncode == 0 and "reverse3_plugin" not in got.stdout

@@ -1,6 +1,6 @@
 """The live line's estimate follows the machine: earlier cell times (shipped or this folder's) are
 scaled by this machine's reference step over the reference step of the machine that measured
-them (``toymech.report.progress``)."""
+them (``toymech.report.costs``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from toymech.models.reference import SHIPPED_STEPS_PER_S, reference_step_seconds, speed_ratio
 from toymech.report import progress
-from toymech.report.progress import CostTable, estimate_left, shipped_costs
+from toymech.report.costs import CostTable, estimate_left, scale_text, shipped_costs
 
 SHIPPED_STEP = 1.0 / SHIPPED_STEPS_PER_S
 
@@ -73,7 +73,7 @@ def test_another_seed_count_is_estimated_from_the_sizes_own_row(tmp_path):
     six = table.get("nb", CostTable.key("default", 6), 0.02, None, ("size=default", 2.0))
     assert six["seeds_ratio"] == 2.0 and six["total_s"] == pytest.approx(9.0)
     assert six["cells"] == [pytest.approx(2.0), None, pytest.approx(6.0)]
-    assert "x2.00 for the seeds" in progress._scale_text(six)
+    assert "x2.00 for the seeds" in scale_text(six)
     # without the ratio (or without any row) there is still no estimate
     assert table.get("nb", CostTable.key("default", 6), 0.02) is None
     assert table.get("other", CostTable.key("default", 6), 0.02, None, ("size=default", 2.0)) is None

@@ -236,7 +236,7 @@ def test_generators_are_deterministic_and_in_vocab(name, params):
 
 
 # --- held-out splits -------------------------------------------------------------------------
-from toymech.tasks import _split  # noqa: E402
+from toymech.tasks import held_out_split  # noqa: E402
 
 SPLIT_TASKS = [("needle", {"max_pairs": 4, "n_keys": 8, "n_values": 8}),
                ("decimal_addition", {"n_digits": 2}), ("parentheses", {"max_len": 16})]
@@ -256,22 +256,22 @@ def test_training_never_draws_a_held_out_sequence(name, params):
     assert len(held) == 500 and problems["train"].isdisjoint(problems["held"])
     # membership recomputed from the definition: (sum_t w_t x_t mod P) < (1 - train_frac) P
     width = task.split_key(held).shape[1]
-    w = torch.randint(1, _split.PRIME, (width,), generator=torch.Generator().manual_seed(0))
+    w = torch.randint(1, held_out_split.PRIME, (width,), generator=torch.Generator().manual_seed(0))
 
     def is_held(row):
-        h = sum(int(a) * int(b) for a, b in zip(row, w)) % _split.PRIME
-        return h < round(0.05 * _split.PRIME)
+        h = sum(int(a) * int(b) for a, b in zip(row, w)) % held_out_split.PRIME
+        return h < round(0.05 * held_out_split.PRIME)
     assert all(is_held(r) for r in list(problems["held"])[:50])
     assert not any(is_held(r) for r in list(problems["train"])[:200])
     # about 5 % of the task's distinct problems are held out; every training row is scored
     distinct = torch.unique(task.split_key(task._draw(20000, torch.Generator().manual_seed(1))),
                             dim=0)
-    frac = float(_split.held_out_mask(distinct, task.train_frac, task.split_seed).float().mean())
+    frac = float(held_out_split.held_out_mask(distinct, task.train_frac, task.split_seed).float().mean())
     assert len(distinct) > 2000 and 0.04 < frac < 0.06 and train.target_mask.any(1).all()
     sets = task.eval_sets(300, torch.Generator().manual_seed(2))
     assert set(sets) == {"test", "train"}
-    assert _split.held_out_mask(task.split_key(sets["test"]), 0.95, 0).all()
-    assert not _split.held_out_mask(task.split_key(sets["train"]), 0.95, 0).any()
+    assert held_out_split.held_out_mask(task.split_key(sets["test"]), 0.95, 0).all()
+    assert not held_out_split.held_out_mask(task.split_key(sets["train"]), 0.95, 0).any()
 
 
 def test_needle_with_several_queries(gen):
@@ -308,9 +308,9 @@ def test_split_is_fixed_by_its_seed_and_can_be_turned_off():
     b = tasks.get("decimal_addition", n_digits=2, split_seed=1)
     g = torch.Generator().manual_seed(0)
     raw = a._draw(5000, g)
-    ma = _split.held_out_mask(raw.tokens, a.train_frac, a.split_seed)
-    assert torch.equal(ma, _split.held_out_mask(raw.tokens, a.train_frac, a.split_seed))
-    assert not torch.equal(ma, _split.held_out_mask(raw.tokens, b.train_frac, b.split_seed))
+    ma = held_out_split.held_out_mask(raw.tokens, a.train_frac, a.split_seed)
+    assert torch.equal(ma, held_out_split.held_out_mask(raw.tokens, a.train_frac, a.split_seed))
+    assert not torch.equal(ma, held_out_split.held_out_mask(raw.tokens, b.train_frac, b.split_seed))
     whole = tasks.get("decimal_addition", n_digits=2, train_frac=1.0)
     assert whole.held_out(10, g) is None and set(whole.eval_sets(10, g)) == {"test"}
     # without a split the task draws exactly what _draw draws
@@ -323,7 +323,7 @@ def test_a_short_margin_leaves_held_out_rows_unscored():
     g = torch.Generator().manual_seed(0)
     held = task.held_out(64, g)
     # a draw that returns only held-out rows: none may be scored for training
-    batch = _split.training_rows(lambda n: _split.take(held, torch.arange(n) % 64), 32,
+    batch = held_out_split.training_rows(lambda n: held_out_split.take(held, torch.arange(n) % 64), 32,
                                  task.train_frac, task.split_seed)
     assert len(batch) == 32 and not batch.scored.any()
 

@@ -307,7 +307,7 @@ def test_bad_arguments_rejected_before_running(tmp_path):
 
 
 def test_figures_without_html_are_flagged_in_the_report():
-    from toymech.report import _render_html
+    from toymech.report import render_html
     from toymech.report.reader import bare_figures
 
     cell = nbformat.v4.new_code_cell("fig", execution_count=1)
@@ -318,9 +318,9 @@ def test_figures_without_html_are_flagged_in_the_report():
     assert bare_figures(nb) == 1
     notes = ["1 plotly figure(s) carry no HTML and are missing from this page"]
     with pytest.warns(UserWarning, match="not able to be represented"):  # nbconvert drops it
-        page = _render_html(nb, {**run, "notes": notes}, code=True)
+        page = render_html(nb, {**run, "notes": notes}, code=True)
     assert '<div class="toymech-note">1 plotly figure(s) carry no HTML' in page
-    assert "toymech-note" not in _render_html(nbformat.v4.new_notebook(), {**run, "notes": []}).split("</style>")[-1]
+    assert "toymech-note" not in render_html(nbformat.v4.new_notebook(), {**run, "notes": []}).split("</style>")[-1]
 
 
 def test_parallel_jobs_keep_order_and_results(tmp_path, monkeypatch):

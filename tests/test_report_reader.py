@@ -15,7 +15,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from toymech.display import FACTS_MIME
 from toymech.report import CostTable, LiveProgress, build_reports, prepare, time_table
-from toymech.report.progress import estimate_left
+from toymech.report.costs import estimate_left
 from toymech.report.reader import looks_like_repr
 from toymech.report.scorecards import scorecard_counts, verdict_counts, verdict_word
 
@@ -223,20 +223,20 @@ def test_cost_table_round_trip(tmp_path):
 
 
 def test_seeds_reach_the_notebooks_own_parameter():
-    from toymech.report.build import _with_seeds
+    from toymech.report.build import with_seeds
 
     common = {"size": "smoke"}
-    assert _with_seeds(Path("a.ipynb"), common, {"n_seeds": "None"}, 5) == {"size": "smoke", "n_seeds": 5}
-    assert _with_seeds(Path("a.ipynb"), common, {"seed": "0"}, None) == common
+    assert with_seeds(Path("a.ipynb"), common, {"n_seeds": "None"}, 5) == {"size": "smoke", "n_seeds": 5}
+    assert with_seeds(Path("a.ipynb"), common, {"seed": "0"}, None) == common
     # ``seeds`` is never a count: a notebook whose parameter is called so is told which name to use
     with pytest.raises(ValueError, match=r"does not define parameter\(s\) n_seeds in"):
-        _with_seeds(Path("a.ipynb"), common, {"seeds": "2"}, 5)
+        with_seeds(Path("a.ipynb"), common, {"seeds": "2"}, 5)
     with pytest.raises(ValueError, match=r"does not define parameter\(s\) n_seeds in"):
-        _with_seeds(Path("a.ipynb"), common, {"seed": "0"}, 5)
+        with_seeds(Path("a.ipynb"), common, {"seed": "0"}, 5)
 
 
 def test_first_run_estimates_from_the_shipped_cost_table(tmp_path):
-    from toymech.report.progress import shipped_costs
+    from toymech.report.costs import shipped_costs
 
     shipped = shipped_costs()
     notebooks = sorted(p.stem for p in (Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))

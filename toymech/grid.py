@@ -125,16 +125,15 @@ def expand_grid(spec: dict[str, Any]) -> list[Trial]:
         knobs = dict(zip(knob_axes, knob_values))
         at = (study_protocol.study(registry[name].study).with_knobs(size, knobs) if knobs
               else size)  # every knob and combination checked before any trial is made
-        point.update({f"knob.{k}": v for k, v in knobs.items()})
         for seed in seeds:
+            trial = Trial(len(trials), name, size, seed, point, None, tag,
+                          group if stack else len(trials), knobs)
             try:
-                exp = apply_overrides(registry[name].make(at, seed),
-                                      {k: v for k, v in point.items() if not k.startswith("knob.")})
+                trial.exp = apply_overrides(registry[name].make(at, seed), point)
             except ValueError as exc:
                 raise ValueError(f"grid point experiment={name!r}, size={size!r}, seed={seed}, "
-                                 f"overrides={jsonable(point)}: {exc}") from None
-            trials.append(Trial(len(trials), name, size, seed, point, exp, tag,
-                                group if stack else len(trials)))
+                                 f"overrides={jsonable(trial.columns)}: {exc}") from None
+            trials.append(trial)
     return trials
 
 
@@ -149,10 +148,11 @@ def _knob_axes(given: Any, names: list[str], registry) -> dict[str, list[Any]]:
     check(len(owners) == 1 and "" not in owners, "knobs", sorted(given),
           "knobs of one study: every experiment of the grid from the same study "
           f"(these are of {sorted(o or 'no study' for o in owners)})")
-    study = study_protocol.study(owners.pop())
+    study_name = owners.pop()
+    study = study_protocol.study(study_name)
     for key in given:
         if key not in study.KNOBS:
-            study_knobs.parse_variant(study.KNOBS, {key: None}, study.__name__.split(".")[-1])
+            study_knobs.parse_variant(study.KNOBS, {key: None}, study_name)
     return {k: _axis(f"knobs[{k!r}]", v, scalar_ok=False) for k, v in given.items()}
 
 

@@ -24,7 +24,7 @@ ENV = "TOYMECH_IMPORT"
 _LOADED: set[str] = set()
 
 
-def _modules_from_env() -> list[str]:
+def modules_from_env() -> list[str]:
     return [m.strip() for m in os.environ.get(ENV, "").split(",") if m.strip()]
 
 
@@ -33,7 +33,7 @@ def load(modules: list[str] | tuple[str, ...] = ()) -> list[str]:
     (each once per process); returns the modules imported now. A module that cannot be
     imported is a ValueError naming it and why."""
     done = []
-    for name in [*modules, *_modules_from_env()]:
+    for name in [*modules, *modules_from_env()]:
         if not isinstance(name, str) or not name or not all(
                 p.isidentifier() for p in name.split(".")):
             raise ValueError(f"--import={name!r} is not allowed: a module name such as mylab.tasks")

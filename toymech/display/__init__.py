@@ -25,7 +25,7 @@ from __future__ import annotations
 import warnings
 
 from ..devices import rebalance
-from .attention import (KIND_WORDS, AttentionView, _circuitsvis_bundle_script, _SENT,  # noqa: F401
+from .attention import (KIND_WORDS, AttentionView, circuitsvis_bundle_script, BUNDLES_SENT,  # noqa: F401
                         attention_caption, attention_view, focus_head)
 from .bundle import defer_figure, plotly_bundle_script
 from .prose import FACTS_MIME, Facts, Note, duration_text, facts, note  # noqa: F401
@@ -56,8 +56,8 @@ def reset_bundles() -> None:
 
     Needed only when the output that carried a bundle was cleared from a live notebook page.
     """
-    _SENT["plotly.js"] = False
-    _SENT["circuitsvis"] = False
+    BUNDLES_SENT["plotly.js"] = False
+    BUNDLES_SENT["circuitsvis"] = False
 
 
 # --------------------------------------------------------------------------------------------
@@ -80,7 +80,7 @@ def _renderer_class():
 
             fig_dict = _with_min_height(fig_dict)
             bundle = PlotlyRenderer(config=self.config).to_mimebundle(dict(fig_dict))
-            include_js = not _SENT["plotly.js"]
+            include_js = not BUNDLES_SENT["plotly.js"]
             # include_mathjax=False: plotly's own HTML renderer asks for MathJax from a CDN.
             figure = pio.to_html(
                 fig_dict,
@@ -94,7 +94,7 @@ def _renderer_class():
             )
             # plotly.js travels once per page, compressed; every figure waits for it.
             bundle["text/html"] = (plotly_bundle_script() if include_js else "") + defer_figure(figure)
-            _SENT["plotly.js"] = True
+            BUNDLES_SENT["plotly.js"] = True
             return bundle
 
     return OfflineDualRenderer

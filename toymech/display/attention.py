@@ -2,7 +2,7 @@
 ``attention_caption``: the sentence that says which heads are worth looking at, from their scores.
 
 circuitsvis' own ``_repr_html_`` either imports from a CDN or inlines its 1.3 MB bundle on every
-view, so views are rendered here: the bundle is sent once per kernel (``_SENT``, shared with the
+view, so views are rendered here: the bundle is sent once per kernel (``BUNDLES_SENT``, shared with the
 plotly renderer) and every later view keeps only its render call. A folded view (``open=False``)
 sits in a ``<details>`` element and is drawn when it is first unfolded, so its canvas gets its
 real width (a view drawn while hidden would be laid out at zero width).
@@ -21,7 +21,7 @@ import numpy as np
 
 # Shared state, not attributes of the renderer: plotly copies renderer objects on every render,
 # so a flag stored on the renderer instance would never be seen by the next figure.
-_SENT = {"plotly.js": False, "circuitsvis": False}
+BUNDLES_SENT = {"plotly.js": False, "circuitsvis": False}
 
 
 def _circuitsvis_bundle_path() -> Path:
@@ -30,7 +30,7 @@ def _circuitsvis_bundle_path() -> Path:
     return Path(circuitsvis.__file__).parent / "dist" / "cdn" / "iife.js"
 
 
-def _circuitsvis_bundle_script() -> str:
+def circuitsvis_bundle_script() -> str:
     """The local circuitsvis bundle as one classic <script> defining ``window.CircuitsVis``."""
     source = _circuitsvis_bundle_path().read_text(encoding="utf-8")
     # The source-map comment would make devtools request iife.js.map next to the report.
@@ -120,7 +120,7 @@ class AttentionView:
         """HTML for this view; with the circuitsvis bundle in front when ``include_bundle``."""
         view_id = "toymech-cv-" + uuid.uuid4().hex[:12]
         placeholder = "circuitsvis attention view (needs JavaScript; trust the notebook in JupyterLab)"
-        parts = [_circuitsvis_bundle_script()] if include_bundle else []
+        parts = [circuitsvis_bundle_script()] if include_bundle else []
         view = (f'<div id="{view_id}" class="toymech-circuitsvis" style="margin: 15px 0;">'
                 f"{html.escape(placeholder)}</div>")
         caption = (f'<p class="toymech-attention-caption">{html.escape(self.caption)}</p>'
@@ -139,9 +139,9 @@ class AttentionView:
         return "\n".join(parts)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        include_bundle = not _SENT["circuitsvis"]
+        include_bundle = not BUNDLES_SENT["circuitsvis"]
         text = self.to_html(include_bundle=include_bundle)
-        _SENT["circuitsvis"] = True
+        BUNDLES_SENT["circuitsvis"] = True
         plain = repr(self) + (f"\n{self.caption}" if self.caption else "")
         return {"text/html": text, "text/plain": plain}
 

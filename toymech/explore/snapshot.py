@@ -14,7 +14,7 @@ import html
 
 import numpy as np
 
-from ..display import _SENT, attention_view
+from ..display import BUNDLES_SENT, attention_view
 
 LIVE_NOTE = ("A static snapshot of the explorer's first state. The live version (type a "
              "sequence, ablate heads, move through training) needs a running Python kernel: "
@@ -100,9 +100,9 @@ def snapshot_html(explorer) -> str:
     a kernel, the caption, the strip, the attribution grid and one head's attention view."""
     state = explorer.state()
     layer, head = best_head(state)
-    first = not _SENT["circuitsvis"]  # the bundle travels once per page, as for other views
+    first = not BUNDLES_SENT["circuitsvis"]  # the bundle travels once per page, as for other views
     view = attention_html(state, layer, head, include_bundle=first)
-    _SENT["circuitsvis"] = True
+    BUNDLES_SENT["circuitsvis"] = True
     return (f'<div class="toymech-explore-snapshot"><p><em>{html.escape(LIVE_NOTE)}</em></p>'
             f"<p>{html.escape(caption(state))}</p>{strip_html(state)}"
             f"<p>Direct logit attribution of each head to the target (logit units):</p>"

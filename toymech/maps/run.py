@@ -42,7 +42,7 @@ from ..zoo import Zoo
 from .live import MapProgress
 from .refine import refinements
 from .spec import check_map, load_map, sweep_grid
-from .table import read_or_empty, write_table
+from .table import knob_column, read_or_empty, write_table
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
             out: str | Path | None = None, backend: str = "auto", address: str | None = None,
@@ -78,8 +78,7 @@ def _check_measurable(spec: dict[str, Any], study) -> None:
         return
     seen = set()
     for trial in expand_grid(sweep_grid(spec)):
-        knobs = {k.removeprefix("knob."): v for k, v in trial.overrides.items()
-                 if k.startswith("knob.")}
+        knobs = trial.knobs
         cell = (str(trial.size), tuple(sorted((k, str(v)) for k, v in knobs.items())))
         if cell in seen:
             continue
@@ -148,10 +147,9 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         key = trial.exp.key(trial.tag)
         if key in known:
             continue
-        knobs = {k.removeprefix("knob."): v for k, v in trial.overrides.items()
-                 if k.startswith("knob.")}
+        knobs = trial.knobs
         row: dict[str, Any] = {"experiment": trial.experiment,
-                               **{f"knob.{k}": _cell_text(study, k, v) for k, v in knobs.items()},
+                               **{knob_column(k): _cell_text(study, k, v) for k, v in knobs.items()},
                                "seed": trial.seed, "size": str(trial.size), "zoo_key": key,
                                "commit": commit, "refined": refined}
         status = result.table.loc[result.table.index[i], "status"]
@@ -176,8 +174,7 @@ def trained_share(zoo: Zoo, exp) -> float:
 
 def _cell_key(trial) -> tuple:
     """A trial's cell: its experiment and knob values (not its seed)."""
-    return (trial.experiment, *sorted((k, str(v)) for k, v in trial.overrides.items()
-                                      if k.startswith("knob.")))
+    return (trial.experiment, *sorted((k, str(v)) for k, v in trial.knobs.items()))
 
 
 def _cell_text(study, knob: str, value: Any) -> str:

@@ -11,22 +11,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..core import check
+from ..sweep.table import KNOB_PREFIX, knob_column, knob_columns  # the one place naming them
 
 TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label")
-KNOB_PREFIX = "knob."  # a knob's column is named ``knob.<name>`` (``block_len`` -> ``knob.block_len``)
-
-
-def knob_column(name: str) -> str:
-    """The table's column for knob ``name``."""
-    return KNOB_PREFIX + name
-
-
-def knob_columns(table: pd.DataFrame) -> dict[str, str]:
-    """{knob name: its column} of ``table``, in the table's order (the one place that reads a
-    column name as a knob)."""
-    return {c[len(KNOB_PREFIX):]: c for c in table.columns if str(c).startswith(KNOB_PREFIX)}
-
-
 def read_table(path: str | Path) -> pd.DataFrame:
     """A map's table as ``toymech map`` wrote it, from its ``.csv`` or its ``.parquet``: the
     same frame either way (knobs, keys and labels as text)."""

@@ -30,9 +30,10 @@ A failed notebook still gets a report, with the failing cell and its error at th
 has ``status == "failed"`` and the caller decides the exit code.
 """
 
-from .build import TEMPLATE_NAME, _render_html, build_reports, done_line  # noqa: F401
+from .build import TEMPLATE_NAME, render_html, build_reports, done_line  # noqa: F401
 from .index import ReportEntry, external_loads, write_index
-from .progress import CostTable, LiveProgress
+from .costs import CostTable
+from .progress import LiveProgress
 from .reader import facts_of, looks_like_repr, prepare, time_table
 from .scorecards import (find_scorecard, scorecard_counts, scorecard_heading,  # noqa: F401
                          scorecard_table_html, verdict_counts, verdict_word)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 from ..core import check_bool, check_int, source_commit
 from ..devices import choose_threads, free_cores, resolve_device
-from .checks import (SEEDS_PARAMETERS, _parameters_cell, _quiet_papermill, _with_seeds,
+from .checks import (SEEDS_PARAMETERS, parameters_cell, quiet_papermill, with_seeds,
                      check_arguments, check_out_dir, check_study_parameters, folder_lock,
                      study_n_seeds, study_of)
 from ..display import duration_text
@@ -23,8 +23,9 @@ from ..studies import protocol
 from ..models.reference import machine_record, reference_step_seconds
 from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
 from ..training import live as live_status
-from .progress import (ENGINE, CostTable, crowding, kernel_manager, quiet_kernels_on_interrupt,
-                       section_at)
+from .costs import CostTable, crowding
+from .engine import ENGINE, kernel_manager, quiet_kernels_on_interrupt
+from .progress import section_at
 from .glossary import glossary
 from .reader import bare_figures, cell_durations, facts_of, finding_lines, prepare, time_table, title_of
 from .scorecards import find_scorecard, scorecard_counts, scorecard_heading, scorecard_table_html
@@ -68,7 +69,7 @@ def _zoo_text(facts: dict) -> str:
     return ", ".join(parts) or "not recorded"
 
 
-def _render_html(nb, run: dict, code: bool = False) -> str:
+def render_html(nb, run: dict, code: bool = False) -> str:
     """The page of one executed notebook (``run``: the facts the template shows)."""
     from nbconvert import HTMLExporter
 
@@ -203,8 +204,8 @@ def build_reports(
     paths = [p.resolve() for p in check_arguments(notebooks, size, device, seed, n_seeds, extra_parameters)]
     out = check_out_dir("out_dir", out_dir, paths).resolve()  # before any notebook runs
     common = {"size": size, "device": device, "seed": seed, **extra_parameters}
-    defaults = {path: _parameters_cell(path, list(common)) for path in paths}
-    per_notebook = {path: _with_seeds(path, common, defaults[path], n_seeds) for path in paths}
+    defaults = {path: parameters_cell(path, list(common)) for path in paths}
+    per_notebook = {path: with_seeds(path, common, defaults[path], n_seeds) for path in paths}
     for path in paths:
         check_study_parameters(path, per_notebook[path])
     req = _Request(out, paths, per_notebook, defaults, size, device, seed, n_seeds, extra_parameters,
@@ -225,7 +226,7 @@ def _run_all(req: _Request, machine: _Machine) -> list[ReportEntry]:
         return _run_one(req, machine, index, path)
 
     try:
-        with _quiet_papermill(), _kernel_threads(machine.at_once), quiet_kernels_on_interrupt():
+        with quiet_papermill(), _kernel_threads(machine.at_once), quiet_kernels_on_interrupt():
             if req.jobs == 1:
                 return [run_one(i, p) for i, p in enumerate(req.paths)]
             from concurrent.futures import ThreadPoolExecutor
@@ -269,7 +270,7 @@ def _run_one(req: _Request, machine: _Machine, index: int, path: Path) -> Report
     given = {**req.defaults[path], **{k: _shown(k, v) for k, v in req.parameters[path].items()}}
     entry = _entry(req, machine, path, nb, ran, facts, given, wall_s, failure, date)
     page = staging / entry.html
-    page.write_text(_render_html(nb, _page_facts(entry, nb, facts, given, wall_s, failure), req.code),
+    page.write_text(render_html(nb, _page_facts(entry, nb, facts, given, wall_s, failure), req.code),
                     encoding="utf-8")
     entry = replace(entry, size_bytes=page.stat().st_size)
     swap_in(req.out, staging, executed if ran else None, page, entry)
@@ -358,7 +359,7 @@ def _entry(req: _Request, machine: _Machine, path: Path, nb, ran: bool, facts: d
 
 def _page_facts(entry: ReportEntry, nb, facts: dict, given: dict, wall_s: float,
                 failure: dict | None) -> dict:
-    """What the page's header and notes show (``_render_html``'s ``run``): the entry's facts
+    """What the page's header and notes show (``render_html``'s ``run``): the entry's facts
     under the template's names, and what only the page shows."""
     header = [(k, v) for k, v in given.items() if k not in _NOT_IN_HEADER]
     path = Path(entry.notebook)

@@ -2,7 +2,7 @@
 
 * the arguments (size, device, seeds, extra parameters) and every notebook: a readable Jupyter
   notebook (a file that is ``{}`` or empty is named, never a schema traceback) whose cell tagged
-  ``parameters`` assigns every parameter the run passes (``_parameters_cell``, ``_with_seeds``);
+  ``parameters`` assigns every parameter the run passes (``parameters_cell``, ``with_seeds``);
 * the reports folder: one that can be created, not a folder of source notebooks nor one holding
   pages toymech did not write (an ``index.html`` or ``.html`` page its ``index.json`` does not
   list), and no input notebook inside its ``executed/`` (the run replaces what is there);
@@ -39,7 +39,7 @@ LOCK_NAME = "toymech-report"  # <out>/.toymech-report.lock
 
 
 @contextlib.contextmanager
-def _quiet_papermill():
+def quiet_papermill():
     """Papermill's parser logs "Unable to parse line" for assignments with unusual comments (the
     values are still injected); its other warnings concern parameters, checked here already."""
     logger = logging.getLogger("papermill")
@@ -51,14 +51,14 @@ def _quiet_papermill():
         logger.setLevel(level)
 
 
-def _parameters_cell(path: Path, names: Sequence[str]) -> dict[str, str]:
+def parameters_cell(path: Path, names: Sequence[str]) -> dict[str, str]:
     """The notebook's parameters and their default values (source text). Every name in ``names``
     must be assigned in its cell tagged ``parameters``: papermill only warns about unknown
     parameters, and without a tagged cell it injects at the top, where the notebook's own
     assignment silently overwrites the value."""
     import papermill
 
-    with _quiet_papermill():
+    with quiet_papermill():
         defined = {n: str(p.get("default", "")) for n, p in papermill.inspect_notebook(str(path)).items()}
     if any(name not in defined for name in names):
         # Fall back to the tagged cell's plain assignments (papermill skips some lines, see above).
@@ -78,7 +78,7 @@ def _parameters_cell(path: Path, names: Sequence[str]) -> dict[str, str]:
     return defined
 
 
-def _with_seeds(path: Path, common: dict, defined: dict, n_seeds: int | None) -> dict:
+def with_seeds(path: Path, common: dict, defined: dict, n_seeds: int | None) -> dict:
     """The parameters of one notebook: ``common`` plus, with ``n_seeds``, its seeds parameter."""
     if n_seeds is None:
         return dict(common)

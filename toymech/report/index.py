@@ -15,7 +15,7 @@ from typing import Sequence
 
 from plotly.offline import get_plotlyjs
 
-from ..display import _circuitsvis_bundle_script
+from ..display import circuitsvis_bundle_script
 
 from .scorecards import scorecard_counts, scorecard_table_html, verdict_counts, verdict_class
 
@@ -126,7 +126,7 @@ _LOAD_PATTERNS = [
 
 def _bundle_sources() -> list[str]:
 
-    bundle = _circuitsvis_bundle_script()
+    bundle = circuitsvis_bundle_script()
     return [get_plotlyjs(), bundle[bundle.index(">") + 1 : bundle.rindex("</script>")]]
 
 

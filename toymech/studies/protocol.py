@@ -23,7 +23,7 @@ name                   role
                        input of the claims. ``runs``: the seed's runs by name, each a zoo entry
                        (or a bare model: a run that never trained), whose rows it computes
                        itself; ``data``: the study's evaluation data for that seed
-                       (``probe_data``, or its own: study 3's ``measure_data``). (Birth still
+                       (``probe_data``, or its own: study 3's ``measure_data``). (Birth's
                        takes its sweep, freezing and extremes runs as their tables.)
 ``untrained_numbers``  ``(size, seed)``: ``measure_seed`` on the same runs left at their
                        initialisation, at ``size``'s settings: the null world every claim fails

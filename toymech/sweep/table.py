@@ -13,7 +13,7 @@ import math
 import os
 import re
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,18 @@ STATUSES = ("ok", "failed", "diverged", "cancelled", "pending")  # pending: a li
 COLUMNS = ("trial", "experiment", "size", "seed")  # then the overrides, RESULT_COLUMNS, metrics
 RESULT_COLUMNS = ("status", "error", "attempts", "seconds", "loaded", "device", "entry")
 MAX_TRIALS = 10_000  # a sweep's trials at most (a grid is counted before it is expanded)
+KNOB_PREFIX = "knob."  # a knob's column in a sweep's or a map's table: ``knob.<name>``
+
+
+def knob_column(name: str) -> str:
+    """The table column of knob ``name`` (``block_len`` -> ``knob.block_len``)."""
+    return KNOB_PREFIX + name
+
+
+def knob_columns(table: pd.DataFrame) -> dict[str, str]:
+    """{knob name: its column} of ``table``, in the table's order: with ``knob_column``, the
+    one place that names a knob's column."""
+    return {c[len(KNOB_PREFIX):]: c for c in table.columns if str(c).startswith(KNOB_PREFIX)}
 
 
 @dataclass(eq=False)
@@ -42,13 +54,20 @@ class Trial:
     exp: Experiment
     tag: str = ""
     group: int = 0
+    knobs: dict[str, Any] = field(default_factory=dict)  # the study's knobs at this grid point
+
+    @property
+    def columns(self) -> dict[str, Any]:
+        """The trial's grid point as table columns: its overrides, then its knobs
+        (``knob_column``)."""
+        return {**self.overrides, **{knob_column(k): v for k, v in self.knobs.items()}}
 
     @property
     def id(self) -> str:
-        """Stable across runs and machines: the name, size, seed and a hash of the overrides."""
+        """Stable across runs and machines: the name, size, seed and a hash of its columns (overrides and knobs)."""
         if not self.size:  # an explicit experiment: its name and its zoo key
             return f"{self.experiment}-{self.key}"
-        blob = json.dumps(jsonable(self.overrides), sort_keys=True)
+        blob = json.dumps(jsonable(self.columns), sort_keys=True)
         return (f"{self.experiment}-{self.size}-s{self.seed}-"
                 f"{hashlib.sha256(blob.encode()).hexdigest()[:8]}")
 
@@ -94,7 +113,7 @@ def row(trial: Trial, status: str, result: dict[str, Any] | None = None,
     """A table row: the trial's axes, then ``RESULT_COLUMNS``, then its final metrics."""
     result = result or {}
     out = {"trial": trial.id, "experiment": trial.experiment, "size": trial.size, "seed": trial.seed}
-    for key, value in trial.overrides.items():  # lists (freeze patterns) as JSON text
+    for key, value in trial.columns.items():  # lists (freeze patterns) as JSON text
         out[key] = json.dumps(jsonable(value)) if isinstance(value, (list, tuple, dict)) else value
     out.update(status=status, error=result.get("error", ""), attempts=attempts,
                seconds=result.get("seconds", math.nan), loaded=bool(result.get("loaded", False)),

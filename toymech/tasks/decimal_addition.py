@@ -9,7 +9,7 @@ significant digit first, then their sum with ``n_digits + 1`` digits, also rever
 Reversal lets the model emit the sum in the order the carries are computed. Scored: the
 ``n_digits + 1`` digits of the sum. ``acc`` is per digit; ``seq_acc`` counts sums entirely right.
 
-Held-out split (version 2): a fixed ``1 - train_frac`` of all sequences (``toymech.tasks._split``)
+Held-out split (version 2): a fixed ``1 - train_frac`` of all sequences (``toymech.tasks.held_out_split``)
 is never drawn for training; ``held_out`` and ``eval_sets()["test"]`` draw only from it, as the
 paper scores its models on a test set that its training stream skips.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _split
+from . import held_out_split
 from .base import (Batch, Task, check_int, masked_accuracy, masked_cross_entropy, register,
                    set_checked)
 
@@ -29,7 +29,7 @@ PLUS, EQUALS = 10, 11
 
 @register("decimal_addition")
 @dataclass(frozen=True)
-class DecimalAddition(_split.HeldOutSplit, Task):
+class DecimalAddition(held_out_split.HeldOutSplit, Task):
     version = 2  # 2: the held-out split (training data and logged evaluation changed)
     n_digits: int = 10
     train_frac: float = 0.95  # 1.0: no held-out split
@@ -38,7 +38,7 @@ class DecimalAddition(_split.HeldOutSplit, Task):
     def __post_init__(self) -> None:
         # 18 digits: sums must fit in int64.
         set_checked(self, n_digits=check_int("n_digits", self.n_digits, 1, 18))
-        _split.check_split(self)
+        held_out_split.check_split(self)
 
     @property
     def vocab(self) -> list[str]:

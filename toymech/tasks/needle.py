@@ -16,7 +16,7 @@ from the listed ones): denser training signal, one target per query. The first q
 paper's whole task, position for position (a causal model cannot see what follows it), so
 ``first_acc`` is the paper's accuracy and ``acc`` the mean over all the queries.
 
-Held-out split (version 2): a fixed ``1 - train_frac`` of all haystacks (``toymech.tasks._split``
+Held-out split (version 2): a fixed ``1 - train_frac`` of all haystacks (``toymech.tasks.held_out_split``
 hashes the haystack alone, so a held-out haystack never reaches training under any query) is
 never drawn for training; ``held_out`` and ``eval_sets()["test"]`` draw only from it, as the
 paper scores its models on a test set that its training stream skips.
@@ -28,13 +28,13 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _split
+from . import held_out_split
 from .base import Batch, Task, check_int, register, set_checked
 
 
 @register("needle")
 @dataclass(frozen=True)
-class Needle(_split.HeldOutSplit, Task):
+class Needle(held_out_split.HeldOutSplit, Task):
     version = 2  # 2: the held-out split (training data and logged evaluation changed)
     max_pairs: int = 30
     min_pairs: int = 1
@@ -51,7 +51,7 @@ class Needle(_split.HeldOutSplit, Task):
                     n_keys=check_int("n_keys", self.n_keys, self.max_pairs, 100_000),
                     n_values=check_int("n_values", self.n_values, 2, 100_000),
                     queries=check_int("queries", self.queries, 1, 4096))
-        _split.check_split(self)
+        held_out_split.check_split(self)
 
     @property
     def vocab(self) -> list[str]:

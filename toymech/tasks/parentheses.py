@@ -11,7 +11,7 @@ Strings come in three kinds, so that about half are balanced and the rest are ne
 * 25 % balanced with one parenthesis flipped (the counts differ by two).
 The label is always computed from the string (depth never negative and ending at zero).
 
-Held-out split (version 2): a fixed ``1 - train_frac`` of all sequences (``toymech.tasks._split``)
+Held-out split (version 2): a fixed ``1 - train_frac`` of all sequences (``toymech.tasks.held_out_split``)
 is never drawn for training; ``held_out`` and ``eval_sets()["test"]`` draw only from it, as the
 paper scores its models on a test set that its training stream skips.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _split
+from . import held_out_split
 from .base import Batch, Task, check_int, register, set_checked
 
 OPEN, CLOSE, QUERY, YES, NO, PAD = range(6)
@@ -38,7 +38,7 @@ def is_balanced(steps: torch.Tensor, length: torch.Tensor) -> torch.Tensor:
 
 @register("parentheses")
 @dataclass(frozen=True)
-class Parentheses(_split.HeldOutSplit, Task):
+class Parentheses(held_out_split.HeldOutSplit, Task):
     version = 2  # 2: the held-out split (training data and logged evaluation changed)
     max_len: int = 60
     train_frac: float = 0.95  # 1.0: no held-out split
@@ -46,7 +46,7 @@ class Parentheses(_split.HeldOutSplit, Task):
 
     def __post_init__(self) -> None:
         set_checked(self, max_len=check_int("max_len", self.max_len, 2, 4096))
-        _split.check_split(self)
+        held_out_split.check_split(self)
 
     @property
     def vocab(self) -> list[str]:

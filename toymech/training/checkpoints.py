@@ -51,7 +51,7 @@ from ..models import build_model, config_from_dict, move
 from .atomic import STALE_S, clean_leftovers, fault, write_folder_atomically  # noqa: F401
 from .divergence import DIVERGED_LOSS, TrainingDiverged  # noqa: F401  (loop.py reads them here)
 from .reading import (CAPS, CONFIG, FORMAT, SNAPSHOTS, TRAIN_STATE, WEIGHTS,  # noqa: F401
-                      DamagedCheckpoint, NewerFormat, Unverified, _read_files, meta_problem,
+                      DamagedCheckpoint, NewerFormat, Unverified, read_files, meta_problem,
                       parse_meta, read_bounded)
 
 _SNAPSHOT_KEY = re.compile(r"^step(?P<step>\d+)/(?P<name>.+)$")
@@ -147,7 +147,7 @@ def inspect_folder(folder: Path, *, build: bool = True):
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"checkpoint={str(folder)!r} is not a toymech checkpoint: no such folder")
-    files = _read_files(folder, (CONFIG, WEIGHTS, SNAPSHOTS, TRAIN_STATE))
+    files = read_files(folder, (CONFIG, WEIGHTS, SNAPSHOTS, TRAIN_STATE))
     raw, blob = files[CONFIG], files[WEIGHTS]
     if raw is None and blob is None:
         raise ValueError(f"checkpoint={str(folder)!r} is not a toymech checkpoint: no {CONFIG}")
@@ -250,7 +250,7 @@ def load_snapshots(folder: Path, meta: dict[str, Any], steps: set[int] | None = 
     folder = Path(folder)
     if not meta.get("snapshot_steps"):
         return {}
-    blob = _read_files(folder, (SNAPSHOTS,))[SNAPSHOTS]
+    blob = read_files(folder, (SNAPSHOTS,))[SNAPSHOTS]
     if checked:
         if not isinstance(meta.get("integrity"), dict):
             raise Unverified(folder)

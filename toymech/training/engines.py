@@ -1,6 +1,6 @@
-"""How the loop steps its models: one model with its own parameters (``_Eager``, the plain PyTorch
+"""How the loop steps its models: one model with its own parameters (``EagerEngine``, the plain PyTorch
 step, with ``toymech.models.fast_forward`` where that supports the model), or N models of one
-shape as stacked parameters under ``torch.vmap`` (``_Stacked``). Both give the loop the same
+shape as stacked parameters under ``torch.vmap`` (``StackedEngine``). Both give the loop the same
 surface: ``loss``, ``clip``, ``sync``, ``hold``, ``restore``, ``snapshot``, ``named``, ``params``."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .config import TrainConfig
 from .precision import autocast
 
 
-class _Eager:
+class EagerEngine:
     """One model with its own parameters and optimizer: the plain PyTorch step.
 
     The step uses ``toymech.models.fast.fast_forward`` (the same math from the same Parameters,
@@ -56,7 +56,7 @@ class _Eager:
         return [{n: p.detach().to("cpu", copy=True) for n, p in self.named.items()}]
 
 
-class _Stacked:
+class StackedEngine:
     """N models of one shape as stacked parameters [N, ...], evaluated under ``torch.vmap``."""
 
     def __init__(self, models: Sequence[torch.nn.Module], cfg: TrainConfig):

@@ -44,9 +44,9 @@ from ..tasks.base import Task
 from . import live
 from .config import TrainConfig
 from .divergence import DIVERGED_LOSS, TrainingDiverged
-from .engines import _Eager, _Stacked
+from .engines import EagerEngine, StackedEngine
 from .evaluation import LoggedEval, evaluate, passes  # noqa: F401 (evaluate: re-exported)
-from .resume import _resume, latest_checkpoint, save_training_checkpoint  # noqa: F401
+from .resume import resume_state, latest_checkpoint, save_training_checkpoint  # noqa: F401
 
 # A callback sees the model (in eval mode, under no_grad) at every evaluation step and returns
 # numbers to add to that step's history row.
@@ -195,7 +195,7 @@ class _Loop:
     cfgs: list[TrainConfig]
     callbacks: list[list[Callback]]
     dev: torch.device
-    run: _Eager | _Stacked
+    run: EagerEngine | StackedEngine
     delayed: list[tuple[str, int]]  # parameters that start training late (``_delayed``)
     opt: torch.optim.Optimizer
     sched: torch.optim.lr_scheduler.LambdaLR
@@ -262,7 +262,7 @@ def _setup(models, tasks: list[Task], cfgs: list[TrainConfig], device, callbacks
             f"{f', {n} seeds stacked' if n > 1 else ''}")
     check(n == 1 or (checkpoint_dir is None and resume_from is None), "checkpoint_dir",
           checkpoint_dir, "None with stacked seeds (checkpoints are for single runs)")
-    run = _Eager(models[0], cfg) if n == 1 else _Stacked(models, cfg)
+    run = EagerEngine(models[0], cfg) if n == 1 else StackedEngine(models, cfg)
     delayed = _delayed(run.named, cfg.train_from)
     opt = _optimizer(run.params, cfg)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg))
@@ -278,7 +278,7 @@ def _setup(models, tasks: list[Task], cfgs: list[TrainConfig], device, callbacks
 def _start(loop: _Loop, resume_from, extend: bool = False) -> None:
     """Phase 2: resume a single run from its checkpoint; the initial snapshot of a fresh one."""
     if resume_from is not None:
-        loop.histories[0], loop.start, loop.snapshots[0] = _resume(
+        loop.histories[0], loop.start, loop.snapshots[0] = resume_state(
             resume_from, loop.models[0], loop.task, loop.cfg, loop.opt, loop.sched, loop.gens[0],
             loop.dev, extend)
     if loop.start == 0 and 0 in loop.snap_at:

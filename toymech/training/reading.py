@@ -103,7 +103,7 @@ def read_bounded(folder: Path, name: str, dir_fd: int | None = None) -> bytes | 
         os.close(fd)
 
 
-def _read_files(folder: Path, names: tuple[str, ...]) -> dict[str, bytes | None]:
+def read_files(folder: Path, names: tuple[str, ...]) -> dict[str, bytes | None]:
     """The files' bytes (None: absent), read through ONE handle on the folder where the OS has
     them, so that a concurrent replacement cannot mix an old config with new weights."""
     if os.open not in os.supports_dir_fd or not hasattr(os, "O_DIRECTORY"):

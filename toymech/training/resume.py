@@ -40,7 +40,7 @@ def extend_refusal(saved_train: dict, saved_step: int, cfg: TrainConfig) -> str 
     return None
 
 
-def _resume(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, dev,
+def resume_state(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, dev,
             extend: bool = False):
     saved, weights, state = checkpoints.load_for_resume(Path(folder))
     if extend:

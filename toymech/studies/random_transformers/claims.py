@@ -72,7 +72,7 @@ PAPER_FROZEN_LSTM_NEEDLE = 16.85  # width 1024, only embedding and unembedding t
 
 # --- thresholds, each derived from the sources' numbers (docs/sources.md prints the reasons) ------
 SOLVED = 0.95    # "solves": the paper's random transformers reach 100 % (median of 10); 95 % and
-                 # half way from chance to 1 (``_solved``), so a task whose chance is high needs more
+                 # half way from chance to 1 (``task_solved``), so a task whose chance is high needs more
 FAILS_BY = 0.25  # an ablation or a baseline "fails" / falls short: 25 points below the random
                  # model, half the smallest drop the sources call a failure (100 -> 48.5 %)
 LOWERED = 0.10   # "lowered" (no number given): 10 points, ten times the ~1-point noise of a
@@ -127,7 +127,7 @@ SETTINGS = StudySettings.of_sizes(lambda size: {**setting(size), **RECIPE_SETTIN
 
 
 # --- the verdicts' pieces ----------------------------------------------------------------------
-def _solved(n: Numbers, key: str, task: str) -> bool:
+def task_solved(n: Numbers, key: str, task: str) -> bool:
     """At least ``SOLVED`` and at least half way from chance to 1."""
     chance = n[f"chance.{task}"]
     return n[key] >= max(SOLVED, chance + (1 - chance) / 2)
@@ -146,13 +146,13 @@ def _normal_control(n: Numbers, task: str, widths=("small", "large")) -> bool:
     keys = [f"acc.{task}.normal.{w}" for w in widths if f"acc.{task}.normal.{w}" in n]
     if not keys:
         raise KeyError(f"acc.{task}.normal")
-    return any(_solved(n, k, task) for k in keys)
+    return any(task_solved(n, k, task) for k in keys)
 
 
 def _random_solves(task: str, key: str, widths=("small", "large")):
     def holds(n: Numbers) -> bool:
         _normal_control(n, task, widths)  # the control must have run for this seed
-        return _solved(n, key, task)
+        return task_solved(n, key, task)
     return holds
 
 
@@ -219,7 +219,7 @@ def _ablation(key: str, statement: str, source_value: str, mode: str, tasks: Seq
               why: str = "half the paper's drop on decimal addition (100 -> 48.5 %)") -> Claim:
     def holds(n: Numbers) -> bool:
         need(n, [f"acc.{t}.{mode}.large" for t in tasks])  # the ablation itself was trained
-        if not all(_solved(n, f"acc.{t}.random.large", t) for t in tasks):
+        if not all(task_solved(n, f"acc.{t}.random.large", t) for t in tasks):
             return False  # its control (the random model) did not solve: nothing is shown
         return all(_mode_gap(n, t, mode) <= -by for t in tasks)
 
@@ -242,7 +242,7 @@ def _width_gain(n: Numbers) -> float:
 
 
 def _close_to_normal(n: Numbers) -> bool | None:
-    tasks = [t for t in ALGORITHMIC if _solved(n, f"acc.{t}.normal.large", t)]
+    tasks = [t for t in ALGORITHMIC if task_solved(n, f"acc.{t}.normal.large", t)]
     need(n, [f"acc.{t}.random.large" for t in ALGORITHMIC])
     if len(tasks) < len(ALGORITHMIC):
         return False  # a normal model that fails a task is no reference: nothing is shown
@@ -286,7 +286,7 @@ def _behind_random(kind: str, task: str):
     """``kind`` at least FAILS_BY below the random transformer on ``task``, which solves it."""
     def holds(n: Numbers) -> bool:
         base = n[f"baseline.{kind}.{task}"]
-        return (_solved(n, f"acc.{task}.random.large", task)
+        return (task_solved(n, f"acc.{task}.random.large", task)
                 and base <= n[f"acc.{task}.random.large"] - FAILS_BY)
     return holds
 

@@ -28,7 +28,7 @@ from ...zoo import Zoo, ZooEntry
 from ..claims import Measured
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from .calibration import run_row
-from .claims import SETTINGS, TABLE1, W16, _solved, numbers
+from .claims import SETTINGS, TABLE1, W16, task_solved, numbers
 from .design import ALGORITHMIC, FREEZE_MODES, experiment, plan, seeds_of, size_spec, task_for
 from .measure import (BASELINE_KINDS, baseline_exp, baseline_row, circuit_experiments,
                       circuit_row, concentration_rows, plan_seeds, row_for)
@@ -234,9 +234,9 @@ def _trainable(exp: Experiment) -> int:
 def solved_label(n: Mapping[str, float], task: str, mode: str, which: str) -> str:
     """One run's label: "solved" when its test accuracy (``acc.<task>.<mode>.<which>``) is at
     least ``claims.SOLVED`` and at least half way from the task's trivial predictor to 1 (the
-    claims' own ``_solved``), "not solved" otherwise, "not measured" without the number."""
+    claims' own ``task_solved``), "not solved" otherwise, "not measured" without the number."""
     try:
-        return "solved" if _solved(Measured(n), f"acc.{task}.{mode}.{which}", task) \
+        return "solved" if task_solved(Measured(n), f"acc.{task}.{mode}.{which}", task) \
             else "not solved"
     except KeyError:
         return "not measured"
@@ -290,7 +290,7 @@ def _solved_tasks(per_seed, mode: str, which: str) -> tuple[list[str], int]:
         votes = []
         for n in per_seed:
             try:
-                votes.append(_solved(Measured(n), f"acc.{task}.{mode}.{which}", task))
+                votes.append(task_solved(Measured(n), f"acc.{task}.{mode}.{which}", task))
             except KeyError:
                 pass
         if votes:

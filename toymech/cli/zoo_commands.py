@@ -1,5 +1,5 @@
 """The ``toymech`` commands that work on the model zoo: ``train``, ``sweep``, ``list`` and
-``zoo verify`` (the parser and ``main`` are in ``toymech.cli``). Bad input is a ValueError,
+``zoo verify`` (the parser and ``main`` are in ``toymech.cli.parser``). Bad input is a ValueError,
 which ``main`` prints as one line (exit code 2). Heavy imports happen inside the commands, so
 that ``toymech --help`` answers at once.
 """
@@ -12,19 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED = 0, 1
-
-
-def check_cache(cache: str | None) -> None:
-    # Before any work: a zoo that cannot be written would otherwise fail after training.
-    if cache is not None:
-        from toymech.core import check_path_writable_dir
-
-        path = Path(cache).expanduser() if cache.strip() else None
-        if path is not None and os.path.lexists(path) and path.is_symlink() and not path.exists():
-            raise ValueError(f"--cache={cache!r} is not allowed: a folder (it is a broken symlink "
-                             "or a symlink loop)")
-        check_path_writable_dir("--cache", cache)
+from .args import EXIT_FAILED, EXIT_OK, check_cache, parse_sets
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,8 +109,6 @@ def load_experiment(args: argparse.Namespace):
                              f"model and train (it holds a {type(spec).__name__})")
         experiment = Experiment.from_dict(spec)
     else:
-        from toymech.cli_report import parse_sets
-
         sets = parse_sets(getattr(args, "set", None) or [])
         if args.steps is not None and sets:
             _refuse_two_steps(args.experiment, sets, args.steps)

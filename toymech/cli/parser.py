@@ -1,6 +1,7 @@
 """The ``toymech`` command: its parser and ``main``. The zoo's commands (``train``, ``sweep``,
-``map``, ``list``, ``zoo``) run in ``toymech.cli_zoo``, the notebooks' (``report``, ``lab``,
-``results``, ``ladder``) in ``toymech.cli_report``.
+``map``, ``list``, ``zoo``) run in ``toymech.cli.zoo_commands``, the notebooks' (``report``,
+``lab``, ``results``, ``ladder``) in ``toymech.cli.report_commands``; what they share (exit codes,
+``UsageError``, ``--param`` / ``--set`` parsing) is ``toymech.cli.args``.
 
 Exit codes scripts can rely on: 0 success; 1 a run failed (a notebook, a training run, a lock
 wait that timed out, a zoo entry that is damaged or unverified); 2 bad input (unknown
@@ -17,12 +18,9 @@ import re
 import sys
 from typing import Sequence
 
-from . import cli_zoo
-from .cli_report import UsageError, _cmd_ladder, _cmd_lab, _cmd_report, _cmd_results
-from .cli_report import _parse_param, parse_sets  # noqa: F401 (toymech.cli.parse_sets is public)
-
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+from . import zoo_commands
+from .args import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from .report_commands import cmd_ladder, cmd_lab, cmd_report, cmd_results
 SIZES = ("smoke", "default", "paper")  # == toymech.core.SIZES, repeated to keep --help fast
 
 
@@ -117,7 +115,7 @@ def _add_train(sub) -> None:
     _add_lock_timeout(p)
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar or log lines (refusals and repairs are still said)")
-    p.set_defaults(func=cli_zoo.cmd_train)
+    p.set_defaults(func=zoo_commands.cmd_train)
 
 
 def _add_sweep(sub) -> None:
@@ -140,7 +138,7 @@ def _add_sweep(sub) -> None:
     p.add_argument("--cache", help=CACHE_HELP)
     _add_lock_timeout(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=cli_zoo.cmd_sweep)
+    p.set_defaults(func=zoo_commands.cmd_sweep)
 
 
 def _add_map(sub) -> None:
@@ -170,7 +168,7 @@ def _add_map(sub) -> None:
     p.add_argument("--no-progress", action="store_true",
                    help="no live line (runs and cells done, the run in progress and its step, "
                    "an estimate left)")
-    p.set_defaults(func=cli_zoo.cmd_map)
+    p.set_defaults(func=zoo_commands.cmd_map)
 
 
 def _add_list(sub) -> None:
@@ -183,7 +181,7 @@ def _add_list(sub) -> None:
     p.add_argument("study", nargs="?", help="with 'knobs': one study's knobs (default: every study's)")
     p.add_argument("--cache", help=CACHE_HELP)
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cli_zoo.cmd_list)
+    p.set_defaults(func=zoo_commands.cmd_list)
 
 
 def _add_zoo(sub) -> None:
@@ -205,7 +203,7 @@ def _add_zoo(sub) -> None:
                    "their folder's key) and save them again with an integrity record; their "
                    "metrics are taken as they are")
     p.add_argument("--cache", help=CACHE_HELP)
-    p.set_defaults(func=cli_zoo.cmd_zoo_verify)
+    p.set_defaults(func=zoo_commands.cmd_zoo_verify)
 
 
 def _add_report(sub) -> None:
@@ -234,7 +232,7 @@ def _add_report(sub) -> None:
     p.add_argument("--jobs", type=_jobs, default=1,
                    help="notebooks executed at once; each kernel gets cores/jobs threads (default: 1)")
     p.add_argument("--cache", help=CACHE_HELP)
-    p.set_defaults(func=_cmd_report)
+    p.set_defaults(func=cmd_report)
 
 
 def _add_lab(sub) -> None:
@@ -247,7 +245,7 @@ def _add_lab(sub) -> None:
     p.add_argument("--cache", help=CACHE_HELP)
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="further arguments for jupyter lab (after --)")
-    p.set_defaults(func=_cmd_lab)
+    p.set_defaults(func=cmd_lab)
 
 
 def _add_results(sub) -> None:
@@ -262,7 +260,7 @@ def _add_results(sub) -> None:
                    "folders or zoos: each map's finding and cells")
     p.add_argument("--into", default="docs/results.md", help="the record to update: a markdown (.md) file; "
                    "a link is written through (default: docs/results.md)")
-    p.set_defaults(func=_cmd_results)
+    p.set_defaults(func=cmd_results)
 
 
 def _add_ladder(sub) -> None:
@@ -279,7 +277,7 @@ def _add_ladder(sub) -> None:
     p.add_argument("--seeds", nargs="+", action=_Once, type=_seed, help="seeds (default: 3 4 5; never 0)")
     p.add_argument("--backend", choices=("auto", "ray", "local"), default="auto")
     p.add_argument("--cache", help=CACHE_HELP)
-    p.set_defaults(func=_cmd_ladder)
+    p.set_defaults(func=cmd_ladder)
 
 
 class _Once(argparse.Action):
@@ -328,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plugins.load(args.imports)  # your tasks and studies, before any name is looked up
         if args.imports:  # the report's kernels import them too
             os.environ[plugins.ENV] = ",".join(
-                dict.fromkeys([*plugins._modules_from_env(), *args.imports]))
+                dict.fromkeys([*plugins.modules_from_env(), *args.imports]))
         return args.func(args)
     except UsageError as exc:
         print(f"toymech: error: {exc}", file=sys.stderr)
