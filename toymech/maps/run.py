@@ -60,6 +60,7 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     refine = check_int("refine", refine, 0, 10_000)
     study = protocol.study(spec["study"])
     zoo = Zoo(cache_dir)
+    _check_measurable(spec, study)
     folder = Path(out) if out is not None else zoo.root / "maps"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec['name']}.csv"
@@ -155,6 +156,28 @@ def _cell_key(trial) -> tuple:
     """A trial's cell: its experiment and knob values (not its seed)."""
     return (trial.experiment, *sorted((k, str(v)) for k, v in trial.overrides.items()
                                       if k.startswith("knob.")))
+
+
+def _check_measurable(spec: dict[str, Any], study) -> None:
+    """Every cell's setting through the study's ``map_check`` (where it has one) before
+    anything trains: a cell its measurement would refuse is refused now, naming its knobs."""
+    measurable = getattr(study, "map_check", None)
+    if measurable is None:
+        return
+    seen = set()
+    for trial in expand_grid(sweep_grid(spec)):
+        knobs = {k.removeprefix("knob."): v for k, v in trial.overrides.items()
+                 if k.startswith("knob.")}
+        cell = (str(trial.size), tuple(sorted((k, str(v)) for k, v in knobs.items())))
+        if cell in seen:
+            continue
+        seen.add(cell)
+        try:
+            measurable(study.with_knobs(trial.size, knobs))
+        except ValueError as exc:
+            given = ", ".join(f"{k}={_cell_text(study, k, v)}" for k, v in knobs.items())
+            raise ValueError(f"knobs {given} cannot be measured by the {spec['study']} map "
+                             f"({exc}): leave that value out of the map") from None
 
 
 def _cell_text(study, knob: str, value: Any) -> str:

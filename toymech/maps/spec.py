@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..core import check, check_int, check_seed, check_size
+from ..core import check, check_int, check_seed, check_size, short_repr
 from ..studies import knobs as study_knobs, protocol
 from ..training.specfiles import read_mapping
 
@@ -49,7 +49,7 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
     names = spec.get("experiment") or [next(iter(study.EXPERIMENTS))]
     names = [names] if isinstance(names, str) else list(names)
     for n in names:
-        check(n in study.EXPERIMENTS, "experiment", n,
+        check(isinstance(n, str) and n in study.EXPERIMENTS, "experiment", n,
               f"one of the study's: {', '.join(study.EXPERIMENTS)}")
     size = check_size(spec.get("size", "default"))
     seed = check_seed(spec.get("seed", 0))
@@ -69,8 +69,13 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
                                   study_name)
         check(isinstance(values, list) and len(values) >= 1, f"knobs[{key!r}]", values,
               "a non-empty list of values")
+        seen: dict[Any, Any] = {}
         for v in values:
-            study.KNOBS[key].parse(v)
+            canonical = study.KNOBS[key].parse(v)
+            check(canonical not in seen, f"knobs[{key!r}]", values,
+                  f"each value once: {short_repr(seen.get(canonical))} and {short_repr(v)} are the same "
+                  f"value ({study.KNOBS[key].text(canonical)})")
+            seen[canonical] = v
     label = spec.get("name", "map")
     check(isinstance(label, str) and label.replace("-", "").replace("_", "").isalnum(), "name",
           label, "letters, digits, - and _")
