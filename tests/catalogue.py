@@ -169,6 +169,8 @@ def rehash(path: Path, data: dict, state: dict | None = None) -> None:
               "meta_sha256": sha}
     if (path / "snapshots.safetensors").is_file():
         record["snapshots_sha256"] = checkpoints._sha256((path / "snapshots.safetensors").read_bytes())
+    if (path / "train_state.pt").is_file():
+        record["train_state_sha256"] = checkpoints._sha256((path / "train_state.pt").read_bytes())
     write_meta(path, {**data, "integrity": record})
 
 

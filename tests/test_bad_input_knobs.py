@@ -43,6 +43,12 @@ CASES = {
     "blocks that never repeat": (["train", "induction-2l", "--set", "seq_len=12", "--set",
                                   "block_len=4-8", "--set", "offset=5"],
                                  ["must repeat its block"]),
+    "--set steps with --steps (trained 40 steps named [steps=80] before)": (
+        ["train", "induction-2l", "--set", "steps=80", "--steps", "40"],
+        ["--steps=40", "--set steps=80", "give one of them"]),
+    "a block longer than the sequence beside seq_len (120-letter sequences before)": (
+        ["train", "induction-2l", "--set", "seq_len=24", "--set", "block_len=30"],
+        ["seq_len=24", "block_len=30", "sequence length 24"]),
     "a knob given twice": (["train", "induction-2l", "--set", "d_model=64", "--set",
                             "d_model=128"], ["--set d_model is given twice"]),
     "no value": (["train", "induction-2l", "--set", "d_model="], ["is not KNOB=VALUE"]),

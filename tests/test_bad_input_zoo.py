@@ -20,6 +20,7 @@ from catalogue import legacy, meta, rehash, run_cli, stderr_lines, tree, weights
 
 STEPS = "4"
 TRAIN = ["train", "induction-1l", "--size", "smoke", "--steps", STEPS, "--device", "cpu", "-q"]
+LONGER = [*TRAIN[:5], str(2 * int(STEPS)), *TRAIN[6:]]  # continues the entry of ``STEPS`` steps
 
 
 def _exp(seed):
@@ -154,6 +155,20 @@ def _one_quarantined(root, tmp):
     Zoo(root).quarantine(root / _name(root, 1), "damaged on purpose")
 
 
+def _optimizer_bits(p):
+    """Flip the lowest bit of a few values of one optimizer moment: a state that still loads."""
+    state = torch.load(p / "train_state.pt", weights_only=True)
+    moments = next(v for v in state["optimizer"]["state"].values() if "exp_avg" in v)
+    flat = moments["exp_avg"].view(-1)
+    bits = flat[:5].contiguous().view(torch.int32) ^ 1
+    flat[:5] = bits.view(flat.dtype)
+    torch.save(state, p / "train_state.pt")
+
+
+def _garbage_state(p):
+    (p / "train_state.pt").write_bytes(b"\x80\x02not a pickle at all")
+
+
 VERIFY = ["zoo", "verify", "--cache", "{zoo}"]
 LIST = ["list", "models", "--cache", "{zoo}"]
 
@@ -187,6 +202,9 @@ DAMAGE_CASES = {
     "list: config.json -> /dev/zero": (_swap("config.json", "zero"), LIST, 0, ["DAMAGED"]),
     "list: stripped record": (legacy, LIST, 0, ["UNVERIFIED"]),
     "newer format, verify --fix (quarantined before)": (_newer, [*VERIFY, "--fix"], 0, ["NEWER", "newer than this toymech"]),
+    "bits flipped in the optimizer state (verify said ok before)": (_optimizer_bits, VERIFY, 1, ["DAMAGED", "train_state.pt", "sha256"]),
+    "train_state.pt garbage": (_garbage_state, VERIFY, 1, ["DAMAGED", "train_state.pt"]),
+    "train_state.pt removed": (lambda p: (p / "train_state.pt").unlink(), VERIFY, 1, ["DAMAGED", "train_state.pt", "missing"]),
     "task version 3 with a valid record (listed ok and served before)": (_task_version(3), VERIFY, 0, ["NEWER", "version 3"]),
     "list: task version 3 with a valid record": (_task_version(3), LIST, 0, ["NEWER", "version 3"]),
 }
@@ -252,6 +270,8 @@ SPECIAL_CASES = {
     "task version 3, train (served as the current task's before)": (lambda r, t: _task_version(3)(r / _name(r, 0)), TRAIN, 2, "stderr", ["newer than this toymech", "version 3"], True),
     "task version 1 of a version-2 task, verify (listed ok and served before)": (_v1_of_a_v2_task, VERIFY, 1, "modular_addition-", ["DAMAGED", "version 1"], True),
     "task version 1 of a version-2 task, list": (_v1_of_a_v2_task, LIST, 0, "modular_addition-", ["DAMAGED", "version 1"], True),
+    "bits flipped in the optimizer state, a longer run (continued from it before)": (lambda r, t: _optimizer_bits(r / _name(r, 0)), LONGER, 0, "notice", ["could not continue", "train_state.pt", "from step 0"], False),
+    "garbage train_state.pt, a longer run (PyTorch's weights_only advice before)": (lambda r, t: _garbage_state(r / _name(r, 0)), LONGER, 0, "notice", ["could not continue", "train_state.pt", "from step 0"], False),
     "list with a quarantined entry (not mentioned before)": (_one_quarantined, LIST, 0, "quarantined", ["1 quarantined", ".quarantine"], True),
 }
 

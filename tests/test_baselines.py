@@ -86,3 +86,16 @@ def test_bad_vocabulary_size_is_refused_by_name(n_vocab):
 def test_tokens_outside_the_vocabulary_are_refused():
     with pytest.raises(ValueError, match="batch.tokens"):
         position_copy_loss(_batch([[0, 9, 0]]), 8)
+
+
+def test_fitted_on_the_training_distribution_the_position_copier_fails_other_block_lengths():
+    gen = torch.Generator().manual_seed(2)
+    task = RepeatedBlocks(block_len=6)
+    train = task.predictable(2048, gen)
+    shifted, shorter = task.periodic(2048, gen, 6, offset=3), task.periodic(2048, gen, 5)
+    assert position_copy_loss(shifted, V, fit_on=train) < 0.01  # six back, whatever the start
+    assert position_copy_loss(shorter, V, fit_on=train) > 0.8 * math.log(V)
+    assert position_copy_loss(shorter, V) < 0.01  # the oracle fitted on the set itself solves it
+    # the copier's smoothing fitted elsewhere is never better than fitted on the set itself
+    assert context_frequency_loss(shorter, V, fit_on=train) >= context_frequency_loss(shorter, V) - 1e-9
+    assert context_frequency_loss(train, V, fit_on=train) == pytest.approx(context_frequency_loss(train, V))

@@ -86,6 +86,23 @@ def cmd_zoo_verify(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------
 
 
+def _refuse_two_steps(name: str, sets: dict[str, str], steps: int) -> None:
+    """``--steps`` beside a ``--set`` knob that writes ``train.steps`` is a contradiction (the
+    entry would be named after one and trained for the other): refused before any work."""
+    from toymech import experiments
+    from toymech.studies import protocol
+
+    named = experiments.registry().get(name)
+    if named is None or not named.study:
+        return  # experiments.get names the problem
+    knobs = getattr(protocol.study(named.study), "KNOBS", {})
+    for knob_name, value in sets.items():
+        knob = knobs.get(knob_name)
+        if knob is not None and "train.steps" in knob.fields:
+            raise ValueError(f"--steps={steps} is not allowed with --set {knob_name}={value}: "
+                             "both set the training steps; give one of them")
+
+
 def load_experiment(args: argparse.Namespace):
     from toymech import experiments
     from toymech.training import Experiment
@@ -106,9 +123,11 @@ def load_experiment(args: argparse.Namespace):
     else:
         from toymech.cli_report import parse_sets
 
+        sets = parse_sets(getattr(args, "set", None) or [])
+        if args.steps is not None and sets:
+            _refuse_two_steps(args.experiment, sets, args.steps)
         experiment = experiments.get(args.experiment, size=args.size or "default",
-                                     seed=0 if args.seed is None else args.seed,
-                                     variant=parse_sets(getattr(args, "set", None) or []))
+                                     seed=0 if args.seed is None else args.seed, variant=sets)
     if args.steps is not None:
         train = experiment.train
         experiment.train = train.replace(steps=args.steps, eval_every=min(train.eval_every, args.steps),

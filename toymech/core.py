@@ -44,8 +44,63 @@ def check(condition: bool, name: str, value: Any, allowed: str) -> None:
 
 
 def _quote(value: Any) -> str:
-    text = repr(value)  # one line, and short: a message names the value, it does not dump it
-    return text if len(text) <= 80 else text[:77] + "..."
+    return short_repr(value)  # one line, and short: a message names the value, never dumps it
+
+
+class _Enough(Exception):
+    pass
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters (``...`` at the end), in work bounded by
+    ``limit`` whatever the value: plain containers are walked only until the text is long
+    enough, so a YAML alias bomb (a value whose repr would be exponentially long, or a cycle) is
+    never formatted whole."""
+    parts: list[str] = []
+    size = 0
+
+    def emit(text: str) -> None:
+        nonlocal size
+        parts.append(text)
+        size += len(text)
+        if size > limit:
+            raise _Enough
+
+    def items(seq, open_: str, close: str, pair: bool = False) -> None:
+        emit(open_)
+        for i, item in enumerate(seq):
+            if i:
+                emit(", ")
+            if pair:
+                walk(item[0])
+                emit(": ")
+                walk(item[1])
+            else:
+                walk(item)
+        emit(close)
+
+    def walk(v: Any) -> None:
+        kind = type(v)
+        if kind is dict:
+            items(v.items(), "{", "}", pair=True)
+        elif kind is list:
+            items(v, "[", "]")
+        elif kind is tuple:
+            items(v, "(", ",)" if len(v) == 1 else ")")
+        elif kind is str:
+            emit(repr(v[: limit + 1]) if len(v) > limit + 1 else repr(v))
+        else:
+            try:
+                emit(repr(v))
+            except ValueError:  # an int too long to print
+                emit(f"<{kind.__name__}>")
+
+    try:
+        walk(value)
+    except (_Enough, RecursionError):
+        pass
+    text = "".join(parts)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def is_int(value: Any) -> bool:

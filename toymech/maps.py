@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .core import check, check_int, check_seed, check_size, source_commit
+from .core import check, check_int, check_seed, check_size, short_repr, source_commit
 from .grid import expand_grid, run_sweep
 from .maps_live import MapProgress
 from .sweep import train_missing
@@ -70,7 +70,7 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
     names = spec.get("experiment") or [next(iter(study.EXPERIMENTS))]
     names = [names] if isinstance(names, str) else list(names)
     for n in names:
-        check(n in study.EXPERIMENTS, "experiment", n,
+        check(isinstance(n, str) and n in study.EXPERIMENTS, "experiment", n,
               f"one of the study's: {', '.join(study.EXPERIMENTS)}")
     size = check_size(spec.get("size", "default"))
     seed = check_seed(spec.get("seed", 0))
@@ -90,8 +90,13 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
                                   study_name)
         check(isinstance(values, list) and len(values) >= 1, f"knobs[{key!r}]", values,
               "a non-empty list of values")
+        seen: dict[Any, Any] = {}
         for v in values:
-            study.KNOBS[key].parse(v)
+            canonical = study.KNOBS[key].parse(v)
+            check(canonical not in seen, f"knobs[{key!r}]", values,
+                  f"each value once: {short_repr(seen.get(canonical))} and {short_repr(v)} are the same "
+                  f"value ({study.KNOBS[key].text(canonical)})")
+            seen[canonical] = v
     label = spec.get("name", "map")
     check(isinstance(label, str) and label.replace("-", "").replace("_", "").isalnum(), "name",
           label, "letters, digits, - and _")
@@ -121,6 +126,7 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     refine = check_int("refine", refine, 0, 10_000)
     study = protocol.study(spec["study"])
     zoo = Zoo(cache_dir)
+    _check_measurable(spec, study)
     folder = Path(out) if out is not None else zoo.root / "maps"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec['name']}.csv"
@@ -128,6 +134,28 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
         live = stack.enter_context(MapProgress(spec["name"])) if progress else None
         return _run_map(spec, study, zoo, folder, path, refine, live, log,
                         dict(zoo=zoo, backend=backend, address=address, device=device, log=log))
+
+
+def _check_measurable(spec: dict[str, Any], study) -> None:
+    """Every cell's setting through the study's ``map_check`` (where it has one) before
+    anything trains: a cell its measurement would refuse is refused now, naming its knobs."""
+    measurable = getattr(study, "map_check", None)
+    if measurable is None:
+        return
+    seen = set()
+    for trial in expand_grid(_grid(spec)):
+        knobs = {k.removeprefix("knob."): v for k, v in trial.overrides.items()
+                 if k.startswith("knob.")}
+        cell = (str(trial.size), tuple(sorted((k, str(v)) for k, v in knobs.items())))
+        if cell in seen:
+            continue
+        seen.add(cell)
+        try:
+            measurable(study.with_knobs(trial.size, knobs))
+        except ValueError as exc:
+            given = ", ".join(f"{k}={_cell_text(study, k, v)}" for k, v in knobs.items())
+            raise ValueError(f"knobs {given} cannot be measured by the {spec['study']} map "
+                             f"({exc}): leave that value out of the map") from None
 
 
 def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataFrame:

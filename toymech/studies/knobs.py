@@ -234,6 +234,20 @@ def apply_knobs(knobs: Mapping[str, Knob], exp: Experiment, values: Mapping[str,
                                  f"{name or 'the experiment'}: {e}") from None
             if exp.key() != before:  # a knob acting through the plan changes no run here
                 changed.append(f"{key}={knob.text(values[key])}")
+    # Every knob must still hold beside the others: applied again to the result it changes
+    # nothing (``seq_len=24`` then ``block_len=30`` would otherwise give 120-letter sequences).
+    for key, knob in knobs.items():
+        if key in values and knob.applies(exp) and len(values) > 1:
+            others = ", ".join(f"{k}={knobs[k].text(v)}" for k, v in values.items() if k != key)
+            try:
+                again = knob.apply(exp, values[key])
+            except ValueError as e:
+                raise ValueError(f"{key}={knob.text(values[key])} cannot be applied to "
+                                 f"{name or 'the experiment'} beside {others}: {e}") from None
+            if again.key() != exp.key():
+                raise ValueError(f"{key}={knob.text(values[key])} is not allowed beside {others}: "
+                                 f"they contradict each other in {name or 'the experiment'} "
+                                 "(give one of them)")
     if changed:
         exp.name = f"{name} [{', '.join(changed)}]"
     return exp
@@ -281,12 +295,19 @@ def with_knobs_for(knobs: Mapping[str, Knob], study: str, source: str,
               "a mapping of knob names to values, e.g. {'block_len': '4-8'}")
         given = {**knobs_of(size), **dict(variant or {})}
         values = parse_variant(knobs, given, study, others() if others else None)
-        keys = [e.key() for e in build(base)]
-        changed = {}
-        for name, value in values.items():  # a knob that changes nothing at this size is dropped
-            one = Variant(base, {name: jsonable_value(value)})
-            if [e.key() for e in build(one)] != keys:
-                changed[name] = value
+        if not values:
+            return base
+
+        def keys(vals: Mapping[str, Any]) -> list[str]:
+            return [e.key() for e in build(Variant(base, {k: jsonable_value(v)
+                                                          for k, v in vals.items()}) if vals
+                                           else base)]
+        # A knob is dropped when the runs are the same without it, judged beside the other
+        # knobs given (``seq_len=24`` is the source's alone, but not beside ``n_blocks=8``), so
+        # a combination is built, and refused, as the user wrote it.
+        every = keys(values)
+        changed = {name: value for name, value in values.items()
+                   if keys({k: v for k, v in values.items() if k != name}) != every}
         if not changed:
             return base
         out = Variant(base, {k: jsonable_value(v) for k, v in changed.items()},

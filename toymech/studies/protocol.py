@@ -104,7 +104,9 @@ SIGNATURES: dict[str, tuple[tuple[str, Any, bool], ...]] = {
 MAP_SIGNATURES = {"map_row": (("run", P, False), ("size", P, False), ("seed", P, False))}
 # ... and ``MAP_LABEL``: the label of its rows that says the mechanism holds (a map's finding and
 # its report's colour read the share of seeds with this label); optionally ``MAP_PREDICTIONS``:
-# other works' predictions judged on its maps (``studies.predictions.MapPrediction``).
+# other works' predictions judged on its maps (``studies.predictions.MapPrediction``); and
+# optionally ``map_check(size)``: a ValueError for a setting its ``map_row`` could not measure
+# (a map calls it for every cell before anything trains).
 # Only a study whose OPTIONAL_RUNS name "llc" (a learning-coefficient curve) has these (and
 # ``LLC_ON``: size -> whether the curve runs without being asked for).
 LLC_SIGNATURES = {"llc_on": (("size", P, False), ("also", P, True))}

@@ -18,6 +18,13 @@ Reads are bounded (``reading``): a file is read only when it is a regular file (
 FIFO, device or folder) under its size cap (``CAPS``), so no folder content can make a reader
 hang or exhaust memory.
 
+Training state. ``train_state.pt`` (what a continued or resumed run reads: the optimizer,
+scheduler and data-stream states, the history so far) has its sha256 in the record too
+(``train_state_sha256``) and is checked with the rest; a continued run reads it only through
+``load_for_resume``, which checks every file it reads first. A damaged state is one line
+(``DamagedCheckpoint``), never PyTorch's unpickling advice; a state without a recorded hash (an
+older toymech) is not continued.
+
 Snapshots. ``snapshots.safetensors`` holds the trained parameters at each snapshot step under
 keys ``step00000300/blocks.0.attn.W_Q``; ``config.json`` lists the steps (``snapshot_steps``,
 covered by the metadata hash) and the record holds the file's sha256 (``snapshots_sha256``).
@@ -105,6 +112,8 @@ def save_model(target: Path, model: torch.nn.Module, meta: dict[str, Any],
                   "meta_sha256": meta_sha}
         if snapshots:
             record["snapshots_sha256"] = _sha256((path.parent / SNAPSHOTS).read_bytes())
+        if train_state is not None:
+            record["train_state_sha256"] = _sha256((path.parent / TRAIN_STATE).read_bytes())
         _write_json({**meta, "integrity": record})(path)
 
     writers: dict[str, Callable[[Path], None]] = {
@@ -114,9 +123,9 @@ def save_model(target: Path, model: torch.nn.Module, meta: dict[str, Any],
     if snapshots:
         writers[SNAPSHOTS] = lambda p: save_file(_snapshot_state(snapshots), str(p),
                                                  metadata={"toymech_meta_sha256": meta_sha})
-    writers[CONFIG] = write_config
-    if train_state is not None:
+    if train_state is not None:  # before the config, which records its hash
         writers[TRAIN_STATE] = lambda p: torch.save(train_state, p)
+    writers[CONFIG] = write_config
     return write_folder_atomically(Path(target), writers, log=log)
 
 
@@ -138,7 +147,7 @@ def inspect_folder(folder: Path, *, build: bool = True):
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"checkpoint={str(folder)!r} is not a toymech checkpoint: no such folder")
-    files = _read_files(folder, (CONFIG, WEIGHTS, SNAPSHOTS))
+    files = _read_files(folder, (CONFIG, WEIGHTS, SNAPSHOTS, TRAIN_STATE))
     raw, blob = files[CONFIG], files[WEIGHTS]
     if raw is None and blob is None:
         raise ValueError(f"checkpoint={str(folder)!r} is not a toymech checkpoint: no {CONFIG}")
@@ -164,6 +173,7 @@ def inspect_folder(folder: Path, *, build: bool = True):
             raise DamagedCheckpoint(folder, f"{WEIGHTS} is not the file saved with {CONFIG} (its "
                                     "sha256 differs: replaced, truncated or edited)")
         _check_snapshots(folder, meta, files[SNAPSHOTS])
+        _check_train_state(folder, meta, files[TRAIN_STATE])
     try:
         state = load_bytes(blob)
         header = _header_metadata(blob)
@@ -211,6 +221,23 @@ def _check_snapshots(folder: Path, meta: dict[str, Any], blob: bytes | None) -> 
         raise DamagedCheckpoint(folder, f"{SNAPSHOTS} is missing (its sha256 is recorded in {CONFIG})")
     if _sha256(blob) != sha:
         raise DamagedCheckpoint(folder, f"{SNAPSHOTS} is not the file saved with {CONFIG} (its "
+                                "sha256 differs: replaced, truncated or edited)")
+
+
+def _check_train_state(folder: Path, meta: dict[str, Any], blob: bytes | None) -> None:
+    """The training state against the record of a verified ``meta`` (no hash recorded: an older
+    toymech's entry, whose state ``load_for_resume`` refuses)."""
+    sha = meta["integrity"].get("train_state_sha256")
+    if sha is None:
+        return
+    if not isinstance(sha, str):
+        raise DamagedCheckpoint(folder, f"the integrity record in {CONFIG} has a malformed "
+                                "train_state_sha256")
+    if blob is None:
+        raise DamagedCheckpoint(folder, f"{TRAIN_STATE} is missing (its sha256 is recorded in "
+                                f"{CONFIG})")
+    if _sha256(blob) != sha:
+        raise DamagedCheckpoint(folder, f"{TRAIN_STATE} is not the file saved with {CONFIG} (its "
                                 "sha256 differs: replaced, truncated or edited)")
 
 
@@ -288,15 +315,33 @@ def load_state_checked(model: torch.nn.Module, state: dict[str, torch.Tensor], s
     model.load_state_dict(state, strict=False)  # non-persistent buffers are not in the file
 
 
-def load_train_state(folder: Path) -> dict[str, Any]:
-    blob = read_bounded(Path(folder), TRAIN_STATE) if Path(folder).is_dir() else None
+def load_for_resume(folder: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor], dict[str, Any]]:
+    """Everything a continued or resumed run reads, each file checked against the integrity
+    record first (``inspect_folder``): ``(meta, weights, train state)``. Raises
+    ``DamagedCheckpoint`` (one line) for a damaged folder or state, ``Unverified`` for a folder
+    without a record, ValueError for a folder without a state or whose state has no recorded
+    hash (an older toymech's: it is not continued)."""
+    folder = Path(folder)
+    meta, weights, verified, _ = inspect_folder(folder, build=False)
+    if not verified:
+        raise Unverified(folder)
+    blob = read_bounded(folder, TRAIN_STATE)
     if blob is None:
-        raise ValueError(f"checkpoint={str(folder)!r} has no train_state.pt: it cannot be resumed")
-    return torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
-
-
-def load_file_state(folder: Path) -> dict[str, torch.Tensor]:
-    blob = read_bounded(Path(folder), WEIGHTS)
-    if blob is None:
-        raise DamagedCheckpoint(folder, f"{WEIGHTS} is missing")
-    return load_bytes(blob)
+        raise ValueError(f"checkpoint={str(folder)!r} has no {TRAIN_STATE}: it cannot be resumed")
+    sha = meta["integrity"].get("train_state_sha256")
+    if sha is None:
+        raise ValueError(f"checkpoint={str(folder)!r} has no recorded sha256 for its "
+                         f"{TRAIN_STATE} (an older toymech saved it): it is not continued")
+    if _sha256(blob) != sha:  # read again: it may have been replaced since inspect_folder
+        raise DamagedCheckpoint(folder, f"{TRAIN_STATE} is not the file saved with {CONFIG} (its "
+                                "sha256 differs: replaced, truncated or edited)")
+    try:
+        state = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
+    except Exception as exc:  # unpickling errors carry several lines of advice: name the type
+        raise DamagedCheckpoint(folder, f"{TRAIN_STATE} is not a readable training state "
+                                f"({type(exc).__name__})") from None
+    missing = [k for k in ("optimizer", "scheduler", "generator", "history", "step")
+               if not isinstance(state, dict) or k not in state]
+    if missing:
+        raise DamagedCheckpoint(folder, f"{TRAIN_STATE} lacks {missing[0]!r}")
+    return meta, weights, state

@@ -42,8 +42,7 @@ def extend_refusal(saved_train: dict, saved_step: int, cfg: TrainConfig) -> str 
 
 def _resume(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, dev,
             extend: bool = False):
-    state = checkpoints.load_train_state(Path(folder))
-    saved = checkpoints.read_meta(Path(folder))
+    saved, weights, state = checkpoints.load_for_resume(Path(folder))
     if extend:
         why = extend_refusal(saved.get("train", {}), int(state["step"]), cfg)
         if why:
@@ -59,7 +58,6 @@ def _resume(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, dev,
             k = sorted(diff)[0]
             raise ValueError(f"resume_from={str(folder)!r} does not match this run: "
                              f"{key}.{k} is {theirs.get(k)!r} there, {ours.get(k)!r} here")
-    weights = checkpoints.load_file_state(Path(folder))
     checkpoints.load_state_checked(model, {k: v.to(dev) for k, v in weights.items()}, str(folder))
     opt.load_state_dict(state["optimizer"])
     sched.load_state_dict(state["scheduler"])

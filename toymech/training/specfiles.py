@@ -1,6 +1,7 @@
 """Reading the files a user hands toymech (an experiment config, a sweep grid): strictly and
 boundedly. A file is read only when it is a regular file of at most ``MAX_BYTES`` (a FIFO or a
-device is refused at once, never waited on); a key given twice in one mapping, nesting deeper
+device is refused at once, never waited on) and parsed only when it holds at most ``MAX_KEYS``
+keys (counted as colons, before parsing); a key given twice in one mapping, nesting deeper
 than Python's parser allows, or text that is not UTF-8 is an error naming the file, never a
 silent "last value wins".
 """
@@ -15,9 +16,11 @@ from typing import Any
 
 import yaml
 
-from ..core import check
+from ..core import check, short_repr
 
 MAX_BYTES = 16 * 2**20
+MAX_KEYS = 10_000  # a spec file's keys, counted (as its colons) before parsing: YAML's parser
+# takes about 0.15 ms a key, so a file of 700,000 keys would print nothing for minutes
 SUFFIXES = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 
 
@@ -64,7 +67,7 @@ def _parsed(load, text: str, what: str, path: Any, kind: str, errors, detail) ->
         return load(text)
     except _Duplicate as exc:
         raise ValueError(f"{what}={str(path)!r} is not allowed: each key once per mapping "
-                         f"({exc.args[0]!r} is given twice)") from None
+                         f"({short_repr(exc.args[0])} is given twice)") from None
     except RecursionError:
         raise ValueError(f"{what}={str(path)!r} is not allowed: {kind} nested at most a few "
                          "hundred levels deep") from None
@@ -84,12 +87,16 @@ def parse_yaml(text: str, what: str, path: Any) -> Any:
         pass
 
     def mapping(loader, node, deep=False):
-        keys = []
+        seen: set = set()  # linear in the keys (a list made 700,000 keys take hours)
         for key_node, _ in node.value:
             key = loader.construct_object(key_node, deep=deep)
-            if key in keys:
+            try:
+                fresh = key not in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: construct_mapping refuses it below
+                continue
+            if not fresh:
                 raise _Duplicate(key)
-            keys.append(key)
         return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
     Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
@@ -105,6 +112,8 @@ def read_mapping(path: Any, what: str, kinds: tuple[str, ...] = ("json", "yaml")
     check(suffix in allowed, what, path if not isinstance(path, Path) else str(path),
           f"a {', '.join(allowed)} file")
     text = read_text(path, what)
+    check(text.count(":") <= MAX_KEYS, what, str(path),
+          f"a file of at most {MAX_KEYS:,} keys (it holds {text.count(':'):,} colons)")
     parse = parse_json if SUFFIXES[suffix] == "json" else parse_yaml
     data = parse(text, what, path)
     check(isinstance(data, dict), what, str(path),

@@ -121,6 +121,14 @@ def map_row(run, size: str, seed: int) -> dict[str, object]:
     return row
 
 
+def map_check(size: str) -> None:
+    """Refuse (ValueError) a setting ``map_row`` could not measure, before anything trains: the
+    sets it measures on are drawn once for a few sequences (a sequence too short for the
+    two-block sets, say)."""
+    task = experiment("induction-2l", size, 0).task
+    probe_data(task, size, 0, "cpu", eval_n=1, n_pattern=1, n_causal=2)
+
+
 def untrained_numbers(size: str, seed: int) -> dict[str, float]:
     """The null world: the post's three models at ``size``'s settings, untrained, measured by
     ``measure_seed`` (what every claim must fail)."""
