@@ -2,7 +2,8 @@
 
 - ``toymech-knobs``: a directive that writes a study's knob table from its registry (the rows
   ``toymech list knobs STUDY`` prints), so the site never disagrees with the code.
-- ``toymech-api``: a directive that writes an autodoc entry for every public name of a module.
+- ``toymech-api``: a directive that writes an autodoc entry for every public name of a module;
+  ``toymech-studies``: the same for every registered study's protocol functions.
 - The public surface check: every public function and class of the modules in ``SURFACE`` (and
   every study's protocol functions) must be documented on an API page, with a docstring that
   names each of its parameters. A gap is a Sphinx warning, so ``sphinx -W`` (``./run.sh docs``,
@@ -243,9 +244,32 @@ class ModuleApi(Directive):
         return node.children
 
 
+class StudiesApi(Directive):
+    """``toymech-studies``: for every registered study, its protocol functions as that study
+    defines them (``protocol.surface``), so a new study is in the reference without an edit."""
+
+    def run(self):
+        from docutils.statemachine import StringList
+        from toymech.studies import protocol
+
+        lines = ["```{eval-rst}"]
+        for study in protocol.STUDIES:
+            module = protocol.study(study)
+            lines += [f".. rubric:: ``{module.__name__}``: {module.TITLE}", "",
+                      f".. currentmodule:: {module.__name__}", ""]
+            for attr in protocol.surface(module):
+                if inspect.isfunction(getattr(module, attr, None)):
+                    lines += [f".. autofunction:: {module.__name__}.{attr}", ""]
+        lines.append("```")
+        node = nodes.container()
+        self.state.nested_parse(StringList(lines, source="<toymech-studies>"), 0, node)
+        return node.children
+
+
 def setup(app):
     app.add_directive("toymech-knobs", KnobTable)
     app.add_directive("toymech-api", ModuleApi)
+    app.add_directive("toymech-studies", StudiesApi)
     app.connect("env-check-consistency", check_surface)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
