@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from toymech import maps
-from toymech.plots.maps import SOURCE_NAME, map_figure
+from toymech.maps.figure import SOURCE_NAME, map_figure
 from toymech.report import external_loads
-from toymech.report.map_page import MapPage, build_map_report, map_block, open_line
+from toymech.maps.page import MapPage, build_map_report, map_block, open_line
 from toymech.studies.induction.predictions import KAWATA, KAWATA_SOURCE
 from toymech.studies.predictions import FAILS, HOLDS, UNJUDGED, MapPrediction
 
@@ -218,8 +218,8 @@ def test_a_prediction_needs_its_statement_source_and_rule():
 def test_a_cell_whose_runs_diverged_says_so_not_only_zero_of_n():
     from pathlib import Path
 
-    from toymech.plots.maps import cell_text
-    from toymech.report.map_page import cell_frame
+    from toymech.maps.figure import cell_text
+    from toymech.maps.page import cell_frame
 
     t = maps.read_table(Path(__file__).resolve().parents[1] / "docs" / "maps"
                         / "s2-design-default-cpu.csv")

@@ -7,7 +7,8 @@ public name), and a ``rule``, a pure function of the map's table that returns a 
 setting, never on the source's: a row says "holds on our map" or "does not hold on our map" (or
 "not judged on this map" where the table lacks the cells the rule compares), never that a
 result was reproduced. A map's page and its block in the results record
-(``toymech results --maps``) show one row per prediction of the mapped study.
+(``toymech results --maps``) show one row per prediction of the mapped study
+(``toymech.maps.predictions.prediction_rows``).
 """
 
 from __future__ import annotations
@@ -59,15 +60,4 @@ class MapPrediction:
         return judged
 
 
-def prediction_rows(predictions, table: pd.DataFrame) -> pd.DataFrame:
-    """One row per prediction judged on ``table``: ``prediction`` (its statement), ``source``,
-    ``on our map`` (``Judgement.verdict``) and ``counts``."""
-    rows = []
-    for p in predictions:
-        judged = p.judge(table)
-        rows.append({"prediction": p.statement, "source": p.source, "on our map": judged.verdict,
-                     "counts": judged.counts})
-    return pd.DataFrame(rows, columns=["prediction", "source", "on our map", "counts"])
-
-
-__all__ = ["FAILS", "HOLDS", "UNJUDGED", "Judgement", "MapPrediction", "prediction_rows"]
+__all__ = ["FAILS", "HOLDS", "UNJUDGED", "Judgement", "MapPrediction"]

@@ -2,12 +2,12 @@
 read back, summarised per cell and drawn, through the thin notebook ``map.ipynb`` beside this
 module, executed and rendered like every report (``build_reports``) and listed in the index.
 
-The page opens with the map's finding, computed from the table (``maps.finding``: in which cells
+The page opens with the map's finding, computed from the table (``maps.summary.finding``: in which cells
 the study's ``MAP_LABEL`` holds on every seed, on some, on none); then the figure
-(``plots.maps.map_figure``: the share of seeds with the label per cell, the median of the map's
+(``maps.figure.map_figure``: the share of seeds with the label per cell, the median of the map's
 number and "held of runs" as each cell's text, each seed's value on hover, the source's setting
 as a star); then other works' predictions judged on the map (the study's ``MAP_PREDICTIONS``,
-``studies.predictions``: "holds on our map" or not, with the counts used); then every cell with
+``maps.predictions``: "holds on our map" or not, with the counts used); then every cell with
 the line of Python that opens its runs (``toymech.explore(...)``).
 
 The map notebook is not one of ``notebooks/``: it shows a table already measured, so it has no
@@ -25,15 +25,16 @@ from typing import Any
 
 import pandas as pd
 
-from .. import maps
 from ..core import check
 from ..display import note, reader_table
-from ..plots.maps import map_figure
+from ..report.build import build_reports
+from ..report.index import ReportEntry
+from ..report.results import END, START, markdown_table
 from ..studies import protocol
-from ..studies.predictions import prediction_rows
-from .build import build_reports
-from .index import ReportEntry
-from .results import END, START, _table
+from .summary import finding
+from .table import read_table as read_map_table
+from .figure import map_figure
+from .predictions import prediction_rows
 
 MAP_NOTEBOOK = Path(__file__).resolve().parent / "map.ipynb"
 PAGE_PREFIX = "map-"  # a map's page: <out>/map-<name>.html
@@ -42,7 +43,7 @@ _NOT_NUMBERS = ("seed", "refined")
 
 def read_table(path: str | Path) -> pd.DataFrame:
     """A map's table (``.csv`` or ``.parquet``, ``maps.read_table``), knobs as text."""
-    table = maps.read_table(path)
+    table = read_map_table(path)
     return table.astype({c: str for c in table.columns
                          if c.startswith("knob.") or c == "experiment"})
 
@@ -157,7 +158,7 @@ class MapPage:
         label, number = label_of(table, label), number_of(table, number)
         dims, study = dims_of(table), study_for(table)
         return cls(table, label, number, cell_frame(table, label, number), dims,
-                   source_of(study, dims), maps.finding(table, label),
+                   source_of(study, dims), finding(table, label),
                    prediction_rows(getattr(study, "MAP_PREDICTIONS", ()), table))
 
     @classmethod
@@ -230,7 +231,7 @@ def map_block(path: str | Path) -> tuple[str, str]:
              f"{len(page.table)} runs over {len(page.cells)} cells at size "
              f"`{', '.join(sorted(set(page.table['size'].astype(str))))}`, commit "
              f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).", "",
-             page.finding, "", *_table(list(shown.columns), rows)]
+             page.finding, "", *markdown_table(list(shown.columns), rows)]
     if not page.predictions.empty:
         lines += ["", "Predictions from other work, judged on this map (our setting, not the source's):", ""]
         lines += [f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. {r['counts']}"
