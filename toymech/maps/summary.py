@@ -112,7 +112,10 @@ def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
 
 def finding(table: pd.DataFrame, label: str) -> str:
     """The map's finding in words, computed from its cells (``cell_groups``): in which cells the
-    label holds on every seed, on some, on none (a run without a label never holds it)."""
+    label holds on every seed, on some, on none (a run without a label never holds it).
+
+    ``table``: the map's table (one row per run); ``label``: the label whose cells are counted.
+    Returns one paragraph."""
     groups = cell_groups(table)
     several = len({c.experiment for c in groups}) > 1
 
