@@ -36,6 +36,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from .core import check, check_int, check_seed, check_size, short_repr, source_commit
+from .files import replace_file
 from .grid import expand_grid, run_sweep
 from .maps_live import MapProgress
 from .sweep import train_missing
@@ -364,13 +365,9 @@ def _write(table: pd.DataFrame, path: Path) -> None:
                             for c in table.columns if c.startswith("knob.") or c in TEXT_COLUMNS})
     if "refined" in table:  # rows of a map measured before it was refined: not refined
         table = table.assign(refined=table["refined"].map(lambda v: v is True))
-    tmp = path.with_name(f".{path.name}.tmp")
-    table.to_csv(tmp, index=False)
-    tmp.replace(path)
+    replace_file(path, lambda tmp: table.to_csv(tmp, index=False))
     parquet = path.with_suffix(".parquet")
-    tmp = parquet.with_name(f".{parquet.name}.tmp")
-    table.to_parquet(tmp, index=False)
-    tmp.replace(parquet)
+    replace_file(parquet, lambda tmp: table.to_parquet(tmp, index=False))
 
 
 def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:

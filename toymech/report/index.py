@@ -16,6 +16,7 @@ from typing import Sequence
 from plotly.offline import get_plotlyjs
 
 from ..display import _circuitsvis_bundle_script
+from ..files import replace_file
 
 from .scorecards import scorecard_counts, scorecard_table_html, verdict_counts, verdict_class
 
@@ -89,7 +90,7 @@ def write_index(out_dir: str | Path, entries: Sequence[ReportEntry]) -> Path:
     fresh = {entry.html for entry in entries}
     kept = [e for e in _load_previous(out) if e.html not in fresh and (out / e.html).is_file()]
     rows = sorted(kept + list(entries), key=lambda e: e.html)
-    (out / "index.json").write_text(json.dumps([asdict(e) for e in rows], indent=1), encoding="utf-8")
+    replace_file(out / "index.json", json.dumps([asdict(e) for e in rows], indent=1))
 
     import jinja2
     import markupsafe
@@ -108,7 +109,7 @@ def write_index(out_dir: str | Path, entries: Sequence[ReportEntry]) -> Path:
     columns = {"parameters": any(v["extra"] for v in view), "error": any(v["error"] for v in view)}
     page = env.get_template("reports_index.html.j2").render(rows=view, summary=_summary(rows), columns=columns)
     path = out / "index.html"
-    path.write_text(page, encoding="utf-8")
+    replace_file(path, page)
     return path
 
 
