@@ -5,35 +5,56 @@
 #        live line each), write HTML reports (--code: with the code) + executed notebooks to reports/
 #   ./run.sh test [pytest args]      set up the environment if needed, run the test suite
 #   ./run.sh lab                     open the notebooks in JupyterLab
+#   ./run.sh docs [OUT]              build the documentation site (offline) into OUT (build/docs)
 #   ./run.sh setup                   only set up the environment (what the others do first)
+#   ./run.sh lock                    write constraints.txt from the environment's versions
 # Environment: .venv (default, needs Python 3.10-3.12 as $PYTHON or python3), or the conda
-# environment from environment.yml in .conda-env when TOYMECH_CONDA=1.
+# environment from environment.yml in .conda-env when TOYMECH_CONDA=1. Installs take the versions
+# in constraints.txt (the ones the suite last passed with). `./run.sh --latest CMD` (or
+# TOYMECH_LATEST=1) resolves the newest versions pyproject.toml allows instead, in .venv-latest.
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(pwd)
 
-env_dir() { if [ "${TOYMECH_CONDA:-0}" = 1 ]; then echo "$ROOT/.conda-env"; else echo "$ROOT/.venv"; fi; }
+LATEST="${TOYMECH_LATEST:-0}"
+if [ "${1:-}" = --latest ]; then LATEST=1; shift; fi
+if [ "${2:-}" = --latest ]; then LATEST=1; set -- "$1" "${@:3}"; fi
+
+env_dir() {
+  if [ "${TOYMECH_CONDA:-0}" = 1 ]; then echo "$ROOT/.conda-env"
+  elif [ "$LATEST" = 1 ]; then echo "$ROOT/.venv-latest"
+  else echo "$ROOT/.venv"; fi
+}
+
+# pip's arguments for the versions: the lock (constraints.txt), or, with --latest, the newest
+# versions pyproject.toml allows (the way to meet the next upstream release on purpose).
+pin_args() {
+  if [ "$LATEST" = 1 ]; then echo "--upgrade --upgrade-strategy eager"; else echo "-c $ROOT/constraints.txt"; fi
+}
 
 ensure_env() {
   local dir stamp want
   dir=$(env_dir)
   stamp="$dir/.toymech-installed"
-  want=$(cat pyproject.toml environment.yml | sha256sum | cut -c1-16)
+  want=$( (cat pyproject.toml environment.yml constraints.txt; echo "latest=$LATEST") | sha256sum | cut -c1-16)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
   if [ "${TOYMECH_CONDA:-0}" = 1 ]; then
     command -v conda >/dev/null || { echo "run.sh: TOYMECH_CONDA=1 but conda is not on PATH" >&2; exit 2; }
     conda env update --prefix "$dir" --file environment.yml --prune
-    "$dir/bin/python" -m pip install --no-deps -e ".[test]"
+    # shellcheck disable=SC2046
+    "$dir/bin/python" -m pip install $(pin_args) -e ".[test]"
   else
     local py="${PYTHON:-python3}"
     "$py" - <<'PY' || { echo "run.sh: toymech needs Python 3.10-3.12 (set PYTHON=/path/to/python3.11)" >&2; exit 2; }
 import sys; sys.exit(0 if (3, 10) <= sys.version_info[:2] <= (3, 12) else 1)
 PY
     [ -x "$dir/bin/python" ] || "$py" -m venv "$dir"
-    "$dir/bin/python" -m pip install -q --upgrade pip
+    "$dir/bin/python" -m pip install -q --upgrade pip $(pin_args)
     # torch is pinned (torch==2.13.0) in pyproject.toml: pip takes the CPU or CUDA build
-    # that matches the machine.
-    "$dir/bin/python" -m pip install -q -e ".[test]"
+    # that matches the machine. The lock was written on Python 3.11 (CI's and environment.yml's);
+    # on another Python a locked version may not exist, and pip says which.
+    # shellcheck disable=SC2046
+    "$dir/bin/python" -m pip install -q $(pin_args) -e ".[test]"
   fi
   echo "$want" > "$stamp"
 }
@@ -59,10 +80,26 @@ case "$cmd" in
   setup)
     ensure_env
     echo "run.sh: the environment is ready in $(env_dir); ./run.sh report, test or lab use it" ;;
+  docs)
+    ensure_env
+    # The site from docs/ (Sphinx + MyST + furo), strict: a broken link, a page in no toctree or
+    # an undocumented public function is an error. Nothing is fetched (no intersphinx, no CDN).
+    out="${1:-build/docs}"
+    "$(env_dir)/bin/python" -m sphinx -W --keep-going -b html docs "$out"
+    echo "run.sh: the site is in $out (open $out/index.html)" ;;
+  lock)
+    ensure_env
+    # Every installed distribution but toymech itself, torch without its build label (+cpu), so
+    # that the same lock takes the CUDA build on a GPU machine.
+    { echo "# The versions ./run.sh installs (pip -c): written by ./run.sh lock on Python $("$(env_dir)/bin/python" -c 'import platform; print(platform.python_version())'),"
+      echo "# $(date -u +%Y-%m-%d). ./run.sh --latest test resolves the newest allowed versions instead."
+      "$(env_dir)/bin/python" -m pip freeze --all --exclude-editable | grep -v '^toymech' | sed -E 's/^(torch==[^+]+)\+.*/\1/'
+    } > constraints.txt.tmp && mv constraints.txt.tmp constraints.txt
+    echo "run.sh: wrote constraints.txt ($(grep -vc '^#' constraints.txt) pins)" ;;
   lab)
     ensure_env
     PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m toymech lab "$@" ;;
   *)
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     [ -z "$cmd" ] || [ "$cmd" = help ] || [ "$cmd" = --help ] || exit 2 ;;
 esac

@@ -168,11 +168,54 @@ def test_index_opens_offline(reports, browser):
 # JupyterLab: live outputs render, and an executed (signed) notebook renders without re-running
 # --------------------------------------------------------------------------------------------
 
-_KERNEL_STATUS = """
-var w = window.jupyterapp.shell.currentWidget;
-var k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-return k ? k.status : null;
+def kernel_state(base: str, token: str, relative: str) -> str | None:
+    """The execution state (``starting``, ``idle``, ``busy``…) of the kernel behind the notebook
+    at ``relative``, as the Jupyter server's REST API reports it (``GET /api/sessions``); None
+    while the notebook has no session. A documented server API, not a front end's internals."""
+    import urllib.request
+
+    request = urllib.request.Request(f"{base}/api/sessions", headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        sessions = json.load(response)
+    for session in sessions:
+        if session.get("path") == relative and session.get("kernel"):
+            return session["kernel"].get("execution_state")
+    return None
+
+
+# What a user reads in the status bar: "Python 3 (ipykernel) | Idle".
+_SHOWN_IDLE = """
+return Array.from(document.querySelectorAll('.jp-StatusBar-Item'))
+  .some(function (e) { return /\\|\\s*Idle\\s*$/.test(e.innerText.trim()); });
 """
+_NOTEBOOK_SHOWN = "return !!document.querySelector('.jp-Notebook .jp-Cell')"
+
+
+def wait_kernel_idle(driver, base: str, token: str, relative: str) -> None:
+    """Until the server reports the notebook's kernel idle AND the page's status bar says so (the
+    kernel session starts after the notebook panel, later still on a busy machine, and a run
+    asked for before the page is connected can be dropped)."""
+    wait_for(lambda: kernel_state(base, token, relative) == "idle" and driver.execute_script(_SHOWN_IDLE),
+             240, "the notebook's kernel to start (server and status bar idle)", interval=1)
+
+
+def run_all_cells(driver) -> None:
+    """What a user does: the menu bar's Run menu, then its "Run All Cells" item."""
+    menu = wait_for(lambda: _visible(driver, "//*[@role='menubar']//*[@role='menuitem'][normalize-space()='Run']"),
+                    30, "the Run menu in the menu bar")
+    menu.click()
+    item = wait_for(lambda: _visible(driver, "//*[@role='menu']//*[@role='menuitem']"
+                                             "[.//*[normalize-space(text())='Run All Cells']]"),
+                    30, "the Run menu's 'Run All Cells' item")
+    item.click()
+
+
+def _visible(driver, xpath: str):
+    for element in driver.find_elements("xpath", xpath):
+        if element.is_displayed():
+            return element
+    return None
+
 
 _LAB_STATE = """
 return {
@@ -208,7 +251,7 @@ def jupyterlab(tmp_path_factory, monkeypatch_module):
     port, token = _free_port(), "toymech-test"
     command = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
                f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-               "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=", "--allow-root"]
+               "--LabApp.news_url=", "--allow-root"]
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / "config"), "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
     log = open(root / "lab.log", "w")
     server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -230,17 +273,10 @@ def jupyterlab(tmp_path_factory, monkeypatch_module):
 
 def _lab_open(driver, base: str, token: str, relative: str, run_all: bool) -> dict:
     driver.get(f"{base}/lab/tree/{relative}?token={token}")
-    deadline = time.monotonic() + limit(90)
-    script = "return !!(window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell'))"
-    while not driver.execute_script(script):
-        assert time.monotonic() < deadline, "JupyterLab did not open the notebook"
-        time.sleep(1)
+    wait_for(lambda: driver.execute_script(_NOTEBOOK_SHOWN), 90, "JupyterLab to open the notebook", interval=1)
     if run_all:
-        # The kernel session starts after the notebook panel, and later still on a slow, busy
-        # machine: run-all before the kernel is idle can be dropped (the cells never run).
-        wait_for(lambda: driver.execute_script(_KERNEL_STATUS) == "idle", 240,
-                 "the notebook's kernel to start", interval=1)
-        driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        wait_kernel_idle(driver, base, token, relative)
+        run_all_cells(driver)
     deadline = time.monotonic() + limit(240)  # a loaded CI machine renders late
     state = driver.execute_script(_LAB_STATE)
     while time.monotonic() < deadline:

@@ -10,8 +10,8 @@ import nbformat
 import pytest
 from waiting import wait_for
 
-from test_browser import (SCREENSHOTS, _KERNEL_STATUS, browser, jupyterlab,  # noqa: F401
-                          monkeypatch_module)
+from test_browser import (SCREENSHOTS, _NOTEBOOK_SHOWN, browser, jupyterlab,  # noqa: F401
+                          monkeypatch_module, run_all_cells, wait_kernel_idle)
 
 pytestmark = pytest.mark.browser
 
@@ -27,6 +27,7 @@ TYPED = "QWERTYQWERTYQWERTYQWERTY"
 
 
 def test_explorer_widget_reacts_to_typing_and_ablation(jupyterlab, browser, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
     from toymech import experiments
@@ -44,12 +45,10 @@ def test_explorer_widget_reacts_to_typing_and_ablation(jupyterlab, browser, tmp_
     nbformat.write(nb, root / "explore.ipynb")
 
     browser.get(f"{base}/lab/tree/explore.ipynb?token={token}")
-    wait_for(lambda: browser.execute_script(
-        "return !!(window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell'))"), 90,
-        "JupyterLab to open the notebook", interval=1)
-    wait_for(lambda: browser.execute_script(_KERNEL_STATUS) == "idle", 240,
-             "the notebook's kernel to start", interval=1)
-    browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    wait_for(lambda: browser.execute_script(_NOTEBOOK_SHOWN), 90, "JupyterLab to open the notebook",
+             interval=1)
+    wait_kernel_idle(browser, base, token, "explore.ipynb")
+    run_all_cells(browser)
     first = wait_for(lambda: browser.execute_script(_STRIP), 240, "the explorer widget to render",
                      interval=1)
 
@@ -67,7 +66,7 @@ def test_explorer_widget_reacts_to_typing_and_ablation(jupyterlab, browser, tmp_
     assert ablated["tokens"] == TYPED
     assert ablated["probs"] != typed["probs"], "the predictions did not change with the ablation"
     # the widget from its top, without the file browser beside it (docs/explore.png)
-    browser.execute_script("window.jupyterapp.commands.execute('application:toggle-left-area')")
+    ActionChains(browser).key_down(Keys.CONTROL).send_keys("b").key_up(Keys.CONTROL).perform()  # Ctrl+B
     browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", box)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOTS / "jupyterlab-explore.png"))

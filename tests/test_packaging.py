@@ -121,3 +121,71 @@ def test_the_license_is_an_spdx_string_for_the_build_backend():
     backend = [Requirement(r) for r in data["build-system"]["requires"]]
     setuptools = next(r for r in backend if canonicalize_name(r.name) == "setuptools")
     assert not setuptools.specifier.contains("76.9") and setuptools.specifier.contains("77.0"), setuptools
+
+
+# --------------------------------------------------------------------------------------------
+# The lock: constraints.txt pins every distribution an install of toymech[test] needs
+# --------------------------------------------------------------------------------------------
+
+def _lock() -> dict[str, str]:
+    """constraints.txt as name -> exact version (every line ``name==version``)."""
+    pins = {}
+    for number, line in enumerate((ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        req = Requirement(line)
+        specs = list(req.specifier)
+        assert len(specs) == 1 and specs[0].operator == "==", f"constraints.txt:{number}: {line!r} is not name==version"
+        pins[canonicalize_name(req.name)] = specs[0].version
+    return pins
+
+
+def _closure(roots: list[str], extras: set[str]) -> set[str]:
+    """Every distribution installed here that ``roots`` need, transitively (extras taken only
+    for the roots; a requirement whose marker does not apply here is left out)."""
+    from importlib import metadata
+
+    seen: set[str] = set()
+    todo = [(r, extras) for r in roots]
+    while todo:
+        line, want = todo.pop()
+        req = Requirement(line)
+        name = canonicalize_name(req.name)
+        if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in (want or {""})):
+            continue
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = metadata.requires(req.name) or []
+        except metadata.PackageNotFoundError:
+            continue  # the test below names what is not pinned; an absent optional one is fine
+        todo.extend((r, set(req.extras)) for r in requires)
+    return seen
+
+
+def test_the_lock_pins_every_dependency_within_pyproject():
+    project = _pyproject()["project"]
+    pins = _lock()
+    declared = list(project["dependencies"])
+    for extra in project.get("optional-dependencies", {}).values():
+        declared += extra
+    for line in declared:
+        req = Requirement(line)
+        name = canonicalize_name(req.name)
+        assert name in pins, f"constraints.txt pins no version of {name} (pyproject: {line!r}); run ./run.sh lock"
+        assert req.specifier.contains(pins[name], prereleases=True), \
+            f"constraints.txt pins {name}=={pins[name]}, outside pyproject's {line!r}"
+    assert pins["torch"] == "2.13.0", "torch's pin carries no build label (+cpu), so a GPU box takes CUDA's"
+    # Transitively: nothing an install of toymech[test] pulls in is left to the newest release.
+    needed = _closure(declared, set()) - {"toymech"}
+    missing = sorted(needed - set(pins))
+    assert missing == [], f"constraints.txt misses {missing}: run ./run.sh lock"
+
+
+def test_run_sh_installs_from_the_lock_unless_asked_for_the_latest():
+    script = (ROOT / "run.sh").read_text(encoding="utf-8")
+    assert "-c $ROOT/constraints.txt" in script and "constraints.txt" in script.split("want=")[1].split("\n")[0]
+    assert "--latest" in script and "--upgrade-strategy eager" in script
+    assert "--latest" not in (ROOT / ".ci" / "run").read_text(encoding="utf-8")

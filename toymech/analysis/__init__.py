@@ -6,6 +6,7 @@ coefficient, SGLD).
 """
 
 from . import llc, patching, probes
+from .baselines import baseline_losses, context_frequency_loss, position_copy_loss
 from .circuits import (COMPOSITION_MODES, composition_baseline, composition_scores, copy_score,
                        direct_path, direct_path_copy_score, eigenvalues, full_ov_circuits,
                        ov_copy_scores)
@@ -25,13 +26,13 @@ from .subspace import BASES, concentration, explained_variance, hidden_states
 
 __all__ = [
     "BASES", "COMPOSITION_MODES", "DETECTORS", "LLCCurve", "Patched", "SGLDSettings",
-    "ablation_losses", "attention_patterns", "composition_baseline", "composition_path_losses",
-    "composition_paths", "composition_scores", "concentration", "copy_score",
+    "ablation_losses", "attention_patterns", "baseline_losses", "composition_baseline", "composition_path_losses",
+    "composition_paths", "composition_scores", "concentration", "context_frequency_loss", "copy_score",
     "detection_patterns", "direct_path", "direct_path_copy_score", "downstream", "eigenvalues",
     "estimate_llc", "explained_variance", "formation_order", "full_ov_circuits",
     "head_ablation_hooks", "head_label", "head_labels", "head_pattern_scores", "hidden_states",
     "llc", "llc_through_training", "logit_diff", "order_agreement", "ov_copy_scores",
     "patch_heads", "patch_inputs", "patch_layers", "path_patch", "patching", "pattern_scores",
-    "per_position_loss", "probes", "scored_loss", "set_losses", "spread", "stage_boundaries",
+    "per_position_loss", "position_copy_loss", "probes", "scored_loss", "set_losses", "spread", "stage_boundaries",
     "target_logprob", "task_llc", "transition_step", "transitions", "transitions_over_seeds",
 ]

@@ -24,7 +24,7 @@ only where a recorded run showed that the scaled setting gives the verdict of th
 setting on that claim (``StudySettings.evidence``, re-read by ``tests/test_scaled_evidence.py``);
 elsewhere it reads "below the source's setting" and quotes what the scaled run said.
 
-``assess`` over the seeds REQUESTED (every entry of ``per_seed`` counts):
+``assess`` over the seeds REQUESTED (every entry of ``per_seed`` counts)::
 
     ours      median of ``value`` over the seeds that measured it, with its [min, max]
     agree     seeds for which ``holds`` is True, out of the ``measured`` ones (True or False)

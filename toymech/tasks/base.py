@@ -24,11 +24,10 @@ from ..core import (check, check_bool, check_float, check_int, check_seed,  # no
 class Batch:
     """A batch of sequences and the targets that are scored.
 
-    tokens: [batch, seq] int64.
-    scored: [batch, seq] bool; ``scored[b, t]`` means token t is a scored target, predicted from
-        ``tokens[b, :t]`` (so column 0 is always False). The next-token loss at position t-1 counts
-        only where ``scored[b, t]``.
-    extras: task-specific tensors (labels, target distributions, ...), same batch dimension.
+    ``tokens``: [batch, seq] int64. ``scored``: [batch, seq] bool; ``scored[b, t]`` means token t
+    is a scored target, predicted from ``tokens[b, :t]`` (so column 0 is always False); the
+    next-token loss at position t-1 counts only where ``scored[b, t]``. ``extras``:
+    task-specific tensors (labels, target distributions, ...), same batch dimension.
     """
 
     tokens: torch.Tensor

@@ -102,22 +102,24 @@ def _example_row(batch: Batch, cut: int) -> int:
 
 @torch.no_grad()
 def dynamics_metrics(model: HookedTransformer, data: BirthProbeData) -> dict[str, float]:
-    """The study's numbers for one snapshot (all floats):
+    """One snapshot's numbers, ``model`` measured on the probe data ``data``.
 
-    ``test_loss``, ``test_acc``     over all targets of the test set; ``icl_loss``, ``icl_acc``
-        over its in-context targets (a trigger's output read from context), ``bigram_loss``,
-        ``bigram_acc`` over the targets after a non-trigger (``split_metrics``; NaN where the
-        set has no target of that kind, e.g. ``icl_*`` of the ``no_triggers`` variant);
-    ``ood_icl_acc``                 in-context accuracy with triggers never used as triggers in
-        training (only where the task has such a set);
-    ``probe_wk1``, ``probe_wk2``, ``probe_wo2``   argmax recall of the previous-token key W_K¹,
-        the induction key W_K² and the output memory W_O² (1.0 = a perfect associative memory);
-        ``probe_wf_kl`` KL(π_b ‖ W_F's bigram) in nats where the model has a W_F
-        (``probes.model_probes``);
-    ``attn_prev``                   layer 0's attention to the previous token (best head);
-    ``attn_induction``              layer 1's attention from an in-context query to the token after
-        an earlier copy of it (best head);
-    ``kcomp``                       the largest layer-0 -> layer-1 K-composition score.
+    The study's numbers for one snapshot (all floats)::
+
+        ``test_loss``, ``test_acc``     over all targets of the test set; ``icl_loss``, ``icl_acc``
+            over its in-context targets (a trigger's output read from context), ``bigram_loss``,
+            ``bigram_acc`` over the targets after a non-trigger (``split_metrics``; NaN where the
+            set has no target of that kind, e.g. ``icl_*`` of the ``no_triggers`` variant);
+        ``ood_icl_acc``                 in-context accuracy with triggers never used as triggers in
+            training (only where the task has such a set);
+        ``probe_wk1``, ``probe_wk2``, ``probe_wo2``   argmax recall of the previous-token key W_K¹,
+            the induction key W_K² and the output memory W_O² (1.0 = a perfect associative memory);
+            ``probe_wf_kl`` KL(π_b ‖ W_F's bigram) in nats where the model has a W_F
+            (``probes.model_probes``);
+        ``attn_prev``                   layer 0's attention to the previous token (best head);
+        ``attn_induction``              layer 1's attention from an in-context query to the token after
+            an earlier copy of it (best head);
+        ``kcomp``                       the largest layer-0 -> layer-1 K-composition score.
     """
     dev = model.cfg.device
     test = data.test.to(dev)

@@ -85,21 +85,23 @@ def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.d
 
 @torch.no_grad()
 def dynamics_metrics(model: HookedTransformer, data: InductionProbeData) -> dict[str, float]:
-    """The study's numbers for one snapshot (all floats, keyed by short stable names):
+    """One snapshot's numbers, ``model`` measured on the probe data ``data``.
 
-    ``{set}_loss``         cross-entropy (nats) on each of ``data.sets``;
-    ``direct_copy``        copy metric Re(Σλ)/Σ|λ| of the direct path W_E W_U;
-    ``copy_max_L{l}``, ``copy_min_L{l}``   max / min over layer l's heads of the copy metric
-                           of the full OV circuit W_E W_V W_O W_U;
-    ``prev_token_max``, ``induction_max``  max over all heads of the previous-token and
-                           induction pattern scores Σ(A ⊙ D)/ΣA on ``data.pattern_tokens``;
-    ``kcomp_max``, ``kcomp_baseline``      (2-layer models only) the largest layer-0 -> layer-1
-                           K-composition score and the mean score of random matrices of the
-                           same shapes (constant through training: the reference line);
-    ``qcomp_max``, ``qcomp_baseline``      the same for Q-composition;
-    ``first_block_loss``, ``repeat_loss``  the test loss per position, averaged over the first
-                           block's targets (guesses: ln 26 at best) and over the repeats (what
-                           copying can predict).
+    The study's numbers for one snapshot (all floats, keyed by short stable names)::
+
+        ``{set}_loss``         cross-entropy (nats) on each of ``data.sets``;
+        ``direct_copy``        copy metric Re(Σλ)/Σ|λ| of the direct path W_E W_U;
+        ``copy_max_L{l}``, ``copy_min_L{l}``   max / min over layer l's heads of the copy metric
+                               of the full OV circuit W_E W_V W_O W_U;
+        ``prev_token_max``, ``induction_max``  max over all heads of the previous-token and
+                               induction pattern scores Σ(A ⊙ D)/ΣA on ``data.pattern_tokens``;
+        ``kcomp_max``, ``kcomp_baseline``      (2-layer models only) the largest layer-0 -> layer-1
+                               K-composition score and the mean score of random matrices of the
+                               same shapes (constant through training: the reference line);
+        ``qcomp_max``, ``qcomp_baseline``      the same for Q-composition;
+        ``first_block_loss``, ``repeat_loss``  the test loss per position, averaged over the first
+                               block's targets (guesses: ln 26 at best) and over the repeats (what
+                               copying can predict).
     """
     post = {k: data.sets[k] for k in POST_SETS if k in data.sets}
     out = {f"{name}_loss": v for name, v in analysis.set_losses(model, post).items()}
