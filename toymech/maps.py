@@ -37,6 +37,7 @@ import pandas as pd
 
 from .core import check, check_int, check_seed, check_size, short_repr, source_commit
 from .files import replace_file
+from . import map_files
 from .grid import expand_grid, run_sweep
 from .maps_live import MapProgress
 from .sweep import train_missing
@@ -128,13 +129,21 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     study = protocol.study(spec["study"])
     zoo = Zoo(cache_dir)
     _check_measurable(spec, study)
-    folder = Path(out) if out is not None else zoo.root / "maps"
+    folder = map_files.check_out(out) if out is not None else zoo.root / "maps"
+    map_files.check_files(folder, spec, study, read_table)  # nothing of the user's replaced
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec['name']}.csv"
-    with contextlib.ExitStack() as stack:
-        live = stack.enter_context(MapProgress(spec["name"])) if progress else None
-        return _run_map(spec, study, zoo, folder, path, refine, live, log,
-                        dict(zoo=zoo, backend=backend, address=address, device=device, log=log))
+    try:
+        with contextlib.ExitStack() as stack:
+            live = stack.enter_context(MapProgress(spec["name"])) if progress else None
+            return _run_map(spec, study, zoo, folder, path, refine, live, log,
+                            dict(zoo=zoo, backend=backend, address=address, device=device,
+                                 log=log))
+    finally:
+        if created:  # a map that stopped before writing anything leaves no empty folder
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def _check_measurable(spec: dict[str, Any], study) -> None:
@@ -161,20 +170,34 @@ def _check_measurable(spec: dict[str, Any], study) -> None:
 
 def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataFrame:
     how["live"] = live
-    table = _read(path)
+    table = _read(path, study)
     rows = _measured(spec, study, folder / f"{spec['name']}.runs.csv", table, False, **how)
-    table = pd.concat([table, pd.DataFrame(rows)], ignore_index=True) if rows else table
-    _write(table, path)
+    table = _save(folder, path, spec, study, rows, log)
     added = 0
     for i, part in enumerate(refinements(table, spec, refine) if refine else []):
         got = _measured(part, study, folder / f"{spec['name']}.refine-{i}.runs.csv", table, True,
                         **how)
         added += len(got)
-        table = pd.concat([table, pd.DataFrame(got)], ignore_index=True) if got else table
-        _write(table, path)
+        table = _save(folder, path, spec, study, got, log)
     if log:
         log(f"map {spec['name']}: {len(rows) + added} run(s) measured now ({added} refining), "
             f"{len(table) - len(rows) - added} read back; table: {path}")
+    return table
+
+
+def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict[str, Any]],
+          log) -> pd.DataFrame:
+    """Merge ``rows`` into the table under the map's lock: another writer of this map may have
+    added rows meanwhile (re-read and checked here), so only the rows it lacks are added and
+    none is lost; the files written are recorded as toymech's (``map_files``)."""
+    with map_files.writing(folder, spec, log):
+        map_files.check_recorded(folder, spec["name"], [path.name, path.with_suffix(".parquet").name])
+        current = _read(path, study)
+        known = set(current["zoo_key"]) if "zoo_key" in current else set()
+        new = [r for r in rows if r["zoo_key"] not in known]
+        table = pd.concat([current, pd.DataFrame(new)], ignore_index=True) if new else current
+        _write(table, path)
+        map_files.record(folder, spec)
     return table
 
 
@@ -227,6 +250,7 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         else:
             size = study.with_knobs(trial.size, knobs)
             row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), size, trial.seed)})
+        row[map_files.ROW_HASH] = map_files.row_hash(row)  # what was measured, as measured
         rows.append(row)
     return rows
 
@@ -347,15 +371,19 @@ def read_table(path: str | Path) -> pd.DataFrame:
     return table
 
 
-def _read(path: Path) -> pd.DataFrame:
+def _read(path: Path, study) -> pd.DataFrame:
+    """The map's table so far, every row checked (``map_files.verify_rows``); empty if none."""
     if not path.is_file():
         return pd.DataFrame()
     try:
-        return read_table(path)
+        table = read_table(path)
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"map table={str(path)!r} is not allowed: a table written by toymech map "
                          f"(reading it gives {type(exc).__name__}); move it aside to start "
                          "again") from None
+    if len(table):
+        map_files.verify_rows(table, path, study)
+    return table
 
 
 def _write(table: pd.DataFrame, path: Path) -> None:
