@@ -25,7 +25,7 @@ import torch
 
 from toymech.devices import resolve_device
 from toymech.grid import expand_grid
-from toymech.maps import _grid, check_map, load_map
+from toymech.maps.spec import check_map, load_map, sweep_grid
 from toymech.models.reference import reference_step_seconds
 from toymech.training.stacking import measure_stacking, stack_groups
 from toymech.zoo import Zoo
@@ -40,7 +40,7 @@ def the_runs(path: str, size: str | None, seeds: int | None, steps: int):
         raw["seeds"] = seeds
     spec = check_map(raw)
     out = []
-    for t in expand_grid(_grid(spec)):
+    for t in expand_grid(sweep_grid(spec)):
         e = t.exp
         cut = min(steps, e.train.steps)
         out.append(dataclasses.replace(e, train=e.train.replace(

@@ -65,6 +65,15 @@ def test_the_site_builds_strictly_with_every_page(site):
         assert name in pages, name
 
 
+def test_every_registered_study_has_its_page():
+    from toymech.studies import protocol
+
+    titles = {p.read_text(encoding="utf-8").splitlines()[0] for p in (DOCS / "studies").glob("*.md")}
+    for name in protocol.STUDIES:
+        title = protocol.study(name).TITLE.split(":")[0]
+        assert any(t.startswith(f"# {title}") for t in titles), (name, sorted(titles))
+
+
 def test_the_site_loads_nothing_from_outside_itself(site):
     from toymech.report import external_loads
 

@@ -15,6 +15,8 @@ import pandas as pd
 import pytest
 
 from toymech import maps
+from toymech.maps.spec import sweep_grid
+from toymech.maps.table import write_table
 
 SPEC = {"study": "induction", "experiment": "induction-2l", "size": "smoke", "seeds": 2,
         "knobs": {"block_len": [6, "4-8"], "offset": [0, "0-3"]}, "name": "smoke-map"}
@@ -127,7 +129,7 @@ def test_table_as_csv_and_parquet_reads_back_the_same(tmp_path):
                           "loss.test": [0.5, float("nan"), 1.25], "solved.shifted": "yes",
                           "label": ["content", "position", "neither"]})
     path = tmp_path / "m.csv"
-    maps._write(table, path)
+    write_table(table, path)
     csv, parquet = maps.read_table(path), pd.read_parquet(tmp_path / "m.parquet")
     pd.testing.assert_frame_equal(csv, parquet)
     pd.testing.assert_frame_equal(csv, table)
@@ -207,7 +209,7 @@ def test_refinements_add_seeds_where_a_cell_splits_then_midpoints():
 def test_refine_trains_more_seeds_and_marks_them(tmp_path, monkeypatch):
     """``run_map(refine=N)`` on a cell whose seeds split: N more runs trained and measured, each
     row marked refined; the page's cell says so; a rerun adds nothing unasked."""
-    from toymech.report.map_page import MapPage
+    from toymech.maps.page import MapPage
     from toymech.studies import induction
 
     def by_parity(run, size, seed):  # a label that splits by seed, for a deterministic test
@@ -257,6 +259,6 @@ def test_the_width_ladder_map_is_the_ladder(path):
 
     spec = maps.check_map(maps.load_map(path))
     task = spec["experiment"][0].split("-", 1)[1].rsplit("-", 1)[0]
-    got = {t.exp.key() for t in expand_grid(maps._grid(spec))}
+    got = {t.exp.key() for t in expand_grid(sweep_grid(spec))}
     want = {e.key() for mode in ladder.MODES for e in ladder.experiments(task, mode)}
     assert got == want and len(got) == len(ladder.WIDTHS) * len(ladder.LADDER_SEEDS) * 2

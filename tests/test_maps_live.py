@@ -1,4 +1,4 @@
-"""A map's live line (``maps_live.MapProgress``): runs and cells done, the run in progress and
+"""A map's live line (``maps.live.MapProgress``): runs and cells done, the run in progress and
 its step read from the training processes' status files, an estimate left at this call's pace;
 printed per event in a log, redrawn in place on a terminal; ``$TOYMECH_LIVE`` restored after."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import os
 
-from toymech.maps_live import MapProgress, duration
+from toymech.maps.live import MapProgress, duration
 from toymech.experiments import get
 from toymech.training import live as live_status
 
@@ -79,15 +79,15 @@ def test_a_run_a_stop_rule_ended_early_counts_for_the_steps_it_ran(monkeypatch):
 def test_the_share_a_stored_run_ran_is_read_from_its_record(tmp_path):
     import json
 
-    from toymech import maps
+    from toymech.maps.run import trained_share
     from toymech.zoo import Zoo
 
     zoo, exp = Zoo(tmp_path), get("induction-2l", "smoke")
-    assert maps._ran(zoo, exp) == 1.0  # no record: its whole budget
+    assert trained_share(zoo, exp) == 1.0  # no record: its whole budget
     zoo.path(exp).mkdir(parents=True)
     (zoo.path(exp) / "config.json").write_text(json.dumps(
         {"history": [{"step": exp.train.steps // 4}]}))
-    assert maps._ran(zoo, exp) == (exp.train.steps // 4) / exp.train.steps
+    assert trained_share(zoo, exp) == (exp.train.steps // 4) / exp.train.steps
 
 
 def test_runs_that_failed_are_said_and_not_left_to_do(monkeypatch):

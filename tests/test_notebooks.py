@@ -58,7 +58,7 @@ def test_notebook_readers_are_grouped_on_one_worker(request):
 
 
 def test_the_map_notebook_is_a_page_of_its_own_kind():
-    """The map page's notebook (``toymech/report/map.ipynb``, run by ``toymech map --report``)
+    """The map page's notebook (``toymech/maps/map.ipynb``, run by ``toymech map --report``)
     is exempt from the rules above and stays out of notebooks/: it draws a table that ``toymech
     map`` already measured, so it has no study, trains nothing and has no step slider; its page is
     tested from hand-made tables in tests/test_map_page.py. What it shares with the study
@@ -66,9 +66,9 @@ def test_the_map_notebook_is_a_page_of_its_own_kind():
     cell, thin cells calling the package."""
     import ast
 
-    from toymech.report.map_page import MAP_NOTEBOOK
+    from toymech.maps.page import MAP_NOTEBOOK
 
-    assert MAP_NOTEBOOK.parent.name == "report" and MAP_NOTEBOOK not in NOTEBOOKS
+    assert MAP_NOTEBOOK.parent.name == "maps" and MAP_NOTEBOOK not in NOTEBOOKS
     nb = nbformat.read(MAP_NOTEBOOK, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert not any(c.outputs or c.execution_count for c in code)

@@ -183,7 +183,7 @@ def _cmd_results(args: argparse.Namespace) -> int:
         raise UsageError("results needs a report folder, --ladder ZOO or --maps MAP")
     blocks_of = None
     if args.maps:
-        from toymech.report.map_page import map_blocks
+        from toymech.maps.page import map_blocks
 
         blocks_of = lambda: map_blocks(args.maps)  # noqa: E731
     keys = write_results(args.reports, args.into, args.ladder, blocks_of=blocks_of)

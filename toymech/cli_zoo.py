@@ -197,7 +197,7 @@ def cmd_map(args: argparse.Namespace) -> int:
     print(maps.finding(table, protocol.study(spec["study"]).MAP_LABEL))
     failed = (table.get("status") != "ok").any()
     if args.report is not None:  # the map's page, listed in the reports folder's index
-        from toymech.report.map_page import build_map_report
+        from toymech.maps.page import build_map_report
 
         folder = Path(args.out) if args.out else Zoo(args.cache).root / "maps"
         entry = build_map_report(folder / f"{spec['name']}.csv", args.report,

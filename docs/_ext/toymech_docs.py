@@ -2,7 +2,8 @@
 
 - ``toymech-knobs``: a directive that writes a study's knob table from its registry (the rows
   ``toymech list knobs STUDY`` prints), so the site never disagrees with the code.
-- ``toymech-api``: a directive that writes an autodoc entry for every public name of a module.
+- ``toymech-api``: a directive that writes an autodoc entry for every public name of a module;
+  ``toymech-studies``: the same for every registered study's protocol functions.
 - The public surface check: every public function and class of the modules in ``SURFACE`` (and
   every study's protocol functions) must be documented on an API page, with a docstring that
   names each of its parameters. A gap is a Sphinx warning, so ``sphinx -W`` (``./run.sh docs``,
@@ -82,16 +83,19 @@ def _names(doc: str, name: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", doc) is not None
 
 
-def _members(cls) -> Iterator[tuple[str, Any]]:
+def _members(cls) -> Iterator[tuple[str, Any, str]]:
+    """(name, function, docstring) of the public methods and properties ``cls`` defines; a
+    docstring is inherited from the method it overrides, as autodoc shows it."""
     for attr, value in vars(cls).items():
         if attr.startswith("_"):
+            continue
+        if isinstance(value, property):
+            yield attr, value.fget, inspect.getdoc(value) or ""
             continue
         if isinstance(value, (staticmethod, classmethod)):
             value = value.__func__
         if inspect.isfunction(value):
-            yield attr, value
-        elif isinstance(value, property):
-            yield attr, value.fget
+            yield attr, value, inspect.getdoc(getattr(cls, attr)) or ""
 
 
 def _home(obj) -> str | None:
@@ -111,8 +115,7 @@ def problems(name: str, obj: Any) -> list[str]:
     if not (inspect.getdoc(obj) or "").strip():
         out.append(f"{name}: no docstring")
     if inspect.isclass(obj):
-        for attr, member in _members(obj):
-            doc = inspect.getdoc(member) or ""
+        for attr, member, doc in _members(obj):
             if not doc.strip():
                 out.append(f"{name}.{attr}: no docstring")
                 continue
@@ -241,8 +244,43 @@ class ModuleApi(Directive):
         return node.children
 
 
+class StudiesApi(Directive):
+    """``toymech-studies``: for every registered study, its protocol functions as that study
+    defines them (``protocol.surface``), so a new study is in the reference without an edit."""
+
+    def run(self):
+        from docutils.statemachine import StringList
+        from toymech.studies import protocol
+
+        lines = ["```{eval-rst}"]
+        for study in protocol.STUDIES:
+            module = protocol.study(study)
+            lines += [f".. rubric:: ``{module.__name__}``: {module.TITLE}", "",
+                      f".. currentmodule:: {module.__name__}", ""]
+            for attr in protocol.surface(module):
+                if inspect.isfunction(getattr(module, attr, None)):
+                    lines += [f".. autofunction:: {module.__name__}.{attr}", ""]
+        lines.append("```")
+        node = nodes.container()
+        self.state.nested_parse(StringList(lines, source="<toymech-studies>"), 0, node)
+        return node.children
+
+
 def setup(app):
     app.add_directive("toymech-knobs", KnobTable)
     app.add_directive("toymech-api", ModuleApi)
+    app.add_directive("toymech-studies", StudiesApi)
     app.connect("env-check-consistency", check_surface)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+if __name__ == "__main__":
+    # python docs/_ext/toymech_docs.py: delete the lines of docstring_gaps.txt that are fixed
+    # (never adds one) and print the gaps that are neither fixed nor listed.
+    found = set(all_problems())
+    lines = PENDING.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [line for line in lines if line.startswith("#") or line.strip() in found]
+    PENDING.write_text("".join(kept), encoding="utf-8")
+    print(f"{len(lines) - len(kept)} fixed gap(s) deleted, {len(kept)} line(s) left")
+    for problem in sorted(found - pending()):
+        print("new gap:", problem)

@@ -120,7 +120,7 @@ def _cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(map(_cell, columns)) + " |",
              "|" + "|".join(" --- " for _ in columns) + "|"]
     lines += ["| " + " | ".join(map(_cell, r)) + " |" for r in rows]
@@ -172,7 +172,7 @@ def report_block(rec: dict[str, Any]) -> tuple[str, str]:
         lines.append(f"- verdicts: {scorecard_counts(card)}")
         cols = list(card["columns"])
         keep = [i for i, c in enumerate(cols) if c in KEEP] or list(range(len(cols)))
-        lines += ["", *_table([cols[i] for i in keep], [[r[i] for i in keep] for r in card["rows"]])]
+        lines += ["", *markdown_table([cols[i] for i in keep], [[r[i] for i in keep] for r in card["rows"]])]
     else:
         lines.append("- scorecard: none displayed")
     return key, "\n".join(lines + [END]) + "\n"
@@ -210,10 +210,10 @@ def ladder_block(zoo_root: str | Path) -> tuple[str, str] | None:
         rows.append([task, mode] + [
             f"{by[w]['median']:.3f} [{by[w]['min']:.3f}, {by[w]['max']:.3f}] "
             f"({by[w]['solved']}/{by[w]['seeds']})" if w in by else "not run" for w in widths])
-    lines += _table(["task", "mode", *[f"width {w}" for w in widths]], rows)
+    lines += markdown_table(["task", "mode", *[f"width {w}" for w in widths]], rows)
     first = lad.first_widths(summary)
     lines += ["", lad.ladder_sentence(summary), ""]
-    lines += _table(list(first.columns), [["—" if v is None or v != v else
+    lines += markdown_table(list(first.columns), [["—" if v is None or v != v else
                                           (f"{v:,.0f}" if isinstance(v, float) else v)
                                           for v in r] for r in first.itertuples(index=False)])
     return LADDER_KEY, "\n".join(lines + [END]) + "\n"
@@ -326,7 +326,7 @@ def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: s
                   blocks_of: Callable[[], dict[str, str]] | None = None) -> list[str]:
     """Update the record ``into`` from report folders, with ``ladder_zoo`` the ladder, and with
     ``blocks_of`` the blocks it returns ({key: markdown}, e.g. each map's:
-    ``map_page.map_blocks``); returns the keys written. The record is checked first (``check_record``, ``record_parts``),
+    ``maps.page.map_blocks``); returns the keys written. The record is checked first (``check_record``, ``record_parts``),
     then replaced atomically under its lock (see the module docstring)."""
     check_record(into)  # before any report folder is read: a bad target costs nothing
     records = [r for folder in reports for r in report_records(folder)]
@@ -401,5 +401,5 @@ def scaled_check_block(scaled: dict[str, Any], full: dict[str, Any]) -> tuple[st
              f"{agree} of {len(rows)} claims judged at the declared scaled setting "
              f"(`{scaled['size']}`, seeds {scaled.get('seeds')}) get the verdict they get at the "
              f"source's setting (`{full['size']}`, seeds {full.get('seeds')}).", "",
-             *_table(["claim", f"{scaled['size']} (scaled)", full["size"], "same"], rows)]
+             *markdown_table(["claim", f"{scaled['size']} (scaled)", full["size"], "same"], rows)]
     return key, "\n".join(lines + [END]) + "\n"

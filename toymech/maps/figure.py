@@ -1,5 +1,5 @@
 """A map's figure (``toymech map``): where a label holds over a study's knobs, drawn from the
-map's per-cell frame (``toymech.report.map_page.cell_frame``), never from the runs themselves.
+map's per-cell frame (``toymech.maps.page.cell_frame``), never from the runs themselves.
 
 The frame has one row per cell: a column per dimension (each knob, and ``experiment`` where the
 map has several), ``runs``, ``held`` (seeds with the label), ``share`` (held / runs), ``median``
@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..core import check
-from .style import height
+from ..plots.style import height
 
 COLOURS = "Blues"
 SHORT_LABEL = 20  # characters: a longer label is named in the title, not on an axis
@@ -69,7 +69,7 @@ def map_figure(cells: pd.DataFrame, dims: Sequence[str], *, label: str, number: 
     name of the median shown; ``source``: {dimension: the source's value, as the frame writes
     it}."""
     check(isinstance(cells, pd.DataFrame) and all(c in cells for c in (*dims, *_NEEDED)),
-          "cells", type(cells).__name__, "a map's cell frame (map_page.cell_frame)")
+          "cells", type(cells).__name__, "a map's cell frame (maps.page.cell_frame)")
     check(len(dims) >= 1, "dims", list(dims), "at least one dimension of the map")
     source = dict(source or {})
     if len(dims) == 1:

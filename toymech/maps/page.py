@@ -2,12 +2,12 @@
 read back, summarised per cell and drawn, through the thin notebook ``map.ipynb`` beside this
 module, executed and rendered like every report (``build_reports``) and listed in the index.
 
-The page opens with the map's finding, computed from the table (``maps.finding``: in which cells
+The page opens with the map's finding, computed from the table (``maps.summary.finding``: in which cells
 the study's ``MAP_LABEL`` holds on every seed, on some, on none); then the figure
-(``plots.maps.map_figure``: the share of seeds with the label per cell, the median of the map's
+(``maps.figure.map_figure``: the share of seeds with the label per cell, the median of the map's
 number and "held of runs" as each cell's text, each seed's value on hover, the source's setting
 as a star); then other works' predictions judged on the map (the study's ``MAP_PREDICTIONS``,
-``studies.predictions``: "holds on our map" or not, with the counts used); then every cell with
+``maps.predictions``: "holds on our map" or not, with the counts used); then every cell with
 the line of Python that opens its runs (``toymech.explore(...)``).
 
 The map notebook is not one of ``notebooks/``: it shows a table already measured, so it has no
@@ -26,15 +26,18 @@ from typing import Any
 
 import pandas as pd
 
-from .. import map_files, maps
 from ..core import check
 from ..display import note, reader_table
-from ..plots.maps import map_figure
+from ..report.build import build_reports
+from ..report.index import ReportEntry
+from ..report.results import END, START, markdown_table
 from ..studies import protocol
-from ..studies.predictions import prediction_rows
-from .build import build_reports
-from .index import ReportEntry
-from .results import END, START, _table
+from .summary import MEASURED, NOT_MEASURED, cell_groups, finding
+from . import ledger
+from .table import knob_columns
+from .table import read_table as read_map_table
+from .figure import map_figure
+from .predictions import prediction_rows
 
 MAP_NOTEBOOK = Path(__file__).resolve().parent / "map.ipynb"
 PAGE_PREFIX = "map-"  # a map's page: <out>/map-<name>.html
@@ -42,19 +45,19 @@ _NOT_NUMBERS = ("seed", "refined")
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A map's table (``.csv`` or ``.parquet``, ``maps.read_table``), knobs as text, checked
+    """A map's table (``.csv`` or ``.parquet``, ``table.read_table``), knobs as text, checked
     before anything is drawn or published from it: the file as toymech recorded it, and every
-    row against the run it names (``map_files.verify_rows``: ValueError naming the row)."""
+    row against the run it names (``ledger.verify_rows``: ValueError naming the row)."""
     path = Path(path)
-    map_files.check_recorded(path.parent, path.stem, [path.name])
-    table = maps.read_table(path)
+    ledger.check_recorded(path.parent, path.stem, [path.name])
+    table = read_map_table(path)
     if len(table):
-        missing = [c for c in map_files.FIXED if c not in table]
+        missing = [c for c in ledger.FIXED if c not in table]
         check(not missing, "map table", str(path), "a table written by toymech map (it has no "
               f"{missing[0] if missing else ''!r} column)")
-        map_files.verify_rows(table, path, study_for(table))
-    return table.astype({c: str for c in table.columns
-                         if c.startswith("knob.") or c == "experiment"})
+        ledger.verify_rows(table, path, study_for(table))
+    return table.astype({c: str for c in [*knob_columns(table).values(), "experiment"]
+                         if c in table})
 
 
 def study_for(table: pd.DataFrame):
@@ -89,8 +92,7 @@ def number_of(table: pd.DataFrame, number: str | None = None) -> str | None:
 def dims_of(table: pd.DataFrame) -> list[str]:
     """The map's dimensions: its knobs (in the table's order), then ``experiment`` where the
     map has several."""
-    knobs = [c.removeprefix("knob.") for c in table.columns if c.startswith("knob.")]
-    return knobs + (["experiment"] if table["experiment"].nunique() > 1 else [])
+    return list(knob_columns(table)) + (["experiment"] if table["experiment"].nunique() > 1 else [])
 
 
 def open_line(experiment: str, knobs: dict[str, str], size: str, seed: int) -> str:
@@ -107,38 +109,32 @@ def _value_text(v: Any) -> str:
 
 
 def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFrame:
-    """One row per cell of the map: its dimensions (``dims_of``), ``runs``, ``held`` (seeds
-    labelled ``label``), ``share``, ``median`` (of ``number``), ``seeds`` ("2 of 3"),
-    ``refined`` (whether ``--refine`` added runs to it), ``hover`` (each seed's label and
-    number) and ``open`` (``open_line`` of its first seed)."""
+    """One row per cell of the map (``summary.cell_groups``): its dimensions (``dims_of``),
+    ``runs``, ``held`` (measured seeds labelled ``label``), ``share``, ``median`` (of ``number``
+    over its measured runs), ``seeds`` ("2 of 3", with the runs without a label: "(1 diverged)"),
+    ``failed`` (those runs in words), ``refined`` (whether ``--refine`` added runs to it),
+    ``hover`` (each seed's label and number) and ``open`` (``open_line`` of its first seed)."""
     check(isinstance(table, pd.DataFrame) and {"experiment", "seed", "label"} <= set(table),
           "table", type(table).__name__, "a map table (toymech map)")
-    knob_cols = [c for c in table.columns if c.startswith("knob.")]
-    keys = ["experiment", *knob_cols]
     rows = []
-    for cell, runs in table.groupby(keys, sort=False, dropna=False):
-        values = dict(zip(keys, cell if isinstance(cell, tuple) else (cell,)))
-        knobs = {c.removeprefix("knob."): str(values[c]) for c in knob_cols}
-        held = int((runs["label"] == label).sum())
-        bad = (runs["status"][runs["status"] != "ok"].value_counts() if "status" in runs
-               else pd.Series(dtype=int))
-        failed = ", ".join(f"{int(n)} {status}" for status, n in bad.items())  # "3 diverged"
-        nums = (pd.to_numeric(runs[number], errors="coerce").dropna() if number else pd.Series())
-        where = ", ".join(f"{k} {v}" for k, v in knobs.items())
+    for cell in cell_groups(table):
+        runs, held, failed = cell.runs, cell.held(label), cell.states_text()
+        nums = (pd.to_numeric(cell.measured[number], errors="coerce").dropna() if number
+                else pd.Series())
         seeds = "<br>".join(f"seed {int(r['seed'])}: {r['label']}"
-                            + (f" ({r['status']})" if r.get("status", "ok") != "ok" else "")
+                            + (f" ({r['state']})" if r["state"] not in (MEASURED, NOT_MEASURED) else "")
                             + (f", {number} {_value_text(r[number])}" if number else "")
                             for _, r in runs.iterrows())
-        line = open_line(str(values["experiment"]), knobs, str(runs["size"].iloc[0])
+        line = open_line(cell.experiment, cell.knobs, str(runs["size"].iloc[0])
                          if "size" in runs else "default", runs["seed"].iloc[0])
         refined = bool(runs["refined"].fillna(False).astype(bool).any()) \
             if "refined" in runs else False
-        rows.append({**knobs, "experiment": str(values["experiment"]), "runs": len(runs),
-                     "held": held, "share": held / len(runs),
+        rows.append({**cell.knobs, "experiment": cell.experiment, "runs": cell.n,
+                     "held": held, "share": held / cell.n,
                      "median": float(nums.median()) if len(nums) else math.nan,
-                     "seeds": f"{held} of {len(runs)}" + (f" ({failed})" if failed else ""),
+                     "seeds": f"{held} of {cell.n}" + (f" ({failed})" if failed else ""),
                      "failed": failed, "refined": refined,
-                     "hover": f"{values['experiment']}: {where}<br>{seeds}<br>{line}",
+                     "hover": f"{cell.experiment}: {cell.where()}<br>{seeds}<br>{line}",
                      "open": line})
     return pd.DataFrame(rows)
 
@@ -167,7 +163,7 @@ class MapPage:
         label, number = label_of(table, label), number_of(table, number)
         dims, study = dims_of(table), study_for(table)
         return cls(table, label, number, cell_frame(table, label, number), dims,
-                   source_of(study, dims), maps.finding(table, label),
+                   source_of(study, dims), finding(table, label),
                    prediction_rows(getattr(study, "MAP_PREDICTIONS", ()), table))
 
     @classmethod
@@ -218,7 +214,7 @@ def map_tables(paths) -> list[Path]:
             for p in sorted(folder.glob("*.csv")):
                 if p.name.endswith(".runs.csv"):
                     continue
-                missing = [c for c in map_files.FIXED if c not in _header(p)]
+                missing = [c for c in ledger.FIXED if c not in _header(p)]
                 if missing:  # another file in the folder: said, and the others still read
                     print(f"[toymech] skipped {p}: not a map table (it has no {missing[0]!r} "
                           "column)", file=sys.stderr)
@@ -255,7 +251,7 @@ def map_block(path: str | Path) -> tuple[str, str]:
              f"{len(page.table)} runs over {len(page.cells)} cells at size "
              f"`{', '.join(sorted(set(page.table['size'].astype(str))))}`, commit "
              f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).", "",
-             page.finding, "", *_table(list(shown.columns), rows)]
+             page.finding, "", *markdown_table(list(shown.columns), rows)]
     if not page.predictions.empty:
         lines += ["", "Predictions from other work, judged on this map (our setting, not the source's):", ""]
         lines += [f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. {r['counts']}"

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Hashable, Sequence, TextIO
 
-from .sweep.pool import run_cost
-from .training import live as live_status
+from ..sweep.pool import run_cost
+from ..training import live as live_status
 
 
 def duration(seconds: float) -> str:

@@ -34,9 +34,10 @@ from typing import Any, Callable, Iterator, Mapping
 
 import pandas as pd
 
-from .core import check, short_repr
-from .files import replace_file
-from .zoo.locks import EntryLock
+from ..core import check, short_repr
+from ..files import replace_file
+from ..zoo.locks import EntryLock
+from .table import knob_columns
 
 LEDGER = ".toymech-maps.json"
 FIXED = ("experiment", "seed", "size", "zoo_key", "status", "label")
@@ -166,7 +167,7 @@ def legacy_table(path: Path, spec: Mapping[str, Any], study,
         raise ValueError(f"--out={str(path.parent)!r} is not allowed: {path.name} there was "
                          f"not written by toymech map (it has no {missing[0]!r} column); move "
                          "it, or give another --out")
-    knobs = sorted(c.removeprefix("knob.") for c in header if c.startswith("knob."))
+    knobs = sorted(knob_columns(pd.DataFrame(columns=header)))
     if knobs != sorted(spec["knobs"]):
         raise ValueError(f"map name={spec['name']!r} is not allowed in --out="
                          f"{str(path.parent)!r}: {path.name} there is another map (its knobs "
@@ -241,8 +242,9 @@ def row_hash(row: Mapping[str, Any]) -> str:
 
 
 def _numbers(table: pd.DataFrame) -> list[str]:
+    knobs = set(knob_columns(table).values())
     return [c for c in table.columns if c not in ("seed", "refined", ROW_HASH)
-            and not c.startswith("knob.") and pd.api.types.is_float_dtype(table[c])]
+            and c not in knobs and pd.api.types.is_float_dtype(table[c])]
 
 
 def verify_rows(table: pd.DataFrame, path: Path | str, study) -> None:
@@ -253,10 +255,10 @@ def verify_rows(table: pd.DataFrame, path: Path | str, study) -> None:
     if missing:
         raise ValueError(f"{where} is not allowed: a table written by toymech map (it has no "
                          f"{missing[0]!r} column)")
-    knobs = [c for c in table.columns if c.startswith("knob.")]
-    for c in knobs:
-        check(c.removeprefix("knob.") in study.KNOBS, f"{where} column", c,
-              f"a knob of the study: knob.{', knob.'.join(study.KNOBS)}")
+    knobs = knob_columns(table)  # {knob: its column}
+    for k, c in knobs.items():
+        check(k in study.KNOBS, f"{where} column", c,
+              f"a knob column of the study's knobs ({', '.join(study.KNOBS)})")
     numbers = _numbers(table)
     seen: dict[str, int] = {}
     sizes: dict[tuple, Any] = {}
@@ -280,11 +282,11 @@ def verify_rows(table: pd.DataFrame, path: Path | str, study) -> None:
         if not isinstance(name, str) or name not in study.EXPERIMENTS:
             raise bad(f"experiment={short_repr(name)} is not one of the study's")
         values: dict[str, Any] = {}
-        for c in knobs:
+        for k, c in knobs.items():
             text = row.get(c)
             if text is None or (isinstance(text, float) and math.isnan(text)):
                 continue
-            knob = study.KNOBS[c.removeprefix("knob.")]
+            knob = study.KNOBS[k]
             try:
                 parsed = knob.parse(str(text))
             except ValueError:
@@ -293,7 +295,7 @@ def verify_rows(table: pd.DataFrame, path: Path | str, study) -> None:
             if knob.text(parsed) != str(text):
                 raise bad(f"{c}={short_repr(text)} is not written as toymech writes it "
                           f"({knob.text(parsed)!r})")
-            values[c.removeprefix("knob.")] = parsed
+            values[k] = parsed
         cell = (name, str(row.get("size")), tuple(sorted((k, str(v)) for k, v in values.items())))
         try:
             if cell not in sizes:

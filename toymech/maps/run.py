@@ -1,0 +1,221 @@
+"""Maps: where a study's mechanism holds across a grid of its knobs and seeds, as one tidy table.
+
+A map spec (a dict, or a JSON/YAML file holding one)::
+
+    {"study": "induction",                       # a registered study with a ``map_row``
+     "experiment": ["induction-2l"],             # its named experiments (a name or a list)
+     "size": "default", "seeds": 3,              # a count (seeds no calibration used) or a list
+     "knobs": {"block_len": [6, "5-7", "4-8"],   # the study's knobs, each a list of values
+               "offset": [0, "0-3"]},
+     "name": "s1-content"}                       # the table's name (default: the file's stem)
+
+is a sweep grid over the study's knobs (``toymech.grid``: the knobs axis, so the runs train
+through the one sweep machinery, resumable; on a CPU what the zoo lacks trains first as one
+one-thread process per free core, ``sweep.train_missing``; on a GPU the runs sharing a model shape
+as one stacked program where that measures faster; on Ray with ``backend="ray"``) followed by the
+study's own
+measurement of each run (``study.map_row(entry, size, seed)``: named numbers, properties and the
+mechanism label of the run, a pure function of its measurements). ``run_map`` writes ONE tidy
+table, one row per run: the experiment, every knob (the source's value where the cell leaves it),
+the seed, the size, the zoo key, the commit, each number, each property (yes / no) and the
+label, as ``<out>/<name>.csv`` and the same table as ``<out>/<name>.parquet`` (``read_table``
+reads either). A later run of the
+same map extends the table: rows whose zoo key is already there are read back, not measured
+again. ``cells`` summarises the table per cell: runs, the share of seeds whose label is each
+label, the median of each number. The figure is drawn from the table, never the other way round.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from ..core import check_int, source_commit
+from ..grid import expand_grid, run_sweep
+from ..studies import protocol
+from ..sweep import train_missing
+from ..zoo import Zoo
+from .live import MapProgress
+from .refine import refinements
+from .spec import check_map, load_map, sweep_grid
+from . import ledger
+from .table import read_or_empty, read_table, write_table
+
+def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
+            out: str | Path | None = None, backend: str = "auto", address: str | None = None,
+            device: str = "auto", progress: bool = True, refine: int = 0,
+            log: Callable[[str], None] | None = print) -> pd.DataFrame:
+    """Train what the zoo lacks of ``spec``'s runs, measure every run with its study's
+    ``map_row`` and write the tidy table (see the module docstring): returns it. ``out``: the
+    table's folder (default: ``<zoo>/maps``). Killed and rerun, only the missing runs train and
+    only the new rows are measured. ``refine``: then add up to that many runs where the map is
+    unsure (``refinements``), their rows marked ``refined``."""
+    stem = Path(spec).stem if isinstance(spec, (str, Path)) else "map"
+    raw = load_map(spec) if isinstance(spec, (str, Path)) else dict(spec)
+    raw.setdefault("name", stem)
+    spec = check_map(raw)
+    refine = check_int("refine", refine, 0, 10_000)
+    study = protocol.study(spec["study"])
+    zoo = Zoo(cache_dir)
+    _check_measurable(spec, study)
+    folder = ledger.check_out(out) if out is not None else zoo.root / "maps"
+    ledger.check_files(folder, spec, study, read_table)  # nothing of the user's replaced
+    created = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{spec['name']}.csv"
+    try:
+        with contextlib.ExitStack() as stack:
+            live = stack.enter_context(MapProgress(spec["name"])) if progress else None
+            return _run_map(spec, study, zoo, folder, path, refine, live, log,
+                            dict(zoo=zoo, backend=backend, address=address, device=device,
+                                 log=log))
+    finally:
+        if created:  # a map that stopped before writing anything leaves no empty folder
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def _check_measurable(spec: dict[str, Any], study) -> None:
+    """Every cell's setting through the study's ``map_check`` (where it has one) before
+    anything trains: a cell its measurement would refuse is refused now, naming its knobs."""
+    measurable = getattr(study, "map_check", None)
+    if measurable is None:
+        return
+    seen = set()
+    for trial in expand_grid(sweep_grid(spec)):
+        knobs = {k.removeprefix("knob."): v for k, v in trial.overrides.items()
+                 if k.startswith("knob.")}
+        cell = (str(trial.size), tuple(sorted((k, str(v)) for k, v in knobs.items())))
+        if cell in seen:
+            continue
+        seen.add(cell)
+        try:
+            measurable(study.with_knobs(trial.size, knobs))
+        except ValueError as exc:
+            given = ", ".join(f"{k}={_cell_text(study, k, v)}" for k, v in knobs.items())
+            raise ValueError(f"knobs {given} cannot be measured by the {spec['study']} map "
+                             f"({exc}): leave that value out of the map") from None
+
+
+def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataFrame:
+    how["live"] = live
+    table = _read(path, study)
+    rows = _measured(spec, study, folder / f"{spec['name']}.runs.csv", table, False, **how)
+    table = _save(folder, path, spec, study, rows, log)
+    added = 0
+    for i, part in enumerate(refinements(table, spec, refine) if refine else []):
+        got = _measured(part, study, folder / f"{spec['name']}.refine-{i}.runs.csv", table, True,
+                        **how)
+        added += len(got)
+        table = _save(folder, path, spec, study, got, log)
+    if log:
+        log(f"map {spec['name']}: {len(rows) + added} run(s) measured now ({added} refining), "
+            f"{len(table) - len(rows) - added} read back; table: {path}")
+    return table
+
+
+def _read(path: Path, study) -> pd.DataFrame:
+    """The map's table so far, every row checked (``ledger.verify_rows``); empty if none."""
+    table = read_or_empty(path)
+    if len(table):
+        ledger.verify_rows(table, path, study)
+    return table
+
+
+def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict[str, Any]],
+          log) -> pd.DataFrame:
+    """Merge ``rows`` into the table under the map's lock: another writer of this map may have
+    added rows meanwhile (re-read and checked here), so only the rows it lacks are added and
+    none is lost; the files written are recorded as toymech's (``ledger``)."""
+    with ledger.writing(folder, spec, log):
+        ledger.check_recorded(folder, spec["name"], [path.name, path.with_suffix(".parquet").name])
+        current = _read(path, study)
+        known = set(current["zoo_key"]) if "zoo_key" in current else set()
+        new = [r for r in rows if r["zoo_key"] not in known]
+        table = pd.concat([current, pd.DataFrame(new)], ignore_index=True) if new else current
+        write_table(table, path)
+        ledger.record(folder, spec)
+    return table
+
+
+def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame, refined: bool,
+              *, zoo: Zoo, backend: str, address: str | None, device: str,
+              live: MapProgress | None, log) -> list[dict[str, Any]]:
+    """The rows of ``spec``'s runs that ``done`` lacks: trained where the zoo lacks them (the
+    sweep machinery), each measured by the study's ``map_row``."""
+    if backend != "ray" and address is None:
+        # what the zoo lacks trains first (``sweep.train_missing``): on a CPU one one-thread
+        # process per free core; on a GPU in this process, the runs that share a model shape
+        # (seeds, data knobs) as one stacked program where that measures faster
+        # (``training.stacking``). The sweep below then reads every run back from the zoo.
+        trials = expand_grid(sweep_grid(spec))
+        if live is not None:
+            live.plan([(zoo.path(t.exp), _cell_key(t), t.exp) for t in trials],
+                      {zoo.path(t.exp) for t in trials if zoo.has(t.exp)})
+        on_progress = (lambda done, total, e: live.trained(zoo.path(e), trained_share(zoo, e))) \
+            if live else None
+        try:
+            train_missing(zoo, [t.exp for t in trials], device=device, log=log,
+                          on_progress=on_progress)
+        except RuntimeError as exc:  # a run that failed (diverged) is a row of the table: the
+            if log:                  # sweep below records its status, the others are stored
+                log(f"[toymech] {exc}")
+        if live is not None:
+            live.failed({zoo.path(t.exp) for t in trials if not zoo.has(t.exp)})
+    result = run_sweep(sweep_grid(spec), cache_dir=zoo.root, backend=backend, address=address,
+                       out=runs_table, device=device,
+                       progress=live is not None and (backend == "ray" or address is not None),
+                       log=log)
+    known = set(done["zoo_key"]) if "zoo_key" in done else set()
+    commit = source_commit()
+    rows = []
+    for i, trial in enumerate(result.trials):
+        if live is not None:
+            live.measured(i, len(result.trials))
+        key = trial.exp.key(trial.tag)
+        if key in known:
+            continue
+        knobs = {k.removeprefix("knob."): v for k, v in trial.overrides.items()
+                 if k.startswith("knob.")}
+        row: dict[str, Any] = {"experiment": trial.experiment,
+                               **{f"knob.{k}": _cell_text(study, k, v) for k, v in knobs.items()},
+                               "seed": trial.seed, "size": str(trial.size), "zoo_key": key,
+                               "commit": commit, "refined": refined}
+        status = result.table.loc[result.table.index[i], "status"]
+        if status != "ok":
+            row.update({"status": status, "label": "not measured"})
+        else:
+            size = study.with_knobs(trial.size, knobs)
+            row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), size, trial.seed)})
+        row[ledger.ROW_HASH] = ledger.row_hash(row)  # what was measured, as measured
+        rows.append(row)
+    return rows
+
+
+def trained_share(zoo: Zoo, exp) -> float:
+    """The share of its step budget a stored run trained (a stop rule may end it early; 1.0
+    where its record does not say)."""
+    try:
+        meta = json.loads((zoo.path(exp) / "config.json").read_text(encoding="utf-8"))
+        return float(meta["history"][-1]["step"]) / max(1, int(exp.train.steps))
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return 1.0
+
+
+def _cell_key(trial) -> tuple:
+    """A trial's cell: its experiment and knob values (not its seed)."""
+    return (trial.experiment, *sorted((k, str(v)) for k, v in trial.overrides.items()
+                                      if k.startswith("knob.")))
+
+
+def _cell_text(study, knob: str, value: Any) -> str:
+    """A knob's value in the table, as a reader writes it (``4-8``)."""
+    k = study.KNOBS[knob]
+    return k.text(k.parse(value))
+
+
+__all__ = ["run_map", "trained_share"]

@@ -1,0 +1,92 @@
+"""A map's spec: a study, its named experiments, a size, seeds and a list of values per knob.
+
+As a dict, or a JSON/YAML file holding one::
+
+    {"study": "induction",                       # a registered study with a ``map_row``
+     "experiment": ["induction-2l"],             # its named experiments (a name or a list)
+     "size": "default", "seeds": 3,              # a count (seeds no calibration used) or a list
+     "knobs": {"block_len": [6, "5-7", "4-8"],   # the study's knobs, each a list of values
+               "offset": [0, "0-3"]},
+     "name": "s1-content"}                       # the table's name (default: the file's stem)
+
+``check_map`` checks every key before any work; ``sweep_grid`` is the sweep grid that trains the
+map's runs (``toymech.grid``'s knobs axis).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core import check, check_int, check_seed, check_size, short_repr
+from ..studies import knobs as study_knobs, protocol
+from ..training.specfiles import read_mapping
+
+MAP_KEYS = ("study", "experiment", "size", "seeds", "seed", "knobs", "name")
+MAX_MAP_SEEDS = 100
+
+
+def load_map(path: str | Path) -> dict[str, Any]:
+    """A map spec read from a ``.json``, ``.yaml`` or ``.yml`` file (strictly)."""
+    return read_mapping(path, "map")
+
+
+def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
+    """The spec with its defaults, every key checked (ValueError naming it) before any work:
+    ``study`` (with a ``map_row``), ``experiment`` (its names), ``size``, ``seeds`` (a count of
+    the study's judged seeds from ``seed``, or a list), ``knobs`` (the study's, checked by its
+    ``with_knobs`` at every cell), ``name``."""
+    check(isinstance(spec, dict), name, type(spec).__name__, "a mapping (JSON object)")
+    unknown = sorted(set(spec) - set(MAP_KEYS))
+    check(not unknown, "map key", unknown[0] if unknown else None, f"one of {', '.join(MAP_KEYS)}")
+    study_name = spec.get("study")
+    check(isinstance(study_name, str) and study_name in protocol.STUDIES, "study", study_name,
+          f"one of {', '.join(protocol.STUDIES)}")
+    study = protocol.study(study_name)
+    check(callable(getattr(study, "map_row", None)), "study", study_name,
+          "a study with a map measurement (map_row): "
+          + ", ".join(s for s in protocol.STUDIES if hasattr(protocol.study(s), "map_row")))
+    names = spec.get("experiment") or [next(iter(study.EXPERIMENTS))]
+    names = [names] if isinstance(names, str) else list(names)
+    for n in names:
+        check(isinstance(n, str) and n in study.EXPERIMENTS, "experiment", n,
+              f"one of the study's: {', '.join(study.EXPERIMENTS)}")
+    size = check_size(spec.get("size", "default"))
+    seed = check_seed(spec.get("seed", 0))
+    seeds = spec.get("seeds", None)
+    if seeds is None or (not isinstance(seeds, (list, tuple))):
+        count = check_int("seeds", seeds if seeds is not None else 3, 1, MAX_MAP_SEEDS)
+        seeds = list(study.seeds_of(size, seed, count))
+    else:
+        check(len(seeds) >= 1, "seeds", seeds, "a count or a non-empty list of seeds")
+        seeds = [check_seed(s, "seeds") for s in seeds]
+        check(len(set(seeds)) == len(seeds), "seeds", seeds, "each seed once")
+    given = spec.get("knobs") or {}
+    check(isinstance(given, dict) and len(given) >= 1, "knobs", given,
+          "a mapping of the study's knobs to lists of values, e.g. {'block_len': [6, '4-8']}")
+    for key, values in given.items():
+        study_knobs.parse_variant(study.KNOBS, {key: None} if key not in study.KNOBS else {},
+                                  study_name)
+        check(isinstance(values, list) and len(values) >= 1, f"knobs[{key!r}]", values,
+              "a non-empty list of values")
+        seen: dict[Any, Any] = {}
+        for v in values:
+            canonical = study.KNOBS[key].parse(v)
+            check(canonical not in seen, f"knobs[{key!r}]", values,
+                  f"each value once: {short_repr(seen.get(canonical))} and {short_repr(v)} are the same "
+                  f"value ({study.KNOBS[key].text(canonical)})")
+            seen[canonical] = v
+    label = spec.get("name", "map")
+    check(isinstance(label, str) and label.replace("-", "").replace("_", "").isalnum(), "name",
+          label, "letters, digits, - and _")
+    return {"study": study_name, "experiment": names, "size": size, "seeds": seeds,
+            "knobs": given, "name": label}
+
+
+def sweep_grid(spec: dict[str, Any]) -> dict[str, Any]:
+    """The sweep grid that trains the map's runs (the grid's knobs axis)."""
+    return {"experiment": spec["experiment"], "size": spec["size"], "seed": spec["seeds"],
+            "knobs": spec["knobs"], "name": f"map-{spec['name']}"}
+
+
+__all__ = ["MAP_KEYS", "MAX_MAP_SEEDS", "check_map", "load_map", "sweep_grid"]
