@@ -238,3 +238,27 @@ def test_bad_plugins_are_one_line(case, tmp_path, monkeypatch):
             del base._REGISTRY[name]  # this process goes on with the package's tasks only
         sys.modules.pop(module, None)
     refused(code, out, err, [module, *fragments])
+
+
+def test_handled_two_writers_of_one_map_at_once_keep_every_row(tmp_path):
+    """Two runs of one map (other cells each) into one folder at once: both exit 0 and the
+    table holds both runs' rows (the last writer kept only its own before)."""
+    import os
+    import subprocess
+    import sys
+
+    import toymech
+
+    root = Path(toymech.__file__).resolve().parents[1]  # the toymech under test
+    specs = [_write(tmp_path / f"{v}.yaml", MAP.replace("[6]", f"[{v}]") + "name: m\n")
+             for v in (5, 6)]
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, "-m", "toymech", "map", str(s), "--cache",
+                               str(tmp_path / "zoo"), "--out", str(tmp_path / "out"),
+                               "--no-progress"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for s in specs]
+    results = [p.communicate(timeout=900) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [r[1][-2000:] for r in results]
+    table = pd.read_csv(tmp_path / "out" / "m.csv", dtype=str)
+    assert sorted(table["knob.block_len"]) == ["5", "6"], table
+    assert not list((tmp_path / "out").glob(".*.lock"))

@@ -9,6 +9,9 @@ it, is refused in one line naming it; so is a map of another identity under the 
 table written before the ledger existed is taken when its columns are a map table's and its
 rows pass the checks below (``legacy_table``).
 
+A run records the names it will write before its work (``claim``: no hash yet), so a second
+run of the same map started meanwhile takes them for toymech's.
+
 The lock. Writers of one map (two ``toymech map`` of the same name into one folder) merge their
 rows into the table under ``.map-<name>.lock`` (the zoo's lock): the second re-reads what the
 first wrote and adds only the rows it lacks, so no row is lost.
@@ -142,7 +145,7 @@ def check_files(folder: Path, spec: Mapping[str, Any], study,
             raise ValueError(f"--out={str(folder)!r} is not allowed: {fname} there is not a "
                              "regular file toymech wrote; move it aside")
         if fname in recorded:
-            if _sha(path) != recorded[fname]:
+            if recorded[fname] is not None and _sha(path) != recorded[fname]:
                 raise ValueError(f"--out={str(folder)!r} is not allowed: {fname} was changed "
                                  "since toymech wrote it (its sha256 differs); move it aside to "
                                  "measure the map again")
@@ -205,6 +208,18 @@ def check_recorded(folder: Path, name: str, fnames: list[str]) -> None:
             raise ValueError(f"--out={str(folder)!r} is not allowed: {fname} was changed since "
                              "toymech wrote it (its sha256 differs); move it aside to measure the "
                              "map again")
+
+
+def claim(folder: Path, spec: Mapping[str, Any], log=None) -> None:
+    """Before a map's work: record the files it will write as toymech's (no hash yet: being
+    written), so that a second run of the map started meanwhile takes them for toymech's."""
+    name = spec["name"]
+    with writing(folder, spec, log):
+        ledger = read_ledger(folder)
+        entry = ledger["maps"].setdefault(name, {"identity": identity(spec), "files": {}})
+        for fname in files_of(folder, name):
+            entry["files"].setdefault(fname, None)
+        replace_file(folder / LEDGER, json.dumps(ledger, indent=1, sort_keys=True))
 
 
 def record(folder: Path, spec: Mapping[str, Any]) -> None:
@@ -318,5 +333,5 @@ def verify_rows(table: pd.DataFrame, path: Path | str, study) -> None:
                       "edited after it was written)")
 
 
-__all__ = ["FIXED", "LEDGER", "ROW_HASH", "check_files", "check_out", "check_recorded", "files_of", "identity",
+__all__ = ["FIXED", "LEDGER", "ROW_HASH", "check_files", "claim", "check_out", "check_recorded", "files_of", "identity",
            "read_ledger", "record", "row_hash", "verify_rows", "writing"]

@@ -68,6 +68,7 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec['name']}.csv"
     try:
+        ledger.claim(folder, spec, log)
         with contextlib.ExitStack() as stack:
             live = stack.enter_context(MapProgress(spec["name"])) if progress else None
             return _run_map(spec, study, zoo, folder, path, refine, live, log,
