@@ -121,6 +121,11 @@ def _user_index(root):
     _write(root / "reports" / "index.json", json.dumps({"my": "notes"}))
 
 
+def _user_executed(root):
+    (root / "reports" / "executed").mkdir(parents=True)
+    _write(root / "reports" / "executed" / "map-m.ipynb", "{}")
+
+
 OUT_CASES = {
     # name: (setup(root) on an empty --out, argv extra, fragments)
     "refused: a user's <name>.csv in --out (read as the table and rewritten before)": (
@@ -130,6 +135,8 @@ OUT_CASES = {
     "refused: a user's <name>.runs.csv in --out": (_user_runs, [], ["m.runs.csv", "not written by toymech"]),
     "refused: a user's index.json in the --report folder (overwritten before)": (
         _user_index, ["--report", "{root}/reports"], ["index.json toymech did not write"]),
+    "refused: a user's executed/map-<name>.ipynb in the --report folder": (
+        _user_executed, ["--report", "{root}/reports"], ["executed/map-m.ipynb", "did not write"]),
 }
 
 
