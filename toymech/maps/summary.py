@@ -9,7 +9,8 @@ import pandas as pd
 from ..core import check
 
 def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
-    """One row per cell (the experiment and every knob): runs, how many seeds carry each label
+    """One row per cell of the map's ``table`` (the experiment and every knob): runs, how many
+    seeds carry each label
     (``share <label>``: a fraction), and the median of each of ``numbers``."""
     check(isinstance(table, pd.DataFrame) and "label" in table, "table", type(table).__name__,
           "a map table (toymech map)")
@@ -30,8 +31,8 @@ def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
 
 
 def finding(table: pd.DataFrame, label: str) -> str:
-    """The map's finding in words, computed from the table: in which cells the label holds on
-    every seed, on some, on none."""
+    """The map's finding in words, computed from its ``table``: in which cells ``label`` (the
+    study's ``MAP_LABEL``) holds on every seed, on some, on none."""
     c = cells(table)
     share = c.get(f"share {label}", pd.Series(0.0, index=c.index))
     knob_cols = [k for k in c.columns if k.startswith("knob.")]
