@@ -1,4 +1,4 @@
-"""What the knobs of issue 41 build, checked on the models and runs themselves: study 1's
+"""What the knobs build, checked on the models and runs themselves: study 1's
 positions "none", Birth's positional embeddings, their join, the feed-forward layers, the
 vocabulary and the data knobs, study 3's width and which parts train."""
 

@@ -229,3 +229,39 @@ def test_a_cell_whose_runs_diverged_says_so_not_only_zero_of_n():
     assert all("3 diverged" in cell_text(r) for _, r in bad.iterrows())
     ok = cells[(cells["lr"] == "3") & (cells["embeddings"] == "frozen") & (cells["ff"] == "last")]
     assert ok["seeds"].tolist() == ["3 of 3"] and "diverged" not in cell_text(ok.iloc[0])
+
+
+def test_page_finding_predictions_and_results_read_cells_by_one_rule(tmp_path):
+    """A cell with a measured run, a failed, a diverged and a not-measured one (the study could
+    not measure it): the page, the per-cell table, the finding, the prediction and the results
+    block count the same runs (every seed in the denominator, a label only on measured runs)
+    and name the same runs without a label."""
+    states = [("ok", "position"), ("failed", "not measured"), ("diverged", "not measured"),
+              ("ok", "not measured")]
+    rows = [{"experiment": "induction-2l", "knob.block_len": b, "knob.offset": "0", "seed": s,
+             "size": "smoke", "zoo_key": f"k{b}{s}", "commit": "abc", "status": status,
+             "loss.test": 1.0 if status == "ok" else float("nan"), "label": label}
+            for b, cell in (("6", states), ("4-8", [("ok", "content")] * 3 + [("ok", "position")]))
+            for s, (status, label) in zip((3, 4, 5, 6), cell)]
+    table = pd.DataFrame(rows)
+    without = "1 failed, 1 diverged, 1 not measured"
+    page = MapPage.of(table, label="content")
+    frame = page.cells.set_index("block_len")
+    assert frame.loc["6", "seeds"] == f"0 of 4 ({without})" and frame.loc["4-8", "seeds"] == "3 of 4"
+    assert frame.loc["6", "runs"] == frame.loc["4-8", "runs"] == 4
+    per_cell = maps.cells(table).set_index("knob.block_len")
+    assert per_cell.loc["4-8", "share content"] == frame.loc["4-8", "share"] == 0.75
+    assert per_cell.loc["6", "share position"] == 0.25 and "share not measured" not in per_cell
+    assert [per_cell.loc["6", f"runs {s}"] for s in ("failed", "diverged", "not measured")] == [1, 1, 1]
+    assert page.finding == maps.finding(table, "content")
+    assert "on some seeds in 1 (block_len 4-8, offset 0), on none in 1" in page.finding
+    assert f"runs without a label: {without} in block_len 6, offset 0" in page.finding
+    ((verdict, counts),) = page.predictions[["on our map", "counts"]].itertuples(index=False)
+    assert verdict == FAILS  # the fixed cell: position on 1 of its 4 seeds, not most
+    assert "(block_len 4-8, offset 0) 3 of 4 vs (block_len 6, offset 0) 0 of 4" in counts
+    assert "Seeds labelled position in fixed cells: (block_len 6, offset 0) 1 of 4." in counts
+    path = tmp_path / "s1-states.csv"
+    table.to_csv(path, index=False)
+    _, block = map_block(path)
+    assert page.finding in block and f"0 of 4 ({without})" in block and "3 of 4" in block
+    assert counts in block

@@ -97,7 +97,8 @@ def make_generator(seed: int, device: torch.device) -> torch.Generator:
 
 # --- CPU threads ---------------------------------------------------------------------------
 # Tiny models on a shared CPU run fastest on one thread per process: two torch threads per
-# process beside another busy process were measured 5-7x slower than one. So the default is the
+# process beside another busy process run several times slower than one (benchmarks/README.md).
+# So the default is the
 # cores that are actually free (affinity minus the cores other work keeps busy now:
 # ``busy_elsewhere``), divided among the processes
 # the job starts, never more than that. Other toymech processes of this user count as busy

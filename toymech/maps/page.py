@@ -31,7 +31,8 @@ from ..report.build import build_reports
 from ..report.index import ReportEntry
 from ..report.results import END, START, markdown_table
 from ..studies import protocol
-from .summary import finding
+from .summary import MEASURED, NOT_MEASURED, cell_groups, finding
+from .table import knob_columns
 from .table import read_table as read_map_table
 from .figure import map_figure
 from .predictions import prediction_rows
@@ -44,8 +45,8 @@ _NOT_NUMBERS = ("seed", "refined")
 def read_table(path: str | Path) -> pd.DataFrame:
     """A map's table (``.csv`` or ``.parquet``, ``maps.read_table``), knobs as text."""
     table = read_map_table(path)
-    return table.astype({c: str for c in table.columns
-                         if c.startswith("knob.") or c == "experiment"})
+    return table.astype({c: str for c in [*knob_columns(table).values(), "experiment"]
+                         if c in table})
 
 
 def study_for(table: pd.DataFrame):
@@ -80,8 +81,7 @@ def number_of(table: pd.DataFrame, number: str | None = None) -> str | None:
 def dims_of(table: pd.DataFrame) -> list[str]:
     """The map's dimensions: its knobs (in the table's order), then ``experiment`` where the
     map has several."""
-    knobs = [c.removeprefix("knob.") for c in table.columns if c.startswith("knob.")]
-    return knobs + (["experiment"] if table["experiment"].nunique() > 1 else [])
+    return list(knob_columns(table)) + (["experiment"] if table["experiment"].nunique() > 1 else [])
 
 
 def open_line(experiment: str, knobs: dict[str, str], size: str, seed: int) -> str:
@@ -98,38 +98,32 @@ def _value_text(v: Any) -> str:
 
 
 def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFrame:
-    """One row per cell of the map: its dimensions (``dims_of``), ``runs``, ``held`` (seeds
-    labelled ``label``), ``share``, ``median`` (of ``number``), ``seeds`` ("2 of 3"),
-    ``refined`` (whether ``--refine`` added runs to it), ``hover`` (each seed's label and
-    number) and ``open`` (``open_line`` of its first seed)."""
+    """One row per cell of the map (``summary.cell_groups``): its dimensions (``dims_of``),
+    ``runs``, ``held`` (measured seeds labelled ``label``), ``share``, ``median`` (of ``number``
+    over its measured runs), ``seeds`` ("2 of 3", with the runs without a label: "(1 diverged)"),
+    ``failed`` (those runs in words), ``refined`` (whether ``--refine`` added runs to it),
+    ``hover`` (each seed's label and number) and ``open`` (``open_line`` of its first seed)."""
     check(isinstance(table, pd.DataFrame) and {"experiment", "seed", "label"} <= set(table),
           "table", type(table).__name__, "a map table (toymech map)")
-    knob_cols = [c for c in table.columns if c.startswith("knob.")]
-    keys = ["experiment", *knob_cols]
     rows = []
-    for cell, runs in table.groupby(keys, sort=False, dropna=False):
-        values = dict(zip(keys, cell if isinstance(cell, tuple) else (cell,)))
-        knobs = {c.removeprefix("knob."): str(values[c]) for c in knob_cols}
-        held = int((runs["label"] == label).sum())
-        bad = (runs["status"][runs["status"] != "ok"].value_counts() if "status" in runs
-               else pd.Series(dtype=int))
-        failed = ", ".join(f"{int(n)} {status}" for status, n in bad.items())  # "3 diverged"
-        nums = (pd.to_numeric(runs[number], errors="coerce").dropna() if number else pd.Series())
-        where = ", ".join(f"{k} {v}" for k, v in knobs.items())
+    for cell in cell_groups(table):
+        runs, held, failed = cell.runs, cell.held(label), cell.states_text()
+        nums = (pd.to_numeric(cell.measured[number], errors="coerce").dropna() if number
+                else pd.Series())
         seeds = "<br>".join(f"seed {int(r['seed'])}: {r['label']}"
-                            + (f" ({r['status']})" if r.get("status", "ok") != "ok" else "")
+                            + (f" ({r['state']})" if r["state"] not in (MEASURED, NOT_MEASURED) else "")
                             + (f", {number} {_value_text(r[number])}" if number else "")
                             for _, r in runs.iterrows())
-        line = open_line(str(values["experiment"]), knobs, str(runs["size"].iloc[0])
+        line = open_line(cell.experiment, cell.knobs, str(runs["size"].iloc[0])
                          if "size" in runs else "default", runs["seed"].iloc[0])
         refined = bool(runs["refined"].fillna(False).astype(bool).any()) \
             if "refined" in runs else False
-        rows.append({**knobs, "experiment": str(values["experiment"]), "runs": len(runs),
-                     "held": held, "share": held / len(runs),
+        rows.append({**cell.knobs, "experiment": cell.experiment, "runs": cell.n,
+                     "held": held, "share": held / cell.n,
                      "median": float(nums.median()) if len(nums) else math.nan,
-                     "seeds": f"{held} of {len(runs)}" + (f" ({failed})" if failed else ""),
+                     "seeds": f"{held} of {cell.n}" + (f" ({failed})" if failed else ""),
                      "failed": failed, "refined": refined,
-                     "hover": f"{values['experiment']}: {where}<br>{seeds}<br>{line}",
+                     "hover": f"{cell.experiment}: {cell.where()}<br>{seeds}<br>{line}",
                      "open": line})
     return pd.DataFrame(rows)
 

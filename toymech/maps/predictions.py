@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .summary import cell_groups
+
 
 def prediction_rows(predictions, table: pd.DataFrame) -> pd.DataFrame:
-    """One row per prediction judged on ``table``: ``prediction`` (its statement), ``source``,
-    ``on our map`` (``Judgement.verdict``) and ``counts``."""
+    """One row per prediction judged on ``table``'s cells (``cell_groups``: the one grouping and
+    its rule for runs without a label): ``prediction`` (its statement), ``source``, ``on our
+    map`` (``Judgement.verdict``) and ``counts``."""
+    cells = cell_groups(table) if len(table) else []
     rows = []
     for p in predictions:
-        judged = p.judge(table)
+        judged = p.judge(cells)
         rows.append({"prediction": p.statement, "source": p.source, "on our map": judged.verdict,
                      "counts": judged.counts})
     return pd.DataFrame(rows, columns=["prediction", "source", "on our map", "counts"])

@@ -9,12 +9,14 @@ import pandas as pd
 
 from ..studies import protocol
 from .spec import MAX_MAP_SEEDS, check_map
+from .summary import cell_groups
+from .table import knob_columns
 
-def _cells_of(table: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
-    keys = ["experiment", *[c for c in table.columns if c.startswith("knob.")]]
-    ok = table[table["status"] == "ok"] if "status" in table else table
-    return {cell if isinstance(cell, tuple) else (cell,): runs
-            for cell, runs in ok.groupby(keys, sort=False)}
+def _measured_cells(table: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
+    """{(experiment, *knob values): its measured runs} of the cells that have any: a run without
+    a label (``summary.run_state``) says nothing of where a label changes."""
+    return {(c.experiment, *c.knobs.values()): c.measured for c in cell_groups(table)
+            if len(c.measured)}
 
 
 def _midpoint(knob, a: str, b: str) -> str | None:
@@ -37,9 +39,8 @@ def refinements(table: pd.DataFrame, spec: dict[str, Any], budget: int) -> list[
     whose commonest labels differ get the value half way between them, with the map's seeds.
     ``spec``: the map's (``check_map``'s) spec."""
     study = protocol.study(spec["study"])
-    cells = _cells_of(table)
-    names = ["experiment", *[c.removeprefix("knob.") for c in table.columns
-                             if c.startswith("knob.")]]
+    cells = _measured_cells(table)
+    names = ["experiment", *knob_columns(table)]
     used = {int(s) for s in table["seed"]}
     pool = [s for s in study.seeds_of(spec["size"], 0, MAX_MAP_SEEDS) if s not in used]
     split = [cell for cell, runs in cells.items() if runs["label"].nunique() > 1]

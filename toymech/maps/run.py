@@ -82,6 +82,28 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
                         dict(zoo=zoo, backend=backend, address=address, device=device, log=log))
 
 
+def _check_measurable(spec: dict[str, Any], study) -> None:
+    """Every cell's setting through the study's ``map_check`` (where it has one) before
+    anything trains: a cell its measurement would refuse is refused now, naming its knobs."""
+    measurable = getattr(study, "map_check", None)
+    if measurable is None:
+        return
+    seen = set()
+    for trial in expand_grid(sweep_grid(spec)):
+        knobs = {k.removeprefix("knob."): v for k, v in trial.overrides.items()
+                 if k.startswith("knob.")}
+        cell = (str(trial.size), tuple(sorted((k, str(v)) for k, v in knobs.items())))
+        if cell in seen:
+            continue
+        seen.add(cell)
+        try:
+            measurable(study.with_knobs(trial.size, knobs))
+        except ValueError as exc:
+            given = ", ".join(f"{k}={_cell_text(study, k, v)}" for k, v in knobs.items())
+            raise ValueError(f"knobs {given} cannot be measured by the {spec['study']} map "
+                             f"({exc}): leave that value out of the map") from None
+
+
 def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataFrame:
     how["live"] = live
     table = read_or_empty(path)

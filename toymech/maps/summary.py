@@ -1,55 +1,139 @@
-"""A map's table summarised per cell (the experiment and every knob), and its finding in words."""
+"""A map's runs grouped into cells, one rule for the runs that carry no label, the table per cell
+and its finding in words.
+
+A cell is the runs of one experiment at one value of every knob (its seeds). ``cell_groups`` is
+the one grouping: the page, the finding, the refinements and the predictions judged on a map all
+read cells from it. ``run_state`` is the one rule for a run that has no label: a run the sweep
+did not finish is its sweep status (``failed``, ``diverged``, ...), a finished run the study
+could not measure is ``not measured``; every other run is ``measured`` and carries its label.
+A state is never a label: a cell's runs count every seed (its denominator), and a label is held
+only by measured runs.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import pandas as pd
 
 from ..core import check
+from .table import knob_column, knob_columns
 
-def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
-    """One row per cell of the map's ``table`` (the experiment and every knob): runs, how many
-    seeds carry each label
-    (``share <label>``: a fraction), and the median of each of ``numbers``."""
-    check(isinstance(table, pd.DataFrame) and "label" in table, "table", type(table).__name__,
-          "a map table (toymech map)")
-    keys = ["experiment", *[c for c in table.columns if c.startswith("knob.")]]
+MEASURED = "measured"
+NOT_MEASURED = "not measured"
+
+
+def run_state(status, label) -> str:
+    """A run's state: its sweep ``status`` where that is not ``ok``; ``not measured`` where it
+    finished but has no label (missing, or the study's own ``not measured``); else ``measured``."""
+    if isinstance(status, str) and status != "ok":
+        return status
+    if label is None or (isinstance(label, float) and math.isnan(label)) or str(label) == NOT_MEASURED:
+        return NOT_MEASURED
+    return MEASURED
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a map: its ``experiment``, ``knobs`` ({name: value as the table writes it})
+    and ``runs`` (its rows, with a ``state`` column from ``run_state``)."""
+
+    experiment: str
+    knobs: dict[str, str]
+    runs: pd.DataFrame = field(repr=False)
+
+    @property
+    def n(self) -> int:
+        """Every run of the cell, whatever its state (each requested seed counts)."""
+        return len(self.runs)
+
+    @property
+    def measured(self) -> pd.DataFrame:
+        return self.runs[self.runs["state"] == MEASURED]
+
+    def held(self, label: str) -> int:
+        """How many of the cell's runs are measured and labelled ``label``."""
+        return int((self.measured["label"].astype(str) == label).sum())
+
+    def states(self) -> dict[str, int]:
+        """{state: runs} of the runs that carry no label (failed, diverged, not measured)."""
+        return {s: int(n) for s, n in self.runs["state"][self.runs["state"] != MEASURED]
+                .value_counts(sort=False).items()}
+
+    def states_text(self) -> str:
+        """The runs without a label in words: ``1 failed, 2 diverged`` (empty where none)."""
+        return ", ".join(f"{n} {s}" for s, n in self.states().items())
+
+    def where(self) -> str:
+        """The cell in words: ``block_len 6, offset 0``."""
+        return ", ".join(f"{k} {v}" for k, v in self.knobs.items())
+
+
+def cell_groups(table: pd.DataFrame) -> list[Cell]:
+    """The map's cells in the table's order: one per experiment and knob values, each with its
+    runs and their states (``run_state``)."""
+    check(isinstance(table, pd.DataFrame) and {"experiment", "label"} <= set(table), "table",
+          type(table).__name__, "a map table (toymech map)")
+    columns = knob_columns(table)
+    keys = ["experiment", *columns.values()]
+    status = table["status"] if "status" in table else pd.Series("ok", index=table.index)
+    table = table.assign(state=[run_state(s, lab) for s, lab in zip(status, table["label"])])
     out = []
     for cell, runs in table.groupby(keys, sort=False, dropna=False):
-        row = dict(zip(keys, cell if isinstance(cell, tuple) else (cell,)))
-        row["runs"] = len(runs)
-        for label, n in runs["label"].value_counts().items():
-            row[f"share {label}"] = n / len(runs)
+        values = dict(zip(keys, cell if isinstance(cell, tuple) else (cell,)))
+        out.append(Cell(str(values["experiment"]),
+                        {name: str(values[col]) for name, col in columns.items()}, runs))
+    return out
+
+
+def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One row per cell of the map's ``table`` (``cell_groups``: the experiment and every knob):
+    runs, the share of its runs that carry each label (``share <label>``: a fraction of every
+    run, a state never being a label), the runs of each state without one (``runs <state>``) and
+    the median of each of ``numbers`` over its measured runs."""
+    out = []
+    for cell in cell_groups(table):
+        row = {"experiment": cell.experiment,
+               **{knob_column(k): v for k, v in cell.knobs.items()}, "runs": cell.n}
+        for label, n in cell.measured["label"].astype(str).value_counts(sort=False).items():
+            row[f"share {label}"] = n / cell.n
+        for state, n in cell.states().items():
+            row[f"runs {state}"] = n
         for name in numbers:
-            if name in runs:
-                vals = pd.to_numeric(runs[name], errors="coerce").dropna()
+            if name in cell.runs:
+                vals = pd.to_numeric(cell.measured[name], errors="coerce").dropna()
                 row[f"median {name}"] = float(vals.median()) if len(vals) else math.nan
         out.append(row)
-    return pd.DataFrame(out).fillna({c: 0.0 for c in pd.DataFrame(out).columns
-                                     if c.startswith("share ")})
+    frame = pd.DataFrame(out)
+    return frame.fillna({c: 0.0 for c in frame.columns if c.startswith("share ")}
+                        | {c: 0 for c in frame.columns if c.startswith("runs ")})
 
 
 def finding(table: pd.DataFrame, label: str) -> str:
-    """The map's finding in words, computed from its ``table``: in which cells ``label`` (the
-    study's ``MAP_LABEL``) holds on every seed, on some, on none."""
-    c = cells(table)
-    share = c.get(f"share {label}", pd.Series(0.0, index=c.index))
-    knob_cols = [k for k in c.columns if k.startswith("knob.")]
+    """The map's finding in words, computed from its cells (``cell_groups``): in which cells the
+    label holds on every seed, on some, on none (a run without a label never holds it).
 
-    def name(row) -> str:
-        return ", ".join(f"{k.removeprefix('knob.')} {row[k]}" for k in knob_cols) + \
-            (f" ({row['experiment']})" if c["experiment"].nunique() > 1 else "")
+    ``table``: the map's table (one row per run); ``label``: the label whose cells are counted.
+    Returns one paragraph."""
+    groups = cell_groups(table)
+    several = len({c.experiment for c in groups}) > 1
 
-    every = [name(r) for (_, r), s in zip(c.iterrows(), share) if s == 1.0]
-    some = [name(r) for (_, r), s in zip(c.iterrows(), share) if 0 < s < 1]
-    runs = int(c["runs"].min()) if len(c) else 0
-    parts = [f"Label '{label}' on every seed in {len(every)} of {len(c)} cells"
+    def name(cell: Cell) -> str:
+        return cell.where() + (f" ({cell.experiment})" if several else "")
+
+    every = [name(c) for c in groups if c.held(label) == c.n]
+    some = [name(c) for c in groups if 0 < c.held(label) < c.n]
+    runs = min((c.n for c in groups), default=0)
+    parts = [f"Label '{label}' on every seed in {len(every)} of {len(groups)} cells"
              + (f" ({'; '.join(every)})" if every else "")]
     if some:
         parts.append(f"on some seeds in {len(some)} ({'; '.join(some)})")
-    parts.append(f"on none in {len(c) - len(every) - len(some)}")
+    parts.append(f"on none in {len(groups) - len(every) - len(some)}")
+    without = [f"{c.states_text()} in {name(c)}" for c in groups if c.states()]
+    if without:
+        parts.append(f"runs without a label: {'; '.join(without)}")
     return ", ".join(parts) + f"; at least {runs} seed(s) per cell."
 
 
-__all__ = ["cells", "finding"]
+__all__ = ["MEASURED", "NOT_MEASURED", "Cell", "cell_groups", "cells", "finding", "run_state"]

@@ -13,6 +13,18 @@ import pandas as pd
 from ..core import check
 
 TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label")
+KNOB_PREFIX = "knob."  # a knob's column is named ``knob.<name>`` (``block_len`` -> ``knob.block_len``)
+
+
+def knob_column(name: str) -> str:
+    """The table's column for knob ``name``."""
+    return KNOB_PREFIX + name
+
+
+def knob_columns(table: pd.DataFrame) -> dict[str, str]:
+    """{knob name: its column} of ``table``, in the table's order (the one place that reads a
+    column name as a knob)."""
+    return {c[len(KNOB_PREFIX):]: c for c in table.columns if str(c).startswith(KNOB_PREFIX)}
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -24,7 +36,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         return pd.read_parquet(path)
     header = pd.read_csv(path, nrows=0).columns
     table = pd.read_csv(path, dtype={c: str for c in header
-                                     if c.startswith("knob.") or c in TEXT_COLUMNS})
+                                     if c.startswith(KNOB_PREFIX) or c in TEXT_COLUMNS})
     if "refined" in table:  # True / False as written (a bool column, as Parquet keeps it)
         table["refined"] = table["refined"].map(lambda v: v is True or str(v) == "True")
     return table
@@ -46,7 +58,7 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
     """The table as CSV and, beside it, as Parquet (each atomically: a killed write leaves the
     last good table). Text columns are written as text, so both read back as the same frame."""
     table = table.assign(**{c: table[c].map(lambda v: v if pd.isna(v) else str(v))
-                            for c in table.columns if c.startswith("knob.") or c in TEXT_COLUMNS})
+                            for c in table.columns if c in knob_columns(table).values() or c in TEXT_COLUMNS})
     if "refined" in table:  # rows of a map measured before it was refined: not refined
         table = table.assign(refined=table["refined"].map(lambda v: v is True))
     tmp = path.with_name(f".{path.name}.tmp")
@@ -58,4 +70,4 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
     tmp.replace(parquet)
 
 
-__all__ = ["TEXT_COLUMNS", "read_or_empty", "read_table", "write_table"]
+__all__ = ["KNOB_PREFIX", "TEXT_COLUMNS", "knob_column", "knob_columns", "read_or_empty", "read_table", "write_table"]

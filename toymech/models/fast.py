@@ -26,11 +26,11 @@ On a CPU in float32 the embedding's gradient is one ``index_add_`` (``_Embedding
 attention itself (the split into heads, smear, table, scores, causal softmax, A v, the heads
 joined again) is ``_AttentionLayer``: the same math with a hand-written backward, computed
 key-major (scores transposed, [key, query], so every small batched product writes an output
-with the 24 positions innermost, about 3x faster on this CPU's kernels than one with the 8 head
-dimensions innermost), the softmax as
-``exp2`` of base-2 scores (``exp`` measured 4x slower than ``exp2`` on the shipped torch's CPU
-kernels) with the row maximum as a tree of pairwise maxima (``amax`` over rows of 24 measured 6x
-slower). ``benchmarks/bench_training.py`` measures it; ``tests/test_fast.py`` checks
+with the positions innermost, which the CPU's batched kernels handle faster than the head
+dimensions innermost), the softmax as ``exp2`` of base-2 scores (faster than ``exp`` on the
+shipped torch's CPU kernels) with the row maximum as a tree of pairwise maxima (faster than
+``amax`` over short rows). Why each choice, with its figures: ``benchmarks/README.md``;
+``benchmarks/bench_training.py`` measures it; ``tests/test_fast.py`` checks
 it against autograd and 100 training steps against the hooked forward. Elsewhere (CUDA,
 autocast, other dtypes) the attention is the plain ``baddbmm``/softmax/``bmm``.
 """
@@ -133,9 +133,9 @@ class _AttentionLayer(torch.autograd.Function):
 
 
 class _Embedding(torch.autograd.Function):
-    """``W_E[tokens]`` whose gradient is one ``index_add_`` into a zero table (the same sums;
-    0.07 against 0.35 ms for ``embedding``'s dense backward on a batch of study 1, one CPU
-    thread). First order only."""
+    """``W_E[tokens]`` whose gradient is one ``index_add_`` into a zero table: the same sums as
+    ``embedding``'s dense backward, cheaper on a CPU (``benchmarks/README.md``). First order
+    only."""
 
     @staticmethod
     def forward(ctx, table, tokens):

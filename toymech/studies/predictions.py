@@ -2,7 +2,7 @@
 
 A prediction is a statement another paper's results lead us to expect of our own map, written as
 a row of ours: what is expected (``statement``), whose work it comes from (``source``, the
-public name), and a ``rule``, a pure function of the map's table that returns a ``Judgement``
+public name), and a ``rule``, a pure function of the map's cells that returns a ``Judgement``
 (whether the statement holds on the table, and the counts it used). It is judged on our
 setting, never on the source's: a row says "holds on our map" or "does not hold on our map" (or
 "not judged on this map" where the table lacks the cells the rule compares), never that a
@@ -14,9 +14,7 @@ result was reproduced. A map's page and its block in the results record
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
-
-import pandas as pd
+from typing import Callable, Sequence
 
 from ..core import check
 
@@ -40,22 +38,26 @@ class Judgement:
 class MapPrediction:
     """A prediction of another work's, judged on our map: ``name`` (short, unique in a study),
     ``statement`` (what the map should show, in our terms), ``source`` (the work by its public
-    name), ``rule`` (table -> ``Judgement``)."""
+    name), ``rule`` (the map's cells -> ``Judgement``; the maps package groups a table into
+    cells, ``toymech.maps.summary.cell_groups``, and a cell says which of its runs carry a
+    label)."""
 
     name: str
     statement: str
     source: str
-    rule: Callable[[pd.DataFrame], Judgement]
+    rule: Callable[[Sequence], Judgement]  # the map's cells (toymech.maps.summary.Cell) -> ...
 
     def __post_init__(self) -> None:
         for field in ("name", "statement", "source"):
             value = getattr(self, field)
             check(isinstance(value, str) and value.strip() != "", field, value, "a non-empty string")
-        check(callable(self.rule), "rule", self.rule, "a function of a map table returning a Judgement")
+        check(callable(self.rule), "rule", self.rule, "a function of a map's cells returning a Judgement")
 
-    def judge(self, table: pd.DataFrame) -> Judgement:
-        check(isinstance(table, pd.DataFrame), "table", type(table).__name__, "a map table (toymech map)")
-        judged = self.rule(table)
+    def judge(self, cells: Sequence) -> Judgement:
+        """The rule's answer on a map's cells (``toymech.maps.summary.cell_groups``)."""
+        check(isinstance(cells, (list, tuple)), "cells", type(cells).__name__,
+              "a map's cells (toymech.maps.summary.cell_groups)")
+        judged = self.rule(cells)
         check(isinstance(judged, Judgement), "rule result", type(judged).__name__, "a Judgement")
         return judged
 

@@ -116,8 +116,8 @@ def _optimizer(params: list[torch.Tensor], cfg: TrainConfig) -> torch.optim.Opti
         return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum,
                                weight_decay=cfg.weight_decay)
     cls = torch.optim.AdamW if cfg.optimizer == "adamw" else torch.optim.Adam
-    # One fused kernel for every parameter (the same update; 0.07 against 0.29 ms a step for
-    # study 1's 2-layer model on one CPU thread, benchmarks/README.md) where the device has it.
+    # One fused kernel for every parameter where the device has it: the same update, cheaper
+    # (benchmarks/README.md).
     fused = bool(params) and all(p.device.type in ("cpu", "cuda") and p.is_floating_point()
                                  for p in params)
     return cls(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay,

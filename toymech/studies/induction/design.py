@@ -67,8 +67,9 @@ POST_SETTING = {"steps": 10_000, "batch": 256, "lr": 1e-3, "weight_decay": 1.0, 
 # too: their first 2,000 steps (constant-lr AdamW, the same seed) are those default runs, so
 # paper judges seeds 3-12.
 CALIBRATION = {"default": (0, 1, 2), "paper": (0, 1, 2)}
-# What ``./run.sh report --size <size>`` costs for this study (paper: measured from an empty zoo
-# on 2026-12-04, 10 seeds x 3 models x 10,000 steps plus the analysis; docs/results.md).
+# What ``./run.sh report --size <size>`` costs for this study, as a reader is told before a run
+# (paper: 10 seeds x 3 models x 10,000 steps plus the analysis, from an empty zoo; the runs that
+# measured it are in docs/results.md).
 COST = {"smoke": "seconds", "default": "about 5-13 minutes on a 2-core CPU",
         "paper": "about 43 minutes on a 2-core CPU (about 95,000 reference steps), less on a GPU"}
 seeds_of = seeds_for(SIZES, CALIBRATION)

@@ -1,4 +1,5 @@
-"""Study 1's predictions from other work, judged on its map (``studies.predictions``).
+"""Study 1's predictions from other work, judged on its map (``studies.predictions``), read
+from its cells (``toymech.maps.summary.cell_groups``).
 
 Kawata, Song, Bietti et al. (2025) train a 1-layer transformer in a trigger setting and find that
 varied distances between the trigger and its target give an induction head, a fixed distance a
@@ -11,59 +12,50 @@ the fixed length at the same other knobs (the offset), and a fixed length should
 
 from __future__ import annotations
 
-import pandas as pd
-
 from ..predictions import Judgement, MapPrediction
 
 KAWATA_SOURCE = "Kawata, Song, Bietti et al. 2025, From Shortcut to Induction Head, arXiv 2512.18634"
 PREDICTED_ON = "induction-2l"  # the model the prediction is judged on
-KNOB = "knob.block_len"
+KNOB = "block_len"
 
 
 def _varied(value: str) -> bool:
     return "-" in value  # a range of lengths, "4-8"; a fixed one is a single number, "6"
 
 
-def _cell_name(values: dict[str, str]) -> str:
-    return "(" + ", ".join(f"{k.removeprefix('knob.')} {v}" for k, v in values.items()) + ")"
+def _cell_name(knobs: dict[str, str]) -> str:
+    return "(" + ", ".join(f"{k} {v}" for k, v in knobs.items()) + ")"
 
 
-def varied_lengths_give_content(table: pd.DataFrame) -> Judgement:
+def varied_lengths_give_content(cells) -> Judgement:
     """Whether, for ``induction-2l``, every cell with a varied block length has more seeds
     labelled ``content`` than each fixed-length cell at the same other knobs, and every such
-    fixed-length cell is labelled ``position`` on more than half its seeds. Not judged (None)
-    where the table has no varied and fixed cell sharing the other knobs."""
-    runs = table[table["experiment"].astype(str) == PREDICTED_ON] if "experiment" in table else table.iloc[:0]
-    if KNOB not in runs or "label" not in runs or runs.empty:
+    fixed-length cell is labelled ``position`` on more than half its seeds (of all its runs: a
+    run without a label holds neither). ``cells``: the map's cells (``toymech.maps.summary.Cell``:
+    ``experiment``, ``knobs``, ``n``, ``held(label)``). Not judged (None) where the map has no
+    varied and fixed cell sharing the other knobs."""
+    mine = [c for c in cells if c.experiment == PREDICTED_ON and KNOB in c.knobs]
+    if not mine:
         return Judgement(None, f"no {PREDICTED_ON} runs with a block length on this map")
-    knobs = [c for c in runs.columns if c.startswith("knob.")]
-    runs = runs.astype({c: str for c in knobs})
-    others = [c for c in knobs if c != KNOB]
+    by_others: dict[tuple, list] = {}
+    for c in mine:
+        by_others.setdefault(tuple((k, v) for k, v in c.knobs.items() if k != KNOB), []).append(c)
     pairs, fixed_cells = [], {}
-    for _, group in (runs.groupby(others, sort=False) if others else [((), runs)]):
-        cells = {b: g["label"].astype(str) for b, g in group.groupby(KNOB, sort=False)}
-        fixed = [b for b in cells if not _varied(b)]
-        where = {c: group[c].iloc[0] for c in others}
-        for b in fixed:
-            fixed_cells[_cell_name({KNOB: b, **where})] = cells[b]
-        pairs += [(_cell_name({KNOB: v, **where}), cells[v], _cell_name({KNOB: f, **where}), cells[f])
-                  for v in cells if _varied(v) for f in fixed]
+    for others, group in by_others.items():
+        name = {c.knobs[KNOB]: _cell_name({KNOB: c.knobs[KNOB], **dict(others)}) for c in group}
+        fixed = [c for c in group if not _varied(c.knobs[KNOB])]
+        fixed_cells.update({name[c.knobs[KNOB]]: c for c in fixed})
+        pairs += [(name[v.knobs[KNOB]], v, name[f.knobs[KNOB]], f)
+                  for v in group if _varied(v.knobs[KNOB]) for f in fixed]
     if not pairs:
         return Judgement(None, f"no varied and fixed block length at the same offset for {PREDICTED_ON}")
-
-    def content(labels):
-        return int((labels == "content").sum())
-
-    def position(labels):
-        return int((labels == "position").sum())
-
-    more = all(content(v) > content(f) for _, v, _, f in pairs)
-    shortcut = all(position(f) > len(f) / 2 for f in fixed_cells.values())
+    more = all(v.held("content") > f.held("content") for _, v, _, f in pairs)
+    shortcut = all(f.held("position") > f.n / 2 for f in fixed_cells.values())
     counts = ("seeds labelled content, varied vs fixed: "
-              + "; ".join(f"{vn} {content(v)} of {len(v)} vs {fn} {content(f)} of {len(f)}"
+              + "; ".join(f"{vn} {v.held('content')} of {v.n} vs {fn} {f.held('content')} of {f.n}"
                           for vn, v, fn, f in pairs)
               + ". Seeds labelled position in fixed cells: "
-              + "; ".join(f"{n} {position(f)} of {len(f)}" for n, f in fixed_cells.items()) + ".")
+              + "; ".join(f"{n} {f.held('position')} of {f.n}" for n, f in fixed_cells.items()) + ".")
     return Judgement(more and shortcut, counts)
 
 
