@@ -63,7 +63,7 @@ CASES = {
                                       ["a knob of study 'random_transformers'"]),
     "report: --param variant": (["report", "--size", "smoke", "--param", "variant={}", NB],
                                 ["'variant' has its own option", "--set"]),
-    # the knobs of issue 41
+    # the knobs of the variants: Birth's feed-forward and positions, study 3's parts
     "birth: ff neither a choice nor true/false": (
         ["train", "birth-simplified", "--set", "ff=sometimes"],
         ["ff='sometimes'", "one of none, first, last, both", "false means none"]),

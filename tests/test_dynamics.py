@@ -303,3 +303,33 @@ def test_scrubber_caps_its_size():
     assert len(fig.layout.sliders[0].steps) == 10
     with pytest.raises(ValueError, match=r"patterns\[0\]"):
         scrubber([0], [np.zeros((2, 3, 3))], ["L0H0"])
+
+
+# ------------------------------------------------------------------------------------------------
+# still_learning: a curve still falling at the end, a converged one, and too short a log
+# ------------------------------------------------------------------------------------------------
+
+def test_still_learning_tells_a_falling_curve_from_a_flat_one():
+    from toymech.analysis import dynamics
+
+    steps = list(range(0, 2001, 100))
+    falling = [3.0 * math.exp(-s / 1500) for s in steps]  # still ~0.2 nats down over the last fifth
+    flat = [max(0.5, 3.0 - s / 200) for s in steps]  # reached its floor at step 500
+    assert dynamics.still_learning(steps, falling) is True
+    assert dynamics.still_learning(steps, flat) is False
+    assert dynamics.still_learning(steps[:2], flat[:2]) is None  # too few points to tell
+    assert dynamics.still_learning([0, 1000, 2000], [3.0, 2.0, 1.0]) is None  # one point in the tail
+    # the null: noise on a flat curve (below the stated drop) is not learning
+    wobble = [1.0 + 0.004 * (-1) ** i for i in range(len(steps))]
+    assert dynamics.still_learning(steps, wobble) is False
+
+
+def test_still_learning_refuses_what_it_cannot_read():
+    from toymech.analysis import dynamics
+
+    with pytest.raises(ValueError, match="losses"):
+        dynamics.still_learning([0, 1, 2, 3], [1.0, float("nan"), 1.0, 1.0])
+    with pytest.raises(ValueError, match="steps"):
+        dynamics.still_learning([0, 2, 1, 3], [1.0, 1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="tail"):
+        dynamics.still_learning([0, 1, 2, 3], [1.0] * 4, tail=0)

@@ -37,7 +37,8 @@ STREAMS = {"init": 0, "data": 0, "train_eval": 1_000_003, "eval": 2_000_003,
 
 
 def check(condition: bool, name: str, value: Any, allowed: str) -> None:
-    """Raise ``ValueError`` naming the parameter, the value given and what is allowed."""
+    """Unless ``condition``, raise ``ValueError`` naming the parameter ``name``, the ``value``
+    given and what is ``allowed``, in one line: ``name=value is not allowed: allowed``."""
     if not condition:
         raise ValueError(f"{name}={_quote(value)} is not allowed: {allowed}")
 

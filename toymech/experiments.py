@@ -25,7 +25,8 @@ TASK_BATCH = {"smoke": 32, "default": 128, "paper": 256}
 
 
 def task_experiment(task_name: str, size: str = "default", seed: int = 0) -> Experiment:
-    """The experiment every task gets: see the module docstring."""
+    """The experiment every task gets (see the module docstring): the registered task
+    ``task_name`` on a 2-layer transformer, at ``size`` and ``seed``."""
     size, seed = check_size(size), check_seed(seed)
     task = tasks.get(task_name)
     spec: dict[str, Any] = getattr(type(task), "default_experiment", None) or {}
@@ -56,13 +57,30 @@ def registry() -> dict[str, Named]:
     return out
 
 
+def check_task_names() -> None:
+    """Refuse a task registered from outside the package (a plugin) under the name of a
+    study's experiment: its own experiment would be hidden behind the study's (ValueError
+    naming the task and its module)."""
+    taken = {name: study_name for study_name in studies.protocol.STUDIES
+             for name in studies.protocol.study(study_name).EXPERIMENTS}
+    for task_name in tasks.names():
+        module = tasks.module_of(task_name) or ""
+        if task_name in taken and not module.startswith("toymech."):
+            check(False, "task", task_name, f"a name no built-in experiment has (study "
+                  f"{taken[task_name]!r} has an experiment {task_name!r}; registered by "
+                  f"{module})")
+
+
 def names() -> list[str]:
+    """Every named experiment's name, sorted (``toymech list experiments``)."""
     return sorted(registry())
 
 
 def get(name: str, size: str = "default", seed: int = 0, variant=None) -> Experiment:
-    """The named experiment at ``size`` and ``seed``; ``variant``: its study's knobs on top
-    (``{"block_len": "4-8"}``; refused, naming the knobs, for an experiment of no study)."""
+    """The experiment named ``name`` (``names()``) at ``size`` and ``seed``; ``variant``: its
+    study's knobs on top (``{"block_len": "4-8"}``; refused, naming the knobs, for an experiment
+    of no study). Raises ``ValueError`` for an unknown name, size, seed or knob. Example:
+    ``Zoo().get_or_train(get("induction-2l", size="smoke"))``."""
     reg = registry()
     check(isinstance(name, str) and name in reg, "experiment", name,
           f"one of {', '.join(sorted(reg))}")
@@ -75,4 +93,4 @@ def get(name: str, size: str = "default", seed: int = 0, variant=None) -> Experi
     return named.make(size, check_seed(seed))
 
 
-__all__ = ["SIZES", "Named", "get", "names", "registry", "task_experiment"]
+__all__ = ["SIZES", "Named", "check_task_names", "get", "names", "registry", "task_experiment"]

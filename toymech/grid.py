@@ -55,8 +55,8 @@ NOT_OVERRIDABLE = ("task.name", "model.seed", "train.seed")
 
 
 def load_grid(path: str | Path) -> dict[str, Any]:
-    """A grid spec read from a ``.json`` file, or ``.yaml``/``.yml`` (strictly: see
-    ``training.specfiles``)."""
+    """The grid spec in the file at ``path``: a ``.json`` file, or ``.yaml``/``.yml`` (strictly:
+    see ``training.specfiles``)."""
     return read_mapping(path, "grid")
 
 
@@ -183,7 +183,11 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
     ``keep_ray``: leave an embedded Ray this call started running for the next sweep of this
     process (a notebook's several grids start it once; it stops when the process exits).
     ``lock_timeout``: the longest wait for another process's lock on a trial's entry.
+    ``device``: where the trials train (``"auto"``: CUDA, else MPS, else CPU); ``progress``: a
+    live line; ``log``: a print-like function for the run's lines (None: quiet).
     Ctrl-C cancels the pending trials, writes the table (``cancelled`` rows) and re-raises.
+    Returns the ``SweepResult`` (``.table``: one row per trial); raises ``ValueError`` for a bad
+    option or grid value, or a trial the preflight refuses, before any trial trains.
     """
     which, device, zoo, out = check_options(cache_dir=cache_dir, backend=backend, address=address,
                                             out=out, retries=retries, device=device,

@@ -2,12 +2,12 @@
 
 - ``toymech-knobs``: a directive that writes a study's knob table from its registry (the rows
   ``toymech list knobs STUDY`` prints), so the site never disagrees with the code.
-- ``toymech-api``: a directive that writes an autodoc entry for every public name of a module.
+- ``toymech-api``: a directive that writes an autodoc entry for every public name of a module;
+  ``toymech-studies``: the same for every registered study's protocol functions.
 - The public surface check: every public function and class of the modules in ``SURFACE`` (and
   every study's protocol functions) must be documented on an API page, with a docstring that
   names each of its parameters. A gap is a Sphinx warning, so ``sphinx -W`` (``./run.sh docs``,
-  ``tests/test_docs.py``) fails on it; the gaps older than the check are listed in
-  ``docstring_gaps.txt``, which may only shrink.
+  ``tests/test_docs.py``) fails on it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import dataclasses
 import importlib
 import inspect
 import re
-from pathlib import Path
 from typing import Any, Iterator
 
 from docutils import nodes
@@ -82,16 +81,19 @@ def _names(doc: str, name: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", doc) is not None
 
 
-def _members(cls) -> Iterator[tuple[str, Any]]:
+def _members(cls) -> Iterator[tuple[str, Any, str]]:
+    """(name, function, docstring) of the public methods and properties ``cls`` defines; a
+    docstring is inherited from the method it overrides, as autodoc shows it."""
     for attr, value in vars(cls).items():
         if attr.startswith("_"):
+            continue
+        if isinstance(value, property):
+            yield attr, value.fget, inspect.getdoc(value) or ""
             continue
         if isinstance(value, (staticmethod, classmethod)):
             value = value.__func__
         if inspect.isfunction(value):
-            yield attr, value
-        elif isinstance(value, property):
-            yield attr, value.fget
+            yield attr, value, inspect.getdoc(getattr(cls, attr)) or ""
 
 
 def _home(obj) -> str | None:
@@ -111,8 +113,7 @@ def problems(name: str, obj: Any) -> list[str]:
     if not (inspect.getdoc(obj) or "").strip():
         out.append(f"{name}: no docstring")
     if inspect.isclass(obj):
-        for attr, member in _members(obj):
-            doc = inspect.getdoc(member) or ""
+        for attr, member, doc in _members(obj):
             if not doc.strip():
                 out.append(f"{name}.{attr}: no docstring")
                 continue
@@ -139,19 +140,6 @@ def _where(obj) -> str:
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', '?')}"
 
 
-# The docstring gaps the surface had when this check was written (2026-12-05), one per line: a
-# ratchet. A gap not on the list fails the build; so does a listed gap that is gone (delete its
-# line), so the list only shrinks. A name missing from the API pages is never listed.
-PENDING = Path(__file__).with_name("docstring_gaps.txt")
-
-
-def pending() -> set[str]:
-    if not PENDING.is_file():
-        return set()
-    return {line.strip() for line in PENDING.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.startswith("#")}
-
-
 def all_problems() -> list[str]:
     """Every docstring gap of the public surface (``problems`` over ``surface()``)."""
     return [p for name, obj in surface() for p in problems(name, obj)]
@@ -167,13 +155,8 @@ def check_surface(app, env) -> None:
         if not names[id(obj)] & documented:
             logger.warning(f"undocumented public name: {name} (no autodoc entry on an API page)",
                            type="toymech", subtype="surface")
-    found, listed = all_problems(), pending()
-    for problem in found:
-        if problem not in listed:
-            logger.warning(f"incomplete docstring: {problem}", type="toymech", subtype="surface")
-    for gone in sorted(listed - set(found)):
-        logger.warning(f"fixed, so delete its line from {PENDING.name}: {gone}",
-                       type="toymech", subtype="surface")
+    for problem in all_problems():
+        logger.warning(f"incomplete docstring: {problem}", type="toymech", subtype="surface")
 
 
 class KnobTable(Directive):
@@ -241,8 +224,32 @@ class ModuleApi(Directive):
         return node.children
 
 
+class StudiesApi(Directive):
+    """``toymech-studies``: for every registered study, its protocol functions as that study
+    defines them (``protocol.surface``), so a new study is in the reference without an edit."""
+
+    def run(self):
+        from docutils.statemachine import StringList
+        from toymech.studies import protocol
+
+        lines = ["```{eval-rst}"]
+        for study in protocol.STUDIES:
+            module = protocol.study(study)
+            lines += [f".. rubric:: ``{module.__name__}``: {module.TITLE}", "",
+                      f".. currentmodule:: {module.__name__}", ""]
+            for attr in protocol.surface(module):
+                if inspect.isfunction(getattr(module, attr, None)):
+                    lines += [f".. autofunction:: {module.__name__}.{attr}", ""]
+        lines.append("```")
+        node = nodes.container()
+        self.state.nested_parse(StringList(lines, source="<toymech-studies>"), 0, node)
+        return node.children
+
+
 def setup(app):
     app.add_directive("toymech-knobs", KnobTable)
     app.add_directive("toymech-api", ModuleApi)
+    app.add_directive("toymech-studies", StudiesApi)
     app.connect("env-check-consistency", check_surface)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+

@@ -18,9 +18,11 @@ version of the alternative, never a weak one:
 
 Both return the mean cross-entropy (nats) over the scored targets (``batch.target_mask``), the
 quantity ``analysis.set_losses`` reports for a model on the same batch. Each fits its free
-parameters on ``batch`` itself (the strongest member of its family there), or, given ``fit_on``,
-on that other batch (a model's training distribution, say) and is then scored on ``batch``
-unchanged: the predictor a model without the mechanism would have learned from the same data.
+parameters on ``batch`` itself (the strongest member of its family there). Given ``fit_on`` (a
+model's training distribution, say), what the predictor learns from data comes from there: the
+copier's smoothing, the position copier's sources (where it copies from), while the position
+copier's confidence is still the best for ``batch``. That is the predictor a model without the
+mechanism would have learned from the same data, at its most favourable calibration.
 """
 
 from __future__ import annotations
@@ -115,16 +117,15 @@ def position_copy_fit(batch: Batch, n_vocab: int) -> dict[int, tuple[int, float]
 def position_copy_loss(batch: Batch, n_vocab: int, fit_on: Batch | None = None) -> float:
     """The best position-only copier's mean loss (nats) on ``batch``'s scored targets.
 
-    For each target position ``t``: the source ``s < t`` and hit rate ``q`` of
-    ``position_copy_fit`` (on ``batch``, or on ``fit_on``), then ``p(target) = q`` when the token
-    at ``s`` is the target and ``(1 - q) / (V - 1)`` otherwise; the uniform ``1/V`` where the fit
-    has no source (or none for a position ``fit_on`` never scores). On its own batch a hit rate
-    of 1 gives a loss of 0 at that position; scored on another batch, ``q`` is kept below 1 by
-    ``1/(m + 1)`` for ``m`` fitted targets (Laplace's rule), so a miss costs a finite loss.
+    For each target position ``t``: the source ``s < t`` of ``position_copy_fit`` (on ``batch``,
+    or on ``fit_on``: the sources a model learns from its training data), then ``p(target) = q``
+    when the token at ``s`` is the target and ``(1 - q) / (V - 1)`` otherwise, with ``q`` the
+    share of ``batch``'s targets at ``t`` that the source holds (the loss-minimising confidence,
+    so a source that stopped working costs no more than a uniform guess); the uniform ``1/V``
+    where that share is no better, or where the fit has no source.
     """
     tokens, scored = _checked(batch, n_vocab)
-    fit = position_copy_fit(fit_on if fit_on is not None else batch, n_vocab)
-    counts = {t: int(c) for t, c in enumerate((fit_on if fit_on is not None else batch).scored.sum(0).tolist())}
+    fit = position_copy_fit(fit_on, n_vocab) if fit_on is not None else None
     total, n = 0.0, 0
     for t in range(1, tokens.shape[1]):
         rows = scored[:, t]
@@ -132,16 +133,18 @@ def position_copy_loss(batch: Batch, n_vocab: int, fit_on: Batch | None = None) 
         if m == 0:
             continue
         n += m
-        source, q = fit.get(t, (-1, 0.0))
-        if source < 0:
+        target = tokens[rows, t]
+        if fit is None:
+            hits = (tokens[rows, :t] == target[:, None]).sum(0)
+            k = int(hits.max())
+        else:
+            source = fit.get(t, (-1, 0.0))[0]
+            k = int((tokens[rows, source] == target).sum()) if source >= 0 else 0
+        q = k / m
+        if q <= 1 / n_vocab:
             total += m * math.log(n_vocab)
             continue
-        if fit_on is not None:
-            q = min(q, 1 - 1 / (counts[t] + 1))
-        hit = tokens[rows, source] == tokens[rows, t]
-        k = int(hit.sum())
-        total += k * -math.log(q) if k else 0.0
-        total += (m - k) * -math.log((1 - q) / (n_vocab - 1)) if m > k else 0.0
+        total += k * -math.log(q) + ((m - k) * -math.log((1 - q) / (n_vocab - 1)) if m > k else 0.0)
     return total / n
 
 

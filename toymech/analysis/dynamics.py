@@ -10,7 +10,9 @@ curves: one row per step). The functions here read such tables:
   by the overshoot;
 * ``transitions(curves)``: that step for every metric, earliest first: which circuit forms first;
 * ``transitions_over_seeds`` / ``order_agreement``: the same over seeds (median step, spread, and
-  how often one metric moves before another).
+  how often one metric moves before another);
+* ``still_learning(steps, losses)``: whether a loss curve was still falling when the run stopped
+  (a run that has not converged is a state of the run, never evidence about its mechanism).
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ import pandas as pd
 from ..core import check, check_float
 
 __all__ = ["transition_step", "transitions", "formation_order", "transitions_over_seeds",
-           "order_agreement"]
+           "order_agreement", "still_learning", "STILL_LEARNING_TAIL", "STILL_LEARNING_DROP"]
+
+# The rule for "still learning", fixed before any map is judged by it: over the last fifth of the
+# run's steps the logged loss fell by more than 0.02 nats. 0.02 nats is about 1 % of a uniform
+# guess over 26 letters and above the step-to-step wobble of a loss logged on a fixed batch.
+STILL_LEARNING_TAIL = 0.2
+STILL_LEARNING_DROP = 0.02
 
 
 def transition_step(steps: Sequence[float], values: Sequence[float], frac: float = 0.5,
@@ -131,3 +139,29 @@ def transitions_over_seeds(per_seed: Sequence[pd.DataFrame], metrics: Sequence[s
     out["before_next"] = [float(np.mean(steps[:, a] < steps[:, b]))
                           for a, b in zip(order, order[1:])] + [math.nan]
     return out.reset_index(drop=True)
+
+
+def still_learning(steps: Sequence[float], losses: Sequence[float], tail: float = STILL_LEARNING_TAIL,
+                   min_drop: float = STILL_LEARNING_DROP) -> bool | None:
+    """Whether the loss was still falling when the run stopped.
+
+    With ``s_end`` the last step, the tail is the logged points with step >= ``(1 - tail) *
+    s_end``. The run is still learning when the loss at the tail's first point, minus the mean of
+    the tail's last two points, exceeds ``min_drop`` (nats). None (cannot tell) when the tail has
+    fewer than three logged points: log more often, or train longer. Non-finite losses raise
+    ValueError (a diverged run is a state of its own, decided before this).
+    """
+    s = np.asarray(steps, dtype=float)
+    v = np.asarray(losses, dtype=float)
+    check(s.ndim == 1 and s.shape == v.shape, "losses", len(v), f"one loss per step ({len(s)} steps)")
+    check(len(s) == 0 or bool(np.all(np.diff(s) > 0)), "steps", list(s)[:8], "strictly increasing steps")
+    check(bool(np.all(np.isfinite(v))), "losses", "a non-finite value", "finite numbers")
+    tail = check_float("tail", tail, 0.0, 1.0, lo_open=True)
+    min_drop = check_float("min_drop", min_drop, 0.0)
+    if len(s) < 3:
+        return None
+    inside = s >= (1 - tail) * s[-1]
+    if int(inside.sum()) < 3:
+        return None
+    window = v[inside]
+    return bool(window[0] - window[-2:].mean() > min_drop)

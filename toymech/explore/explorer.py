@@ -43,6 +43,7 @@ class Explorer:
     # --- the sequence ------------------------------------------------------------------------
     @property
     def vocab(self) -> list[str]:
+        """The task's tokens as readable strings, by token id."""
         return self.task.vocab
 
     @property
@@ -58,7 +59,9 @@ class Explorer:
 
     def set_sequence(self, text_or_tokens: Any) -> dict:
         """Explore ``text_or_tokens`` (``sequence.encode``: characters or space-separated tokens
-        of the task's vocabulary, token strings or ids); every next token is scored."""
+        of the task's vocabulary, token strings or ids); every next token is scored. Returns the new
+        ``state()``; raises ``ValueError`` naming a token the task does not have, or a sequence
+        longer than the model's context."""
         tokens = sequence.encode(text_or_tokens, self.vocab, self.model.cfg.n_ctx)
         scored = torch.ones_like(tokens, dtype=torch.bool)
         scored[0] = False
@@ -152,7 +155,8 @@ class Explorer:
 
     def ablate(self, layer: int, head: int, kind: str = "zero") -> dict:
         """The state with head (layer, head) ablated (``kind``: zero, or its mean output over
-        reference sequences), on top of the heads already ablated."""
+        reference sequences), on top of the heads already ablated. Raises ``ValueError`` for a
+        head the model does not have or another ``kind``."""
         layer, head = views.check_head(self.model, layer, head)
         check(kind in views.KINDS, "kind", kind, f"one of {', '.join(views.KINDS)}")
         self.ablated = [a for a in self.ablated if a[:2] != (layer, head)] + [(layer, head, kind)]
@@ -204,11 +208,14 @@ class Explorer:
     # --- through training --------------------------------------------------------------------
     @property
     def snapshot_steps(self) -> list[int]:
+        """The steps at which the run kept weight snapshots (``at_step`` moves between them);
+        empty for a bare model or a run without snapshots."""
         return self.source.snapshot_steps
 
     def at_step(self, step: int | None) -> dict:
         """The state on the run's weight snapshot nearest ``step`` (None: the final weights,
-        on any model), ``step`` at most the run's last training step."""
+        on any model), ``step`` at most the run's last training step. Raises ``ValueError`` for a
+        step past the run's last, or a step on a run without snapshots."""
         if step is None:
             self.model, self.step = self.source.model, None
             return self.state()

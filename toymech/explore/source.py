@@ -38,6 +38,7 @@ class Source:
 
     @property
     def snapshot_steps(self) -> list[int]:
+        """The steps of the zoo entry's weight snapshots; empty for a bare model."""
         return self.entry.snapshot_steps if self.entry is not None else []
 
     @property

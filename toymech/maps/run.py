@@ -42,7 +42,8 @@ from ..zoo import Zoo
 from .live import MapProgress
 from .refine import refinements
 from .spec import check_map, load_map, sweep_grid
-from .table import knob_column, read_or_empty, write_table
+from . import ledger
+from .table import knob_column, read_or_empty, read_table, write_table
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
             out: str | Path | None = None, backend: str = "auto", address: str | None = None,
@@ -52,7 +53,19 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     ``map_row`` and write the tidy table (see the module docstring): returns it. ``out``: the
     table's folder (default: ``<zoo>/maps``). Killed and rerun, only the missing runs train and
     only the new rows are measured. ``refine``: then add up to that many runs where the map is
-    unsure (``refinements``), their rows marked ``refined``."""
+    unsure (``refinements``), their rows marked ``refined``.
+
+    ``spec``: a map spec (dict) or the path of a JSON/YAML file holding one (``check_map``);
+    ``cache_dir``: the zoo (None: ``$TOYMECH_CACHE``, else ``~/.cache/toymech``); ``backend``:
+    ``auto``, ``local`` or ``ray`` (as ``grid.run_sweep``), ``address``: a Ray cluster to join;
+    ``device``: where the runs train (``"auto"``: CUDA, else MPS, else CPU; on a GPU the runs of
+    one model shape train stacked); ``progress``: the live line; ``log``: a print-like function
+    for the run's lines (None: quiet). Raises ``ValueError`` for a bad spec or option (one line
+    naming it) before any run trains. Example::
+
+        table = run_map("grids/maps/s1-content.yaml", backend="local")
+        print(finding(table, "content"))
+    """
     stem = Path(spec).stem if isinstance(spec, (str, Path)) else "map"
     raw = load_map(spec) if isinstance(spec, (str, Path)) else dict(spec)
     raw.setdefault("name", stem)
@@ -61,13 +74,22 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     study = protocol.study(spec["study"])
     zoo = Zoo(cache_dir)
     _check_measurable(spec, study)
-    folder = Path(out) if out is not None else zoo.root / "maps"
+    folder = ledger.check_out(out) if out is not None else zoo.root / "maps"
+    ledger.check_files(folder, spec, study, read_table)  # nothing of the user's replaced
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec['name']}.csv"
-    with contextlib.ExitStack() as stack:
-        live = stack.enter_context(MapProgress(spec["name"])) if progress else None
-        return _run_map(spec, study, zoo, folder, path, refine, live, log,
-                        dict(zoo=zoo, backend=backend, address=address, device=device, log=log))
+    try:
+        ledger.claim(folder, spec, log)
+        with contextlib.ExitStack() as stack:
+            live = stack.enter_context(MapProgress(spec["name"])) if progress else None
+            return _run_map(spec, study, zoo, folder, path, refine, live, log,
+                            dict(zoo=zoo, backend=backend, address=address, device=device,
+                                 log=log))
+    finally:
+        if created:  # a map that stopped before writing anything leaves no empty folder
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def _check_measurable(spec: dict[str, Any], study) -> None:
@@ -93,20 +115,42 @@ def _check_measurable(spec: dict[str, Any], study) -> None:
 
 def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataFrame:
     how["live"] = live
-    table = read_or_empty(path)
+    table = _read(path, study)
     rows = _measured(spec, study, folder / f"{spec['name']}.runs.csv", table, False, **how)
-    table = pd.concat([table, pd.DataFrame(rows)], ignore_index=True) if rows else table
-    write_table(table, path)
+    table = _save(folder, path, spec, study, rows, log)
     added = 0
     for i, part in enumerate(refinements(table, spec, refine) if refine else []):
         got = _measured(part, study, folder / f"{spec['name']}.refine-{i}.runs.csv", table, True,
                         **how)
         added += len(got)
-        table = pd.concat([table, pd.DataFrame(got)], ignore_index=True) if got else table
-        write_table(table, path)
+        table = _save(folder, path, spec, study, got, log)
     if log:
         log(f"map {spec['name']}: {len(rows) + added} run(s) measured now ({added} refining), "
             f"{len(table) - len(rows) - added} read back; table: {path}")
+    return table
+
+
+def _read(path: Path, study) -> pd.DataFrame:
+    """The map's table so far, every row checked (``ledger.verify_rows``); empty if none."""
+    table = read_or_empty(path)
+    if len(table):
+        ledger.verify_rows(table, path, study)
+    return table
+
+
+def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict[str, Any]],
+          log) -> pd.DataFrame:
+    """Merge ``rows`` into the table under the map's lock: another writer of this map may have
+    added rows meanwhile (re-read and checked here), so only the rows it lacks are added and
+    none is lost; the files written are recorded as toymech's (``ledger``)."""
+    with ledger.writing(folder, spec, log):
+        ledger.check_recorded(folder, spec["name"], [path.name, path.with_suffix(".parquet").name])
+        current = _read(path, study)
+        known = set(current["zoo_key"]) if "zoo_key" in current else set()
+        new = [r for r in rows if r["zoo_key"] not in known]
+        table = pd.concat([current, pd.DataFrame(new)], ignore_index=True) if new else current
+        write_table(table, path)
+        ledger.record(folder, spec)
     return table
 
 
@@ -158,6 +202,7 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         else:
             size = study.with_knobs(trial.size, knobs)
             row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), size, trial.seed)})
+        row[ledger.ROW_HASH] = ledger.row_hash(row)  # what was measured, as measured
         rows.append(row)
     return rows
 

@@ -11,12 +11,13 @@ from pathlib import Path
 import pandas as pd
 
 from ..core import check
+from ..files import replace_file
 from ..sweep.table import KNOB_PREFIX, knob_column, knob_columns  # the one place naming them
 
 TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label")
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A map's table as ``toymech map`` wrote it, from its ``.csv`` or its ``.parquet``: the
-    same frame either way (knobs, keys and labels as text)."""
+    """A map's table as ``toymech map`` wrote it, from the ``.csv`` or ``.parquet`` at
+    ``path``: the same frame either way (knobs, keys and labels as text)."""
     path = Path(path)
     check(path.is_file(), "map table", str(path), "a table written by toymech map (.csv, .parquet)")
     if path.suffix == ".parquet":
@@ -48,13 +49,8 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
                             for c in table.columns if c in knob_columns(table).values() or c in TEXT_COLUMNS})
     if "refined" in table:  # rows of a map measured before it was refined: not refined
         table = table.assign(refined=table["refined"].map(lambda v: v is True))
-    tmp = path.with_name(f".{path.name}.tmp")
-    table.to_csv(tmp, index=False)
-    tmp.replace(path)
-    parquet = path.with_suffix(".parquet")
-    tmp = parquet.with_name(f".{parquet.name}.tmp")
-    table.to_parquet(tmp, index=False)
-    tmp.replace(parquet)
+    replace_file(path, lambda tmp: table.to_csv(tmp, index=False))
+    replace_file(path.with_suffix(".parquet"), lambda tmp: table.to_parquet(tmp, index=False))
 
 
 __all__ = ["KNOB_PREFIX", "TEXT_COLUMNS", "knob_column", "knob_columns", "read_or_empty", "read_table", "write_table"]

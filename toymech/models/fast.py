@@ -26,9 +26,10 @@ On a CPU in float32 the embedding's gradient is one ``index_add_`` (``_Embedding
 attention itself (the split into heads, smear, table, scores, causal softmax, A v, the heads
 joined again) is ``_AttentionLayer``: the same math with a hand-written backward, computed
 key-major (scores transposed, [key, query], so every small batched product writes an output
-with the positions innermost, the layout the CPU's small-matrix kernels are fastest on), the
-softmax as ``exp2`` of base-2 scores with the row maximum as a tree of pairwise maxima (each the
-faster of the two ways on CPU kernels; the timings are in ``benchmarks/README.md``).
+with the positions innermost, which the CPU's batched kernels handle faster than the head
+dimensions innermost), the softmax as ``exp2`` of base-2 scores (faster than ``exp`` on the
+shipped torch's CPU kernels) with the row maximum as a tree of pairwise maxima (faster than
+``amax`` over short rows). Why each choice, with its figures: ``benchmarks/README.md``;
 ``benchmarks/bench_training.py`` measures it; ``tests/test_fast.py`` checks
 it against autograd and 100 training steps against the hooked forward. Elsewhere (CUDA,
 autocast, other dtypes) the attention is the plain ``baddbmm``/softmax/``bmm``.
@@ -133,8 +134,8 @@ class _AttentionLayer(torch.autograd.Function):
 
 class _Embedding(torch.autograd.Function):
     """``W_E[tokens]`` whose gradient is one ``index_add_`` into a zero table: the same sums as
-    ``embedding``'s dense backward, without building a dense gradient per token (timed in
-    ``benchmarks/README.md``). First order only."""
+    ``embedding``'s dense backward, cheaper on a CPU (``benchmarks/README.md``). First order
+    only."""
 
     @staticmethod
     def forward(ctx, table, tokens):

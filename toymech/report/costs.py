@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import importlib.resources
 import json
-import os
 import threading
 from pathlib import Path
 
+from ..files import replace_file
 from ..models.reference import SHIPPED_STEPS_PER_S
 
 SHIPPED_COSTS = "report_costs.json"  # in toymech.data
@@ -90,9 +90,7 @@ class CostTable:
                 data[stem][key]["reference_step_s"] = round(reference_step_s, 6)
             if jobs and cores:
                 data[stem][key].update(jobs=int(jobs), cores=int(cores))
-            tmp = self.path.with_name(f".costs.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-            os.replace(tmp, self.path)
+            replace_file(self.path, json.dumps(data, indent=1))
 
 
 def crowding(jobs: int | None, cores: int | None) -> float | None:

@@ -117,8 +117,10 @@ class LiveProgress:
             return row.final
         left = estimate_left(row.previous, row.cell, row.n_cells, now - row.cell_start, now - row.start,
                              cell_left_s=self._cell_left(index, now - row.cell_start))
-        est = (f"about {duration_text(left)} left" if left is not None else
-               "no estimate (no earlier run at this size)")
+        est = ("no estimate (no earlier run at this size)" if left is None else
+               # past the last run's time while work remains: never "about 0.0 s left"
+               "finishing (longer than the last run took)" if left < 1.0 else
+               f"about {duration_text(left)} left")
         at = f"cell {row.cell + 1}/{row.n_cells}" if row.n_cells else "starting the kernel"
         training = self.training_text(index)
         return f"{head}: {at}, {duration_text(now - row.start)} elapsed, {est}" + (

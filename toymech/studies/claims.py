@@ -149,8 +149,9 @@ class Measured(Mapping):
 
 
 def need(n: Numbers, keys: Iterable[str]) -> list[Any]:
-    """The values of every key (KeyError, i.e. "not measured", when any is missing or NaN):
-    for claims over "every task", which must not be decided on a subset."""
+    """The values in the numbers ``n`` of every one of ``keys`` (KeyError, i.e. "not measured",
+    when any is missing or NaN): for claims over "every task", which must not be decided on a
+    subset."""
     return [n[k] for k in keys]
 
 
@@ -182,6 +183,8 @@ class Assessment:
 
     @property
     def ours(self) -> str:
+        """Our number as the scorecard prints it: the median [min, max] over seeds, "n/a" when
+        no seed measured it."""
         if not math.isfinite(self.median):
             return "n/a"
         if self.low == self.high:
@@ -195,8 +198,9 @@ def _seeds(n: int) -> str:
 
 def verdict(agree: int, measured: int, unresolved: int = 0, pipeline: bool = False,
             requested: int | None = None) -> str:
-    """The verdict for ``agree`` seeds out of ``measured``, over ``requested`` seeds (None:
-    measured + unresolved); see the module docstring."""
+    """The verdict for ``agree`` seeds out of ``measured``, with ``unresolved`` seeds, over
+    ``requested`` seeds (None: measured + unresolved); ``pipeline``: a pipeline-check size (no
+    verdict words). See the module docstring."""
     check(isinstance(measured, int) and measured >= 0, "measured", measured, "an integer >= 0")
     check(isinstance(agree, int) and 0 <= agree <= measured, "agree", agree,
           f"an integer in 0..measured={measured}")
@@ -218,7 +222,8 @@ def verdict(agree: int, measured: int, unresolved: int = 0, pipeline: bool = Fal
 
 
 def holds_per_seed(claim: Claim, per_seed: Sequence[Numbers]) -> list[bool | None]:
-    """``holds`` for each seed (None: not measured or unresolved)."""
+    """``claim.holds`` for each seed's numbers in ``per_seed`` (None: not measured or
+    unresolved)."""
     out = []
     for n in per_seed:
         h = _call(claim.holds, n)
@@ -229,8 +234,8 @@ def holds_per_seed(claim: Claim, per_seed: Sequence[Numbers]) -> list[bool | Non
 def assess(claim: Claim, per_seed: Sequence[Numbers], pipeline: bool = False,
            settings: StudySettings | None = None, size: str | None = None,
            seeds: Sequence[int] | None = None) -> Assessment:
-    """Median/spread of the claim's value and how many of the requested seeds (every entry of
-    ``per_seed``) agree with the source; with ``settings`` and ``size``, "below the source's
+    """Median/spread of ``claim``'s value and how many of the requested seeds (every entry of
+    ``per_seed``) agree with the source (``pipeline``: a pipeline-check size, no verdict words); with ``settings`` and ``size``, "below the source's
     setting" where that size does not meet the claim's setting (see the module docstring).
     With ``seeds``, the claim's own calibration seeds are left out (never judged)."""
     if seeds is not None and claim.calibration:
@@ -283,6 +288,7 @@ VARIANT_LEGEND = (". A variant is not the source's setting: each row says whethe
 
 
 def is_pipeline(size: str | None) -> bool:
+    """Whether ``size`` is a pipeline check (``smoke``), whose scorecard has no verdict words."""
     return size in PIPELINE_SIZES
 
 
@@ -310,8 +316,8 @@ def _agreeing(a: Assessment) -> str:
 
 def check_seeds(seeds: Sequence[int] | None, per_seed: Sequence[Numbers],
                 settings: StudySettings | None = None, size: str | None = None) -> None:
-    """One distinct seed per entry of ``per_seed``, none of them a calibration seed of ``size``
-    (ValueError otherwise)."""
+    """``seeds``: one distinct seed per entry of ``per_seed``, none of them a calibration seed of
+    ``size`` under the study's ``settings`` (ValueError otherwise; None: nothing to check)."""
     if seeds is None:
         return
     check(len(seeds) == len(per_seed), "seeds", seeds,
@@ -325,7 +331,7 @@ def check_seeds(seeds: Sequence[int] | None, per_seed: Sequence[Numbers],
 def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str,
               seeds: Sequence[int] | None = None, settings: StudySettings | None = None
               ) -> pd.DataFrame:
-    """One row per claim: the source's number beside ours (median [min, max] over seeds), the
+    """One row per claim of ``claims``: the source's number beside ours (median [min, max] over seeds), the
     chance / null reference and what it is, seeds agreeing and the verdict. ``size``
     (smoke/default/paper; a pipeline check at smoke; always given: every row is judged against
     its setting) and ``seeds`` (the distinct seeds of ``per_seed``, never a calibration seed) go
@@ -371,8 +377,9 @@ def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str,
 
 
 def verdict_table(claims: Sequence[Claim], per_seed: Mapping[int, Numbers]) -> pd.DataFrame:
-    """One row per seed, one column per claim key: "yes" / "no" / "n/a" (not measured or
-    unresolved), from the claims' own ``holds``: the per-seed view of the scorecard."""
+    """One row per seed of ``per_seed`` (seed -> numbers), one column per claim key of
+    ``claims``: "yes" / "no" / "n/a" (not measured or unresolved), from the claims' own
+    ``holds``: the per-seed view of the scorecard."""
     seeds = list(per_seed)
     cols = {c.key: ["n/a" if h is None else "yes" if h else "no"
                     for h in holds_per_seed(c, [per_seed[s] for s in seeds])] for c in claims}
@@ -380,12 +387,14 @@ def verdict_table(claims: Sequence[Claim], per_seed: Mapping[int, Numbers]) -> p
 
 
 def agreement(claim: Claim, per_seed: Sequence[Numbers]) -> str:
-    """"k/n seeds" for one claim (its own test; seeds that did not measure it are left out)."""
+    """"k/n seeds" for one ``claim`` over the numbers of ``per_seed`` (its own test; seeds that
+    did not measure it are left out)."""
     a = assess(claim, per_seed)
     return f"{a.agree}/{_seeds(a.measured)}"
 
 
 def by_key(claims: Sequence[Claim], key: str) -> Claim:
+    """The claim of ``claims`` whose key is ``key``; ValueError naming the keys otherwise."""
     found = [c for c in claims if c.key == key]
     check(len(found) == 1, "key", key, f"one of {', '.join(c.key for c in claims)}")
     return found[0]

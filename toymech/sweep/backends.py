@@ -220,7 +220,7 @@ def start_ray(ray, workers: int, options: dict[str, Any]) -> dict[str, Any]:
     # busy machine: give them the whole budget (a user's own setting wins)
     os.environ.setdefault("RAY_agent_register_timeout_ms", str(int(budget * 1000)))
     # Ray runs its workers at nice 15 by default: beside any other busy process the trials (the
-    # sweep's whole work) then starve (measured: Ray tests 3-5x slower beside two busy loops)
+    # sweep's whole work) then starve beside two busy loops
     os.environ.setdefault("RAY_worker_niceness", "0")
     for attempt in range(1, RAY_START_ATTEMPTS + 1):
         before = _descendants()

@@ -51,6 +51,7 @@ class Batch:
         return self.scored[:, 1:]
 
     def to(self, device: torch.device | str) -> "Batch":
+        """The same batch on ``device`` (tokens, scored mask and extras)."""
         return Batch(
             self.tokens.to(device),
             self.scored.to(device),
@@ -74,55 +75,68 @@ class Task:
 
     # --- to be provided by subclasses -------------------------------------------------------
     @property
-    def vocab(self) -> list[str]:  # readable string of each token id
+    def vocab(self) -> list[str]:
+        """The readable string of each token id (``vocab[i]`` for id ``i``)."""
         raise NotImplementedError
 
     @property
     def seq_len(self) -> int:
+        """The length of every sequence ``sample`` draws."""
         raise NotImplementedError
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
+        """``batch_size`` fresh sequences, drawn only from ``generator`` (so a seeded generator
+        gives the same batch), never one of the task's held-out split."""
         raise NotImplementedError
 
     def eval_sets(self, n: int, generator: torch.Generator) -> dict[str, Batch]:
-        """Named evaluation sets; ``test`` is the training distribution."""
+        """Named evaluation sets of about ``n`` sequences each, drawn from ``generator``;
+        ``test`` is the training distribution (held out where the task has a split)."""
         return {"test": self.sample(n, generator)}
 
     def held_out(self, n: int, generator: torch.Generator) -> Batch | None:
-        """About ``n`` examples that training never draws (the task's held-out split), or None
+        """About ``n`` examples that training never draws (the task's held-out split, drawn from
+        ``generator``), or None
         when the task has no split (then every sample is as new as any other). The training
         loop logs its ``eval_*`` on these where they exist."""
         return None
 
     def loss(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
-        """The training objective (default: cross-entropy on the scored targets)."""
+        """The training objective of ``logits`` [batch, seq, vocab] on ``batch`` (default:
+        cross-entropy on the scored targets)."""
         return masked_cross_entropy(logits, batch)
 
     def metrics(self, logits: torch.Tensor, batch: Batch) -> dict[str, float]:
-        """Evaluation numbers for one batch (default: loss and accuracy on scored targets)."""
+        """Evaluation numbers of ``logits`` on one ``batch`` (default: loss and accuracy on the
+        scored targets)."""
         return {"loss": float(self.loss(logits, batch)),
                 "acc": float(masked_accuracy(logits, batch))}
 
     # --- shared helpers ---------------------------------------------------------------------
     @property
     def d_vocab(self) -> int:
+        """The vocabulary's size."""
         return len(self.vocab)
 
     def decode(self, tokens: torch.Tensor | list[int], sep: str = "") -> str:
-        """Token ids -> a readable string."""
+        """``tokens`` (ids) -> a readable string, the tokens' strings joined by ``sep``."""
         ids = tokens.tolist() if isinstance(tokens, torch.Tensor) else list(tokens)
         return sep.join(self.vocab[i] for i in ids)
 
     def str_tokens(self, tokens: torch.Tensor | list[int]) -> list[str]:
+        """``tokens`` (ids) -> their readable strings, one per token."""
         ids = tokens.tolist() if isinstance(tokens, torch.Tensor) else list(tokens)
         return [self.vocab[i] for i in ids]
 
     def to_dict(self) -> dict[str, Any]:
+        """The task as JSON-ready data: its name, parameters and (above 1) version;
+        ``toymech.tasks.from_dict`` reads it back."""
         d = {"name": self.name, **dataclasses.asdict(self)}  # type: ignore[call-overload]
         return {**d, "version": self.version} if self.version > 1 else d
 
     @staticmethod
     def check_batch_size(batch_size: int) -> None:
+        """``ValueError`` unless ``batch_size`` is an integer in 1..10^6."""
         check_int("batch_size", batch_size, 1, 10**6)
 
 
@@ -143,7 +157,14 @@ def register(name: str) -> Callable[[type], type]:
 
 
 def names() -> list[str]:
+    """The registered task names, sorted (``toymech list tasks``)."""
     return sorted(_REGISTRY)
+
+
+def module_of(name: str) -> str | None:
+    """The module that registered the task ``name`` (None: no such task)."""
+    cls = _REGISTRY.get(name) if isinstance(name, str) else None
+    return None if cls is None else cls.__module__
 
 
 def version_of(name: str) -> int | None:
@@ -153,7 +174,8 @@ def version_of(name: str) -> int | None:
 
 
 def get(name: str, **params: Any) -> Task:
-    """Build a registered task; unknown names and parameters raise ``ValueError``."""
+    """Build the registered task ``name`` with ``params`` (its dataclass fields), e.g.
+    ``get("repeated_blocks", block_len=6)``; unknown names and parameters raise ``ValueError``."""
     check(isinstance(name, str) and name in _REGISTRY, "task", name,
           f"one of {', '.join(names())}")
     cls = _REGISTRY[name]
@@ -169,7 +191,8 @@ def get(name: str, **params: Any) -> Task:
 
 
 def from_dict(d: dict[str, Any]) -> Task:
-    """Inverse of ``Task.to_dict``."""
+    """The task ``Task.to_dict`` wrote (``d``); ``ValueError`` for an unknown name or a bad
+    parameter."""
     check(isinstance(d, dict), "task config", type(d).__name__,
           "a JSON object (dict) with a name and the task's parameters")
     d = dict(d)
@@ -204,6 +227,6 @@ def masked_cross_entropy(logits: torch.Tensor, batch: Batch, reduction: str = "m
 
 
 def masked_accuracy(logits: torch.Tensor, batch: Batch) -> torch.Tensor:
-    """Fraction of scored targets whose argmax prediction is right."""
+    """Fraction of ``batch``'s scored targets whose argmax prediction in ``logits`` is right."""
     hit = (logits[:, :-1].argmax(-1) == batch.tokens[:, 1:]) & batch.target_mask
     return hit.sum() / batch.target_mask.sum().clamp(min=1)

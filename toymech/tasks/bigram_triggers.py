@@ -263,7 +263,7 @@ class BigramTriggers(Task):
             outs = torch.randint(0, n, trig.shape, generator=generator, device=dev)
             out_of.scatter_(1, trig, outs)
         # Inverse-CDF sampling from uniforms drawn up front. index_select/gather/scatter only:
-        # advanced indexing is ~100x slower on a busy multi-threaded CPU.
+        # advanced indexing is far slower on a busy multi-threaded CPU.
         u = torch.rand(T, B, 1, generator=generator, device=dev)
         cdf_b = self._bigram_cdf.to(dev)
         cols = torch.empty(T, B, dtype=torch.long, device=dev)

@@ -120,7 +120,8 @@ class RepeatedBlocks(Task):
         return guesses * math.log(self.n_letters) / (self.seq_len - 1)
 
     def encode(self, text: str) -> torch.Tensor:
-        """``"ABC DEF"`` -> token ids (spaces are ignored); unknown letters raise ValueError."""
+        """``text`` such as ``"ABC DEF"`` -> token ids (spaces are ignored); unknown letters
+        raise ValueError."""
         text = text.replace(" ", "")
         bad = sorted({c for c in text if c not in self.vocab})
         check(not bad, "text", text, f"letters from {''.join(self.vocab)} (got {''.join(bad)})")
@@ -181,7 +182,8 @@ class RepeatedBlocks(Task):
 
     def periodic(self, batch_size: int, generator: torch.Generator, period: int,
                  offset: int = 0) -> Batch:
-        """``offset`` random letters, then a random block of length ``period`` repeated to fill
+        """``batch_size`` sequences drawn from ``generator``: ``offset`` random letters, then a
+        random block of length ``period`` repeated to fill
         ``seq_len``. Scored: only the predictable targets (from the block's second occurrence on).
 
         With a ``period`` or an ``offset`` the task never trains on, a model that solved the
@@ -202,7 +204,8 @@ class RepeatedBlocks(Task):
         return Batch(tokens, scored)
 
     def predictable(self, batch_size: int, generator: torch.Generator) -> Batch:
-        """The training distribution, scoring only the predictable targets (the reference of
+        """``batch_size`` sequences of the training distribution drawn from ``generator``,
+        scoring only the predictable targets (the reference of
         the mechanism sets)."""
         if not self.varied:
             return self.periodic(batch_size, generator, self.block_len)
@@ -211,7 +214,8 @@ class RepeatedBlocks(Task):
         return Batch(tokens, scored)
 
     def doubled(self, batch_size: int, generator: torch.Generator) -> Batch:
-        """Blocks made of doubled letters (``AABBCC``), repeated: in distribution, but every
+        """``batch_size`` sequences drawn from ``generator`` whose blocks are made of doubled
+        letters (``AABBCC``), repeated: in distribution, but every
         second target repeats the current letter, which the direct path learns to suppress."""
         self.check_batch_size(batch_size)
         if self.varied:
@@ -229,7 +233,8 @@ class RepeatedBlocks(Task):
         return lens[(len(lens) - 1) // 2]
 
     def two_blocks(self, batch_size: int, generator: torch.Generator, option: int) -> Batch:
-        """Prefix ``XYZRST ABCDEF`` (two different blocks), then the rest of the sequence copies
+        """``batch_size`` sequences drawn from ``generator``: the prefix ``XYZRST ABCDEF`` (two
+        different blocks), then the rest of the sequence copies
         the FIRST block (option 1: ``XYZRST XYZRST``) or the most recent one (option 2:
         ``ABCDEF ABCDEF``). Scored: the letters after the two-block prefix."""
         self.check_batch_size(batch_size)
@@ -273,7 +278,8 @@ class RepeatedBlocks(Task):
         return period in self.block_lens and offset in self.offsets
 
     def eval_sets(self, n: int, generator: torch.Generator) -> dict[str, Batch]:
-        """The post's sets plus the mechanism checks.
+        """The post's sets plus the mechanism checks, ``n`` sequences each, drawn from
+        ``generator``.
 
         test: the training distribution, all targets (the post's test CE).
         doubled: ``AABBCC`` blocks. option1 / option2: the two-block prefix continued.

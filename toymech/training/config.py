@@ -149,6 +149,7 @@ class TrainConfig:
         return log_spaced_steps(self.steps, self.snapshots)
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as JSON-ready data (``from_dict`` reads it back)."""
         d = jsonable(dataclasses.asdict(self))
         if self.snapshots == 0:
             del d["snapshots"]  # so the zoo keys of runs without snapshots stay what they were
@@ -160,7 +161,9 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
+        """The config ``to_dict`` wrote (``d``), checked like a new one."""
         return dataclass_from_dict(cls, d, "train config")
 
     def replace(self, **changes: Any) -> "TrainConfig":
+        """A copy with ``changes`` (field=value), checked like a new config."""
         return dataclasses.replace(self, **changes)

@@ -41,11 +41,14 @@ class Experiment:
         check(isinstance(self.name, str), "name", self.name, "a string ('' for none)")
 
     def to_dict(self) -> dict[str, Any]:
+        """The experiment as JSON-ready data (name, task, model and train configs)."""
         return {"name": self.name, "task": self.task.to_dict(), "model": self.model.to_dict(),
                 "train": self.train.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Experiment":
+        """The experiment ``to_dict`` wrote (``d``); ``ValueError`` naming a missing or bad
+        section."""
         check(isinstance(d, dict), "experiment", type(d).__name__,
               "a JSON object with task, model and train")
         for key in SECTIONS:
@@ -59,6 +62,8 @@ class Experiment:
                    TrainConfig.from_dict(d["train"]), d.get("name", ""))
 
     def key(self, tag: str = "") -> str:
+        """The zoo key: a hash of the task, model and train configs and ``tag`` (not the name,
+        not the device)."""
         d = self.to_dict()
         d.pop("name")
         blob = json.dumps(jsonable({**d, "tag": tag}), sort_keys=True)

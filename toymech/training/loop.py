@@ -76,11 +76,13 @@ class TrainResult:
 
     @property
     def final(self) -> dict[str, float]:
+        """The last row of the history (the final metrics); {} when there is none."""
         return self.history[-1] if self.history else {}
 
 
 def apply_freeze(model: torch.nn.Module, patterns: Iterable[str]) -> list[str]:
-    """Set ``requires_grad=False`` on parameters whose names match any pattern.
+    """Set ``requires_grad=False`` on the parameters of ``model`` whose names match any of
+    ``patterns`` (shell-style, e.g. ``"blocks.*.attn.*"``).
 
     Returns the frozen names; a pattern that matches nothing raises ValueError (a typo would
     otherwise silently train what the user meant to freeze).
@@ -114,8 +116,8 @@ def _optimizer(params: list[torch.Tensor], cfg: TrainConfig) -> torch.optim.Opti
         return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum,
                                weight_decay=cfg.weight_decay)
     cls = torch.optim.AdamW if cfg.optimizer == "adamw" else torch.optim.Adam
-    # One fused kernel for every parameter (the same update; 0.07 against 0.29 ms a step for
-    # study 1's 2-layer model on one CPU thread, benchmarks/README.md) where the device has it.
+    # One fused kernel for every parameter where the device has it: the same update, cheaper
+    # (benchmarks/README.md).
     fused = bool(params) and all(p.device.type in ("cpu", "cuda") and p.is_floating_point()
                                  for p in params)
     return cls(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay,
@@ -123,7 +125,8 @@ def _optimizer(params: list[torch.Tensor], cfg: TrainConfig) -> torch.optim.Opti
 
 
 def lr_factor(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up over ``warmup_steps``, then constant or cosine decay to 0 at ``steps``."""
+    """The learning-rate multiplier at ``step`` under ``cfg``'s schedule: linear warm-up over
+    ``warmup_steps``, then constant or cosine decay to 0 at ``steps``."""
     if step < cfg.warmup_steps:
         return (step + 1) / cfg.warmup_steps
     if cfg.schedule == "constant":
@@ -150,6 +153,14 @@ def train(model: torch.nn.Module, task: Task, cfg: TrainConfig, *,
     constant-lr run continues where the shorter one stopped, with the weights, optimizer state
     and data stream it had, so the result equals training ``cfg`` from step 0
     (``resume.extend_refusal`` says when it cannot; the history keeps the shorter run's rows).
+
+    ``device``: where it trains (``"auto"``: CUDA, else MPS, else CPU). ``callbacks``:
+    ``Callback`` objects called at every evaluation, whose numbers join the history.
+    ``checkpoint_dir``: a folder for resumable ``step_*`` checkpoints (None: none).
+    ``progress``: a progress bar; ``log``: a print-like function for the run's lines (None:
+    quiet). Returns a ``TrainResult``; raises ``ValueError`` for a bad argument (one line naming
+    it) and ``TrainingDiverged`` when the loss becomes non-finite or explodes. Only the zoo
+    stores what it trains (``Zoo.get_or_train`` calls this).
     """
     return _run([model], [task], [cfg], device, [list(callbacks)], checkpoint_dir, resume_from,
                 progress, log, extend)[0]
@@ -163,8 +174,10 @@ def train_stacked(models: Sequence[torch.nn.Module], task: Task | Sequence[Task]
 
     ``task``: one task for every model, or one task per model (a map's data knobs: block
     lengths, offsets), each model then drawing its own batches from its own task; the tasks must
-    give sequences of one length (they stack). ``callbacks[i]`` are model i's callbacks. Wall
-    time is shared equally among the results.
+    give sequences of one length (they stack). ``models`` and ``cfgs``: one per run, the same
+    length. ``callbacks[i]`` are model i's callbacks. ``device``, ``progress`` and ``log`` as in
+    ``train``. Returns one ``TrainResult`` per model, in order; wall time is shared equally among
+    them.
     """
     check(len(models) == len(cfgs) >= 1, "models", len(models),
           f"one model per train config ({len(cfgs)} configs)")

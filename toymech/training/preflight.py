@@ -52,12 +52,14 @@ class MemoryPlan:
 
     @property
     def total(self) -> int:
+        """The estimated bytes in all (weights, optimizer state, activations)."""
         return sum(self.memory.values())
 
 
 def memory_limit(device: torch.device | str = "cpu") -> tuple[int, str]:
-    """(bytes, how it was chosen) that one run may use: ``$TOYMECH_MEMORY_LIMIT_GB``, else 90 %
-    of the GPU's memory on CUDA, else 80 % of this machine's memory."""
+    """(bytes, how it was chosen) that one run on ``device`` may use:
+    ``$TOYMECH_MEMORY_LIMIT_GB``, else 90 % of the GPU's memory on CUDA, else 80 % of this
+    machine's memory."""
     raw = os.environ.get("TOYMECH_MEMORY_LIMIT_GB", "")
     if raw:
         check(re.fullmatch(r"[0-9]{1,7}(\.[0-9]+)?", raw) is not None and float(raw) > 0,
@@ -138,7 +140,8 @@ def _patterns(exp: Experiment, model: torch.nn.Module) -> list[str]:
 
 def preflight(exp: Experiment, device: torch.device | str = "cpu", *,
               keep_model: bool = True, extra_metrics: bool = False) -> MemoryPlan:
-    """Check ``exp`` whole (see the module docstring); ValueError in one line when it cannot run.
+    """Check ``exp`` whole for ``device`` (see the module docstring); ValueError in one line
+    when it cannot run; returns the ``MemoryPlan``.
     ``keep_model``: return the model it built (initialised as training would build it);
     ``extra_metrics``: the run's callbacks add to its history (its stop metric may be theirs)."""
     check(isinstance(exp, Experiment), "experiment", exp, "an Experiment (toymech.experiments.get)")

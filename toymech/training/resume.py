@@ -71,6 +71,10 @@ def resume_state(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, d
 def save_training_checkpoint(folder: Path, model, task: Task, cfg: TrainConfig, opt, sched,
                              data_gen: torch.Generator, history, step: int, *,
                              snapshots: dict[int, dict[str, torch.Tensor]] | None = None) -> Path:
+    """Write a resumable checkpoint of a run at ``step`` into ``folder`` (``step_<step>``,
+    atomically): ``model``'s weights, the ``task`` and ``cfg``, the optimizer ``opt`` and
+    scheduler ``sched`` states, the data generator ``data_gen``'s state, the ``history`` so far
+    and the weight ``snapshots`` kept; returns the checkpoint's folder."""
     train_state = {"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
                    "generator": data_gen.get_state().cpu(), "history": history, "step": step}
     if snapshots:  # those taken so far, so that a resumed run ends with all of them
@@ -81,6 +85,7 @@ def save_training_checkpoint(folder: Path, model, task: Task, cfg: TrainConfig, 
 
 
 def latest_checkpoint(checkpoint_dir: str | Path) -> Path | None:
-    """The newest complete ``step_*`` folder (temporary folders are hidden and skipped)."""
+    """The newest complete ``step_*`` folder of ``checkpoint_dir`` (temporary folders are hidden
+    and skipped); None when there is none."""
     folders = sorted(Path(checkpoint_dir).glob("step_*"))
     return folders[-1] if folders else None

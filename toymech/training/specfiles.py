@@ -20,7 +20,8 @@ from ..core import check, short_repr
 
 MAX_BYTES = 16 * 2**20
 MAX_KEYS = 10_000  # a spec file's keys, counted (as its colons) before parsing: YAML's parser
-# takes about 0.15 ms a key, so a file of 700,000 keys would print nothing for minutes
+# is slow per key, so a hostile file of many keys would print nothing for minutes
+# (benchmarks/README.md)
 SUFFIXES = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 
 

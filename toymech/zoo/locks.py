@@ -55,17 +55,25 @@ def lock_timeout(value: float | None = None) -> float:
 
 
 class EntryLock:
-    """The claim on one zoo entry, ``<zoo>/.<name>.lock`` (see the module docstring)."""
+    """The claim on one zoo entry, ``<zoo>/.<name>.lock`` (see the module docstring).
+
+    ``root``: the zoo's folder; ``name``: the entry's folder name; ``log``: a print-like
+    function told once that the lock is waited for (None: standard error); ``poll_s``: seconds
+    between tries; ``timeout``: seconds ``acquire`` waits at most (None: ``$TOYMECH_LOCK_TIMEOUT``,
+    else 6 hours); ``what``: what the lock guards, in words (default "zoo entry NAME"). Use it as
+    a context manager: ``with EntryLock(root, name): ...``.
+    """
 
     def __init__(self, root: Path, name: str, log=None, poll_s: float = 0.2,
                  timeout: float | None = None, what: str | None = None):
-        # ``what``: what the lock guards, in words (default "zoo entry NAME")
         self.path, self.name, self.log, self.poll_s = root / f".{name}.lock", name, log, poll_s
         self.what = what or f"zoo entry {name}"
         self.timeout = lock_timeout(timeout)
         self.nonce: str | None = None
 
     def try_acquire(self) -> bool:
+        """Take the lock now if it is free (breaking a stale one first); False if another
+        process holds it. Raises ``ValueError`` when the zoo's folder cannot be written."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -96,6 +104,8 @@ class EntryLock:
         return False
 
     def acquire(self) -> "EntryLock":
+        """Wait for the lock (at most ``timeout`` seconds) and take it; returns the lock. Raises
+        ``LockTimeout`` naming the holder when the wait runs out."""
         told, deadline = False, time.monotonic() + self.timeout
         while not self.try_acquire():
             if time.monotonic() >= deadline:
@@ -111,6 +121,7 @@ class EntryLock:
         return self
 
     def release(self) -> None:
+        """Give the lock back (only this lock's own file is ever removed)."""
         if self.nonce is not None:
             holder = self._holder()
             if holder is not None and self.nonce in holder[0]:  # never remove another's lock

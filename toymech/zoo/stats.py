@@ -28,7 +28,8 @@ def zoo_stats() -> dict[str, Any]:
 
 
 def add_zoo_stats(trained: int = 0, loaded: int = 0, train_seconds: float = 0.0) -> None:
-    """Count entries trained or loaded on this process's behalf elsewhere (or here)."""
+    """Count entries ``trained`` or ``loaded`` on this process's behalf elsewhere (or here), and
+    the ``train_seconds`` spent training them (``zoo_stats`` reports the totals)."""
     trained = check_int("trained", trained, 0)
     loaded = check_int("loaded", loaded, 0)
     train_seconds = check_float("train_seconds", train_seconds, 0.0)

@@ -76,6 +76,15 @@ def check_cache_env(env: str | None) -> None:
 
 @dataclass
 class ZooEntry:
+    """One trained model of the zoo, as ``Zoo.get_or_train`` (or ``load``) returns it.
+
+    ``model``: the ``HookedTransformer`` (on the device asked for); ``meta``: its ``config.json``
+    (task, model and train configs, key, device, seconds, integrity record); ``loaded``: True when
+    read from the zoo, False when trained by this call; ``path``: the entry's folder;
+    ``history``: the metrics rows logged during training; ``snapshots``: step -> parameters, read
+    from disk on first use (see ``model_at``).
+    """
+
     model: HookedTransformer
     meta: dict[str, Any]
     loaded: bool  # True: read from the cache; False: trained now
@@ -86,6 +95,7 @@ class ZooEntry:
 
     @property
     def final(self) -> dict[str, float]:
+        """The last row of the training history (the final metrics); {} when there is none."""
         return self.history[-1] if self.history else {}
 
     @property
@@ -143,6 +153,15 @@ def _check_history(history: list[dict[str, Any]]) -> None:
 
 
 class Zoo:
+    """The model zoo in ``cache_dir`` (None: ``$TOYMECH_CACHE``, else ``~/.cache/toymech``): the
+    only writer of trained models (see the module docstring).
+
+    ``lock_timeout``: seconds a writer waits for another process's lock on the same entry (None:
+    ``$TOYMECH_LOCK_TIMEOUT``, else 6 hours). Raises ``ValueError`` for a blank or non-path
+    ``cache_dir`` or a bad timeout. Example: ``Zoo().get_or_train(experiments.get("induction-2l",
+    size="smoke", seed=0)).model``.
+    """
+
     def __init__(self, cache_dir: str | Path | None = None, *, lock_timeout: float | None = None):
         if cache_dir is None:
             self.root = default_cache_dir()
@@ -155,14 +174,18 @@ class Zoo:
         self.lock_timeout = lock_timeout
 
     def path(self, exp: Experiment, tag: str = "") -> Path:
+        """The folder ``exp``'s entry has (or would have) under ``tag`` (see ``get_or_train``)."""
         _check_call(exp, tag, None)
         return self.root / f"{exp.task.name}-{exp.key(tag)}"
 
     def lock(self, exp: Experiment, tag: str = "", log=None) -> EntryLock:
-        """The writer's claim on ``exp``'s entry (``with zoo.lock(exp): ...``)."""
+        """The writer's claim on ``exp``'s entry under ``tag`` (``with zoo.lock(exp): ...``);
+        ``log`` (a print-like function, or None) hears that it waits for another holder."""
         return EntryLock(self.root, self.path(exp, tag).name, log, timeout=self.lock_timeout)
 
     def has(self, exp: Experiment, tag: str = "") -> bool:
+        """Whether the zoo holds an entry for ``exp`` under ``tag`` (not yet verified: ``load``
+        verifies)."""
         path = self.path(exp, tag)
         if not os.path.lexists(path) and self.root.is_dir():
             if any(e.name.startswith(f".{path.name}.old-") for e in os.scandir(self.root)):
@@ -171,9 +194,11 @@ class Zoo:
 
     def load(self, exp: Experiment, device: str | torch.device = "auto", tag: str = "",
              log=print) -> ZooEntry:
-        """Read ``exp``'s entry, checked and verified. ValueError (one line, naming the folder)
-        when it is absent, damaged, unverified or of a newer format; ``get_or_train`` instead
-        moves a damaged or unverified entry aside and retrains."""
+        """Read ``exp``'s entry (under ``tag``), checked and verified, onto ``device``
+        (``"auto"``: CUDA, else MPS, else CPU); ``log`` hears one line (None: quiet). Raises
+        ``ValueError`` (one line, naming the folder) when it is absent, damaged, unverified or of
+        a newer format; ``get_or_train`` instead moves a damaged or unverified entry aside and
+        retrains."""
         _check_call(exp, tag, log)
         inventory.check_root(self.root)
         path = self.path(exp, tag)
@@ -194,8 +219,9 @@ class Zoo:
 
     def store(self, exp: Experiment, result: TrainResult, device: torch.device, tag: str = "",
               **extra: Any) -> ZooEntry:
-        """Write a trained model into the zoo (the only place models are written), replacing
-        the entry if there is one."""
+        """Write ``result`` (a ``TrainResult`` of ``exp``, trained on ``device``) into the zoo
+        under ``tag`` (the only place models are written), replacing the entry if there is one;
+        ``extra`` keys join its metadata. Returns the new ``ZooEntry``."""
         _check_call(exp, tag, None)
         _check_history(result.history)
         with self.lock(exp, tag):
@@ -232,7 +258,16 @@ class Zoo:
         """Load ``exp`` from the cache, or train it (and store it) if it is not there, damaged
         or unverified (that entry is moved to ``.quarantine``). Everything is checked before
         any work (see the module docstring). Holds the entry's lock while training: a
-        concurrent caller waits, then loads what this one stored."""
+        concurrent caller waits, then loads what this one stored.
+
+        ``device``: where it trains and is returned (``"auto"``: CUDA, else MPS, else CPU; not
+        part of the key). ``callbacks``: ``training.Callback`` objects whose metrics join the
+        history (give them a ``tag``, which joins the key, so that their entry is not a plain
+        run's). ``retrain``: train again even if the entry is sound (the old one is
+        quarantined). ``progress``: a progress bar; ``log``: a print-like function for its lines
+        (None: quiet). Returns the ``ZooEntry``; raises ``ValueError`` for a bad argument or an
+        experiment the preflight refuses, ``TrainingDiverged`` when the run diverges (nothing is
+        stored) and ``LockTimeout`` when another writer holds the entry too long."""
         _check_call(exp, tag, log)
         retrain, progress = check_bool("retrain", retrain), check_bool("progress", progress)
         callbacks = check_callbacks(callbacks)
@@ -348,10 +383,12 @@ class Zoo:
                           callbacks: Sequence[Iterable[Callback]] | None = None, tag: str = "",
                           stacked: bool | None = None, progress: bool = False, log=None
                           ) -> list[ZooEntry]:
-        """``get_or_train`` for each experiment; the missing ones that share a model shape and
-        differ in training only by their seeds (``training.stacking.stack_key``: seeds, and a
-        map's data knobs) train together as one stacked program when ``stacked`` (None: where it
-        was measured to pay, see ``stacking_pays``)."""
+        """``get_or_train`` for each experiment of ``exps`` (the entries in that order); the
+        missing ones that share a model shape and differ in training only by their seeds
+        (``training.stacking.stack_key``: seeds, and a map's data knobs) train together as one
+        stacked program when ``stacked`` (None: where it was measured to pay, see
+        ``stacking_pays``). ``device``, ``tag``, ``progress`` and ``log`` as in ``get_or_train``;
+        ``callbacks``: None, or one iterable of callbacks per experiment."""
         exps = list(exps)
         for e in exps:
             _check_call(e, tag, log)
@@ -424,10 +461,11 @@ class Zoo:
         return inventory.quarantined(self.root)
 
     def quarantine(self, path: Path, reason: str = "") -> Path:
-        """Move an entry folder to ``<zoo>/.quarantine/<name>-<time>`` (kept, never deleted,
-        with the reason in QUARANTINED.txt); returns where it went."""
+        """Move the entry folder ``path`` to ``<zoo>/.quarantine/<name>-<time>`` (kept, never
+        deleted, with the ``reason`` in QUARANTINED.txt); returns where it went."""
         return inventory.quarantine(self.root, Path(path), reason)
 
     def clean(self, stale_s: float = inventory.STALE_S) -> list[str]:
-        """Deal with what killed writers left and break stale locks (``inventory.clean``)."""
+        """Deal with what killed writers left and break locks older than ``stale_s`` seconds
+        whose holder is gone (``inventory.clean``); returns what it did, one line each."""
         return inventory.clean(self.root, stale_s)

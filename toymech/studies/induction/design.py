@@ -67,9 +67,9 @@ POST_SETTING = {"steps": 10_000, "batch": 256, "lr": 1e-3, "weight_decay": 1.0, 
 # too: their first 2,000 steps (constant-lr AdamW, the same seed) are those default runs, so
 # paper judges seeds 3-12.
 CALIBRATION = {"default": (0, 1, 2), "paper": (0, 1, 2)}
-# What ``./run.sh report --size <size>`` costs for this study, in words for the reader (paper:
-# 10 seeds x 3 models x 10,000 steps plus the analysis, from an empty zoo; the measured runs,
-# dated, are in docs/results.md).
+# What ``./run.sh report --size <size>`` costs for this study, as a reader is told before a run
+# (paper: 10 seeds x 3 models x 10,000 steps plus the analysis, from an empty zoo; the runs that
+# measured it are in docs/results.md).
 COST = {"smoke": "seconds", "default": "about 5-13 minutes on a 2-core CPU",
         "paper": "about 43 minutes on a 2-core CPU (about 95,000 reference steps), less on a GPU"}
 seeds_of = seeds_for(SIZES, CALIBRATION)
@@ -218,7 +218,10 @@ def validate(size: str, seed: int, device: str | torch.device = "auto", *,
              threads: int | None = None, also=()) -> torch.device:
     """Check the notebook's parameters (clear ValueErrors: ``also`` a list of
     ``OPTIONAL_RUNS``), apply the thread policy and resolve the device, once
-    (``toymech.studies.params.validate_run``)."""
+    (``toymech.studies.params.validate_run``): ``size`` (a size name or a variant), ``seed``
+    (the first judged seed), ``device`` (``"auto"``: CUDA, else MPS, else CPU), ``n_seeds``
+    (None: the size's), ``cache_dir`` (the zoo; None: ``$TOYMECH_CACHE``), ``threads`` (torch
+    threads; None: the automatic share of the free cores). Returns the device."""
     dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
     optional_runs(also)
     return dev
@@ -245,6 +248,7 @@ def data_text(task: RepeatedBlocks) -> str:
 
 def eval_sets(task: RepeatedBlocks, size: str, seed: int, device: str | torch.device = "cpu"
               ) -> dict[str, Batch]:
-    """The study's evaluation sets, drawn from the run's ``eval`` stream."""
+    """The study's evaluation sets of ``task`` at ``size`` (its ``eval_n`` sequences each), drawn
+    from the ``eval`` stream of the run with seed ``seed``, on ``device``."""
     return task.eval_sets(size_of(SIZES, size).eval_n,
                           make_generator(seed_for(seed, "eval"), torch.device(device)))

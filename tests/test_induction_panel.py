@@ -1,0 +1,100 @@
+"""Study 1's map panel (toymech.studies.induction.panel): one set of tests for every cell of a
+map, outside every cell's training range; the judging rule and its null world (an untrained
+model, the frequency copier and the position copier themselves get no `content` label)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from toymech import analysis, experiments
+from toymech.models import build_model
+from toymech.studies.induction import panel
+from toymech.tasks.repeated_blocks import RepeatedBlocks
+
+V = 26
+CELLS = [RepeatedBlocks(block_len=6), RepeatedBlocks(block_len=(5, 7), offset=(0, 3), length=24),
+         RepeatedBlocks(block_len=4, n_blocks=6)]
+
+
+def test_every_panel_set_is_outside_every_cell_and_the_same_for_all():
+    shapes, left_out = panel.panel_shapes(CELLS)
+    assert set(shapes) | set(left_out) == set(panel.PANEL_SETS)
+    assert set(shapes) >= {"shorter", "longer", "shifted"}
+    for name, (period, offset) in shapes.items():
+        for task in CELLS:
+            assert not task.in_distribution(period, offset), (name, period, offset, task)
+    assert shapes["shorter"][0] == 3 and shapes["longer"][0] == 8
+    assert shapes["shifted"][1] > 3  # past every cell's largest offset
+    one, two = panel.build_panel(CELLS, 64, seed=5), panel.build_panel(list(reversed(CELLS)), 64, seed=5)
+    for name in one.sets:
+        assert torch.equal(one.sets[name].tokens, two.sets[name].tokens)  # cells see the same letters
+    other = panel.build_panel(CELLS, 64, seed=6)
+    assert not torch.equal(one.sets["longer"].tokens, other.sets["longer"].tokens)
+
+
+def test_a_set_that_does_not_fit_is_left_out_by_name():
+    shapes, left_out = panel.panel_shapes([RepeatedBlocks(block_len=(5, 7), offset=(0, 8), length=24)])
+    assert "far" in left_out and "far" not in shapes  # 8-letter blocks after 9 letters: no repeat left
+
+
+def test_the_margin_is_far_above_the_noise_of_the_bar():
+    """The derivation of MARGIN: either predictor's loss moves by less than a third of it between
+    two independently drawn panels."""
+    train = CELLS[0].predictable(512, torch.Generator().manual_seed(0))
+    a = panel.baselines(panel.build_panel(CELLS, 512, seed=1), train, V)
+    b = panel.baselines(panel.build_panel(CELLS, 512, seed=2), train, V)
+    for name in a:
+        if name == "train":
+            continue
+        for kind in ("copier", "position"):
+            assert abs(a[name][kind] - b[name][kind]) < panel.MARGIN / 3, (name, kind, a[name], b[name])
+
+
+def _baselines():
+    train = CELLS[0].predictable(512, torch.Generator().manual_seed(0))
+    p = panel.build_panel(CELLS, 512, seed=1)
+    return p, train, panel.baselines(p, train, V)
+
+
+def test_the_predictors_without_the_mechanism_get_no_content_label():
+    p, train, base = _baselines()
+    copier = {k: b["copier"] for k, b in base.items()}
+    assert panel.judge(copier, base)["state"] == "untrained"
+    position = {k: b["position"] for k, b in base.items()}
+    verdict = panel.judge(position, base)
+    assert verdict["state"] == "learned" and verdict["label"] == "position"
+
+
+def test_an_untrained_model_is_a_state_not_a_label():
+    exp = experiments.get("induction-2l", "smoke", 0)
+    model = build_model(exp.model, "cpu").eval()
+    p, train, base = _baselines()
+    losses = analysis.set_losses(model, {"train": train, **p.sets})
+    verdict = panel.judge(losses, base)
+    assert verdict == {**verdict, "state": "untrained", "label": None}
+
+
+def test_a_content_copier_is_labelled_content_and_gaps_are_reported():
+    p, train, base = _baselines()
+    perfect = {k: 0.01 for k in base}
+    verdict = panel.judge(perfect, base)
+    assert verdict["label"] == "content"
+    assert all(verdict[f"gap.{k}"] < 0 for k in ("shorter", "longer"))
+    # one block-length set not beaten: partial; still falling at the end: no label at all
+    half = {**perfect, "longer": base["longer"]["best"]}
+    assert panel.judge(half, base)["label"] == "partial"
+    assert panel.judge(perfect, base, learning=True) == {**panel.judge(perfect, base), "state": "still learning",
+                                                         "label": None}
+    assert panel.judge(perfect, base, learning=None)["label"] is None  # a log too short to tell
+    assert panel.median_gap([verdict, verdict], "longer") == pytest.approx(verdict["gap.longer"])
+    assert panel.median_gap([{}], "longer") is None
+
+
+def test_bad_cells_are_refused_by_name():
+    with pytest.raises(ValueError, match="tasks"):
+        panel.panel_shapes([])
+    with pytest.raises(ValueError, match="tasks"):
+        panel.panel_shapes(["block_len=6"])

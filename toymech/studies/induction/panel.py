@@ -1,0 +1,146 @@
+"""One test panel for a whole map of study 1, and the rule that judges a run on it.
+
+A map's cells train on different data (block lengths, offsets), so sets built from each cell's
+own task (``RepeatedBlocks.mechanism_sets``) differ from cell to cell and their labels cannot be
+compared. The panel is built once per map, from every cell's task, outside the training range of
+every cell, and drawn from one generator, so every run of the map is scored on the very same
+sequences:
+
+* ``shifted``: a block length that every cell trains on where there is one (else the middle of
+  all of them), after more random letters than any cell ever puts first;
+* ``shorter``: blocks one letter shorter than the shortest any cell trains on (at least 2);
+* ``longer``: blocks one letter longer than the longest any cell trains on;
+* ``far``: longer blocks after a longer start, both outside every cell (a held-out pattern no
+  single change of the training data reaches).
+
+Each set scores only the predictable letters (from the block's second occurrence on). A set that
+does not fit the shortest sequence of the map is left out and named in ``Panel.left_out``.
+
+Judging a run (``judge``), with the cut fixed here before any map is run:
+
+* a run's state comes first: ``untrained`` when its loss on its own training distribution
+  (predictable letters) is not below the in-context frequency copier's by ``MARGIN``
+  (``analysis.baselines``: a predictor with no induction and no position);
+* a run that learned is ``content`` when, on every panel set that changes the block length
+  (``shorter``, ``longer``, ``far``), its loss is below BOTH predictors without the mechanism by
+  ``MARGIN``: the frequency copier and the position-only copier fitted on the run's own training
+  data (a model that learned where the repeats are, not what they are); ``position`` when it beats
+  them on none of those sets; ``partial`` in between.
+* a run whose loss was still falling when it stopped (``analysis.dynamics.still_learning``) is
+  ``still learning`` and gets no label either: train it longer (the map's steps axis continues it).
+* ``MARGIN`` = 0.1 nats: a likelihood gain of e^0.1 = 1.1 per letter, the smallest we call using
+  the mechanism. It is well above the noise of the bar itself: either predictor's loss moves by
+  far less than a third of it between two panels of 512 sequences drawn independently
+  (``tests/test_induction_panel.py`` measures that spread and fails if it reaches a third).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import torch
+
+from ...analysis.baselines import context_frequency_loss, position_copy_loss
+from ...core import check
+from ...tasks import Batch
+from ...tasks.repeated_blocks import RepeatedBlocks
+
+MARGIN = 0.1
+PANEL_SETS = ("shifted", "shorter", "longer", "far")
+BLOCK_LENGTH_SETS = ("shorter", "longer", "far")  # the sets a position-only copier cannot solve
+
+
+@dataclass(frozen=True)
+class Panel:
+    """The map's common sets: {name: Batch}, what each is (period, offset), the shortest sequence
+    length and letter count of the map's cells, and the sets that did not fit."""
+
+    sets: dict[str, Batch]
+    shapes: dict[str, tuple[int, int]]
+    seq_len: int
+    n_letters: int
+    left_out: tuple[str, ...] = field(default=())
+
+
+def panel_shapes(tasks: Sequence[RepeatedBlocks]) -> tuple[dict[str, tuple[int, int]], tuple[str, ...]]:
+    """The panel's sets as (period, offset) from every cell's task, and the names left out
+    because they do not fit the shortest sequence (a set needs its block twice and one more
+    letter)."""
+    check(len(tasks) > 0 and all(isinstance(t, RepeatedBlocks) for t in tasks), "tasks",
+          [type(t).__name__ for t in tasks][:4], "one or more repeated-block tasks (the map's cells)")
+    lens = sorted({b for t in tasks for b in t.block_lens})
+    common = set.intersection(*(set(t.block_lens) for t in tasks))
+    period = max(common) if common else lens[(len(lens) - 1) // 2]
+    start = max(o for t in tasks for o in t.offsets) + 1
+    seq_len = min(t.seq_len for t in tasks)
+    wanted = {"shifted": (period, start + max(0, period // 2 - 1)),
+              "shorter": (max(2, lens[0] - 1), 0),
+              "longer": (lens[-1] + 1, 0),
+              "far": (lens[-1] + 1, start)}
+    if wanted["shorter"][0] in lens:
+        del wanted["shorter"]  # blocks of 2 are trained on: no shorter block is left to test
+    fits = {k: v for k, v in wanted.items() if v[1] + 2 * v[0] < seq_len}
+    return fits, tuple(k for k in PANEL_SETS if k not in fits)
+
+
+def build_panel(tasks: Sequence[RepeatedBlocks], n: int, seed: int) -> Panel:
+    """The panel for a map whose cells train on ``tasks``: ``n`` sequences per set, drawn from a
+    generator seeded by ``seed`` alone (the map's, not a run's), so every cell gets the same
+    letters."""
+    check(isinstance(n, int) and n >= 1, "n", n, "an integer >= 1")
+    shapes, left_out = panel_shapes(tasks)
+    seq_len, n_letters = min(t.seq_len for t in tasks), min(t.n_letters for t in tasks)
+    frame = RepeatedBlocks(block_len=2, n_letters=n_letters, length=seq_len)
+    gen = torch.Generator().manual_seed(seed)
+    sets = {k: frame.periodic(n, gen, period, offset) for k, (period, offset) in shapes.items()}
+    return Panel(sets, shapes, seq_len, n_letters, left_out)
+
+
+def baselines(panel: Panel, trained_on: Batch, n_vocab: int) -> dict[str, dict[str, float]]:
+    """Both predictors without the mechanism on every panel set and on the run's own training
+    distribution (``"train"``): {set: {"copier", "position", "best"}}; the position copier is
+    fitted on ``trained_on`` (the cell's predictable letters), the frequency copier on each set."""
+    sets = {"train": trained_on, **{k: _cut(b, trained_on.tokens.shape[1]) for k, b in panel.sets.items()}}
+    out = {}
+    for name, batch in sets.items():
+        copier = context_frequency_loss(batch, n_vocab)
+        position = position_copy_loss(batch, n_vocab, fit_on=trained_on)
+        out[name] = {"copier": copier, "position": position, "best": min(copier, position)}
+    return out
+
+
+def _cut(batch: Batch, length: int) -> Batch:
+    """The panel's sequences are as long as the map's shortest; a cell's own are never shorter."""
+    return batch if batch.tokens.shape[1] <= length else Batch(batch.tokens[:, :length], batch.scored[:, :length])
+
+
+def judge(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]],
+          learning: bool | None = False, margin: float = MARGIN) -> dict[str, object]:
+    """A run's verdict on the panel: ``{"state": "learned" | "untrained" | "still learning",
+    "label": "content" | "partial" | "position" | None, "gap.<set>": loss minus the best
+    baseline, per set}``.
+
+    ``losses``: the run's loss on ``"train"`` (its predictable letters) and on each panel set;
+    ``base``: ``baselines(...)``. A run that did not learn gets no label (None): not learning is
+    a state of the run, never evidence of a mechanism; nor does one still ``learning``
+    (``analysis.dynamics.still_learning`` of its logged loss: True, or None where the log cannot
+    tell). A panel set the run was not measured on counts as not beaten."""
+    gaps = {f"gap.{k}": losses[k] - base[k]["best"] for k in base if k in losses}
+    if "train" not in losses or not losses["train"] < base["train"]["copier"] - margin:
+        return {"state": "untrained", "label": None, **gaps}
+    if learning is not False:
+        return {"state": "still learning", "label": None, **gaps}
+    tested = [k for k in BLOCK_LENGTH_SETS if k in base]
+    beaten = [k for k in tested if k in losses and losses[k] < base[k]["best"] - margin]
+    label = ("content" if tested and len(beaten) == len(tested)
+             else "position" if not beaten else "partial")
+    return {"state": "learned", "label": label, **gaps}
+
+
+def median_gap(rows: Sequence[Mapping[str, object]], name: str) -> float | None:
+    """The median of ``gap.<name>`` over a cell's rows (None when no row has it): how far below
+    (negative) or above the best predictor without the mechanism the cell's runs sit."""
+    values = [float(r[f"gap.{name}"]) for r in rows if r.get(f"gap.{name}") is not None]
+    return statistics.median(values) if values else None
