@@ -98,10 +98,10 @@ def scored_loss(batch: Batch) -> Metric:
 class Patched:
     """Metric values of patched runs and of the two unpatched runs.
 
-    values: the patched runs' metric, shaped by the experiment ([n_layers, n_heads],
-        [n_layers, n_heads, pos], [n_layers], ... or a 0-d tensor for one path).
-    clean, corrupted: the metric of the unpatched clean and corrupted runs.
-    direction: "denoise" (corrupted run patched with clean activations) or "noise".
+    ``values``: the patched runs' metric, shaped by the experiment ([n_layers, n_heads],
+    [n_layers, n_heads, pos], [n_layers], ... or a 0-d tensor for one path). ``clean``,
+    ``corrupted``: the metric of the unpatched clean and corrupted runs. ``direction``:
+    "denoise" (corrupted run patched with clean activations) or "noise".
     """
 
     values: torch.Tensor
@@ -420,7 +420,7 @@ def composition_paths(model: HookedTransformer, clean: torch.Tensor, corrupted: 
 
 
 def spread(effects: torch.Tensor) -> dict[str, float]:
-    """How concentrated an effect is over components (e.g. heads): with a = |effects| (NaN
+    """How concentrated an effect is over components (e.g. heads): with a = ``abs(effects)`` (NaN
     dropped), ``top_share`` = max a / Σ a and ``effective_number`` = (Σ a)² / Σ a² (the
     participation ratio: 1 = one component carries it all, n = spread evenly over n)."""
     a = effects.detach().flatten().float().abs()
