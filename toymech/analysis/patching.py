@@ -344,10 +344,8 @@ def _receivers(model: HookedTransformer, receivers, senders: list[Head]) -> list
 
 
 def downstream(model: HookedTransformer, sender: Head) -> list:
-    """Every reader of the residual stream after ``sender``: the q, k and v inputs of every head
-    of later layers, every MLP from the sender's layer on, and the logits.
-
-    Of ``model``."""
+    """Every reader of ``model``'s residual stream after ``sender``: the q, k and v inputs of
+    every head of later layers, every MLP from the sender's layer on, and the logits."""
     layer = sender[0]
     out: list = [(l, h, s) for l in range(layer + 1, model.cfg.n_layers)
                  for h in range(model.cfg.n_heads) for s in "qkv"]
