@@ -236,3 +236,36 @@ def test_a_variant_report_gets_a_results_block_of_its_own():
     key, text = report_block({**base, "parameters": {"variant": {"block_len": "4-8"}}})
     assert own == "01_induction_repeated_blocks size=default"
     assert key == own + " variant=block_len=4-8" and "a variant (block_len=4-8" in text
+
+
+def test_the_documented_papermill_command_gives_the_notebook_a_mapping(tmp_path):
+    """docs/variants.md's papermill line, prepared (parameters injected, no kernel): the
+    notebook's ``variant`` is the mapping the study's ``with_knobs`` takes, not a string."""
+    import ast
+    import re
+    import shlex
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import nbformat
+
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "variants.md").read_text(encoding="utf-8")
+    lines = re.findall(r"`(papermill [^`]+)`", " ".join(doc.split()))
+    assert len(lines) == 1, lines
+    argv = shlex.split(lines[0])
+    notebook, out = root / argv[1], tmp_path / "out.ipynb"
+    got = subprocess.run([sys.executable, "-m", "papermill", str(notebook), str(out), *argv[3:],
+                          "--prepare-only"], capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr[-2000:]
+    injected = next(c for c in nbformat.read(out, as_version=4).cells
+                    if "injected-parameters" in c.metadata.get("tags", []))
+    values = {}
+    for node in ast.parse(injected.source).body:
+        values[node.targets[0].id] = ast.literal_eval(node.value)
+    assert isinstance(values["variant"], dict), values
+    from toymech.core import knobs_of
+    from toymech.studies import induction
+
+    assert knobs_of(induction.with_knobs("smoke", values["variant"])) == {"d_model": 64}

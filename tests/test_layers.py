@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1] / "toymech"
 # Module prefix -> layer. A module may import its own layer or a lower one; ``toymech`` itself
 # (the package root, only ``__version__``) may be read from anywhere.
 LAYERS = {
-    "core": 0, "plugins": 0, "devices": 1, "tasks": 2, "models": 2, "training": 3, "analysis": 3, "zoo": 4,
+    "core": 0, "files": 0, "plugins": 0, "devices": 1, "tasks": 2, "models": 2, "training": 3, "analysis": 3, "zoo": 4,
     "sweep": 5, "plots": 6, "display": 6, "studies": 7, "experiments": 8, "grid": 8, "maps": 8,
     "maps.page": 9, "report": 9, "listing": 9, "explore": 9, "cli": 10, "cli_zoo": 10, "cli_report": 10, "__main__": 10,
 }

@@ -175,3 +175,18 @@ def test_a_training_cell_is_estimated_by_its_own_pace_once_runs_finish(tmp_path,
     live.sweep_progress(3, 4)  # 3 of 4 in 50 s: one more takes about 17 s
     assert "about 27 s left" in line.line(0)
     line.close()
+
+
+def test_a_run_past_the_last_runs_time_says_finishing_not_zero_left(tmp_path, monkeypatch):
+    monkeypatch.setenv(live.ENV, str(tmp_path))
+    now = [0.0]
+    line = progress.LiveProgress(["nb.ipynb"], stream=io.StringIO(), live=False,
+                                 clock=lambda: now[0])
+    line.start(0, {"cells": [10.0, 20.0], "total_s": 30.0}, live_dir=tmp_path)
+    line.cell(0, 1, 2, "Training")
+    now[0] = 15.0
+    assert "about 5.0 s left" in line.line(0)  # 20 s last time, 15 s in
+    now[0] = 500.0  # the last cell runs far longer than last time: work remains
+    text = line.line(0)
+    assert "finishing" in text and "left" not in text, text
+    line.close()

@@ -101,3 +101,17 @@ def test_runs_that_failed_are_said_and_not_left_to_do(monkeypatch):
         line = progress.line()
         assert line.startswith("map m: 2 of 4 runs trained (2 failed), 1 of 2 cells")
         assert "left" not in line and progress.left_s([]) == 0.0
+
+
+def test_an_estimate_that_rounds_to_nothing_while_runs_train_says_finishing(monkeypatch, tmp_path):
+    monkeypatch.setenv(live_status.ENV, str(tmp_path))
+    now = [0.0]
+    progress = MapProgress("m", stream=io.StringIO(), live=True, clock=lambda: now[0],
+                           every_s=3600)
+    with progress:
+        progress.plan(_runs()[:1], have=set())
+        with live_status.training("induction-2l seed 3"):
+            live_status.ticker(100)(100)  # the run's last step is done, it is not stored yet
+            now[0] = 10.0
+            line = progress.line()
+    assert line.endswith("finishing") and "0 s left" not in line, line

@@ -325,7 +325,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.jupyter_args = args.jupyter_args[1:]
         from toymech import plugins
 
-        plugins.load(args.imports)  # your tasks and studies, before any name is looked up
+        if plugins.load(args.imports):  # your tasks and studies, before any name is looked up
+            from toymech import experiments
+
+            experiments.check_task_names()  # a plugin's task never hides behind a study's name
         if args.imports:  # the report's kernels import them too
             os.environ[plugins.ENV] = ",".join(
                 dict.fromkeys([*plugins._modules_from_env(), *args.imports]))

@@ -184,9 +184,11 @@ def cmd_map(args: argparse.Namespace) -> int:
     spec.setdefault("name", Path(args.grid).stem)
     maps.check_map(spec)  # every key, knob and value before any work
     if args.report is not None:  # a reports folder that can take the page, before any work
+        from toymech.maps.page import PAGE_PREFIX
         from toymech.report.checks import check_out_dir
 
-        check_out_dir("report", args.report, [])
+        # the page's own files (map-<name>.html, executed/map-<name>.ipynb) are checked too
+        check_out_dir("report", args.report, [Path(f"{PAGE_PREFIX}{spec['name']}.ipynb")])
     apply_threads(None, log=None)
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     table = maps.run_map(spec, cache_dir=args.cache, out=args.out, backend=args.backend,

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from .core import check
+from .files import replace_file
 
 _DEVICE = re.compile(r"^(auto|cpu|cuda|mps)(?::([0-9]{1,3}))?$")
 DEVICE_ALLOWED = "auto, cpu, cuda, cuda:N (N a device index: 0, 1, ...) or mps"
@@ -138,9 +139,7 @@ def _claim(n: int) -> None:
         folder = _claims_dir()
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / str(os.getpid())
-        tmp = folder / f".{os.getpid()}.tmp"
-        tmp.write_text(str(n))
-        os.replace(tmp, path)
+        replace_file(path, str(n))
         if not _CHOSEN.get("atexit"):
             atexit.register(lambda: path.unlink(missing_ok=True))
             _CHOSEN["atexit"] = True

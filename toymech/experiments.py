@@ -57,6 +57,20 @@ def registry() -> dict[str, Named]:
     return out
 
 
+def check_task_names() -> None:
+    """Refuse a task registered from outside the package (a plugin) under the name of a
+    study's experiment: its own experiment would be hidden behind the study's (ValueError
+    naming the task and its module)."""
+    taken = {name: study_name for study_name in studies.protocol.STUDIES
+             for name in studies.protocol.study(study_name).EXPERIMENTS}
+    for task_name in tasks.names():
+        module = tasks.module_of(task_name) or ""
+        if task_name in taken and not module.startswith("toymech."):
+            check(False, "task", task_name, f"a name no built-in experiment has (study "
+                  f"{taken[task_name]!r} has an experiment {task_name!r}; registered by "
+                  f"{module})")
+
+
 def names() -> list[str]:
     """Every named experiment's name, sorted (``toymech list experiments``)."""
     return sorted(registry())
@@ -79,4 +93,4 @@ def get(name: str, size: str = "default", seed: int = 0, variant=None) -> Experi
     return named.make(size, check_seed(seed))
 
 
-__all__ = ["SIZES", "Named", "get", "names", "registry", "task_experiment"]
+__all__ = ["SIZES", "Named", "check_task_names", "get", "names", "registry", "task_experiment"]

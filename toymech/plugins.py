@@ -43,7 +43,10 @@ def load(modules: list[str] | tuple[str, ...] = ()) -> list[str]:
             importlib.import_module(name)
         except ImportError as exc:
             raise ValueError(f"--import={name!r} is not allowed: a module Python can import "
-                             f"({type(exc).__name__}: {exc})") from None
+                             f"({_why(exc)})") from None
+        except Exception as exc:  # noqa: BLE001  a plugin's own error: one line, no traceback
+            raise ValueError(f"--import={name!r} is not allowed: a module that imports without "
+                             f"an error ({_why(exc)})") from None
         _LOADED.add(name)
         done.append(name)
     for group in GROUPS:
@@ -52,6 +55,28 @@ def load(modules: list[str] | tuple[str, ...] = ()) -> list[str]:
             if key in _LOADED:
                 continue
             _LOADED.add(key)
-            ep.load()
+            try:
+                ep.load()
+            except Exception as exc:  # noqa: BLE001  an installed plugin's error: one line
+                raise ValueError(f"entry point {ep.name}={ep.value!r} of {group} is not "
+                                 "allowed: a module that imports without an error "
+                                 f"({_why(exc)}); fix or uninstall its package") from None
             done.append(ep.value)
     return done
+
+
+def _why(exc: BaseException) -> str:
+    """A plugin's error in one short line: its type, message, and where (a syntax error's file
+    and line, else the deepest frame of the traceback)."""
+    if isinstance(exc, SyntaxError):
+        where = f"{exc.filename}, line {exc.lineno}"
+        text = exc.msg
+    else:
+        tb, where = exc.__traceback__, ""
+        while tb is not None:
+            where = f"{tb.tb_frame.f_code.co_filename}, line {tb.tb_lineno}"
+            tb = tb.tb_next
+        text = str(exc)
+    text = " ".join(text.split())
+    text = text if len(text) <= 200 else text[:197] + "..."
+    return f"{type(exc).__name__}: {text}" + (f" at {where}" if where else "")

@@ -6,6 +6,8 @@ The package, one module per part of a map's life:
 - ``run``: ``run_map`` trains what the zoo lacks, measures each run and writes the table;
 - ``refine``: more runs where the map is unsure;
 - ``table``: the table on disk (CSV and Parquet, read back as the same frame);
+- ``ledger``: which files of a table folder toymech wrote, the lock writers of one map take
+  turns under, and the checks every row read back passes;
 - ``summary``: the table per cell (``cells``), and the finding in words;
 - ``predictions``: other works' predictions judged on the table;
 - ``live``: the live line a running map prints;

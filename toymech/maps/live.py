@@ -182,8 +182,9 @@ class MapProgress:
             parts.append(what)
         if len(self.done) + len(self.failures) < len(self.cost):
             left = self.left_s(running)
-            parts.append(f"about {duration(left)} left" if left is not None else
-                         "estimate after the first steps")
+            # work remains: an estimate that rounds to nothing says so, never "about 0 s left"
+            parts.append("estimate after the first steps" if left is None else
+                         "finishing" if left < 1.0 else f"about {duration(left)} left")
         return " | ".join(parts)
 
     def _emit(self, text: str, end: bool = False) -> None:

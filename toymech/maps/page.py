@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from ..report.index import ReportEntry
 from ..report.results import END, START, markdown_table
 from ..studies import protocol
 from .summary import MEASURED, NOT_MEASURED, cell_groups, finding
+from . import ledger
 from .table import knob_columns
 from .table import read_table as read_map_table
 from .figure import map_figure
@@ -43,8 +45,17 @@ _NOT_NUMBERS = ("seed", "refined")
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A map's table (``.csv`` or ``.parquet``, ``maps.read_table``), knobs as text."""
+    """A map's table (``.csv`` or ``.parquet``, ``table.read_table``), knobs as text, checked
+    before anything is drawn or published from it: the file as toymech recorded it, and every
+    row against the run it names (``ledger.verify_rows``: ValueError naming the row)."""
+    path = Path(path)
+    ledger.check_recorded(path.parent, path.stem, [path.name])
     table = read_map_table(path)
+    if len(table):
+        missing = [c for c in ledger.FIXED if c not in table]
+        check(not missing, "map table", str(path), "a table written by toymech map (it has no "
+              f"{missing[0] if missing else ''!r} column)")
+        ledger.verify_rows(table, path, study_for(table))
     return table.astype({c: str for c in [*knob_columns(table).values(), "experiment"]
                          if c in table})
 
@@ -200,12 +211,27 @@ def map_tables(paths) -> list[Path]:
         path = Path(given)
         folder = path / "maps" if (path / "maps").is_dir() else path
         if folder.is_dir():
-            found += sorted(p for p in folder.glob("*.csv") if not p.name.endswith(".runs.csv"))
+            for p in sorted(folder.glob("*.csv")):
+                if p.name.endswith(".runs.csv"):
+                    continue
+                missing = [c for c in ledger.FIXED if c not in _header(p)]
+                if missing:  # another file in the folder: said, and the others still read
+                    print(f"[toymech] skipped {p}: not a map table (it has no {missing[0]!r} "
+                          "column)", file=sys.stderr)
+                    continue
+                found.append(p)
         else:
             check(path.suffix == ".csv" and path.is_file(), "map", str(given),
                   "a map table (.csv written by toymech map), its folder or its zoo")
             found.append(path)
     return found
+
+
+def _header(path: Path) -> list[str]:
+    try:
+        return list(pd.read_csv(path, nrows=0).columns)
+    except (OSError, ValueError, pd.errors.ParserError, UnicodeDecodeError):
+        return []
 
 
 def map_block(path: str | Path) -> tuple[str, str]:

@@ -42,7 +42,8 @@ from ..zoo import Zoo
 from .live import MapProgress
 from .refine import refinements
 from .spec import check_map, load_map, sweep_grid
-from .table import read_or_empty, write_table
+from . import ledger
+from .table import read_or_empty, read_table, write_table
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
             out: str | Path | None = None, backend: str = "auto", address: str | None = None,
@@ -73,13 +74,22 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     study = protocol.study(spec["study"])
     zoo = Zoo(cache_dir)
     _check_measurable(spec, study)
-    folder = Path(out) if out is not None else zoo.root / "maps"
+    folder = ledger.check_out(out) if out is not None else zoo.root / "maps"
+    ledger.check_files(folder, spec, study, read_table)  # nothing of the user's replaced
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec['name']}.csv"
-    with contextlib.ExitStack() as stack:
-        live = stack.enter_context(MapProgress(spec["name"])) if progress else None
-        return _run_map(spec, study, zoo, folder, path, refine, live, log,
-                        dict(zoo=zoo, backend=backend, address=address, device=device, log=log))
+    try:
+        ledger.claim(folder, spec, log)
+        with contextlib.ExitStack() as stack:
+            live = stack.enter_context(MapProgress(spec["name"])) if progress else None
+            return _run_map(spec, study, zoo, folder, path, refine, live, log,
+                            dict(zoo=zoo, backend=backend, address=address, device=device,
+                                 log=log))
+    finally:
+        if created:  # a map that stopped before writing anything leaves no empty folder
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def _check_measurable(spec: dict[str, Any], study) -> None:
@@ -106,20 +116,42 @@ def _check_measurable(spec: dict[str, Any], study) -> None:
 
 def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataFrame:
     how["live"] = live
-    table = read_or_empty(path)
+    table = _read(path, study)
     rows = _measured(spec, study, folder / f"{spec['name']}.runs.csv", table, False, **how)
-    table = pd.concat([table, pd.DataFrame(rows)], ignore_index=True) if rows else table
-    write_table(table, path)
+    table = _save(folder, path, spec, study, rows, log)
     added = 0
     for i, part in enumerate(refinements(table, spec, refine) if refine else []):
         got = _measured(part, study, folder / f"{spec['name']}.refine-{i}.runs.csv", table, True,
                         **how)
         added += len(got)
-        table = pd.concat([table, pd.DataFrame(got)], ignore_index=True) if got else table
-        write_table(table, path)
+        table = _save(folder, path, spec, study, got, log)
     if log:
         log(f"map {spec['name']}: {len(rows) + added} run(s) measured now ({added} refining), "
             f"{len(table) - len(rows) - added} read back; table: {path}")
+    return table
+
+
+def _read(path: Path, study) -> pd.DataFrame:
+    """The map's table so far, every row checked (``ledger.verify_rows``); empty if none."""
+    table = read_or_empty(path)
+    if len(table):
+        ledger.verify_rows(table, path, study)
+    return table
+
+
+def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict[str, Any]],
+          log) -> pd.DataFrame:
+    """Merge ``rows`` into the table under the map's lock: another writer of this map may have
+    added rows meanwhile (re-read and checked here), so only the rows it lacks are added and
+    none is lost; the files written are recorded as toymech's (``ledger``)."""
+    with ledger.writing(folder, spec, log):
+        ledger.check_recorded(folder, spec["name"], [path.name, path.with_suffix(".parquet").name])
+        current = _read(path, study)
+        known = set(current["zoo_key"]) if "zoo_key" in current else set()
+        new = [r for r in rows if r["zoo_key"] not in known]
+        table = pd.concat([current, pd.DataFrame(new)], ignore_index=True) if new else current
+        write_table(table, path)
+        ledger.record(folder, spec)
     return table
 
 
@@ -172,6 +204,7 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         else:
             size = study.with_knobs(trial.size, knobs)
             row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), size, trial.seed)})
+        row[ledger.ROW_HASH] = ledger.row_hash(row)  # what was measured, as measured
         rows.append(row)
     return rows
 
@@ -190,28 +223,6 @@ def _cell_key(trial) -> tuple:
     """A trial's cell: its experiment and knob values (not its seed)."""
     return (trial.experiment, *sorted((k, str(v)) for k, v in trial.overrides.items()
                                       if k.startswith("knob.")))
-
-
-def _check_measurable(spec: dict[str, Any], study) -> None:
-    """Every cell's setting through the study's ``map_check`` (where it has one) before
-    anything trains: a cell its measurement would refuse is refused now, naming its knobs."""
-    measurable = getattr(study, "map_check", None)
-    if measurable is None:
-        return
-    seen = set()
-    for trial in expand_grid(sweep_grid(spec)):
-        knobs = {k.removeprefix("knob."): v for k, v in trial.overrides.items()
-                 if k.startswith("knob.")}
-        cell = (str(trial.size), tuple(sorted((k, str(v)) for k, v in knobs.items())))
-        if cell in seen:
-            continue
-        seen.add(cell)
-        try:
-            measurable(study.with_knobs(trial.size, knobs))
-        except ValueError as exc:
-            given = ", ".join(f"{k}={_cell_text(study, k, v)}" for k, v in knobs.items())
-            raise ValueError(f"knobs {given} cannot be measured by the {spec['study']} map "
-                             f"({exc}): leave that value out of the map") from None
 
 
 def _cell_text(study, knob: str, value: Any) -> str:

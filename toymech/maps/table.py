@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core import check
+from ..files import replace_file
 
 TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label")
 KNOB_PREFIX = "knob."  # a knob's column is named ``knob.<name>`` (``block_len`` -> ``knob.block_len``)
@@ -61,13 +62,8 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
                             for c in table.columns if c in knob_columns(table).values() or c in TEXT_COLUMNS})
     if "refined" in table:  # rows of a map measured before it was refined: not refined
         table = table.assign(refined=table["refined"].map(lambda v: v is True))
-    tmp = path.with_name(f".{path.name}.tmp")
-    table.to_csv(tmp, index=False)
-    tmp.replace(path)
-    parquet = path.with_suffix(".parquet")
-    tmp = parquet.with_name(f".{parquet.name}.tmp")
-    table.to_parquet(tmp, index=False)
-    tmp.replace(parquet)
+    replace_file(path, lambda tmp: table.to_csv(tmp, index=False))
+    replace_file(path.with_suffix(".parquet"), lambda tmp: table.to_parquet(tmp, index=False))
 
 
 __all__ = ["KNOB_PREFIX", "TEXT_COLUMNS", "knob_column", "knob_columns", "read_or_empty", "read_table", "write_table"]

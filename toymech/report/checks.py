@@ -18,10 +18,12 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import inspect
 import json
 import logging
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any, Sequence
@@ -30,6 +32,7 @@ from ..core import check, check_int, check_path_writable_dir, check_seed, check_
 from ..devices import resolve_device
 from ..studies import params as study_params, protocol
 from ..zoo.locks import EntryLock
+from .index import written_by_toymech
 
 # The notebooks' name for "how many seeds" (``build_reports(n_seeds=...)``): the first of these
 # that a notebook's parameters cell assigns.
@@ -147,7 +150,17 @@ def check_out_dir(name: str, out_dir: Any, notebooks: list[Path]) -> Path:
         check(not sources, name, str(out_dir), f"a reports folder, not one holding source "
               f"notebooks ({', '.join(sources[:3])}): the reports and executed/ would be written "
               "among them; pass another folder")
+        index = out / "index.json"
+        check(not os.path.lexists(index) or toymech_rows(out) is not None, name, str(out_dir),
+              "a reports folder, not one holding an index.json toymech did not write (it would "
+              "be replaced); move it, or pass another folder")
         ours = toymech_pages(out)
+        for path in notebooks:  # the files this run writes for each notebook
+            for mine in (f"{path.stem}.html", f"executed/{path.name}"):
+                check(not os.path.lexists(out / mine) or Path(mine).name in ours
+                      or f"{path.stem}.html" in ours, name, str(out_dir),
+                      f"a reports folder, not one holding a {mine} toymech did not write (the "
+                      "run would replace it); move it, or pass another folder")
         pages = sorted(p.name for p in out.glob("*.html") if p.name not in ours)
         check(not pages, name, str(out_dir), f"a reports folder, not one holding pages toymech "
               f"did not write ({', '.join(pages[:3])}): the reports and index.html would be "
@@ -160,14 +173,31 @@ def check_out_dir(name: str, out_dir: Any, notebooks: list[Path]) -> Path:
     return out
 
 
+def toymech_rows(out: Path) -> list[dict] | None:
+    """The rows of ``out``'s ``index.json`` when toymech wrote it (None otherwise): recorded
+    with its sha256 in the folder's marker (``index.MARKER``), or, written before the marker,
+    a list of index rows (each with a notebook, page, executed notebook and status)."""
+    path = out / "index.json"
+    try:
+        raw = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+        rows = json.loads(raw) if raw is not None else None
+    except (OSError, ValueError, RecursionError):
+        return None
+    recorded = written_by_toymech(out).get("index.json")
+    if recorded is not None:
+        return rows if hashlib.sha256(raw).hexdigest() == recorded and isinstance(rows, list) \
+            else None
+    fields = {"notebook", "html", "executed", "status"}
+    if isinstance(rows, list) and all(isinstance(r, dict) and fields <= set(r) for r in rows):
+        return rows
+    return None
+
+
 def toymech_pages(out: Path) -> set[str]:
     """The pages of ``out`` that toymech wrote: those its ``index.json`` lists, and
-    ``index.html`` beside it (none without an index.json toymech can read)."""
-    try:
-        rows = json.loads((out / "index.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return set()
-    if not isinstance(rows, list):
+    ``index.html`` beside it (none without an index.json toymech wrote, ``toymech_rows``)."""
+    rows = toymech_rows(out)
+    if rows is None:
         return set()
     return {"index.html"} | {r["html"] for r in rows if isinstance(r, dict) and isinstance(r.get("html"), str)}
 

@@ -6,6 +6,7 @@ came to (the verdict counts of its scorecard). Each row shows the size and the s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -16,6 +17,7 @@ from typing import Sequence
 from plotly.offline import get_plotlyjs
 
 from ..display import _circuitsvis_bundle_script
+from ..files import replace_file
 
 from .scorecards import scorecard_counts, scorecard_table_html, verdict_counts, verdict_class
 
@@ -89,7 +91,7 @@ def write_index(out_dir: str | Path, entries: Sequence[ReportEntry]) -> Path:
     fresh = {entry.html for entry in entries}
     kept = [e for e in _load_previous(out) if e.html not in fresh and (out / e.html).is_file()]
     rows = sorted(kept + list(entries), key=lambda e: e.html)
-    (out / "index.json").write_text(json.dumps([asdict(e) for e in rows], indent=1), encoding="utf-8")
+    replace_file(out / "index.json", json.dumps([asdict(e) for e in rows], indent=1))
 
     import jinja2
     import markupsafe
@@ -108,8 +110,33 @@ def write_index(out_dir: str | Path, entries: Sequence[ReportEntry]) -> Path:
     columns = {"parameters": any(v["extra"] for v in view), "error": any(v["error"] for v in view)}
     page = env.get_template("reports_index.html.j2").render(rows=view, summary=_summary(rows), columns=columns)
     path = out / "index.html"
-    path.write_text(page, encoding="utf-8")
+    replace_file(path, page)
+    mark_written(out, ["index.json", "index.html"])
     return path
+
+
+MARKER = ".toymech-reports.json"  # {file name: sha256} of the index files toymech wrote here
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def written_by_toymech(out: Path) -> dict[str, str]:
+    """{file name: sha256} of the files toymech recorded writing into ``out`` ({} if none)."""
+    try:
+        data = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)} \
+        if isinstance(data, dict) else {}
+
+
+def mark_written(out: Path, names: Sequence[str]) -> None:
+    """Record ``names`` in ``out`` as toymech's own (their sha256), for the next run to know."""
+    record = written_by_toymech(out)
+    record.update({n: _sha(out / n) for n in names if (out / n).is_file()})
+    replace_file(out / MARKER, json.dumps(record, indent=1, sort_keys=True))
 
 
 # Loads the browser would make by itself: tag attributes (links <a href> are navigation, not

@@ -39,6 +39,7 @@ from typing import Callable, Sequence, TextIO
 from papermill.engines import NBClientEngine, papermill_engines
 
 from ..display import duration_text
+from ..files import replace_file
 from ..models.reference import SHIPPED_STEPS_PER_S
 from ..training import live as live_status
 from .reader import SETUP_SECTION, heading
@@ -211,9 +212,7 @@ class CostTable:
                 data[stem][key]["reference_step_s"] = round(reference_step_s, 6)
             if jobs and cores:
                 data[stem][key].update(jobs=int(jobs), cores=int(cores))
-            tmp = self.path.with_name(f".costs.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-            os.replace(tmp, self.path)
+            replace_file(self.path, json.dumps(data, indent=1))
 
 
 def crowding(jobs: int | None, cores: int | None) -> float | None:
@@ -366,8 +365,10 @@ class LiveProgress:
             return row.final
         left = estimate_left(row.previous, row.cell, row.n_cells, now - row.cell_start, now - row.start,
                              cell_left_s=self._cell_left(index, now - row.cell_start))
-        est = (f"about {duration_text(left)} left" if left is not None else
-               "no estimate (no earlier run at this size)")
+        est = ("no estimate (no earlier run at this size)" if left is None else
+               # past the last run's time while work remains: never "about 0.0 s left"
+               "finishing (longer than the last run took)" if left < 1.0 else
+               f"about {duration_text(left)} left")
         at = f"cell {row.cell + 1}/{row.n_cells}" if row.n_cells else "starting the kernel"
         training = self.training_text(index)
         return f"{head}: {at}, {duration_text(now - row.start)} elapsed, {est}" + (

@@ -20,7 +20,6 @@ inside itself: an ``executed`` path in its ``index.json`` that leads elsewhere i
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..display import SCORECARD_MIME
+from ..files import replace_file
 from ..display.prose import duration_text
 from ..studies.claims import SCALED_SAYS
 from ..studies.random_transformers import ladder as lad
@@ -319,19 +319,7 @@ def check_record(into) -> Path:
 def _write_through(real: Path, text: str) -> None:
     """Replace the file ``real`` by ``text`` atomically (a temporary file beside it, renamed
     over it), keeping its mode; the temporary file never stays behind."""
-    mode = stat.S_IMODE(real.stat().st_mode) if real.exists() else None
-    tmp = real.with_name(f".{real.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+    replace_file(real, text, durable=True)
 
 
 def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: str | Path | None = None,

@@ -207,10 +207,11 @@ def _signatures(module: ModuleType) -> dict[str, tuple[tuple[str, Any, bool], ..
 def surface(module: ModuleType) -> tuple[str, ...]:
     """Every name the protocol asks of ``module``: ``DATA``, the functions of ``SIGNATURES``,
     ``LLC_ON`` with ``LLC_SIGNATURES`` where its ``OPTIONAL_RUNS`` name "llc", and ``MAP_LABEL``
-    with ``MAP_SIGNATURES`` where it has a ``map_row`` (and ``MAP_PREDICTIONS`` where it has
-    those)."""
+    with ``MAP_SIGNATURES`` where it has a ``map_row`` (and ``MAP_PREDICTIONS`` and
+    ``map_check`` where it has those)."""
     signatures = _signatures(module)
-    maps = ("MAP_LABEL", *(("MAP_PREDICTIONS",) if hasattr(module, "MAP_PREDICTIONS") else ()))
+    maps = ("MAP_LABEL", *(("MAP_PREDICTIONS",) if hasattr(module, "MAP_PREDICTIONS") else ()),
+            *(("map_check",) if hasattr(module, "map_check") else ()))
     return (*DATA, *(("LLC_ON",) if "llc_on" in signatures else ()),
             *(maps if "map_row" in signatures else ()), *signatures)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..files import replace_file
 from ..core import check, check_int, check_path_writable_file, check_str, jsonable
 from ..training import Experiment, seedless_key
 from ..zoo import Zoo, ZooEntry
@@ -114,9 +115,7 @@ def write_meta(meta: dict[str, Any], path: Path) -> None:
     """The runner's start-up record beside the table ``path``, written atomically."""
     target = meta_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(meta, indent=1, sort_keys=True))
-    os.replace(tmp, target)
+    replace_file(target, json.dumps(meta, indent=1, sort_keys=True))
 
 
 def write_table(rows: dict[int, dict[str, Any]], path: Path) -> pd.DataFrame:
@@ -126,9 +125,7 @@ def write_table(rows: dict[int, dict[str, Any]], path: Path) -> pd.DataFrame:
     metrics = sorted({k for r in records for k in r} - set(fixed), key=lambda k: (k != "step", k))
     table = pd.DataFrame(records, columns=fixed + metrics)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    table.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    replace_file(path, lambda tmp: table.to_csv(tmp, index=False))
     return table
 
 

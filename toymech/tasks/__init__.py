@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 
 from .base import (Batch, Task, check, from_dict, get, masked_accuracy, masked_cross_entropy,
-                   names, register)
+                   module_of, names, register)
 
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name != "base":
@@ -17,4 +17,4 @@ for _mod in pkgutil.iter_modules(__path__):
 from .repeated_blocks import RepeatedBlocks  # noqa: E402
 
 __all__ = ["Batch", "Task", "RepeatedBlocks", "check", "from_dict", "get", "masked_accuracy",
-           "masked_cross_entropy", "names", "register"]
+           "masked_cross_entropy", "module_of", "names", "register"]

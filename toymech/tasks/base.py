@@ -161,6 +161,12 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def module_of(name: str) -> str | None:
+    """The module that registered the task ``name`` (None: no such task)."""
+    cls = _REGISTRY.get(name) if isinstance(name, str) else None
+    return None if cls is None else cls.__module__
+
+
 def version_of(name: str) -> int | None:
     """The version of the registered task ``name`` in this toymech (None: no such task)."""
     cls = _REGISTRY.get(name) if isinstance(name, str) else None

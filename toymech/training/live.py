@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..files import replace_file
+
 ENV = "TOYMECH_LIVE"
 EVERY_S = 1.0  # at most one write a second per process
 SWEEP_MAX_AGE_S = 3600.0  # a sweep's count stays fresh this long (it is written per finished run)
@@ -40,10 +42,7 @@ def _write(name: str, data: dict[str, Any]) -> None:
         return
     try:
         where.mkdir(parents=True, exist_ok=True)
-        tmp = where / f".{name}.tmp"
-        tmp.write_text(json.dumps({**data, "pid": os.getpid(), "time": time.time()}),
-                       encoding="utf-8")
-        os.replace(tmp, where / name)
+        replace_file(where / name, json.dumps({**data, "pid": os.getpid(), "time": time.time()}))
     except OSError:
         pass  # a status line must never stop a run
 

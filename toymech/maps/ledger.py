@@ -1,0 +1,337 @@
+"""A map's files on disk: which files of a table folder toymech wrote, the lock that makes the
+writers of one map take turns, and the checks every row read back must pass.
+
+The ledger. ``<out>/.toymech-maps.json`` records, per map name, the map it is (study, size and
+knob names: ``identity``) and every file toymech wrote for it with its sha256. Before any work a
+map checks every file name it would write (``files_of``): a file there that the ledger does not
+record (a user's ``<name>.csv``, ``<name>.parquet``, ...), or one changed since toymech wrote
+it, is refused in one line naming it; so is a map of another identity under the same name. A
+table written before the ledger existed is taken when its columns are a map table's and its
+rows pass the checks below (``legacy_table``).
+
+A run records the names it will write before its work (``claim``: no hash yet), so a second
+run of the same map started meanwhile takes them for toymech's.
+
+The lock. Writers of one map (two ``toymech map`` of the same name into one folder) merge their
+rows into the table under ``.map-<name>.lock`` (the zoo's lock): the second re-reads what the
+first wrote and adds only the rows it lacks, so no row is lost.
+
+The rows. ``verify_rows`` checks every row read back against the run it names: the fixed columns
+there, the seed a seed, the experiment the study's, each knob value one the knob takes and
+written as toymech writes it, the zoo key the one the experiment at those knobs and that seed
+has, each zoo key once, the measured numbers of a measured row finite, and the row's hash
+(``row_sha256``, of every value in the row, written when it was measured) unchanged. A row that
+fails is refused in one line naming the table, the row and what is wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import stat
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+import pandas as pd
+
+from ..core import check, short_repr
+from ..files import replace_file
+from ..zoo.locks import EntryLock
+from .table import knob_columns
+
+LEDGER = ".toymech-maps.json"
+FIXED = ("experiment", "seed", "size", "zoo_key", "status", "label")
+ROW_HASH = "row_sha256"
+MAX_LEDGER_BYTES = 16 * 2**20
+
+
+# --------------------------------------------------------------------------------------------
+# the ledger
+# --------------------------------------------------------------------------------------------
+
+def files_of(folder: Path, name: str) -> list[str]:
+    """Every file name a map called ``name`` writes into ``folder`` (those of refinements that
+    are there included)."""
+    names = [f"{name}.csv", f"{name}.parquet", f"{name}.runs.csv", f"{name}.runs.csv.meta.json"]
+    if folder.is_dir():
+        names += sorted(p.name for p in folder.glob(f"{name}.refine-*.runs.csv*"))
+    return names
+
+
+def identity(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What makes two maps the same map (their tables may merge): study, size, knob names."""
+    return {"study": spec["study"], "size": str(spec["size"]), "knobs": sorted(spec["knobs"])}
+
+
+def _sha(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_ledger(folder: Path) -> dict[str, Any]:
+    path = folder / LEDGER
+    if not os.path.lexists(path):
+        return {"maps": {}}
+    st = os.lstat(path)
+    ok = stat.S_ISREG(st.st_mode) and st.st_size <= MAX_LEDGER_BYTES
+    data = None
+    if ok:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+    check(isinstance(data, dict) and isinstance(data.get("maps"), dict), "map ledger", str(path),
+          "the record toymech map keeps of the files it wrote (a JSON object); it is damaged: "
+          "move it aside (the tables beside it are then checked row by row)")
+    return data
+
+
+def _record(folder: Path, name: str, spec: Mapping[str, Any], names: list[str]) -> None:
+    """Record ``names`` (files of map ``name`` in ``folder``) as toymech's, with their hashes."""
+    ledger = read_ledger(folder)
+    entry = ledger["maps"].setdefault(name, {"identity": identity(spec), "files": {}})
+    entry["identity"] = identity(spec)
+    for fname in names:
+        path = folder / fname
+        if path.is_file():
+            entry["files"][fname] = _sha(path)
+    replace_file(folder / LEDGER, json.dumps(ledger, indent=1, sort_keys=True))
+
+
+def check_out(out: Any) -> Path:
+    """``--out``: a folder, or a path where one can be made (a file there is refused)."""
+    check(isinstance(out, (str, Path)) and str(out).strip() != "" and "\0" not in str(out),
+          "--out", out, "a folder for the map's table")
+    folder = Path(out).expanduser()
+    check(not os.path.lexists(folder) or folder.is_dir(), "--out", str(folder),
+          "a folder for the map's table (it is a file; give a folder)")
+    return folder
+
+
+def _difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    for key in ("study", "size", "knobs"):
+        if old.get(key) != new.get(key):
+            return f"its {key} {short_repr(old.get(key))}, this map's {short_repr(new.get(key))}"
+    return "another map"
+
+
+def check_files(folder: Path, spec: Mapping[str, Any], study,
+                read: Callable[[Path], pd.DataFrame]) -> None:
+    """Before any work: every file the map ``spec`` would write into ``folder`` is absent or
+    toymech's own for this map (module docstring); ValueError naming the file otherwise.
+    ``read``: the table reader (``maps.read_table``)."""
+    name = spec["name"]
+    if not folder.is_dir():
+        return
+    ledger = read_ledger(folder)
+    entry = ledger["maps"].get(name)
+    if entry is not None and entry.get("identity") != identity(spec):
+        raise ValueError(f"map name={name!r} is not allowed in --out={str(folder)!r}: a map of "
+                         f"that name there is another map ({_difference(entry.get('identity') or {}, identity(spec))}); "
+                         "give this map another name or another --out")
+    recorded = (entry or {}).get("files", {})
+    adopted = False
+    for fname in files_of(folder, name):
+        path = folder / fname
+        if not os.path.lexists(path):
+            continue
+        if path.is_symlink() or not path.is_file():
+            raise ValueError(f"--out={str(folder)!r} is not allowed: {fname} there is not a "
+                             "regular file toymech wrote; move it aside")
+        if fname in recorded:
+            if recorded[fname] is not None and _sha(path) != recorded[fname]:
+                raise ValueError(f"--out={str(folder)!r} is not allowed: {fname} was changed "
+                                 "since toymech wrote it (its sha256 differs); move it aside to "
+                                 "measure the map again")
+            continue
+        if fname == f"{name}.csv" and entry is None:
+            legacy_table(path, spec, study, read)  # refuses a table that is not this map's
+            adopted = True
+            continue
+        if adopted and fname != f"{name}.csv":
+            continue  # the files an older toymech wrote beside the table it wrote
+        raise ValueError(f"--out={str(folder)!r} is not allowed: {fname} there was not written "
+                         f"by toymech map (no record of it in {LEDGER}); move it, or give "
+                         "another --out")
+
+
+def legacy_table(path: Path, spec: Mapping[str, Any], study,
+                 read: Callable[[Path], pd.DataFrame]) -> None:
+    """A table without a ledger record is taken only when it is a map table of this map."""
+    header = _header(path)
+    missing = [c for c in FIXED if c not in header]
+    if missing:
+        raise ValueError(f"--out={str(path.parent)!r} is not allowed: {path.name} there was "
+                         f"not written by toymech map (it has no {missing[0]!r} column); move "
+                         "it, or give another --out")
+    knobs = sorted(knob_columns(pd.DataFrame(columns=header)))
+    if knobs != sorted(spec["knobs"]):
+        raise ValueError(f"map name={spec['name']!r} is not allowed in --out="
+                         f"{str(path.parent)!r}: {path.name} there is another map (its knobs "
+                         f"{short_repr(knobs)}, this map's {short_repr(sorted(spec['knobs']))}); "
+                         "give this map another name or another --out")
+    verify_rows(read(path), path, study)
+
+
+def _header(path: Path) -> list[str]:
+    try:
+        return list(pd.read_csv(path, nrows=0).columns)
+    except (OSError, ValueError, pd.errors.ParserError, UnicodeDecodeError):
+        return []
+
+
+@contextmanager
+def writing(folder: Path, spec: Mapping[str, Any], log=None) -> Iterator[None]:
+    """Hold the lock of map ``spec`` in ``folder`` (writers of one map take turns)."""
+    lock = EntryLock(folder, f"map-{spec['name']}", log=log,
+                     what=f"map {spec['name']} in {folder}")
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def check_recorded(folder: Path, name: str, fnames: list[str]) -> None:
+    """The files ``fnames`` of map ``name`` are as the ledger records them (a writer holding the
+    lock re-reads them; a file changed by hand meanwhile is refused, naming it)."""
+    entry = read_ledger(folder)["maps"].get(name) or {}
+    for fname in fnames:
+        want = entry.get("files", {}).get(fname)
+        if want is not None and (folder / fname).is_file() and _sha(folder / fname) != want:
+            raise ValueError(f"--out={str(folder)!r} is not allowed: {fname} was changed since "
+                             "toymech wrote it (its sha256 differs); move it aside to measure the "
+                             "map again")
+
+
+def claim(folder: Path, spec: Mapping[str, Any], log=None) -> None:
+    """Before a map's work: record the files it will write as toymech's (no hash yet: being
+    written), so that a second run of the map started meanwhile takes them for toymech's."""
+    name = spec["name"]
+    with writing(folder, spec, log):
+        ledger = read_ledger(folder)
+        entry = ledger["maps"].setdefault(name, {"identity": identity(spec), "files": {}})
+        for fname in files_of(folder, name):
+            entry["files"].setdefault(fname, None)
+        replace_file(folder / LEDGER, json.dumps(ledger, indent=1, sort_keys=True))
+
+
+def record(folder: Path, spec: Mapping[str, Any]) -> None:
+    """Record every file of map ``spec`` now in ``folder`` as toymech's (under ``writing``)."""
+    _record(folder, spec["name"], spec, files_of(folder, spec["name"]))
+
+
+# --------------------------------------------------------------------------------------------
+# the rows
+# --------------------------------------------------------------------------------------------
+
+def _canonical(value: Any) -> str | None:
+    """A cell's value as the row hash reads it: the same before and after a CSV round trip
+    (None for an empty cell)."""
+    if value is None or (isinstance(value, str) and value == ""):
+        return None
+    if isinstance(value, (bool,)) or type(value).__name__ in ("bool_", "bool"):
+        return str(bool(value))
+    if isinstance(value, str):
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(number):
+        return None
+    return format(number, ".10g")
+
+
+def row_hash(row: Mapping[str, Any]) -> str:
+    """The sha256 of a row's values (every column but the hash itself)."""
+    body = {str(k): c for k, v in row.items() if k != ROW_HASH
+            and (c := _canonical(v)) is not None}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _numbers(table: pd.DataFrame) -> list[str]:
+    knobs = set(knob_columns(table).values())
+    return [c for c in table.columns if c not in ("seed", "refined", ROW_HASH)
+            and c not in knobs and pd.api.types.is_float_dtype(table[c])]
+
+
+def verify_rows(table: pd.DataFrame, path: Path | str, study) -> None:
+    """Every row of ``table`` (read from ``path``) against the run it names (module docstring);
+    ValueError naming the table, the row and the problem."""
+    where = f"map table={str(path)!r}"
+    missing = [c for c in FIXED if c not in table]
+    if missing:
+        raise ValueError(f"{where} is not allowed: a table written by toymech map (it has no "
+                         f"{missing[0]!r} column)")
+    knobs = knob_columns(table)  # {knob: its column}
+    for k, c in knobs.items():
+        check(k in study.KNOBS, f"{where} column", c,
+              f"a knob column of the study's knobs ({', '.join(study.KNOBS)})")
+    numbers = _numbers(table)
+    seen: dict[str, int] = {}
+    sizes: dict[tuple, Any] = {}
+    for i, row in enumerate(table.to_dict("records"), start=1):
+        key = row.get("zoo_key")
+        what = f"{where} row {i} (zoo key {short_repr(key)})"
+
+        def bad(problem: str) -> ValueError:
+            return ValueError(f"{what} is not allowed: {problem}; move the table aside (or "
+                              "delete the row) to measure it again")
+        if not isinstance(key, str) or not key:
+            raise bad("it has no zoo key")
+        if key in seen:
+            raise bad(f"the same run as row {seen[key]} (each run once)")
+        seen[key] = i
+        seed = row.get("seed")
+        if not (isinstance(seed, (int, float)) and not isinstance(seed, bool)
+                and float(seed).is_integer() and 0 <= seed < 2**62):
+            raise bad(f"seed={short_repr(seed)} is not a seed (an integer >= 0)")
+        name = row.get("experiment")
+        if not isinstance(name, str) or name not in study.EXPERIMENTS:
+            raise bad(f"experiment={short_repr(name)} is not one of the study's")
+        values: dict[str, Any] = {}
+        for k, c in knobs.items():
+            text = row.get(c)
+            if text is None or (isinstance(text, float) and math.isnan(text)):
+                continue
+            knob = study.KNOBS[k]
+            try:
+                parsed = knob.parse(str(text))
+            except ValueError:
+                raise bad(f"{c}={short_repr(text)} is not a value of the knob "
+                          f"({knob.allowed_text()})") from None
+            if knob.text(parsed) != str(text):
+                raise bad(f"{c}={short_repr(text)} is not written as toymech writes it "
+                          f"({knob.text(parsed)!r})")
+            values[k] = parsed
+        cell = (name, str(row.get("size")), tuple(sorted((k, str(v)) for k, v in values.items())))
+        try:
+            if cell not in sizes:
+                sizes[cell] = study.with_knobs(str(row.get("size")), values)
+            expected = study.EXPERIMENTS[name].make(sizes[cell], int(seed)).key("")
+        except ValueError as exc:
+            raise bad(f"its setting cannot be built ({exc})") from None
+        if key != expected:
+            raise bad(f"it is not the run its experiment, knobs and seed name (that run's zoo "
+                      f"key is {expected})")
+        if row.get("status") == "ok":
+            for c in numbers:
+                v = row.get(c)
+                if v is not None and not (isinstance(v, float) and math.isnan(v)) \
+                        and not math.isfinite(float(v)):
+                    raise bad(f"{c}={v} is not a finite number")
+        recorded = row.get(ROW_HASH)
+        if isinstance(recorded, str) and recorded and recorded != row_hash(row):
+            raise bad("its values are not the ones toymech measured (its row_sha256 differs: "
+                      "edited after it was written)")
+
+
+__all__ = ["FIXED", "LEDGER", "ROW_HASH", "check_files", "claim", "check_out", "check_recorded", "files_of", "identity",
+           "read_ledger", "record", "row_hash", "verify_rows", "writing"]
