@@ -7,8 +7,7 @@
 - The public surface check: every public function and class of the modules in ``SURFACE`` (and
   every study's protocol functions) must be documented on an API page, with a docstring that
   names each of its parameters. A gap is a Sphinx warning, so ``sphinx -W`` (``./run.sh docs``,
-  ``tests/test_docs.py``) fails on it; the gaps older than the check are listed in
-  ``docstring_gaps.txt``, which may only shrink.
+  ``tests/test_docs.py``) fails on it.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import dataclasses
 import importlib
 import inspect
 import re
-from pathlib import Path
 from typing import Any, Iterator
 
 from docutils import nodes
@@ -142,19 +140,6 @@ def _where(obj) -> str:
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', '?')}"
 
 
-# The docstring gaps the surface had when this check was written (2026-12-05), one per line: a
-# ratchet. A gap not on the list fails the build; so does a listed gap that is gone (delete its
-# line), so the list only shrinks. A name missing from the API pages is never listed.
-PENDING = Path(__file__).with_name("docstring_gaps.txt")
-
-
-def pending() -> set[str]:
-    if not PENDING.is_file():
-        return set()
-    return {line.strip() for line in PENDING.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.startswith("#")}
-
-
 def all_problems() -> list[str]:
     """Every docstring gap of the public surface (``problems`` over ``surface()``)."""
     return [p for name, obj in surface() for p in problems(name, obj)]
@@ -170,13 +155,8 @@ def check_surface(app, env) -> None:
         if not names[id(obj)] & documented:
             logger.warning(f"undocumented public name: {name} (no autodoc entry on an API page)",
                            type="toymech", subtype="surface")
-    found, listed = all_problems(), pending()
-    for problem in found:
-        if problem not in listed:
-            logger.warning(f"incomplete docstring: {problem}", type="toymech", subtype="surface")
-    for gone in sorted(listed - set(found)):
-        logger.warning(f"fixed, so delete its line from {PENDING.name}: {gone}",
-                       type="toymech", subtype="surface")
+    for problem in all_problems():
+        logger.warning(f"incomplete docstring: {problem}", type="toymech", subtype="surface")
 
 
 class KnobTable(Directive):
@@ -273,14 +253,3 @@ def setup(app):
     app.connect("env-check-consistency", check_surface)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
-
-if __name__ == "__main__":
-    # python docs/_ext/toymech_docs.py: delete the lines of docstring_gaps.txt that are fixed
-    # (never adds one) and print the gaps that are neither fixed nor listed.
-    found = set(all_problems())
-    lines = PENDING.read_text(encoding="utf-8").splitlines(keepends=True)
-    kept = [line for line in lines if line.startswith("#") or line.strip() in found]
-    PENDING.write_text("".join(kept), encoding="utf-8")
-    print(f"{len(lines) - len(kept)} fixed gap(s) deleted, {len(kept)} line(s) left")
-    for problem in sorted(found - pending()):
-        print("new gap:", problem)

@@ -32,7 +32,8 @@ def _midpoint(knob, a: str, b: str) -> str | None:
 
 
 def refinements(table: pd.DataFrame, spec: dict[str, Any], budget: int) -> list[dict[str, Any]]:
-    """Up to ``budget`` more runs where the map is unsure, as map specs of one cell each:
+    """Up to ``budget`` more runs where the map's ``table`` is unsure, as map specs of one cell
+    each:
     first a cell whose seeds disagree (more than one label) gets more seeds (the study's next
     judged seeds, one per split cell in turn, at most as many as it has); then, along a numeric knob, two neighbouring cells
     whose commonest labels differ get the value half way between them, with the map's seeds.

@@ -53,7 +53,19 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     ``map_row`` and write the tidy table (see the module docstring): returns it. ``out``: the
     table's folder (default: ``<zoo>/maps``). Killed and rerun, only the missing runs train and
     only the new rows are measured. ``refine``: then add up to that many runs where the map is
-    unsure (``refinements``), their rows marked ``refined``."""
+    unsure (``refinements``), their rows marked ``refined``.
+
+    ``spec``: a map spec (dict) or the path of a JSON/YAML file holding one (``check_map``);
+    ``cache_dir``: the zoo (None: ``$TOYMECH_CACHE``, else ``~/.cache/toymech``); ``backend``:
+    ``auto``, ``local`` or ``ray`` (as ``grid.run_sweep``), ``address``: a Ray cluster to join;
+    ``device``: where the runs train (``"auto"``: CUDA, else MPS, else CPU; on a GPU the runs of
+    one model shape train stacked); ``progress``: the live line; ``log``: a print-like function
+    for the run's lines (None: quiet). Raises ``ValueError`` for a bad spec or option (one line
+    naming it) before any run trains. Example::
+
+        table = run_map("grids/maps/s1-content.yaml", backend="local")
+        print(finding(table, "content"))
+    """
     stem = Path(spec).stem if isinstance(spec, (str, Path)) else "map"
     raw = load_map(spec) if isinstance(spec, (str, Path)) else dict(spec)
     raw.setdefault("name", stem)

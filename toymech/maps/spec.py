@@ -27,7 +27,8 @@ MAX_MAP_SEEDS = 100
 
 
 def load_map(path: str | Path) -> dict[str, Any]:
-    """A map spec read from a ``.json``, ``.yaml`` or ``.yml`` file (strictly)."""
+    """The map spec in the file at ``path``: ``.json``, ``.yaml`` or ``.yml`` (strictly: a key
+    given twice is refused)."""
     return read_mapping(path, "map")
 
 

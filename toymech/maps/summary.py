@@ -88,10 +88,10 @@ def cell_groups(table: pd.DataFrame) -> list[Cell]:
 
 
 def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
-    """One row per cell (``cell_groups``: the experiment and every knob): runs, the share of its
-    runs that carry each label (``share <label>``: a fraction of every run, a state never being
-    a label), the runs of each state without one (``runs <state>``) and the median of each of
-    ``numbers`` over its measured runs."""
+    """One row per cell of the map's ``table`` (``cell_groups``: the experiment and every knob):
+    runs, the share of its runs that carry each label (``share <label>``: a fraction of every
+    run, a state never being a label), the runs of each state without one (``runs <state>``) and
+    the median of each of ``numbers`` over its measured runs."""
     out = []
     for cell in cell_groups(table):
         row = {"experiment": cell.experiment,
@@ -112,7 +112,10 @@ def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
 
 def finding(table: pd.DataFrame, label: str) -> str:
     """The map's finding in words, computed from its cells (``cell_groups``): in which cells the
-    label holds on every seed, on some, on none (a run without a label never holds it)."""
+    label holds on every seed, on some, on none (a run without a label never holds it).
+
+    ``table``: the map's table (one row per run); ``label``: the label whose cells are counted.
+    Returns one paragraph."""
     groups = cell_groups(table)
     several = len({c.experiment for c in groups}) > 1
 

@@ -29,8 +29,8 @@ def knob_columns(table: pd.DataFrame) -> dict[str, str]:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A map's table as ``toymech map`` wrote it, from its ``.csv`` or its ``.parquet``: the
-    same frame either way (knobs, keys and labels as text)."""
+    """A map's table as ``toymech map`` wrote it, from the ``.csv`` or ``.parquet`` at
+    ``path``: the same frame either way (knobs, keys and labels as text)."""
     path = Path(path)
     check(path.is_file(), "map table", str(path), "a table written by toymech map (.csv, .parquet)")
     if path.suffix == ".parquet":

@@ -87,6 +87,7 @@ class Knob:
 
     # --- values ----------------------------------------------------------------------------
     def allowed_text(self) -> str:
+        """What the knob allows, in words (``toymech list knobs``, refusals)."""
         if self.kind == "int":
             return f"an integer in {self.allowed[0]}..{self.allowed[1]}"
         if self.kind == "ints":
@@ -255,7 +256,8 @@ def apply_knobs(knobs: Mapping[str, Knob], exp: Experiment, values: Mapping[str,
 
 def describe(knobs: Mapping[str, Knob], values: Mapping[str, Any], source: str = "the source"
              ) -> str:
-    """"a variant: block_len 4-8 (the post's 6); offset 0-3 (the post's 0)"; "" for none."""
+    """The variant's ``values`` of ``knobs`` beside the ``source``'s values, in words: "a
+    variant: block_len 4-8 (the post's 6); offset 0-3 (the post's 0)"; "" for none."""
     if not values:
         return ""
     parts = [f"{k} {knobs[k].text(v)} ({source}'s {knobs[k].text(knobs[k].source)})"
@@ -278,10 +280,12 @@ def with_knobs_for(knobs: Mapping[str, Knob], study: str, source: str,
                    limit: Callable[[Experiment, Mapping[str, Any]], None] | None = None
                    ) -> Callable[..., str]:
     """A study's ``with_knobs(size, variant=None)`` over its ``KNOBS`` (the one definition of
-    it). ``build(size)``: the study's experiments at a size (every combination is checked by
-    building them); ``others()``: every study's knob names, to name the study an unknown knob
-    belongs to (default: every registered study's ``KNOBS``); ``limit(experiment, values)``: a
-    study's own bounds on a built experiment (ValueError naming the knobs)."""
+    it), for the study named ``study``, whose source is called ``source`` in its messages
+    ("the post"). ``build(size)``: the study's experiments at a size (every combination is
+    checked by building them); ``others()``: every study's knob names, to name the study an
+    unknown knob belongs to (default: every registered study's ``KNOBS``);
+    ``limit(experiment, values)``: a study's own bounds on a built experiment (ValueError naming
+    the knobs)."""
     others = others or every_study_knobs
 
     def with_knobs(size: str, variant: Any = None) -> str:
@@ -321,7 +325,8 @@ def with_knobs_for(knobs: Mapping[str, Knob], study: str, source: str,
 
 
 def variant_values(knobs: Mapping[str, Knob], size: str) -> dict[str, Any]:
-    """The canonical knob values ``size`` carries (``{}`` for a plain size)."""
+    """The canonical values of the study's ``knobs`` that ``size`` carries (``{}`` for a plain
+    size)."""
     return {k: knobs[k].parse(v) for k, v in knobs_of(size).items() if k in knobs}
 
 

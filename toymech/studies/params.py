@@ -87,9 +87,9 @@ def llc_on_for(runs: tuple[str, ...], sizes: Mapping[str, bool]) -> Callable[...
     check("llc" in runs, "OPTIONAL_RUNS", runs, "a tuple naming \"llc\" (the study's LLC curve)")
 
     def llc_on(size: str, also=()) -> bool:
-        """Whether the notebook estimates the learning coefficient through training: at the
-        sizes the study's ``LLC_ON`` turns on, or where ``also`` names ``"llc"`` (or is
-        ``"all"``)."""
+        """Whether the notebook estimates the learning coefficient through training at
+        ``size``: at the sizes the study's ``LLC_ON`` turns on, or where ``also`` names
+        ``"llc"`` (or is ``"all"``)."""
         return sizes[check_size(size)] or "llc" in check_options("also", also, runs)
 
     return llc_on

@@ -124,6 +124,7 @@ class StudySize:
         check_int("n_seeds", self.n_seeds, 1, MAX_SEEDS)
 
     def replace(self, **changes: Any) -> "StudySize":
+        """A copy with ``changes`` (field=value), checked like a new size."""
         return dataclasses.replace(self, **changes)
 
 
@@ -142,14 +143,15 @@ def size_of(sizes: Mapping[str, StudySize], size: Any) -> StudySize:
 
 
 def check_n_seeds(n_seeds: Any) -> int | None:
-    """None (the size's default) or a count of seeds in 1..MAX_SEEDS."""
+    """``n_seeds`` checked: None (the size's default) or a count of seeds in 1..MAX_SEEDS."""
     return None if n_seeds is None else check_int("n_seeds", n_seeds, 1, MAX_SEEDS)
 
 
 def seeds_for(sizes: Mapping[str, StudySize],
               calibration: Mapping[str, tuple[int, ...]] | None = None
               ) -> Callable[..., tuple[int, ...]]:
-    """A study's ``seeds_of`` over its ``SIZES`` (the one definition of it). ``calibration``:
+    """A study's ``seeds_of`` over its ``SIZES`` (``sizes``; the one definition of it).
+    ``calibration``:
     per size, the seeds its thresholds or recipes were chosen on, which are never judged."""
     skip = dict(calibration or {})
 
@@ -174,7 +176,8 @@ def study(name: str) -> ModuleType:
 def register_study(name: str, module: str, notebook: str) -> None:
     """Register a study that lives outside the package (a module of yours with the protocol's
     surface, e.g. a copy of the template): the CLI, ``toymech list``, knobs, reports and maps
-    then take ``name``. Its module must conform (``surface_problems``: ValueError otherwise)."""
+    then take ``name``; ``module``: its import path; ``notebook``: the path of its notebook. Its
+    module must conform (``surface_problems``: ValueError otherwise)."""
     check(isinstance(name, str) and name.isidentifier() and name != TEMPLATE, "study", name,
           "an identifier not starting a package study's name")
     check(name not in STUDIES or _MODULES.get(name) == module, "study", name,

@@ -116,7 +116,9 @@ def through_training_for(metrics_fn: Callable[[Any, Any], Mapping[str, float]],
     patterns, the names whose transition steps it compares and those it also shows."""
     def through_training(entry: Any, data: Any, name: str = "") -> Trajectory:
         """The run ``entry`` (trained with snapshots) through training: the study's metrics and
-        attention patterns at every snapshot, and each compared metric's transition step."""
+        attention patterns at every snapshot, measured on the probe data ``data``
+        (``probe_data``), and each compared metric's transition step; ``name`` titles it
+        (default: the entry's name). Returns a ``Trajectory`` (``.figure()``: the scrubber)."""
         return trajectory(entry, name or entry.meta.get("name", ""), metrics_fn, patterns_fn,
                           data, metrics, shown=shown)
     return through_training

@@ -367,5 +367,7 @@ def at_chance(n: Mapping[str, float]) -> dict[str, float]:
 
 def scorecard(per_seed: Sequence[Mapping[str, float]], size: str,
               seeds: Sequence[int] | None = None) -> pd.DataFrame:
-    """The study's claims assessed over seeds (one dict of ``numbers`` per seed)."""
+    """The study's claims assessed over seeds at ``size``: ``per_seed`` holds one dict of
+    ``numbers`` per seed, ``seeds`` names them (never a calibration seed). Returns the
+    scorecard (one row per claim; ``attrs["title"]`` names the size and seeds)."""
     return _scorecard(CLAIMS, per_seed, size, seeds, SETTINGS)

@@ -376,7 +376,8 @@ llc_on = llc_on_for(OPTIONAL_RUNS, LLC_ON)
 
 
 def experiments(size: str, seeds) -> list[Experiment]:
-    """The main run (the simplified model, fixed triggers, K = 3) for every seed of ``seeds``."""
+    """The main run (the simplified model, fixed triggers, K = 3) at ``size`` for every seed of
+    ``seeds``."""
     return [experiment(size, s) for s in seeds]
 
 
@@ -387,7 +388,12 @@ def validate(size: str, seed: int, device: str | torch.device = "auto", *,
              also: Any = ()) -> torch.device:
     """Check the notebook's parameters (a ValueError names the bad one), set torch's CPU threads
     (``threads``; None: the thread policy of ``toymech.devices``) and resolve the device, once
-    (``toymech.studies.params.validate_run``)."""
+    (``toymech.studies.params.validate_run``): ``size`` (a size name or a variant), ``seed``
+    (the first judged seed), ``device`` (``"auto"``: CUDA, else MPS, else CPU), ``n_seeds``
+    (None: the size's), ``cache_dir`` (the zoo), ``trigger_mode`` and ``n_triggers`` (the main
+    run's triggers), ``sweep_ks`` and ``sweep_steps`` (the trigger sweep's K values and steps;
+    None: the size's), ``also`` (optional comparisons of ``OPTIONAL_RUNS``). Returns the
+    device."""
     dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
     vocab = experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers).task.d_vocab
     sweep_ks = size_of(SIZES, size).sweep_ks if sweep_ks is None else sweep_ks

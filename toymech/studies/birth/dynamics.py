@@ -64,8 +64,9 @@ class BirthProbeData(ProbeData):
 def probe_data(task: BigramTriggers, size: str, seed: int, device: str | torch.device = "cpu",
                *, eval_n: int | None = None, window: int = WINDOW,
                n_causal: int | None = N_CAUSAL) -> BirthProbeData:
-    """The fixed data of a run with seed ``seed`` at ``size`` (``eval_n`` sequences per set;
-    None: the size's ``eval_n``).
+    """The fixed data of ``task``'s run with seed ``seed`` at ``size``, on ``device``
+    (``eval_n`` sequences per set; None: the size's ``eval_n``; ``n_causal``: the sequences of
+    the causal (patching) measurements, None: none).
 
     The example: of 8 sequences from the ``example`` stream, cut to their first ``window``
     positions, the first with the most distinct triggers seen twice in the window, preferring

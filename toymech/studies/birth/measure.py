@@ -39,7 +39,7 @@ def eval_sets(task: tasks.Task, size: str, seed: int, device: str | torch.device
     """The evaluation sets of a run with seed ``seed``: ``task.eval_sets`` (test, and ood where
     the task has held-out triggers; ``n`` sequences each, None: the size's ``eval_n``), then one
     set per ``pools`` entry (random triggers drawn from that [N] bool mask), all from one
-    generator of the run's 'eval' stream."""
+    generator of the run's 'eval' stream, on ``device``."""
     gen = make_generator(seed_for(seed, "eval"), resolve_device(device))
     n = _eval_n(size, n)
     sets = task.eval_sets(n, gen)

@@ -105,7 +105,8 @@ def measure_seed(runs: Mapping[str, Any], data: BirthProbeData) -> dict[str, flo
 
 def untrained_numbers(size: str, seed: int) -> dict[str, float]:
     """The null world: every run the claims read (the main run, the trigger sweep, the freezing
-    comparison, the extremes) at ``size``'s settings, untrained, measured by ``measure_seed``."""
+    comparison, the extremes) at ``size``'s settings, initialised for ``seed`` and left
+    untrained, measured by ``measure_seed``."""
     def bare(exps):
         return {k: build_model(e.model, "cpu").eval() for k, e in exps.items()}
     exp = experiment(size, seed)

@@ -196,7 +196,9 @@ def construction_kcomp(model: HookedTransformer, task: tasks.Task) -> float:
 
 def describe(size: str, seed: int, device, *, n_seeds: int | None = None,
              trigger_mode: str = "fixed", n_triggers: int = 3) -> str:
-    """The run's settings in words (from the size, not typed), for the notebook's first output."""
+    """The run's settings in words (from the size, not typed), for the notebook's first output:
+    at ``size``, on ``device``, the ``n_seeds`` seeds from ``seed`` (None: the size's count),
+    the main run's ``trigger_mode`` and ``n_triggers``."""
     exp = experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers)
     task, train = exp.task, exp.train
     seeds = seeds_of(size, seed, n_seeds)

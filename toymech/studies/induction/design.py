@@ -218,7 +218,10 @@ def validate(size: str, seed: int, device: str | torch.device = "auto", *,
              threads: int | None = None, also=()) -> torch.device:
     """Check the notebook's parameters (clear ValueErrors: ``also`` a list of
     ``OPTIONAL_RUNS``), apply the thread policy and resolve the device, once
-    (``toymech.studies.params.validate_run``)."""
+    (``toymech.studies.params.validate_run``): ``size`` (a size name or a variant), ``seed``
+    (the first judged seed), ``device`` (``"auto"``: CUDA, else MPS, else CPU), ``n_seeds``
+    (None: the size's), ``cache_dir`` (the zoo; None: ``$TOYMECH_CACHE``), ``threads`` (torch
+    threads; None: the automatic share of the free cores). Returns the device."""
     dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
     optional_runs(also)
     return dev
@@ -245,6 +248,7 @@ def data_text(task: RepeatedBlocks) -> str:
 
 def eval_sets(task: RepeatedBlocks, size: str, seed: int, device: str | torch.device = "cpu"
               ) -> dict[str, Batch]:
-    """The study's evaluation sets, drawn from the run's ``eval`` stream."""
+    """The study's evaluation sets of ``task`` at ``size`` (its ``eval_n`` sequences each), drawn
+    from the ``eval`` stream of the run with seed ``seed``, on ``device``."""
     return task.eval_sets(size_of(SIZES, size).eval_n,
                           make_generator(seed_for(seed, "eval"), torch.device(device)))

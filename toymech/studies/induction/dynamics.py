@@ -61,9 +61,11 @@ class InductionProbeData(ProbeData):
 def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.device = "cpu",
                *, n_pattern: int = 64, eval_n: int | None = None, n_causal: int = 256
                ) -> InductionProbeData:
-    """The fixed data of a run with seed ``seed`` at ``size`` (see ``InductionProbeData``). ``eval_n``
-    keeps the first ``eval_n`` sequences of each set (None: all of the size's ``eval_n``; the
-    losses are most of the cost of a snapshot)."""
+    """The fixed data of ``task``'s run with seed ``seed`` at ``size``, on ``device`` (see
+    ``InductionProbeData``). ``eval_n`` keeps the first ``eval_n`` sequences of each set (None:
+    all of the size's ``eval_n``; the losses are most of the cost of a snapshot); ``n_pattern``:
+    the sequences the attention-pattern scores read; ``n_causal``: the pairs of the causal
+    (patching) measurements."""
     check(isinstance(n_pattern, int) and n_pattern >= 1, "n_pattern", n_pattern,
           "an integer >= 1")
     check(eval_n is None or (isinstance(eval_n, int) and eval_n >= 1), "eval_n", eval_n,

@@ -275,7 +275,9 @@ def _path_sentence(p: Mapping[str, float]) -> str:
 
 def describe(size: str, seed: int, device: str | torch.device, *, n_seeds: int | None = None
              ) -> str:
-    """The run's settings in words (from the size, not typed), and one training sequence."""
+    """The run's settings in words (from the size, not typed), and one training sequence: at
+    ``size`` (a variant names its knobs), on ``device``, for the ``n_seeds`` seeds from
+    ``seed`` (None: the size's count)."""
     exp = experiment("induction-2l", size, seed)
     task, train = exp.task, exp.train
     seeds = seeds_of(size, seed, n_seeds)

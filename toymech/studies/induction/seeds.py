@@ -130,8 +130,8 @@ def map_check(size: str) -> None:
 
 
 def untrained_numbers(size: str, seed: int) -> dict[str, float]:
-    """The null world: the post's three models at ``size``'s settings, untrained, measured by
-    ``measure_seed`` (what every claim must fail)."""
+    """The null world: the post's three models at ``size``'s settings, initialised for ``seed``
+    and left untrained, measured by ``measure_seed`` (what every claim must fail)."""
     exps = {n: experiment(n, size, seed) for n in MAIN}
     models = {n: build_model(e.model, "cpu").eval() for n, e in exps.items()}
     return measure_seed(models, probe_data(exps[MAIN[0]].task, size, seed))

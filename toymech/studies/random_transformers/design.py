@@ -341,8 +341,8 @@ def baseline_experiment(kind: str, task_name: str, width: int, size: str, seed: 
 
 
 def experiments(size: str, seeds) -> list[Experiment]:
-    """The accuracy table's runs (normal and random at the small width, random at the large
-    one) for every seed of ``seeds``."""
+    """The accuracy table's runs at ``size`` (normal and random at the small width, random at
+    the large one) for every seed of ``seeds``."""
     p = plan(size)
     small, large = p.widths
     return [experiment(t, w, mode, size, s) for s in seeds for t in p.table_tasks
@@ -363,8 +363,11 @@ def validate(size: str, seed: int, device: str | torch.device = "auto", *,
              n_seeds: int | None = None, cache_dir: str | None = None,
              threads: int | None = None, also=()) -> torch.device:
     """Check the notebook's parameters (ValueError naming the bad one), set the number of torch
-    CPU threads (None: the thread policy of ``toymech.devices``) and resolve the device
-    (``toymech.studies.params.validate_run``)."""
+    CPU threads (``threads``; None: the thread policy of ``toymech.devices``) and resolve the
+    device (``toymech.studies.params.validate_run``): ``size`` (a size name or a variant),
+    ``seed`` (the first judged seed), ``device`` (``"auto"``: CUDA, else MPS, else CPU),
+    ``n_seeds`` (None: the size's), ``cache_dir`` (the zoo), ``also`` (optional comparisons of
+    ``OPTIONAL_RUNS``). Returns the device."""
     dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
     optional_runs(also)
     return dev

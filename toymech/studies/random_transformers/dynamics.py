@@ -54,8 +54,8 @@ class RandomTransformersProbeData(ProbeData):
 def probe_data(task: Task, size: str, seed: int, device: str | torch.device = "cpu", *,
                eval_n: int | None = None, probe_n: int | None = None,
                window: int = WINDOW) -> RandomTransformersProbeData:
-    """The fixed data of a run with seed ``seed`` at ``size`` (``eval_n`` / ``probe_n``: None =
-    the size's ``eval_n`` / ``probe_n``).
+    """The fixed data of ``task``'s run with seed ``seed`` at ``size``, on ``device``
+    (``eval_n`` / ``probe_n``: None = the size's ``eval_n`` / ``probe_n``).
 
     The example: of 8 sequences from the ``example`` stream, the first with the latest scored
     target (e.g. the needle sequence with the most pairs), cut after that target (padding is not
@@ -85,7 +85,8 @@ def _layer_key(layer: str) -> str:
 
 @torch.no_grad()
 def dynamics_metrics(model: HookedTransformer, data: RandomTransformersProbeData) -> dict[str, float]:
-    """The study's numbers for one snapshot (all floats):
+    """The study's numbers for one snapshot of ``model``, measured on the probe data ``data``
+    (all floats):
 
     ``{set}_{metric}``   the task's metrics on each evaluation set (``training.evaluate``, as
         ``measure.run``): always ``test_loss`` and ``test_acc``; task-specific extras such as

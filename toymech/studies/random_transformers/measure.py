@@ -29,7 +29,7 @@ from .recipes import table_experiment
 def eval_sets(task: Task, size: str, seed: int, device: str | torch.device = "cpu", *,
               n: int | None = None) -> dict[str, Batch]:
     """The task's evaluation sets for a run with seed ``seed`` (its ``eval`` stream; ``n``
-    sequences, None: the size's ``eval_n``)."""
+    sequences, None: the size's ``eval_n``) at ``size``, on ``device``."""
     n = size_spec(size).eval_n if n is None else n
     return task.eval_sets(n, make_generator(seed_for(seed, "eval"), torch.device(device)))
 

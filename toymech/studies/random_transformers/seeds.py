@@ -251,8 +251,9 @@ def map_row(run, size: str, seed: int) -> dict[str, object]:
     its own held-out test set beside the task's trivial predictor (``chance``: ``row_for``, as
     the study's tables measure it), whether it is solved (yes / no) and its ``solved_label``.
     ``run``: a zoo entry (its own experiment: the task and the mode are the run's), or a model
-    with ``meta`` (e.g. an untrained ``ZooEntry``: the null); ``seed``: the run's seed (its
-    evaluation sets are its ``eval`` stream's, as ``row_for`` draws them)."""
+    with ``meta`` (e.g. an untrained ``ZooEntry``: the null); ``size``: the map's size (its
+    evaluation sets' sizes); ``seed``: the run's seed (its evaluation sets are its ``eval``
+    stream's, as ``row_for`` draws them)."""
     check(hasattr(run, "meta") and hasattr(run, "model"), "run", type(run).__name__,
           "a zoo entry (a bare model does not say the task it was trained on)")
     exp = Experiment.from_dict({k: run.meta[k] for k in ("name", "task", "model", "train")

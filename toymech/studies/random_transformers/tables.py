@@ -31,7 +31,8 @@ def task_examples(size: str, seed: int = 0) -> pd.DataFrame:
 
 
 def describe(size: str, seed: int, device, *, n_seeds: int | None = None) -> str:
-    """The run's settings in words (from the size and its plan, not typed)."""
+    """The run's settings in words (from the size and its plan, not typed): at ``size``, on
+    ``device``, the ``n_seeds`` seeds from ``seed`` (None: the size's count)."""
     s, p = size_spec(size), size_spec(size).plan
     seeds = seeds_of(size, seed, n_seeds)
     table = seeds[:p.table_n_seeds]
