@@ -64,7 +64,7 @@ def test_the_site_builds_strictly_with_every_page(site):
     pages = {p.relative_to(site).with_suffix("").as_posix() for p in site.rglob("*.html")}
     for name in ["index", "getting-started", "variants", "maps", "zoo", "sweeps",
                  "through-training", "explorer", "claims", "threads", "offline", "notebooks",
-                 "results", "benchmarks", "sources", "calibration", "api/index",
+                 "results", "benchmarks", "sources", "calibration", "api/index", "api/analysis",
                  "studies/induction", "studies/birth", "studies/random-transformers"]:
         assert name in pages, name
 

@@ -397,7 +397,7 @@ def test_sweeps_sit_above_the_zoo_layer():
                 names |= {a.name for a in node.names}
         return {n for n in names if n.startswith("toymech")}
 
-    below = ("toymech.core", "toymech.devices", "toymech.models", "toymech.tasks", "toymech.training",
+    below = ("toymech.core", "toymech.files", "toymech.devices", "toymech.models", "toymech.tasks", "toymech.training",
              "toymech.zoo")
     for name in ("runner", "backends", "table"):
         bad = [m for m in imported(root / "sweep" / f"{name}.py")

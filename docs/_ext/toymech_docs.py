@@ -37,6 +37,8 @@ SURFACE = (
     "toymech.studies.protocol",
     "toymech.studies.claims",
     "toymech.studies.knobs",
+    "toymech.analysis",
+    "toymech.plots",
 )
 
 

@@ -123,6 +123,8 @@ def position_copy_loss(batch: Batch, n_vocab: int, fit_on: Batch | None = None) 
     share of ``batch``'s targets at ``t`` that the source holds (the loss-minimising confidence,
     so a source that stopped working costs no more than a uniform guess); the uniform ``1/V``
     where that share is no better, or where the fit has no source.
+
+    ``n_vocab``: the vocabulary size V.
     """
     tokens, scored = _checked(batch, n_vocab)
     fit = position_copy_fit(fit_on, n_vocab) if fit_on is not None else None
@@ -151,7 +153,9 @@ def position_copy_loss(batch: Batch, n_vocab: int, fit_on: Batch | None = None) 
 def baseline_losses(batch: Batch, n_vocab: int, fit_on: Batch | None = None) -> dict[str, float]:
     """Both predictors on one batch (fitted on it, or on ``fit_on``): ``{"copier":
     context_frequency_loss, "position": position_copy_loss}``, and ``"best"``, the lower of the
-    two (the bar a mechanism label must clear)."""
+    two (the bar a mechanism label must clear).
+
+    ``n_vocab``: the vocabulary size V."""
     out = {"copier": context_frequency_loss(batch, n_vocab, fit_on),
            "position": position_copy_loss(batch, n_vocab, fit_on)}
     out["best"] = min(out.values())

@@ -40,12 +40,16 @@ def copy_score(M: torch.Tensor | FactoredMatrix) -> torch.Tensor:
 
 
 def direct_path(model: HookedTransformer) -> FactoredMatrix:
-    """W_E W_U: [d_vocab, d_vocab], the logit effect of the current token skipping all heads."""
+    """W_E W_U: [d_vocab, d_vocab], the logit effect of the current token skipping all heads.
+
+    Of ``model`` (a ``FactoredMatrix``, never multiplied out)."""
     return FactoredMatrix(model.W_E, model.W_U)
 
 
 def full_ov_circuits(model: HookedTransformer) -> FactoredMatrix:
-    """W_E W_V W_O W_U for every head: [n_layers, n_heads, d_vocab, d_vocab]."""
+    """W_E W_V W_O W_U for every head: [n_layers, n_heads, d_vocab, d_vocab].
+
+    Of ``model`` (a ``FactoredMatrix``, never multiplied out)."""
     return model.W_E @ model.OV @ model.W_U
 
 
@@ -55,7 +59,10 @@ def direct_path_copy_score(model: HookedTransformer) -> float:
 
 
 def ov_copy_scores(model: HookedTransformer) -> Float[torch.Tensor, "n_layers n_heads"]:
-    """Copy score of each head's full OV circuit W_E W_V W_O W_U."""
+    """Copy score of each head's full OV circuit W_E W_V W_O W_U.
+
+    [n_layers, n_heads] for ``model``: Re(Σλ)/Σ|λ| of the circuit's eigenvalues (1: copies its
+    input token)."""
     return copy_score(full_ov_circuits(model)).cpu()
 
 
@@ -63,7 +70,9 @@ def composition_scores(model: HookedTransformer, mode: str
                        ) -> Float[torch.Tensor, "n_layers n_heads n_layers n_heads"]:
     """‖L·R‖_F / (‖L‖_F ‖R‖_F) of earlier head (l1, h1) into later head (l2, h2), with
     L = OV(l1, h1) and R = QK(l2, h2) (mode "Q"), QK(l2, h2)ᵀ ("K") or OV(l2, h2) ("V").
-    Zero where l2 <= l1. Delegates to ``HookedTransformer.all_composition_scores``."""
+    Zero where l2 <= l1. Delegates to ``HookedTransformer.all_composition_scores``.
+
+    ``model``: a ``HookedTransformer``; ``mode``: ``"Q"``, ``"K"`` or ``"V"``."""
     check(mode in COMPOSITION_MODES, "mode", mode, f"one of {COMPOSITION_MODES}")
     with torch.no_grad():
         return model.all_composition_scores(mode).detach().cpu()
@@ -73,7 +82,10 @@ def composition_baseline(model: HookedTransformer, mode: str, n_samples: int = 2
                          generator: torch.Generator | None = None) -> tuple[float, float]:
     """(mean, std) composition score of random Gaussian factors shaped like the model's
     (W_V [d_model, d_head], W_O [d_head, d_model], W_Q, W_K ...): what 'no composition' looks
-    like at these shapes. Scores well above it indicate real composition."""
+    like at these shapes. Scores well above it indicate real composition.
+
+    ``model`` gives the shapes; ``mode``: ``"Q"``, ``"K"`` or ``"V"``; ``n_samples`` random
+    draws from ``generator`` (None: a fixed seed)."""
     check(mode in COMPOSITION_MODES, "mode", mode, f"one of {COMPOSITION_MODES}")
     check(n_samples >= 2, "n_samples", n_samples, "an integer >= 2")
     g = generator if generator is not None else torch.Generator().manual_seed(0)

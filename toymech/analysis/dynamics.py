@@ -76,7 +76,10 @@ def transitions(curves: pd.DataFrame, metrics: Sequence[str] | None = None, frac
                 tol: float = 1e-6) -> pd.DataFrame:
     """One row per metric of ``curves`` (one row per snapshot step): ``metric``, ``start``,
     ``end`` and ``step`` (``transition_step``; NaN: it never moved), earliest step first and
-    NaN last (ties keep the order of ``metrics``): which circuit forms first."""
+    NaN last (ties keep the order of ``metrics``): which circuit forms first.
+
+    ``frac``: the share of the way from start to end that marks the step; ``tol``: a metric
+    that moved less than this never moved (as ``transition_step``)."""
     check("step" in curves.columns, "curves", list(curves.columns), "a table with a 'step' column")
     names = [c for c in curves.columns if c != "step"] if metrics is None else list(metrics)
     for name in names:
@@ -94,7 +97,10 @@ def transitions(curves: pd.DataFrame, metrics: Sequence[str] | None = None, frac
 
 def formation_order(curves: pd.DataFrame, metrics: Sequence[str] | None = None,
                     frac: float = 0.5, tol: float = 1e-6) -> list[str]:
-    """The metrics that moved, in the order of their transition steps (``transitions``)."""
+    """The metrics that moved, in the order of their transition steps (``transitions``).
+
+    ``curves``: one row per snapshot step; ``metrics``, ``frac`` and ``tol`` as in
+    ``transitions``."""
     table = transitions(curves, metrics, frac, tol)
     return list(table.loc[table["step"].notna(), "metric"])
 
@@ -115,17 +121,23 @@ def _steps_per_seed(per_seed: Sequence[pd.DataFrame], metrics: Sequence[str] | N
 def order_agreement(per_seed: Sequence[pd.DataFrame], first: str, second: str,
                     frac: float = 0.5, tol: float = 1e-6) -> float:
     """The fraction of seeds in which ``first`` transitions strictly before ``second`` (a metric
-    that never moved counts as transitioning at infinity; ties are not "before")."""
+    that never moved counts as transitioning at infinity; ties are not "before").
+
+    ``per_seed``: one ``metric_curves`` table per seed; ``frac`` and ``tol`` as in
+    ``transition_step``."""
     names, steps = _steps_per_seed(per_seed, [first, second], frac, tol)
     return float(np.mean(steps[:, 0] < steps[:, 1]))
 
 
 def transitions_over_seeds(per_seed: Sequence[pd.DataFrame], metrics: Sequence[str] | None = None,
                            frac: float = 0.5, tol: float = 1e-6) -> pd.DataFrame:
-    """Transition steps over seeds (one ``metric_curves`` table per seed), one row per metric:
-    ``median``, ``min``, ``max`` of the step over the seeds where it moved, ``moved`` (how many
-    seeds), and ``before_next``: the fraction of seeds in which this metric transitions before
-    the next row's (``order_agreement``; NaN on the last row). Rows by median step, NaN last."""
+    """Transition steps over seeds (``per_seed``: one ``metric_curves`` table per seed), one row
+    per metric: ``median``, ``min``, ``max`` of the step over the seeds where it moved,
+    ``moved`` (how many seeds), and ``before_next``: the fraction of seeds in which this metric
+    transitions before the next row's (``order_agreement``; NaN on the last row). Rows by median
+    step, NaN last.
+
+    ``metrics``: which (None: every metric); ``frac`` and ``tol`` as in ``transition_step``."""
     names, steps = _steps_per_seed(per_seed, metrics, frac, tol)
     rows = []
     for j, name in enumerate(names):

@@ -16,7 +16,11 @@ from ..tasks.base import Batch, masked_cross_entropy
 
 @torch.no_grad()
 def set_losses(model: HookedTransformer, sets: dict[str, Batch], fwd_hooks=()) -> dict[str, float]:
-    """Mean cross-entropy (nats) on the scored targets of each named set."""
+    """Mean cross-entropy (nats) on the scored targets of each named set.
+
+    ``model`` is run on each batch of ``sets`` ({name: Batch}), with ``fwd_hooks``
+    (TransformerLens (name, hook) pairs, e.g. ``head_ablation_hooks``) attached for that run
+    only."""
     out = {}
     with model.hooks(fwd_hooks=list(fwd_hooks)):
         for name, batch in sets.items():
@@ -27,7 +31,9 @@ def set_losses(model: HookedTransformer, sets: dict[str, Batch], fwd_hooks=()) -
 
 @torch.no_grad()
 def per_position_loss(model: HookedTransformer, batch: Batch) -> Float[torch.Tensor, "seq_minus_1"]:
-    """Mean loss of the target at each position 1..seq-1 (NaN where nothing is scored)."""
+    """Mean loss of the target at each position 1..seq-1 (NaN where nothing is scored).
+
+    ``model`` on the scored targets of ``batch``."""
     batch = batch.to(model.cfg.device)
     nll = masked_cross_entropy(model(batch.tokens), batch, reduction="none")
     return nll.nanmean(0).cpu()
@@ -35,9 +41,12 @@ def per_position_loss(model: HookedTransformer, batch: Batch) -> Float[torch.Ten
 
 def head_ablation_hooks(heads: Iterable[tuple], n_layers: int, n_heads: int,
                         means: dict[int, torch.Tensor] | None = None):
-    """Forward hooks on ``hook_z`` that ablate each head: ``(layer, head)`` or ``(layer, head,
-    "zero")`` sets its output z to 0; ``(layer, head, "mean")`` puts ``means[layer][:T, head]``
-    there (a [T, n_heads, d_head] mean output over reference sequences)."""
+    """Forward hooks on ``hook_z`` that ablate each head of ``heads``: ``(layer, head)`` or
+    ``(layer, head, "zero")`` sets its output z to 0; ``(layer, head, "mean")`` puts
+    ``means[layer][:T, head]`` there (a [T, n_heads, d_head] mean output over reference
+    sequences).
+
+    ``n_layers`` and ``n_heads``: the model's (each head is checked against them)."""
     hooks = []
     for layer, head, *rest in heads:
         kind = rest[0] if rest else "zero"
@@ -56,7 +65,9 @@ def head_ablation_hooks(heads: Iterable[tuple], n_layers: int, n_heads: int,
 
 def ablation_losses(model: HookedTransformer, sets: dict[str, Batch]
                     ) -> dict[str, dict[str, float]]:
-    """Loss of every set with no ablation ('none') and with each single head zero-ablated."""
+    """Loss of every set with no ablation ('none') and with each single head zero-ablated.
+
+    ``model`` on the scored targets of each batch of ``sets`` ({name: Batch})."""
     L, H = model.cfg.n_layers, model.cfg.n_heads
     out = {"none": set_losses(model, sets)}
     for layer in range(L):
@@ -73,6 +84,8 @@ def composition_path_losses(model: HookedTransformer, batch: Batch) -> dict[str,
 
     'direct only': neither Q nor K sees layer 0; 'K-composition': only keys see it;
     'Q-composition': only queries; 'K and Q': both (the unmodified model).
+
+    The loss is ``model``'s on the scored targets of ``batch``.
     """
     check(model.cfg.n_layers == 2 and model.cfg.attn_only, "model", model.cfg.n_layers,
           "a 2-layer attention-only model")

@@ -9,6 +9,8 @@ def head_label(layer: int, head: int) -> str:
 
 
 def head_labels(n_layers: int, n_heads: int, layers=None) -> list[str]:
-    """Every head's label, layer by layer (``layers``: only these layers, in that order)."""
+    """Every head's label, layer by layer (``layers``: only these layers, in that order).
+
+    ``L{layer}H{head}`` for a model of ``n_layers`` layers of ``n_heads`` heads."""
     return [head_label(layer, head) for layer in (range(n_layers) if layers is None else layers)
             for head in range(n_heads)]

@@ -82,9 +82,11 @@ class SGLDSettings:
         check_float("flat_tol", self.flat_tol, 0.0, lo_open=True)
 
     def to_dict(self) -> dict[str, Any]:
+        """The settings as a plain dict (JSON-ready)."""
         return asdict(self)
 
     def replace(self, **changes: Any) -> "SGLDSettings":
+        """A copy with ``changes`` (field=value), checked like new settings."""
         return SGLDSettings(**{**asdict(self), **changes})
 
 
@@ -203,7 +205,9 @@ def estimate_llc(model: torch.nn.Module, loss_fn: LossFn, data: Any,
     dimension), drawn with replacement; ``n``: the sample count in nβ (default: the number of
     items in ``data``); ``freeze``: parameter-name patterns (fnmatch, as
     ``TrainConfig.freeze``) that stay at w*, e.g. what the run never trained. The caller's
-    model is not changed (the chains run on a copy)."""
+    model is not changed (the chains run on a copy).
+
+    ``settings``: the ``SGLDSettings`` of the chains."""
     check_module(model)
     check_callable(loss_fn, "loss_fn", "loss_fn(model, minibatch) -> a 0-d loss")
     check(isinstance(settings, SGLDSettings), "settings", type(settings).__name__,
@@ -290,7 +294,9 @@ def _fast(model: torch.nn.Module):
 def task_llc(model: torch.nn.Module, pool: Batch, settings: SGLDSettings = SGLDSettings(),
              freeze: Sequence[str] = ()) -> LLCResult:
     """λ̂ of a task model on a fixed pool of sequences; n = the pool's scored targets (the
-    samples whose mean loss L_n is); ``freeze``: see ``estimate_llc``."""
+    samples whose mean loss L_n is); ``freeze``: see ``estimate_llc``.
+
+    ``model`` at its current parameters; ``settings``: the ``SGLDSettings`` of the chains."""
     check_module(model)
     check(isinstance(pool, Batch), "pool", type(pool).__name__, "a toymech Batch")
     scored = int(pool.target_mask.sum())
@@ -334,7 +340,9 @@ def stage_boundaries(steps: Sequence[float], llc: Sequence[float], min_change: f
     A zigzag filter: a peak (trough) counts once the curve has come down (up) from it by at
     least ``min_change`` of the curve's range, so wiggles smaller than that are noise, not
     stages. Plateaus without a turn are not reported. Non-finite values and step 0 are
-    dropped."""
+    dropped.
+
+    ``steps``: the snapshot steps; ``llc``: λ̂ at each of them."""
     s, v = np.asarray(steps, float), np.asarray(llc, float)
     check(s.shape == v.shape and s.ndim == 1, "llc", len(v), f"one value per step ({len(s)})")
     check_float("min_change", min_change, 0.0, 1.0, lo_open=True)
@@ -396,8 +404,9 @@ class LLCCurve:
         return float("nan") if step is None else step
 
     def table(self, transitions: pd.DataFrame) -> pd.DataFrame:
-        """``boundary_table`` against circuit transition steps (metric, step), with the LLC's
-        own half-way step and each transition's distance from it (decades)."""
+        """``boundary_table`` against the circuits' ``transitions`` (a frame of metric and
+        step, ``dynamics.transitions``), with the LLC's own half-way step and each transition's
+        distance from it (decades)."""
         out = boundary_table(self.boundaries, transitions)
         half = self.half_step
         out["LLC half-way step"] = half
@@ -413,7 +422,10 @@ def llc_through_training(entry: Any, pool: Batch, settings: SGLDSettings,
     """λ̂ at each snapshot ``steps`` of a zoo entry (``entry.model_at``; None: all of them): one
     ``LLCResult.row`` per step (with ``step``), the results (their traces are the convergence
     check), and the stage boundaries of the steps whose checks passed. Only the parameters the
-    run trained move (its ``TrainConfig.freeze`` stays at w*)."""
+    run trained move (its ``TrainConfig.freeze`` stays at w*).
+
+    ``pool``: the fixed sequences λ̂ is measured on (``task_llc``); ``settings``: the
+    ``SGLDSettings``; ``min_change``: as in ``stage_boundaries``."""
     available = list(getattr(entry, "snapshot_steps", []) or [])
     check(len(available) >= 1, "entry", type(entry).__name__, "a zoo entry with snapshots")
     chosen = available if steps is None else list(steps)

@@ -98,10 +98,10 @@ def scored_loss(batch: Batch) -> Metric:
 class Patched:
     """Metric values of patched runs and of the two unpatched runs.
 
-    values: the patched runs' metric, shaped by the experiment ([n_layers, n_heads],
-        [n_layers, n_heads, pos], [n_layers], ... or a 0-d tensor for one path).
-    clean, corrupted: the metric of the unpatched clean and corrupted runs.
-    direction: "denoise" (corrupted run patched with clean activations) or "noise".
+    ``values``: the patched runs' metric, shaped by the experiment ([n_layers, n_heads],
+    [n_layers, n_heads, pos], [n_layers], ... or a 0-d tensor for one path). ``clean``,
+    ``corrupted``: the metric of the unpatched clean and corrupted runs. ``direction``:
+    "denoise" (corrupted run patched with clean activations) or "noise".
     """
 
     values: torch.Tensor
@@ -222,6 +222,10 @@ def patch_heads(model: HookedTransformer, clean: torch.Tensor, corrupted: torch.
 
     values: [n_layers, n_heads] (the head patched at every position in ``positions``, default
     all) or, with ``per_position``, [n_layers, n_heads, pos] (one position at a time).
+
+    ``model`` runs on the ``clean`` and ``corrupted`` token batches; ``metric(logits)`` is the
+    number patched (e.g. ``logit_diff``); ``direction``: ``denoise`` (corrupted run, clean
+    activations) or ``noise``.
     """
     clean, corrupted = _pair(model, clean, corrupted, metric)
     direction = _direction(direction)
@@ -248,7 +252,10 @@ def patch_layers(model: HookedTransformer, clean: torch.Tensor, corrupted: torch
                  per_position: bool = False) -> Patched:
     """Patch a whole layer's ``site`` (``resid_pre``: the residual entering the block;
     ``attn_out``: its attention output; ``mlp_out``: its MLP output) from source into target.
-    values: [n_layers] or, with ``per_position``, [n_layers, pos]."""
+    values: [n_layers] or, with ``per_position``, [n_layers, pos].
+
+    ``model`` runs on the ``clean`` and ``corrupted`` token batches; ``metric(logits)`` is the
+    number patched; ``direction``: ``denoise`` or ``noise``."""
     clean, corrupted = _pair(model, clean, corrupted, metric)
     check(site in LAYER_SITES, "site", site, f"one of {LAYER_SITES}")
     check(site != "mlp_out" or not model.cfg.attn_only, "site", site,
@@ -275,7 +282,11 @@ def patch_inputs(model: HookedTransformer, clean: torch.Tensor, corrupted: torch
                  positions: torch.Tensor | None = None) -> Patched:
     """Replace the q, k or v input of receiver heads (``(layer, head, "q"|"k"|"v")``, one or a
     list) by the source run's: every path into that input at once (e.g. the token a head reads
-    through its values). ``positions`` [pos] or [batch, pos]: only there. values: 0-d."""
+    through its values). ``positions`` [pos] or [batch, pos]: only there. values: 0-d.
+
+    ``model`` runs on the ``clean`` and ``corrupted`` token batches; ``metric(logits)`` is the
+    number patched; ``receivers``: the inputs replaced; ``direction``: ``denoise`` or
+    ``noise``."""
     clean, corrupted = _pair(model, clean, corrupted, metric)
     direction = _direction(direction)
     receivers = _receivers(model, receivers, [(-1, 0)])
@@ -333,8 +344,8 @@ def _receivers(model: HookedTransformer, receivers, senders: list[Head]) -> list
 
 
 def downstream(model: HookedTransformer, sender: Head) -> list:
-    """Every reader of the residual stream after ``sender``: the q, k and v inputs of every head
-    of later layers, every MLP from the sender's layer on, and the logits."""
+    """Every reader of ``model``'s residual stream after ``sender``: the q, k and v inputs of
+    every head of later layers, every MLP from the sender's layer on, and the logits."""
     layer = sender[0]
     out: list = [(l, h, s) for l in range(layer + 1, model.cfg.n_layers)
                  for h in range(model.cfg.n_heads) for s in "qkv"]
@@ -380,7 +391,10 @@ def path_patch(model: HookedTransformer, clean: torch.Tensor, corrupted: torch.T
                direction: str = "denoise", positions: torch.Tensor | None = None) -> Patched:
     """Path patching from ``senders`` (one (layer, head) or several, their results summed) to
     ``receivers`` (see the module docstring). ``positions`` [pos] or [batch, pos] bool: only
-    the sender's result at those positions is patched. values: a 0-d tensor."""
+    the sender's result at those positions is patched. values: a 0-d tensor.
+
+    ``model`` runs on the ``clean`` and ``corrupted`` token batches; ``metric(logits)`` is the
+    number patched; ``direction``: ``denoise`` or ``noise``."""
     clean, corrupted = _pair(model, clean, corrupted, metric)
     direction = _direction(direction)
     senders = _heads(model, [senders] if _one_head(senders) else senders, "senders")
@@ -400,7 +414,10 @@ def composition_paths(model: HookedTransformer, clean: torch.Tensor, corrupted: 
                       ) -> dict[str, Float[torch.Tensor, "l1 h1 l2 h2"]]:
     """Path patching of every earlier head into every later head's q, k and v input separately:
     {"q"|"k"|"v": patched metric [n_layers, n_heads, n_layers, n_heads]} (NaN where l2 <= l1),
-    plus "clean" and "corrupted" (0-d). One run per (sender, receiver, input)."""
+    plus "clean" and "corrupted" (0-d). One run per (sender, receiver, input).
+
+    ``model`` runs on the ``clean`` and ``corrupted`` token batches, ``metric(logits)`` the
+    number patched, ``direction`` ``denoise`` or ``noise`` (as ``path_patch``)."""
     _pair(model, clean, corrupted, metric)
     L, H = model.cfg.n_layers, model.cfg.n_heads
     out = {s: torch.full((L, H, L, H), float("nan")) for s in "qkv"}
@@ -420,7 +437,7 @@ def composition_paths(model: HookedTransformer, clean: torch.Tensor, corrupted: 
 
 
 def spread(effects: torch.Tensor) -> dict[str, float]:
-    """How concentrated an effect is over components (e.g. heads): with a = |effects| (NaN
+    """How concentrated an effect is over components (e.g. heads): with a = ``abs(effects)`` (NaN
     dropped), ``top_share`` = max a / Σ a and ``effective_number`` = (Σ a)² / Σ a² (the
     participation ratio: 1 = one component carries it all, n = spread evenly over n)."""
     a = effects.detach().flatten().float().abs()

@@ -42,6 +42,9 @@ def pattern_scores(patterns: Float[torch.Tensor, "batch n_heads q k"],
     the positions whose next token is predictable from context); None = every position. A head
     attending 0.9 where it matters but uniformly elsewhere scores 0.9 with the mask, and far less
     averaged over every row.
+
+    ``patterns``: the heads' attention [batch, n_heads, q, k]; ``detection``: the ideal pattern
+    of one kind [batch, q, k] (``detection_patterns``).
     """
     check(patterns.ndim == 4 and patterns.shape[0] == detection.shape[0]
           and patterns.shape[-2:] == detection.shape[-2:], "patterns", tuple(patterns.shape),
@@ -63,7 +66,10 @@ def head_pattern_scores(model: HookedTransformer, tokens: torch.Tensor,
                         mask: torch.Tensor | None = None
                         ) -> dict[str, Float[torch.Tensor, "n_layers n_heads"]]:
     """Previous-token, duplicate-token and induction scores of every head on ``tokens``;
-    ``mask`` [batch, pos] keeps only the query positions that count (see ``pattern_scores``)."""
+    ``mask`` [batch, pos] keeps only the query positions that count (see ``pattern_scores``).
+
+    ``model`` is run once on ``tokens`` [batch, pos]; ``kinds``: which of ``DETECTORS`` to
+    score."""
     _, cache = model.run_with_cache(tokens.to(model.cfg.device),
                                     names_filter=lambda n: n.endswith("hook_pattern"))
     out: dict[str, torch.Tensor] = {}
@@ -77,7 +83,9 @@ def head_pattern_scores(model: HookedTransformer, tokens: torch.Tensor,
 @torch.no_grad()
 def attention_patterns(model: HookedTransformer, tokens: torch.Tensor
                        ) -> Float[torch.Tensor, "n_layers n_heads q k"]:
-    """Attention patterns of every head for ONE sequence ``tokens`` [pos]."""
+    """Attention patterns of every head for ONE sequence ``tokens`` [pos].
+
+    ``model`` is run once, with only the pattern hooks cached."""
     check(tokens.ndim == 1, "tokens", tuple(tokens.shape), "one sequence [pos]")
     _, cache = model.run_with_cache(tokens[None].to(model.cfg.device),
                                     names_filter=lambda n: n.endswith("hook_pattern"))

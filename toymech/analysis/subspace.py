@@ -52,6 +52,8 @@ def hidden_states(model, tokens: torch.Tensor, mask: torch.Tensor | None = None
 
     Keys ``embedding`` (token + position embedding), ``layer 1``, ..., ``layer L``. ``mask``
     [batch, seq] bool keeps only those positions (default: all).
+
+    ``model`` is run on ``tokens`` [batch, seq].
     """
     names = ["blocks.0.hook_resid_pre"] + [f"blocks.{i}.hook_resid_post"
                                            for i in range(model.cfg.n_layers)]
@@ -66,7 +68,10 @@ def hidden_states(model, tokens: torch.Tensor, mask: torch.Tensor | None = None
 
 def concentration(model, tokens: torch.Tensor, k: int = 10,
                   mask: torch.Tensor | None = None) -> dict[tuple[str, str], float]:
-    """(layer, basis) -> EV_k of the model's hidden states on ``tokens`` (Table 4 form)."""
+    """(layer, basis) -> EV_k of the model's hidden states on ``tokens`` (Table 4 form).
+
+    ``k``: how many directions EV_k keeps; ``mask`` [batch, seq] bool: only those positions
+    (default: all)."""
     states = hidden_states(model, tokens, mask)
     return {(layer, basis): explained_variance(x, k, basis)
             for layer, x in states.items() for basis in BASES}

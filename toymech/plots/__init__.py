@@ -29,7 +29,9 @@ def curves(histories: Mapping[str, Sequence[Mapping[str, float]]], keys: Sequenc
            hlines: Mapping[str, float] | None = None) -> go.Figure:
     """One line per (run, key) against ``step`` (histories: run name -> list of history rows).
     ``hlines``: label -> y reference lines (e.g. ``{"chance": 3.26, "floor": 0.708}``); the y title
-    defaults to the keys' label and unit."""
+    defaults to the keys' label and unit.
+
+    ``y_title``: the y axis title (None: from the keys); ``log_y``: a log y axis."""
     fig = go.Figure()
     for run, rows in histories.items():
         for key in keys:
@@ -50,7 +52,11 @@ def head_heatmap(scores: torch.Tensor, title: str, zmid: float | None = 0.0,
                  zrange: tuple[float, float] | None = (-1.0, 1.0), text_fmt: str = ".2f",
                  colorscale: str = "RdBu", z_title: str = "score") -> go.Figure:
     """Heatmap of a [n_layers, n_heads] score tensor, values printed in each cell; ``z_title``
-    titles the colour bar."""
+    titles the colour bar.
+
+    ``scores``: the [n_layers, n_heads] tensor; ``title`` the figure's; ``zmid``, ``zrange``:
+    the colour scale's middle and range (None: from the data); ``text_fmt``: the cells' number
+    format; ``colorscale``: a plotly colour scale."""
     z = _np(scores)
     fig = go.Figure(go.Heatmap(
         z=z, x=[f"H{h}" for h in range(z.shape[1])], y=[f"L{l}" for l in range(z.shape[0])],
@@ -76,7 +82,10 @@ def composition_heatmap(scores: torch.Tensor, baseline: float, title: str,
     """Scores [L1, H1, L2, H2] of earlier heads (rows) into later heads (columns), for every
     layer pair l1 < l2, with the random-matrix baseline in the title and the colour bar's title.
     ``zmax`` fixes the colour range (0..zmax) so that separate figures can be compared; to compare
-    K- and Q-composition, ``composition_pair`` draws both on one scale."""
+    K- and Q-composition, ``composition_pair`` draws both on one scale.
+
+    ``scores``: ``analysis.composition_scores(model, mode)``; ``baseline``:
+    ``analysis.composition_baseline``'s mean."""
     z, rows, cols = _composition_grid(_np(scores))
     fig = go.Figure(go.Heatmap(z=z, x=cols, y=rows, colorscale="Viridis", texttemplate="%{z:.2f}",
                                zmin=0, zmax=zmax,
@@ -92,7 +101,9 @@ def composition_pair(scores: Mapping[str, torch.Tensor], baselines: Mapping[str,
     """Side-by-side composition heatmaps (kind -> [L1, H1, L2, H2] scores, e.g. ``{"K": ...,
     "Q": ...}``) on ONE colour range (0 to the largest score of either) with one titled colour
     bar, so that the colours can be compared across panels; each panel's title gives its
-    random-matrix baseline."""
+    random-matrix baseline.
+
+    ``baselines``: {mode: the random-matrix baseline} for each panel."""
     kinds = list(scores)
     grids = {k: _composition_grid(_np(scores[k])) for k in kinds}
     top = max(float(np.nanmax(g[0])) for g in grids.values())
@@ -113,7 +124,9 @@ def composition_pair(scores: Mapping[str, torch.Tensor], baselines: Mapping[str,
 
 
 def eigenvalue_spectra(eigs: Mapping[str, torch.Tensor], title: str = "Eigenvalues") -> go.Figure:
-    """Eigenvalues in the complex plane, one trace per named circuit (name -> complex [n])."""
+    """Eigenvalues in the complex plane, one trace per named circuit (name -> complex [n]).
+
+    ``eigs``: {name: eigenvalues}, one trace each in the complex plane; ``title`` the figure's."""
     fig = go.Figure()
     for name, lam in eigs.items():
         lam = _np(lam)
@@ -127,7 +140,9 @@ def eigenvalue_spectra(eigs: Mapping[str, torch.Tensor], title: str = "Eigenvalu
 
 
 def eigenvalue_grid(eigs: Mapping[str, Mapping[str, torch.Tensor]], title: str) -> go.Figure:
-    """One complex-plane panel per model (model -> circuit name -> eigenvalues)."""
+    """One complex-plane panel per model (model -> circuit name -> eigenvalues).
+
+    ``eigs``: {model: {circuit: eigenvalues}}, one panel per model; ``title`` the figure's."""
     names = list(eigs)
     fig = make_subplots(rows=1, cols=len(names), subplot_titles=names)
     for i, model in enumerate(names, start=1):
@@ -147,7 +162,10 @@ def per_position(losses: Mapping[str, torch.Tensor], title: str = "Loss per posi
                  tokens: Sequence[str] | None = None,
                  hlines: Mapping[str, float] | None = None) -> go.Figure:
     """Loss of the target at each position (name -> [seq-1]); NaN (unscored) points are gaps;
-    ``hlines``: label -> y reference lines (chance)."""
+    ``hlines``: label -> y reference lines (chance).
+
+    ``losses``: {name: loss per position}; ``title`` the figure's; ``tokens``: the sequence's
+    token strings, which label the target positions (None: position numbers)."""
     fig = go.Figure()
     for name, values in losses.items():
         v = _np(values)
@@ -168,7 +186,10 @@ def grouped_bars(table: Mapping[str, Mapping[str, float]], title: str, y_title: 
                  source_name: str = "the source's value") -> go.Figure:
     """Bars: one group per outer key, one bar per inner key (e.g. model -> set -> loss).
     ``hlines``: label -> y lines across the plot (chance); ``source``: the same shape as
-    ``table`` (missing entries skipped), drawn as a black marker on its bar."""
+    ``table`` (missing entries skipped), drawn as a black marker on its bar.
+
+    ``title``, ``x_title`` and ``y_title`` name the figure and its axes; ``log_y``: a log y
+    axis; ``source_name``: how the source's markers are named in the legend."""
     outer = list(table)
     inner = list(dict.fromkeys(k for row in table.values() for k in row))
     fig = go.Figure()
@@ -195,7 +216,10 @@ def grouped_bars(table: Mapping[str, Mapping[str, float]], title: str, y_title: 
 def pattern_score_heatmaps(scores: Mapping[str, Mapping[str, torch.Tensor]],
                            title: str = "Attention-pattern scores per head") -> go.Figure:
     """Grid of heatmaps: one row per model, one column per score kind (model -> kind -> [L, H]),
-    all on one colour range (0 to 1) with one titled colour bar."""
+    all on one colour range (0 to 1) with one titled colour bar.
+
+    ``scores``: {kind: [n_layers, n_heads]} (``analysis.head_pattern_scores``), one panel each
+    on one colour scale; ``title`` the figure's."""
     models = list(scores)
     kinds = list(next(iter(scores.values())))
     fig = make_subplots(rows=len(models), cols=len(kinds), horizontal_spacing=0.06,

@@ -122,9 +122,9 @@ def map_row(run, size: str, seed: int) -> dict[str, object]:
 
 
 def map_check(size: str) -> None:
-    """Refuse (ValueError) a setting ``map_row`` could not measure, before anything trains: the
-    sets it measures on are drawn once for a few sequences (a sequence too short for the
-    two-block sets, say)."""
+    """Refuse (ValueError) a setting ``size`` (a map cell's variant) that ``map_row`` could not
+    measure, before anything trains: the sets it measures on are drawn once for a few
+    sequences (a sequence too short for the two-block sets, say)."""
     task = experiment("induction-2l", size, 0).task
     probe_data(task, size, 0, "cpu", eval_n=1, n_pattern=1, n_causal=2)
 
