@@ -27,7 +27,7 @@ def test_a_longer_run_continues_the_shorter_one_and_equals_a_fresh_run(tmp_path)
     zoo = Zoo(tmp_path / "zoo")
     short = zoo.get_or_train(_exp(20), device="cpu", progress=False, log=None)
     assert short.meta["continuable"] and (short.path / "train_state.pt").is_file()
-    assert zoo.shorter(_exp(40)).path == short.path and zoo.shorter(_exp(40)).step == 20
+    assert zoo.longest_continuable(_exp(40)).path == short.path and zoo.longest_continuable(_exp(40)).step == 20
     lines = []
     long = zoo.get_or_train(_exp(40), device="cpu", progress=False, log=lines.append)
     assert long.meta["continued_from"] == short.path.name and long.meta["continued_at"] == 20
@@ -41,19 +41,19 @@ def test_a_longer_run_continues_the_shorter_one_and_equals_a_fresh_run(tmp_path)
     # the continued entry keeps the shorter run's early snapshots and adds its own later ones
     assert 0 in long.snapshot_steps and max(long.snapshot_steps) == 40
     # a still longer run continues the longest shorter one
-    assert zoo.shorter(_exp(60)).step == 40
+    assert zoo.longest_continuable(_exp(60)).step == 40
 
 
 def test_what_cannot_continue_trains_from_step_zero(tmp_path):
     zoo = Zoo(tmp_path)
     zoo.get_or_train(_exp(20), device="cpu", progress=False, log=None)
-    assert zoo.shorter(_exp(40, lr=2e-3)) is None          # another setting
-    assert zoo.shorter(_exp(10)) is None                   # not longer
+    assert zoo.longest_continuable(_exp(40, lr=2e-3)) is None          # another setting
+    assert zoo.longest_continuable(_exp(10)) is None                   # not longer
     cos = _exp(20, schedule="cosine")
     zoo.get_or_train(cos, device="cpu", progress=False, log=None)
-    assert zoo.shorter(_exp(40, schedule="cosine")) is None  # its lr depends on the total
+    assert zoo.longest_continuable(_exp(40, schedule="cosine")) is None  # its lr depends on the total
     other_seed = dataclasses.replace(_exp(40), train=_exp(40).train.replace(seed=4))
-    assert zoo.shorter(other_seed) is None
+    assert zoo.longest_continuable(other_seed) is None
     e = zoo.get_or_train(_exp(40, lr=2e-3), device="cpu", progress=False, log=None)
     assert "continued_from" not in e.meta
 
@@ -80,12 +80,12 @@ def test_extend_refuses_what_would_not_equal_a_fresh_run(tmp_path):
     b = _exp(40, schedule="cosine")
     with pytest.raises(ValueError, match=r"cannot be continued.*schedule='cosine'"):
         train(build_model(b.model), b.task, b.train, device="cpu", progress=False, log=None,
-              resume_from=ckpt, extend=True)
+              resume_from=ckpt, continue_shorter=True)
     c = _exp(40, lr=2e-3)
     with pytest.raises(ValueError, match=r"train\.lr is 0\.001 there, 0\.002 here"):
         train(build_model(c.model), c.task, c.train, device="cpu", progress=False, log=None,
-              resume_from=ckpt, extend=True)
-    d = _exp(40)  # without extend, another step count is refused as before
+              resume_from=ckpt, continue_shorter=True)
+    d = _exp(40)  # without continue_shorter, another step count is refused as before
     with pytest.raises(ValueError, match=r"train\.(eval_every|snapshots|steps|checkpoint_every)"):
         train(build_model(d.model), d.task, d.train, device="cpu", progress=False, log=None,
               resume_from=ckpt)

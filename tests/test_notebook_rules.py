@@ -17,7 +17,7 @@ from toymech.studies import protocol
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {**protocol.STUDIES, protocol.TEMPLATE: "toymech/studies/_template/notebook.ipynb"}
-# The cell tags the report reads (toymech/report/reader.py); a notebook uses no other.
+# The cell tags the report reads (toymech/report/reader_page.py); a notebook uses no other.
 TAGS = {"parameters", "finding", "scorecard", "remove-cell", "remove-input", "remove-output",
         "show-input"}
 # What every study's parameters cell defines (the protocol's common parameters, ``variant`` and ``also``).

@@ -308,7 +308,7 @@ def test_bad_arguments_rejected_before_running(tmp_path):
 
 def test_figures_without_html_are_flagged_in_the_report():
     from toymech.report import render_html
-    from toymech.report.reader import bare_figures
+    from toymech.report.reader_page import bare_figures
 
     cell = nbformat.v4.new_code_cell("fig", execution_count=1)
     cell.outputs = [nbformat.v4.new_output("display_data", data={"application/vnd.plotly.v1+json": {"data": []}})]

@@ -1,4 +1,4 @@
-"""The reader's report (toymech.report.reader), the seeds parameter, the cost table and the live
+"""The reader's report (toymech.report.reader_page), the seeds parameter, the cost table and the live
 progress of toymech report."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from toymech.display import FACTS_MIME
 from toymech.report import CostTable, LiveProgress, build_reports, prepare, time_table
 from toymech.report.costs import estimate_left
-from toymech.report.reader import looks_like_repr
+from toymech.report.reader_page import looks_like_repr
 from toymech.report.scorecards import scorecard_counts, verdict_counts, verdict_word
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -285,7 +285,7 @@ def test_progress_names_the_section_of_the_running_cell(tmp_path):
 
 
 def test_finding_lines_keep_the_first_sentences_and_the_pipeline_caveat():
-    from toymech.report.reader import finding_lines
+    from toymech.report.reader_page import finding_lines
 
     finding = new_output("display_data", data={"text/markdown": "- **At 6 steps**, the head forms.\n"
                                                                  "- The memories cross in order.\n"

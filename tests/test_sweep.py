@@ -338,7 +338,7 @@ def test_bad_explicit_experiments_are_refused(tmp_path, spec, match):
 
 
 def test_studies_choose_ray_only_when_two_workers_or_a_gpu(monkeypatch):
-    from toymech.studies.grids import backend_for
+    from toymech.studies.grid_training import backend_for
 
     monkeypatch.delenv("TOYMECH_SWEEP_BACKEND", raising=False)
     assert backend_for("cpu", 1) == "local" and backend_for("cpu", 2) == "ray"
@@ -350,7 +350,7 @@ def test_studies_choose_ray_only_when_two_workers_or_a_gpu(monkeypatch):
 
 
 def test_a_failing_run_of_a_study_grid_stops_the_study(tmp_path, monkeypatch):
-    from toymech.studies.grids import train_grid
+    from toymech.studies.grid_training import train_grid
 
     monkeypatch.setenv("TOYMECH_SWEEP_BACKEND", "local")
     good = experiments.get("modular_addition", "smoke", 0)

@@ -20,7 +20,7 @@ readers (the HTML a report shows) the table has
   when that makes it narrower, else split into parts that repeat the row names.
 
 The raw frame travels beside it (``RAW_TABLE_MIME``): ``toymech report --code`` shows that one
-(``toymech.report.reader``), and ``ReaderTable.frame`` is the frame itself for code that reads it.
+(``toymech.report.reader_page``), and ``ReaderTable.frame`` is the frame itself for code that reads it.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from .build import TEMPLATE_NAME, render_html, build_reports, done_line  # noqa:
 from .index import ReportEntry, external_loads, write_index
 from .costs import CostTable
 from .progress import LiveProgress
-from .reader import facts_of, looks_like_repr, prepare, time_table
+from .reader_page import facts_of, looks_like_repr, prepare, time_table
 from .scorecards import (find_scorecard, scorecard_counts, scorecard_heading,  # noqa: F401
                          scorecard_table_html, verdict_counts, verdict_word)
 

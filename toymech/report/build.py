@@ -27,7 +27,7 @@ from .costs import CostTable, crowding
 from .engine import ENGINE, kernel_manager, quiet_kernels_on_interrupt
 from .progress import section_at
 from .glossary import glossary
-from .reader import bare_figures, cell_durations, facts_of, finding_lines, prepare, time_table, title_of
+from .reader_page import bare_figures, cell_durations, facts_of, finding_lines, prepare, time_table, title_of
 from .scorecards import find_scorecard, scorecard_counts, scorecard_heading, scorecard_table_html
 from .staging import begin, say_unfinished, swap_in
 
@@ -186,7 +186,7 @@ def build_reports(
     claims run over, an integer >= 1, injected as the notebook's ``n_seeds`` or ``seeds``
     parameter; None: the notebook's own default) and ``extra_parameters`` are injected into each notebook's cell tagged ``parameters``; all notebooks and arguments are
     checked before any runs (``ValueError`` naming the problem). ``code=True`` keeps the code in
-    the pages (for authors); by default they are written for readers (``toymech.report.reader``).
+    the pages (for authors); by default they are written for readers (``toymech.report.reader_page``).
     ``kernel_name="python3"`` runs the notebooks in this Python environment. ``on_start(i,
     path)`` / ``on_done(i, entry)`` report progress; ``progress`` (a ``LiveProgress``, or any object
     with its ``start(i, previous, live_dir=...)``, ``cell``, ``done`` and ``close``) hears every

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import inspect
 import json
 import logging
 import math
@@ -219,10 +218,10 @@ def check_study_parameters(path: Path, parameters: dict[str, Any]) -> None:
     name = study_of(path, read_notebook(path))
     if name is None:
         return
-    validate = protocol.study(name).validate
-    accepted = inspect.signature(validate).parameters
-    options = {k: v for k, v in parameters.items()
-               if k in accepted and k not in ("size", "seed", "device")}
+    study = protocol.study(name)
+    validate = study.validate
+    accepted = protocol.notebook_options(study)
+    options = {k: v for k, v in parameters.items() if k in accepted}
     try:
         with study_params.checks_only():
             validate(parameters["size"], parameters["seed"], parameters["device"], **options)

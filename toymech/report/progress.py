@@ -17,7 +17,7 @@ from typing import Callable, Sequence, TextIO
 from ..display import duration_text
 from ..training import live as live_status
 from .costs import estimate_left, scale_text
-from .reader import SETUP_SECTION, heading
+from .reader_page import SETUP_SECTION, heading
 
 LOG_EVERY_S = 20.0  # in a log, a training notebook's line at least this often (its step moves): with
 # the 1 s tick and a busy machine the longest silence stays well under 30 s

@@ -33,7 +33,7 @@ from ..display.prose import duration_text
 from ..studies.claims import SCALED_SAYS
 from ..studies.random_transformers import ladder as lad
 from ..sweep.table import meta_path
-from .reader import facts_of
+from .reader_page import facts_of
 from ..zoo.locks import EntryLock
 from .scorecards import SCORECARD_TAG, find_scorecard, scorecard_counts, verdict_word
 

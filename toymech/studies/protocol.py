@@ -216,6 +216,15 @@ def surface(module: ModuleType) -> tuple[str, ...]:
             *(maps if "map_row" in signatures else ()), *signatures)
 
 
+def notebook_options(module: ModuleType) -> frozenset[str]:
+    """The names of the notebook options of the study ``module``: the parameters its
+    ``validate`` takes besides ``size``, ``seed`` and ``device`` (``n_seeds``, ``cache_dir``,
+    ``threads``, ``also`` and its own), so that generic code asks the registry rather than
+    reading a signature itself."""
+    names = inspect.signature(module.validate).parameters
+    return frozenset(n for n in names if n not in ("size", "seed", "device"))
+
+
 def surface_problems(module: ModuleType) -> list[str]:
     """What ``module`` lacks or states differently from the protocol (empty: it conforms)."""
     signatures = _signatures(module)

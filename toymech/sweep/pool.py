@@ -110,7 +110,7 @@ def train_missing(zoo: Zoo, experiments: Sequence[Experiment], *, workers: int |
 def _chains(missing: Sequence[Experiment]) -> list[list[int]]:
     """``missing`` as chains of indices: the runs of one setting that differ only in their steps
     (a constant learning rate: ``resume.extend_refusal``) form one chain, shortest first, so
-    that each continues the one before it (``Zoo.shorter``); every other run is a chain of one.
+    that each continues the one before it (``Zoo.longest_continuable``); every other run is a chain of one.
     The chains come longest first (by their longest run's ``run_cost``)."""
     groups: dict[str, list[int]] = {}
     for i, e in enumerate(missing):

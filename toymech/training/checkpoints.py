@@ -50,7 +50,7 @@ from ..core import jsonable  # noqa: F401  (loop.py reads checkpoints.jsonable)
 from ..models import build_model, config_from_dict, move
 from .atomic import STALE_S, clean_leftovers, fault, write_folder_atomically  # noqa: F401
 from .divergence import DIVERGED_LOSS, TrainingDiverged  # noqa: F401  (loop.py reads them here)
-from .reading import (CAPS, CONFIG, FORMAT, SNAPSHOTS, TRAIN_STATE, WEIGHTS,  # noqa: F401
+from .checkpoint_files import (CAPS, CONFIG, FORMAT, SNAPSHOTS, TRAIN_STATE, WEIGHTS,  # noqa: F401
                       DamagedCheckpoint, NewerFormat, Unverified, read_files, meta_problem,
                       parse_meta, read_bounded)
 

@@ -65,7 +65,7 @@ class TrainResult:
     cpu_seconds: float = 0.0  # process CPU time of the loop, this model's share (core-seconds)
     held_out: bool = False    # eval_* measured on held-out examples (see LoggedEval)
     # a single constant-lr run's optimizer, schedule and data-stream state at its last step, so
-    # that a longer run can continue it (``train(..., resume_from=..., extend=True)``)
+    # that a longer run can continue it (``train(..., resume_from=..., continue_shorter=True)``)
     train_state: dict | None = None
 
     @property
@@ -138,7 +138,7 @@ def lr_factor(step: int, cfg: TrainConfig) -> float:
 def train(model: torch.nn.Module, task: Task, cfg: TrainConfig, *,
           device: str | torch.device = "auto", callbacks: Iterable[Callback] = (),
           checkpoint_dir: str | Path | None = None, resume_from: str | Path | None = None,
-          extend: bool = False, progress: bool = True,
+          continue_shorter: bool = False, progress: bool = True,
           log: Callable[[str], None] | None = print) -> TrainResult:
     """Train ``model`` on fresh batches of ``task``; returns the model and its metrics history.
 
@@ -149,7 +149,7 @@ def train(model: torch.nn.Module, task: Task, cfg: TrainConfig, *,
     ``stop_step`` in the row where the stop rule ended the run.
 
     ``resume_from``: a training checkpoint (or a zoo entry that kept its training state) of this
-    run to go on from. ``extend=True`` lets it be a shorter run of the same setting: a
+    run to go on from. ``continue_shorter=True`` lets it be a shorter run of the same setting: a
     constant-lr run continues where the shorter one stopped, with the weights, optimizer state
     and data stream it had, so the result equals training ``cfg`` from step 0
     (``resume.extend_refusal`` says when it cannot; the history keeps the shorter run's rows).
@@ -163,7 +163,7 @@ def train(model: torch.nn.Module, task: Task, cfg: TrainConfig, *,
     stores what it trains (``Zoo.get_or_train`` calls this).
     """
     return _run([model], [task], [cfg], device, [list(callbacks)], checkpoint_dir, resume_from,
-                progress, log, extend)[0]
+                progress, log, continue_shorter)[0]
 
 
 def train_stacked(models: Sequence[torch.nn.Module], task: Task | Sequence[Task],
@@ -234,9 +234,9 @@ class _Loop:
 
 
 def _run(models, tasks: list[Task], cfgs: list[TrainConfig], device, callbacks, checkpoint_dir,
-         resume_from, progress, log, extend: bool = False) -> list[TrainResult]:
+         resume_from, progress, log, continue_shorter: bool = False) -> list[TrainResult]:
     loop = _setup(models, tasks, cfgs, device, callbacks, checkpoint_dir, resume_from, log)
-    _start(loop, resume_from, extend)
+    _start(loop, resume_from, continue_shorter)
     t0, c0 = time.perf_counter(), time.process_time()
     last_step = _steps(loop, checkpoint_dir, progress, log, c0)
     n = len(models)
@@ -288,12 +288,12 @@ def _setup(models, tasks: list[Task], cfgs: list[TrainConfig], device, callbacks
                  stopped=[None] * n)
 
 
-def _start(loop: _Loop, resume_from, extend: bool = False) -> None:
+def _start(loop: _Loop, resume_from, continue_shorter: bool = False) -> None:
     """Phase 2: resume a single run from its checkpoint; the initial snapshot of a fresh one."""
     if resume_from is not None:
         loop.histories[0], loop.start, loop.snapshots[0] = resume_state(
             resume_from, loop.models[0], loop.task, loop.cfg, loop.opt, loop.sched, loop.gens[0],
-            loop.dev, extend)
+            loop.dev, continue_shorter)
     if loop.start == 0 and 0 in loop.snap_at:
         _record(loop.snapshots, 0, loop.run)
     last = loop.histories[0][-1] if loop.histories[0] else {}

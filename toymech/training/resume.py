@@ -16,7 +16,7 @@ from . import checkpoints
 from .config import TrainConfig
 
 
-# What a longer run may change when it continues a shorter one (``extend``): none of them moves
+# What a longer run may change when it continues a shorter one (``continue_shorter``): none of them moves
 # the weights of a constant-lr run (evaluation and snapshots draw no training data).
 EXTENDABLE = ("steps", "eval_every", "snapshots", "checkpoint_every")
 
@@ -41,9 +41,9 @@ def extend_refusal(saved_train: dict, saved_step: int, cfg: TrainConfig) -> str 
 
 
 def resume_state(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, dev,
-            extend: bool = False):
+            continue_shorter: bool = False):
     saved, weights, state = checkpoints.load_for_resume(Path(folder))
-    if extend:
+    if continue_shorter:
         why = extend_refusal(saved.get("train", {}), int(state["step"]), cfg)
         if why:
             raise ValueError(f"resume_from={str(folder)!r} cannot be continued into this run: "
@@ -53,7 +53,7 @@ def resume_state(folder, model, task: Task, cfg: TrainConfig, opt, sched, gen, d
         theirs = saved.get(key, {})
         diff = [k for k in set(ours) | set(theirs)
                 if checkpoints.jsonable(ours.get(k)) != theirs.get(k)
-                and not (extend and key == "train" and k in EXTENDABLE)]
+                and not (continue_shorter and key == "train" and k in EXTENDABLE)]
         if diff:
             k = sorted(diff)[0]
             raise ValueError(f"resume_from={str(folder)!r} does not match this run: "

@@ -125,7 +125,7 @@ class ZooEntry:
 
 
 @dataclass(frozen=True)
-class Shorter:
+class ContinuableRun:
     """A zoo entry a longer run can continue: its folder and the step it stopped at."""
     path: Path
     step: int
@@ -294,12 +294,12 @@ class Zoo:
 
     def _train_or_extend(self, model, exp: Experiment, tag: str, dev, callbacks, progress, log):
         """Train ``exp``, continuing the longest shorter run of its setting the zoo holds where
-        its schedule allows (``shorter``); returns the result and what the entry records of it."""
-        base = self.shorter(exp, tag)
+        its schedule allows (``longest_continuable``); returns the result and what the entry records of it."""
+        base = self.longest_continuable(exp, tag)
         if base is not None:
             try:
                 result = train(model, exp.task, exp.train, device=dev, callbacks=callbacks,
-                               resume_from=base.path, extend=True, progress=progress, log=log)
+                               resume_from=base.path, continue_shorter=True, progress=progress, log=log)
                 _notice(log, f"[toymech] continued {base.path.name} (step {base.step}) to step "
                              f"{exp.train.steps}")
                 return result, {"continued_from": base.path.name, "continued_at": base.step}
@@ -311,7 +311,7 @@ class Zoo:
         return train(model, exp.task, exp.train, device=dev, callbacks=callbacks,
                      progress=progress, log=log), {}
 
-    def shorter(self, exp: Experiment, tag: str = "") -> "Shorter | None":
+    def longest_continuable(self, exp: Experiment, tag: str = "") -> "ContinuableRun | None":
         """The zoo's longest shorter run of ``exp``'s setting that ``exp`` can continue: same
         model, task and tag, training equal apart from the steps and what only schedules
         evaluation and snapshots, a constant learning rate, its training state kept
@@ -335,7 +335,7 @@ class Zoo:
             if step >= exp.train.steps or extend_refusal(meta.get("train", {}), step, exp.train):
                 continue
             if best is None or step > best.step:
-                best = Shorter(folder, step)
+                best = ContinuableRun(folder, step)
         return best
 
     @contextlib.contextmanager

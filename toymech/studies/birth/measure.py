@@ -23,7 +23,7 @@ from ...tasks import Batch
 from ...tasks.bigram_triggers import bigram_predictor_metrics, held_out_tokens
 from ...training import Experiment
 from ...zoo import Zoo, ZooEntry
-from ..grids import train_grid
+from ..grid_training import train_grid
 from .callbacks import PROBE_TAG, birth_callback
 from ..protocol import size_of
 from .design import SIZES, experiment, truncated
@@ -100,7 +100,7 @@ def _get(zoo: Zoo, exp: Experiment, device, log) -> ZooEntry:
 
 def _train_grid(zoo: Zoo, exps, device, log) -> None:
     """Train the grid's runs that the zoo has under neither tag as one sweep
-    (``studies.grids.train_grid``); ``_get`` then reads each back."""
+    (``studies.grid_training.train_grid``); ``_get`` then reads each back."""
     missing = [e for e in exps if not zoo.has(e, PROBE_TAG) and not zoo.has(e)]
     if missing:
         train_grid(missing, zoo, resolve_device(device), log=log)

@@ -26,7 +26,7 @@ from ...sweep import train_missing
 from ...zoo import Zoo
 from ..claims import verdict_table
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
-from ..grids import train_grid
+from ..grid_training import train_grid
 from .causal import causal_numbers
 from .claims import CLAIMS, SETTINGS, SHORT, floor_and_chance, numbers
 from .design import MAIN, POST_SETTING, experiment, seeds_of

@@ -17,7 +17,7 @@ from ...analysis.subspace import concentration
 from ...core import check, seed_for
 from ...devices import make_generator, resolve_device
 from ...tasks.base import Batch, Task
-from ..grids import train_grid
+from ..grid_training import train_grid
 from ...training import Experiment, evaluate
 from ...zoo import Zoo, ZooEntry
 from .claims import PAPER_LINEARISED_W512
@@ -90,7 +90,7 @@ def run_grid(task_names: Iterable[str], widths: Iterable[int], modes: Iterable[s
              ) -> pd.DataFrame:
     """Every (task, width, mode, seed) combination, one row each (see ``run``).
 
-    The grid runs as one sweep (``studies.grids.train_grid``: Ray workers or in-process, every
+    The grid runs as one sweep (``studies.grid_training.train_grid``: Ray workers or in-process, every
     run a zoo entry, a table under ``<zoo>/sweeps/``); the seeds of each setting train together
     as stacked seeds where that pays (``stacked`` forces it on or off). ``loaded`` says whether
     a run was in the zoo before this call. ``maker(task, width, mode, size, seed)`` builds each
