@@ -1,14 +1,6 @@
 """Maps: where a study's mechanism holds across a grid of its knobs and seeds, as one tidy table.
 
-A map spec (a dict, or a JSON/YAML file holding one)::
-
-    {"study": "induction",                       # a registered study with a ``map_row``
-     "experiment": ["induction-2l"],             # its named experiments (a name or a list)
-     "size": "default", "seeds": 3,              # a count (seeds no calibration used) or a list
-     "knobs": {"block_len": [6, "5-7", "4-8"],   # the study's knobs, each a list of values
-               "offset": [0, "0-3"]},
-     "name": "s1-content"}                       # the table's name (default: the file's stem)
-
+A map spec (``maps.spec``: a study, its experiments, a size, seeds and values per knob)
 is a sweep grid over the study's knobs (``toymech.grid``: the knobs axis, so the runs train
 through the one sweep machinery, resumable; on a CPU what the zoo lacks trains first as one
 one-thread process per free core, ``sweep.train_missing``; on a GPU the runs sharing a model shape
