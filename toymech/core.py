@@ -44,7 +44,15 @@ def check(condition: bool, name: str, value: Any, allowed: str) -> None:
 
 
 def _quote(value: Any) -> str:
-    return short_repr(value)  # one line, and short: a message names the value, never dumps it
+    """One line naming the value, never a dump: a string or path whole up to ``QUOTE_WHOLE``
+    characters (a file's name must survive a long temporary folder), anything else through
+    ``short_repr``."""
+    if isinstance(value, (str, os.PathLike)) and len(str(value)) <= QUOTE_WHOLE:
+        return repr(value)
+    return short_repr(value)
+
+
+QUOTE_WHOLE = 1024
 
 
 class _Enough(Exception):

@@ -144,6 +144,12 @@ def check_out_dir(name: str, out_dir: Any, notebooks: list[Path]) -> Path:
     """A reports folder that can be written, holding no source notebooks, and no input notebook
     inside its ``executed/`` (whose files each run replaces)."""
     out = check_path_writable_dir(name, out_dir)
+    # An input notebook inside executed/ first: the most specific reason (and its remedy).
+    executed = out.resolve() / "executed"
+    for path in notebooks:
+        inside = path.resolve().is_relative_to(executed)
+        check(not inside, "notebook", str(path), f"a notebook outside {executed} (the run writes "
+              "its executed notebooks there, replacing this one); copy it elsewhere first")
     if out.is_dir():
         sources = sorted(p.name for p in out.glob("*.ipynb"))
         check(not sources, name, str(out_dir), f"a reports folder, not one holding source "
@@ -164,11 +170,6 @@ def check_out_dir(name: str, out_dir: Any, notebooks: list[Path]) -> Path:
         check(not pages, name, str(out_dir), f"a reports folder, not one holding pages toymech "
               f"did not write ({', '.join(pages[:3])}): the reports and index.html would be "
               "written over them; pass another folder")
-    executed = out.resolve() / "executed"
-    for path in notebooks:
-        inside = path.resolve().is_relative_to(executed)
-        check(not inside, "notebook", str(path), f"a notebook outside {executed} (the run writes "
-              "its executed notebooks there, replacing this one); copy it elsewhere first")
     return out
 
 
