@@ -23,6 +23,9 @@ Writers. Entries are written atomically (``atomic.write_folder_atomically``) by 
 a time: a writer holds ``<cache>/.<name>.lock`` (``locks``) while it trains and stores; a second
 writer waits (at most the lock timeout), then finds the entry and loads it.
 
+Training. What a missing entry takes to train (continuing the longest shorter run of its
+setting, stacking seeds) is the policy in ``zoo.runs``; this module stores what it returns.
+
 Location: ``cache_dir`` argument, else ``$TOYMECH_CACHE``, else ``~/.cache/toymech`` (a
 TOYMECH_CACHE set but empty is refused, never read as unset).
 """
@@ -30,11 +33,8 @@ TOYMECH_CACHE set but empty is refused, never read as unset).
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
-import pickle
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +43,7 @@ from typing import Any, Iterable, Sequence
 import torch
 from transformer_lens import HookedTransformer
 
-from ..core import check, check_bool, jsonable
+from ..core import check, check_bool
 from ..devices import resolve_device
 from ..models import build_model, move
 from ..training import checkpoints, live
@@ -51,11 +51,10 @@ from ..training.atomic import clean_leftovers
 from ..training.checkpoints import DamagedCheckpoint, Unverified
 from ..training.divergence import DIVERGED_LOSS, TrainingDiverged
 from ..training.experiment import Experiment
-from ..training.loop import Callback, TrainResult, train, train_stacked
-from ..training.stacking import stack_groups, stacking_pays  # noqa: F401 (re-exported)
+from ..training.loop import Callback, TrainResult
 from ..training.preflight import check_callbacks, preflight
-from ..training.resume import extend_refusal
-from . import inventory
+from . import inventory, runs
+from .runs import notice
 from .locks import EntryLock, lock_timeout as lock_timeout_s
 from .stats import add_zoo_stats, loaded_from_zoo, mark_trained
 
@@ -122,18 +121,6 @@ class ZooEntry:
             for name, value in params.items():
                 own[name].copy_(value)
         return model.eval()
-
-
-@dataclass(frozen=True)
-class ContinuableRun:
-    """A zoo entry a longer run can continue: its folder and the step it stopped at."""
-    path: Path
-    step: int
-
-
-def _notice(log, line: str) -> None:
-    """A line the user must see: through ``log``, else on stderr (quiet never hides it)."""
-    (log or (lambda text: print(text, file=sys.stderr, flush=True)))(line)
 
 
 def _check_call(exp: Any, tag: Any, log: Any) -> None:
@@ -238,7 +225,7 @@ class Zoo:
             meta["continuable"] = True  # train_state.pt: a longer run can go on from here
         try:
             checkpoints.save_model(path, result.model, meta, train_state=result.train_state,
-                                   snapshots=result.snapshots, log=lambda line: _notice(log, line))
+                                   snapshots=result.snapshots, log=lambda line: notice(log, line))
         except OSError as exc:
             raise ValueError(f"zoo={str(self.root)!r} is not allowed: a folder toymech can write "
                              f"({exc.strerror or exc}); the trained model was not stored") from None
@@ -281,67 +268,21 @@ class Zoo:
             self._refuse_newer(exp, tag)
         plan = preflight(exp, dev, extra_metrics=bool(callbacks))  # before the lock: a refused
         # experiment writes nothing
-        with self._writing():
+        with self.writing():
             with self.lock(exp, tag, log):
                 if not retrain:  # again: another process may have stored it while we waited
                     entry = self._load_sound(exp, dev, tag, log, repair=True)
                     if entry is not None:
                         return entry
                 with live.training(f"{exp.name or exp.task.name} seed {exp.train.seed}"):
-                    result, extra = self._train_or_extend(plan.model, exp, tag, dev, callbacks,
-                                                          progress, log)
+                    result, extra = runs.train_or_continue(self.root, plan.model, exp, tag, dev,
+                                                           callbacks, progress, log)
                 return self._store(exp, result, dev, tag, log=log, **extra)
 
-    def _train_or_extend(self, model, exp: Experiment, tag: str, dev, callbacks, progress, log):
-        """Train ``exp``, continuing the longest shorter run of its setting the zoo holds where
-        its schedule allows (``longest_continuable``); returns the result and what the entry records of it."""
-        base = self.longest_continuable(exp, tag)
-        if base is not None:
-            try:
-                result = train(model, exp.task, exp.train, device=dev, callbacks=callbacks,
-                               resume_from=base.path, continue_shorter=True, progress=progress, log=log)
-                _notice(log, f"[toymech] continued {base.path.name} (step {base.step}) to step "
-                             f"{exp.train.steps}")
-                return result, {"continued_from": base.path.name, "continued_at": base.step}
-            except (ValueError, RuntimeError, OSError, KeyError, EOFError,
-                    pickle.UnpicklingError) as exc:
-                _notice(log, f"[toymech] could not continue {base.path.name} ({exc}); training "
-                             "from step 0")
-                model = preflight(exp, dev, extra_metrics=bool(callbacks)).model
-        return train(model, exp.task, exp.train, device=dev, callbacks=callbacks,
-                     progress=progress, log=log), {}
-
-    def longest_continuable(self, exp: Experiment, tag: str = "") -> "ContinuableRun | None":
-        """The zoo's longest shorter run of ``exp``'s setting that ``exp`` can continue: same
-        model, task and tag, training equal apart from the steps and what only schedules
-        evaluation and snapshots, a constant learning rate, its training state kept
-        (``resume.extend_refusal``). None if there is none (or the zoo has no folder yet)."""
-        if exp.train.schedule != "constant" or not self.root.is_dir():
-            return None
-        want = json.loads(json.dumps(jsonable(exp.to_dict())))  # as config.json reads back
-        best = None
-        for folder in self.root.iterdir():
-            if folder.name.startswith(".") or not (folder / "train_state.pt").is_file():
-                continue
-            try:
-                meta = checkpoints.read_meta(folder)
-            except (OSError, ValueError):
-                continue
-            if (not meta.get("continuable") or meta.get("tag", "") != tag
-                    or meta.get("model") != want["model"] or meta.get("task") != want["task"]):
-                continue
-            history = meta.get("history") or [{}]
-            step = int(history[-1].get("stop_step", meta.get("train", {}).get("steps", 0)))
-            if step >= exp.train.steps or extend_refusal(meta.get("train", {}), step, exp.train):
-                continue
-            if best is None or step > best.step:
-                best = ContinuableRun(folder, step)
-        return best
-
     @contextlib.contextmanager
-    def _writing(self):
-        """Removes the zoo folder again if it was created for a run that failed (a refused or
-        diverged run leaves no empty zoo behind)."""
+    def writing(self):
+        """A context for writing entries: removes the zoo folder again if it was created for a
+        run that failed (a refused or diverged run leaves no empty zoo behind)."""
         created = not os.path.lexists(self.root)
         try:
             yield
@@ -376,8 +317,13 @@ class Zoo:
         except DamagedCheckpoint as exc:
             if repair:
                 moved = self.quarantine(path, str(exc))
-                _notice(log, f"[toymech] {exc}; moved it to {moved} and training it again")
+                notice(log, f"[toymech] {exc}; moved it to {moved} and training it again")
             return None
+
+    def longest_continuable(self, exp: Experiment, tag: str = "") -> "runs.ContinuableRun | None":
+        """The zoo's longest shorter run of ``exp``'s setting (and ``tag``) that ``exp`` can
+        continue, or None (``zoo.runs.longest_continuable``)."""
+        return runs.longest_continuable(self.root, exp, tag)
 
     def get_or_train_many(self, exps: Sequence[Experiment], *, device: str | torch.device = "auto",
                           callbacks: Sequence[Iterable[Callback]] | None = None, tag: str = "",
@@ -388,7 +334,7 @@ class Zoo:
         (``training.stacking.stack_key``: seeds, and a map's data knobs) train together as one
         stacked program when ``stacked`` (None: where it was measured to pay, see
         ``stacking_pays``). ``device``, ``tag``, ``progress`` and ``log`` as in ``get_or_train``;
-        ``callbacks``: None, or one iterable of callbacks per experiment."""
+        ``callbacks``: None, or one iterable of callbacks per experiment (``zoo.runs.train_many``)."""
         exps = list(exps)
         for e in exps:
             _check_call(e, tag, log)
@@ -398,36 +344,7 @@ class Zoo:
         cbs = ([check_callbacks(c) for c in callbacks] if callbacks is not None
                else [[] for _ in exps])
         check(len(cbs) == len(exps), "callbacks", len(cbs), f"one list per experiment ({len(exps)})")
-        dev = resolve_device(device)
-        missing = [i for i, e in enumerate(exps) if not self.has(e, tag)]
-        fresh = {}
-        for group in stack_groups([exps[i] for i in missing]):
-            group = [missing[g] for g in group]
-            first = exps[group[0]]
-            if len(group) > 1 and (stacked if stacked is not None
-                                   else stacking_pays(first, dev, len(group))):
-                fresh.update(self._train_stacked([exps[i] for i in group],
-                                                 [cbs[i] for i in group], group, dev, tag,
-                                                 progress, log))
-        return [fresh[i] if i in fresh else
-                self.get_or_train(e, device=dev, callbacks=cbs[i], tag=tag, progress=progress,
-                                  log=log) for i, e in enumerate(exps)]
-
-    def _train_stacked(self, todo, cbs, index, dev, tag, progress, log) -> dict[int, ZooEntry]:
-        """Train ``todo`` (one ``stack_key``) as one stacked program; store each run under its
-        own entry's lock. Returns {index: entry}."""
-        models = [preflight(e, dev, extra_metrics=bool(c)).model for e, c in zip(todo, cbs)]
-        with self._writing():
-            seeds = ", ".join(str(e.train.seed) for e in todo)
-            tasks = {json.dumps(jsonable(e.to_dict()["task"]), sort_keys=True) for e in todo}
-            what = (f"seeds {seeds}" if len(tasks) == 1
-                    else f"{len(todo)} runs ({len(tasks)} task settings)")
-            with live.training(f"{todo[0].name or todo[0].task.name} {what} (stacked)"):
-                results = train_stacked(models, [e.task for e in todo], [e.train for e in todo],
-                                        device=dev, callbacks=cbs, progress=progress, log=log)
-            # stored under each entry's lock; the trained models are returned as they are
-            return {i: self.store(e, r, dev, tag, stacked=len(todo))
-                    for i, e, r in zip(index, todo, results)}
+        return runs.train_many(self, exps, cbs, resolve_device(device), tag, stacked, progress, log)
 
     # ----------------------------------------------------------------------------------------
     # checking, listing, repairing (inventory)
