@@ -158,6 +158,19 @@ def test_every_study_maps_at_smoke(tmp_path, grid, labels):
     assert table[knob].nunique() == 2
     assert {str(label).split(";")[0] for label in table["label"]} <= labels
     assert done.stdout.startswith("Label '")
+    assert set(table["study"]) == {__import__("yaml").safe_load(path.read_text())["study"]}
+
+
+def test_a_table_names_its_study_and_older_tables_are_still_read():
+    from toymech.maps.page import study_for
+
+    runs = pd.DataFrame({"experiment": ["induction-2l", "induction-2l"]})
+    assert study_for(runs.assign(study="induction")).MAP_LABEL == "content"
+    assert study_for(runs).MAP_LABEL == "content"  # written before the study column: by experiment
+    with pytest.raises(ValueError, match="table study"):
+        study_for(runs.assign(study=["induction", "birth"]))
+    with pytest.raises(ValueError, match="table experiments"):
+        study_for(runs.assign(study="birth"))  # the column and the runs disagree
 
 
 def test_untrained_runs_map_to_no_mechanism():

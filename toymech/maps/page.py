@@ -61,8 +61,17 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 
 def study_for(table: pd.DataFrame):
-    """The registered study whose named experiments the table's runs are."""
+    """The registered study whose runs the table holds: its ``study`` column (one value), or, in
+    a table written before that column existed, the study whose named experiments the runs are."""
     names = set(table["experiment"].astype(str)) if "experiment" in table else set()
+    if "study" in table and table["study"].notna().any():
+        given = sorted(set(table["study"].dropna().astype(str)))
+        check(len(given) == 1 and given[0] in protocol.STUDIES, "table study", given[:3],
+              f"one registered study ({', '.join(protocol.STUDIES)})")
+        study = protocol.study(given[0])
+        check(names <= set(study.EXPERIMENTS), "table experiments", sorted(names)[:4],
+              f"the {given[0]} study's named experiments ({', '.join(study.EXPERIMENTS)})")
+        return study
     for name in protocol.STUDIES:
         study = protocol.study(name)
         if names and names <= set(study.EXPERIMENTS):

@@ -184,7 +184,7 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         if key in known:
             continue
         knobs = trial.knobs
-        row: dict[str, Any] = {"experiment": trial.experiment,
+        row: dict[str, Any] = {"study": spec["study"], "experiment": trial.experiment,
                                **{knob_column(k): _cell_text(study, k, v) for k, v in knobs.items()},
                                "seed": trial.seed, "size": str(trial.size), "zoo_key": key,
                                "commit": commit, "refined": refined}
