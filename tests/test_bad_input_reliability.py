@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from catalogue import no_hang, refused, run_cli, tree
+from waiting import limit
 
 MAP = "study: induction\nsize: smoke\nseeds: 1\nknobs: {block_len: [6]}\n"
 
@@ -264,7 +265,7 @@ def test_handled_two_writers_of_one_map_at_once_keep_every_row(tmp_path):
                                str(tmp_path / "zoo"), "--out", str(tmp_path / "out"),
                                "--no-progress"], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for s in specs]
-    results = [p.communicate(timeout=900) for p in procs]
+    results = [p.communicate(timeout=limit(900)) for p in procs]  # a net against a hang, scaled
     assert [p.returncode for p in procs] == [0, 0], [r[1][-2000:] for r in results]
     table = pd.read_csv(tmp_path / "out" / "m.csv", dtype=str)
     assert sorted(table["knob.block_len"]) == ["5", "6"], table

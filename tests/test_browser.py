@@ -175,8 +175,11 @@ def kernel_state(base: str, token: str, relative: str) -> str | None:
     import urllib.request
 
     request = urllib.request.Request(f"{base}/api/sessions", headers={"Authorization": f"token {token}"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        sessions = json.load(response)
+    try:  # a busy server answering late is polled again, never a failure by itself
+        with urllib.request.urlopen(request, timeout=limit(10)) as response:
+            sessions = json.load(response)
+    except OSError:
+        return None
     for session in sessions:
         if session.get("path") == relative and session.get("kernel"):
             return session["kernel"].get("execution_state")

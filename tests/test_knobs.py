@@ -245,6 +245,7 @@ def test_the_documented_papermill_command_gives_the_notebook_a_mapping(tmp_path)
     from pathlib import Path
 
     import nbformat
+    from waiting import limit
 
     root = Path(__file__).resolve().parents[1]
     doc = (root / "docs" / "variants.md").read_text(encoding="utf-8")
@@ -253,7 +254,7 @@ def test_the_documented_papermill_command_gives_the_notebook_a_mapping(tmp_path)
     argv = shlex.split(lines[0])
     notebook, out = root / argv[1], tmp_path / "out.ipynb"
     got = subprocess.run([sys.executable, "-m", "papermill", str(notebook), str(out), *argv[3:],
-                          "--prepare-only"], capture_output=True, text=True, timeout=300)
+                          "--prepare-only"], capture_output=True, text=True, timeout=limit(300))
     assert got.returncode == 0, got.stderr[-2000:]
     injected = next(c for c in nbformat.read(out, as_version=4).cells
                     if "injected-parameters" in c.metadata.get("tags", []))
