@@ -10,7 +10,7 @@ import re
 import pytest
 
 from toymech.studies.birth.claims import CLAIMS
-from toymech.studies.birth.seeds import PAPER_ORDER, _order, _order_sentence
+from toymech.studies.birth.over_seeds import PAPER_ORDER, _order, _order_sentence
 from toymech.studies.claims import assess, by_key
 
 TOP_DOWN = by_key(CLAIMS, "top-down")

@@ -9,11 +9,11 @@ import torch
 
 from toymech.studies import birth
 from toymech.studies.birth.callbacks import PROBE_TAG
-from toymech.studies.birth.seeds import probe_callbacks
+from toymech.studies.birth.over_seeds import probe_callbacks
 from toymech.sweep import train_missing
 from toymech.zoo import Zoo
 
-PATH = "toymech.studies.birth.seeds:probe_callbacks"
+PATH = "toymech.studies.birth.over_seeds:probe_callbacks"
 
 
 def _exps():
@@ -42,8 +42,8 @@ def test_birth_probes_in_spawned_processes_equal_a_run_in_this_process(tmp_path)
         assert torch.allclose(p, q, atol=1e-6)
 
 
-@pytest.mark.parametrize("bad", ["toymech.studies.birth.seeds:nope", "no_such_module:f",
-                                 "toymech.studies.birth.seeds", ":probe_callbacks"])
+@pytest.mark.parametrize("bad", ["toymech.studies.birth.over_seeds:nope", "no_such_module:f",
+                                 "toymech.studies.birth.over_seeds", ":probe_callbacks"])
 def test_a_bad_callbacks_path_is_refused_before_any_work(tmp_path, bad):
     with pytest.raises(ValueError, match=r"callbacks=.* is not allowed: 'package\.module:"):
         train_missing(Zoo(tmp_path / "zoo"), _exps(), workers=2, callbacks=bad)

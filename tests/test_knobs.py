@@ -183,7 +183,7 @@ def test_induction_labels():
 
 
 def test_induction_labels_untrained_are_never_content():
-    from toymech.studies.induction.seeds import labels
+    from toymech.studies.induction.over_seeds import labels
 
     st = protocol.study("induction")
     for size in ("smoke", st.with_knobs("smoke", NULL_VARIANTS["induction"])):
@@ -192,7 +192,7 @@ def test_induction_labels_untrained_are_never_content():
 
 def test_birth_labels():
     from toymech.studies.birth.claims import at_chance, source_like
-    from toymech.studies.birth.seeds import mechanism_label
+    from toymech.studies.birth.map_measure import mechanism_label
 
     good = source_like()
     label = mechanism_label(good)
@@ -203,7 +203,7 @@ def test_birth_labels():
 
 def test_random_transformer_labels():
     from toymech.studies.random_transformers.claims import at_chance, source_like
-    from toymech.studies.random_transformers.seeds import label_table, solved_label
+    from toymech.studies.random_transformers.over_seeds import label_table, solved_label
 
     good = source_like()
     assert solved_label(good, "modular_addition", "random", "large") == "solved"

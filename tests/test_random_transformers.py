@@ -13,7 +13,7 @@ from toymech.analysis.subspace import concentration, explained_variance, hidden_
 from toymech.models import BaselineConfig, build_model
 from toymech.studies import random_transformers as rt
 from toymech.studies.random_transformers import design as rtd, measure as rtm, tables as rtt
-from toymech.studies.random_transformers.seeds import measure_data, recipe_experiment
+from toymech.studies.random_transformers.over_seeds import measure_data, recipe_experiment
 from toymech.training import train, train_stacked
 from toymech.zoo import Zoo
 

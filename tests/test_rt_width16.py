@@ -12,7 +12,7 @@ from toymech.studies import random_transformers as rt
 from toymech.studies.claims import assess, by_key
 from toymech.studies.random_transformers import claims as rtc
 from toymech.studies.random_transformers.design import ALGORITHMIC, CALIBRATION, experiment
-from toymech.studies.random_transformers.seeds import measure_data, measure_seed
+from toymech.studies.random_transformers.over_seeds import measure_data, measure_seed
 
 W16_ROWS = ("normal-w16-decimal-all-or-nothing", "random-w16-solves-none")
 

@@ -7,9 +7,9 @@ its module. Modules: ``design`` (sizes, freezings, configs, named experiments, o
 ``callbacks`` (the training callback recording the memory probes), ``measure`` (batches from
 the run's seed streams, the main run, the trigger sweep, the freezing comparison, the extremes,
 the controls), ``tables`` (summaries of what was measured), ``claims`` (the paper's claims),
-``seeds`` (the main run over seeds: ``measure_seed``, the null world, the findings),
+``over_seeds`` (the main run over seeds: ``measure_seed``, the null world, the findings),
 ``dynamics`` (the probe data, through training), ``causal`` (the learning coefficient and the
-causal tests through training).
+causal tests through training). ``map_measure`` (one run's row and label for a map).
 """
 
 from ..findings import not_run
@@ -20,7 +20,8 @@ from .design import (EXPERIMENTS, KNOBS, LLC_ON, OPTIONAL_RUNS, SIZES, experimen
 from .dynamics import dynamics_metrics, probe_data, through_training
 from .measure import (attention_table, attention_view, bigram_baseline, controls, eval_sets,
                       example_batch, main_run, sequence_marks, snapshots)
-from .seeds import (MAP_LABEL, findings, main_runs, map_row, measure_seed, optimizer_table, other_optimizer,
+from .map_measure import MAP_LABEL, map_row
+from .over_seeds import (findings, main_runs, measure_seed, optimizer_table, other_optimizer,
                     seed_table, untrained_numbers)
 from .tables import (construction_table, describe, dynamics_summary, formation_marks,
                      formation_table, freezing_summary, freezing_view, kcomp_summary, sweep_summary,

@@ -5,9 +5,9 @@ The package exports the study protocol (``toymech.studies.protocol``) and what n
 the benchmarks call, nothing else (tests/test_studies.py checks it); everything else is read from
 its module. Modules: ``design`` (sizes, the post's models and their twins, named experiments,
 optional runs), ``measure`` (train/load the models, measure them, the tables), ``claims`` (the
-post's claims), ``seeds`` (the models over seeds: ``measure_seed``, the null world, the
+post's claims), ``over_seeds`` (the models over seeds: ``measure_seed``, the null world, the
 findings), ``dynamics`` (the probe data, through training), ``causal`` (the post's algorithms as
-activation and path patching), ``predictions`` (other works' predictions judged on its maps).
+activation and path patching), ``predictions`` (other works' predictions judged on its maps). ``map_measure`` (one run's row and label for a map).
 """
 
 from ..findings import not_run
@@ -20,7 +20,8 @@ from .predictions import MAP_PREDICTIONS
 from .measure import (MECHANISM_SETS, POST_SETS, ablation_table, algorithms_text, attention_view,
                       chance_loss, copy_table, describe, eigenvalue_sets, load_models,
                       loss_table, measure_all, mechanism_table, path_table, training_summary)
-from .seeds import (MAP_LABEL, findings, load_seeds, map_check, map_row, measure_seed, measure_seeds, seed_table,
+from .map_measure import MAP_LABEL, map_row, map_check
+from .over_seeds import (findings, load_seeds, measure_seed, measure_seeds, seed_table,
                     untrained_numbers)
 
 TITLE = "Induction heads on repeated letter blocks"

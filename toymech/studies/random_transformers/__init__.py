@@ -7,8 +7,8 @@ its module. Modules: ``design`` (sizes, freezing modes, configs, the plans), ``r
 calibrated CPU recipes and the named experiments), ``calibration`` (the calibration sweeps read
 back), ``ladder`` (the width ladder), ``measure`` (train/load a grid, one row per run),
 ``tables`` (what the notebook shows), ``named`` (one seed's tables -> named numbers),
-``claims`` (the paper's claims), ``seeds`` (one seed's runs -> ``measure_seed``, the null world,
-the findings), ``dynamics`` (through training), ``causal`` (the causal tests).
+``claims`` (the paper's claims), ``over_seeds`` (one seed's runs -> ``measure_seed``, the null world,
+the findings), ``dynamics`` (through training), ``causal`` (the causal tests). ``map_measure`` (one run's row and label for a map).
 """
 
 from ..findings import not_run
@@ -22,7 +22,8 @@ from .measure import (BASELINE_KINDS, ablation_grid, baseline_grid, circuit_grid
                       concentration_grid, eval_sets, load, needle_example, plan_seeds, run_grid,
                       run_table, summarize, sweep_grid)
 from .recipes import EXPERIMENTS, recipe_table, table_experiment, with_knobs
-from .seeds import (MAP_LABEL, findings, label_table, map_row, measure_seed, measure_seeds,
+from .map_measure import MAP_LABEL, map_row
+from .over_seeds import (findings, label_table, measure_seed, measure_seeds,
                     untrained_numbers)
 from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_table,
                      circuit_table, concentration_gap, concentration_table, describe, lm_table,
