@@ -18,7 +18,7 @@ curves: one row per step). The functions here read such tables:
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -177,3 +177,14 @@ def still_learning(steps: Sequence[float], losses: Sequence[float], tail: float 
         return None
     window = v[inside]
     return bool(window[0] - window[-2:].mean() > min_drop)
+
+
+def history_still_learning(history: Sequence[Mapping[str, float]], key: str = "train_loss",
+                           tail: float = STILL_LEARNING_TAIL,
+                           min_drop: float = STILL_LEARNING_DROP) -> bool | None:
+    """``still_learning`` of a run's logged ``history`` (its rows ``{"step", key, ...}``, as the
+    training loop logs them; rows without ``key`` are passed over): True, False, or None where
+    the log is too short to tell. ``tail`` and ``min_drop`` as in ``still_learning``."""
+    rows = [r for r in history if key in r and "step" in r]
+    return still_learning([float(r["step"]) for r in rows], [float(r[key]) for r in rows],
+                          tail, min_drop)

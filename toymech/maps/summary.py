@@ -1,13 +1,22 @@
-"""A map's runs grouped into cells, one rule for the runs that carry no label, the table per cell
-and its finding in words.
+"""A map's runs grouped into cells, one rule for the states of runs that carry no label, the
+table per cell and its finding in words.
 
 A cell is the runs of one experiment at one value of every knob (its seeds). ``cell_groups`` is
 the one grouping: the page, the finding, the refinements and the predictions judged on a map all
-read cells from it. ``run_state`` is the one rule for a run that has no label: a run the sweep
-did not finish is its sweep status (``failed``, ``diverged``, ...), a finished run the study
-could not measure is ``not measured``; every other run is ``measured`` and carries its label.
+read cells from it. ``run_state`` is the one rule for a run's state:
+
+* a run the sweep did not finish is its sweep status (``failed``, ``diverged``, ...);
+* a finished run the study's ``map_row`` calls ``untrained`` (its own training distribution not
+  beaten by the study's best predictor without the mechanism) or ``still learning`` (its loss
+  still falling when it stopped) is that state: not having learned is never evidence of absence;
+* a finished run with no label is ``not measured``;
+* every other run is ``measured`` (learned, and stopped learning) and carries its label.
+
 A state is never a label: a cell's runs count every seed (its denominator), and a label is held
-only by measured runs.
+only by measured runs. A study's ``map_row`` states a run's state in its ``state`` column
+(``LEARNED``, ``UNTRAINED``, ``STILL_LEARNING``; a table written before that column has none, and
+its labelled runs read as measured) and how far the run got beyond the best predictor without
+the mechanism in ``beyond_baseline`` (positive: better than it, in the study's own units).
 """
 
 from __future__ import annotations
@@ -22,14 +31,21 @@ from .table import knob_column, knob_columns
 
 MEASURED = "measured"
 NOT_MEASURED = "not measured"
+# what a study's map_row writes in a row's ``state`` column
+LEARNED, UNTRAINED, STILL_LEARNING = "learned", "untrained", "still learning"
+BEYOND = "beyond_baseline"  # the row's distance beyond the best predictor without the mechanism
 
 
-def run_state(status, label) -> str:
-    """A run's state: its sweep ``status`` where that is not ``ok``; ``not measured`` where it
-    finished but has no label (missing, or the study's own ``not measured``); else ``measured``."""
+def run_state(status, label, state=None) -> str:
+    """A run's state (the module's rule): its sweep ``status`` where that is not ``ok``; the
+    study's own ``state`` where it is ``untrained`` or ``still learning``; ``not measured`` where
+    it finished but has no label (missing, or the study's own ``not measured``); else
+    ``measured``."""
     if isinstance(status, str) and status != "ok":
         return status
-    if label is None or (isinstance(label, float) and math.isnan(label)) or str(label) == NOT_MEASURED:
+    if isinstance(state, str) and state in (UNTRAINED, STILL_LEARNING):
+        return state
+    if label is None or (isinstance(label, float) and math.isnan(label)) or str(label) in (NOT_MEASURED, ""):
         return NOT_MEASURED
     return MEASURED
 
@@ -78,7 +94,9 @@ def cell_groups(table: pd.DataFrame) -> list[Cell]:
     columns = knob_columns(table)
     keys = ["experiment", *columns.values()]
     status = table["status"] if "status" in table else pd.Series("ok", index=table.index)
-    table = table.assign(state=[run_state(s, lab) for s, lab in zip(status, table["label"])])
+    study_state = table["state"] if "state" in table else pd.Series(None, index=table.index)
+    table = table.assign(state=[run_state(s, lab, st) for s, lab, st
+                                in zip(status, table["label"], study_state)])
     out = []
     for cell, runs in table.groupby(keys, sort=False, dropna=False):
         values = dict(zip(keys, cell if isinstance(cell, tuple) else (cell,)))
@@ -136,4 +154,4 @@ def finding(table: pd.DataFrame, label: str) -> str:
     return ", ".join(parts) + f"; at least {runs} seed(s) per cell."
 
 
-__all__ = ["MEASURED", "NOT_MEASURED", "Cell", "cell_groups", "cells", "finding", "run_state"]
+__all__ = ["BEYOND", "LEARNED", "MEASURED", "NOT_MEASURED", "STILL_LEARNING", "UNTRAINED", "Cell", "cell_groups", "cells", "finding", "run_state"]
