@@ -146,7 +146,8 @@ def test_results_record_lists_each_maps_finding_and_cells(tmp_path, capsys):
     assert "A person's prose." in text and text.count("<!-- toymech-results map ") == 1
     assert "<!-- toymech-results map s1-demo -->" in text
     assert maps.finding(_table(), "content") in text
-    assert "| 4-8 | 0 | 2 of 3 | 0.7 | no |" in text and "| 6 | 0-3 | 0 of 3 | 3.1 | no |" in text
+    assert "| 4-8 | 0 | 2 of 3 | 2 content, 1 position | 0.7 | no |" in text
+    assert "| 6 | 0-3 | 0 of 3 | 3 neither | 3.1 | no |" in text
     assert main(["results", "--maps", str(tmp_path / "nothing.csv"), "--into", str(record)]) != 0
     assert "is not allowed: a map table" in capsys.readouterr().err  # the path may be shortened
 
@@ -197,10 +198,35 @@ def test_kawata_prediction_holds_where_varied_is_content_and_fixed_position():
     assert verdict == FAILS
 
 
-def test_kawata_prediction_does_not_hold_on_a_null_map():
-    for null in ("neither", "untrained"):
-        verdict, counts = _judged(_table({cell: [null] * 3 for cell in CELLS}))
-        assert verdict == FAILS and "0 of 3 vs" in counts
+def test_kawata_prediction_does_not_hold_on_a_map_of_learned_runs_without_the_mechanism():
+    verdict, counts = _judged(_table({cell: ["partial"] * 3 for cell in CELLS}))
+    assert verdict == FAILS and "0 of 3 vs" in counts
+
+
+@pytest.mark.parametrize("state", ["untrained", "still learning"])
+def test_the_null_world_gives_no_label_and_no_judged_prediction(state):
+    """A map whose runs are all untrained (or all still learning): no cell holds a label, the
+    finding says so by state, and the prediction is not judged (it names the states)."""
+    table = _table().assign(state=state, label=None)
+    verdict, counts = _judged(table)
+    assert verdict == UNJUDGED and counts.startswith("not judged: most runs without a label in")
+    assert f"3 of 3 (3 {state})" in counts
+    cells = maps.summary.cell_groups(table)
+    assert all(c.held(lab) == 0 for c in cells for lab in ("content", "position", "partial"))
+    assert f"3 {state} in block_len 6, offset 0" in maps.finding(table, "content")
+
+
+def test_a_prediction_is_judged_only_on_cells_whose_runs_mostly_learned():
+    """Varied cells content and fixed cells position, but one fixed cell mostly still learning:
+    that pair is left out and named, the rest judged."""
+    labels = {("6", "0"): ["position"] * 3, ("6", "0-3"): ["position"] * 3,
+              ("4-8", "0"): ["content"] * 3, ("4-8", "0-3"): ["content"] * 3}
+    table = _table(labels)
+    late = (table["knob.block_len"] == "6") & (table["knob.offset"] == "0-3") & (table["seed"] != 3)
+    table.loc[late, "state"] = "still learning"
+    verdict, counts = _judged(table)
+    assert verdict == HOLDS
+    assert "Not judged (most runs without a label): (block_len 6, offset 0-3) 2 of 3 (2 still learning)" in counts
 
 
 def test_kawata_prediction_is_not_judged_without_its_cells():
@@ -222,9 +248,11 @@ def test_the_prediction_is_written_in_the_page_and_the_results_block(tmp_path):
 
 def test_a_prediction_needs_its_statement_source_and_rule():
     with pytest.raises(ValueError, match=r"^source='' is not allowed: a non-empty string"):
-        MapPrediction("x", "a statement", "", KAWATA.rule)
+        MapPrediction("x", "a statement", "", KAWATA.rule, "its threshold")
     with pytest.raises(ValueError, match=r"^rule=.* is not allowed"):
-        MapPrediction("x", "a statement", "a source", None)
+        MapPrediction("x", "a statement", "a source", None, "its threshold")
+    with pytest.raises(ValueError, match=r"^not_computed='' is not allowed"):
+        MapPrediction("x", "a statement", "a source", KAWATA.rule)
 
 
 def test_a_cell_whose_runs_diverged_says_so_not_only_zero_of_n():
@@ -269,11 +297,30 @@ def test_page_finding_predictions_and_results_read_cells_by_one_rule(tmp_path):
     assert "on some seeds in 1 (block_len 4-8, offset 0), on none in 1" in page.finding
     assert f"runs without a label: {without} in block_len 6, offset 0" in page.finding
     ((verdict, counts),) = page.predictions[["on our map", "counts"]].itertuples(index=False)
-    assert verdict == FAILS  # the fixed cell: position on 1 of its 4 seeds, not most
-    assert "(block_len 4-8, offset 0) 3 of 4 vs (block_len 6, offset 0) 0 of 4" in counts
-    assert "Seeds labelled position in fixed cells: (block_len 6, offset 0) 1 of 4." in counts
+    assert verdict == UNJUDGED  # the fixed cell: 1 of its 4 runs carries a label, not most
+    assert counts == ("not judged: most runs without a label in (block_len 6, offset 0) 3 of 4 "
+                      f"({without}).")
     path = tmp_path / "s1-states.csv"
     table.to_csv(path, index=False)
     _, block = map_block(path)
     assert page.finding in block and f"0 of 4 ({without})" in block and "3 of 4" in block
     assert counts in block
+
+
+def test_the_phase_diagram_colours_each_cell_by_its_outcome_and_shows_the_gap():
+    """Each cell coloured by its commonest outcome (a learned run's label, else its state), the
+    colour bar naming them, and the number shown is how far beyond the baseline the runs got."""
+    table = _table().assign(beyond_baseline=0.25, state="learned")
+    late = table["knob.block_len"] == "6"
+    table.loc[late & (table["knob.offset"] == "0"), "state"] = "untrained"
+    table.loc[late & (table["knob.offset"] == "0-3"), "state"] = "still learning"
+    page = MapPage.of(table)
+    assert page.number == "beyond_baseline"
+    phases = page.cells.set_index(["block_len", "offset"])["phase"]
+    assert phases[("6", "0")] == "untrained" and phases[("6", "0-3")] == "still learning"
+    assert phases[("4-8", "0")] == "content" and phases[("4-8", "0-3")] == "content"
+    heat = page.figure().data[0]
+    assert list(heat.colorbar.ticktext) == ["content", "untrained", "still learning"]
+    assert heat.z[list(heat.y).index("0")][list(heat.x).index("6")] == 1.0  # untrained's band
+    assert page.cells.set_index(["block_len", "offset"]).loc[("6", "0"), "median"] != \
+        page.cells.set_index(["block_len", "offset"]).loc[("6", "0"), "median"]  # no learned run
