@@ -236,6 +236,15 @@ def map_tables(paths) -> list[Path]:
     return found
 
 
+def read_maps(paths) -> pd.DataFrame | None:
+    """The map tables of ``paths`` (``map_tables``: tables, their folders or zoos), each read
+    and checked (``read_table``), as one frame (their cells stay apart: each row names its
+    experiment and knobs); None where there is none."""
+    tables = [read_table(p) for p in map_tables(paths)]
+    tables = [t for t in tables if len(t)]
+    return pd.concat(tables, ignore_index=True) if tables else None
+
+
 def _header(path: Path) -> list[str]:
     try:
         return list(pd.read_csv(path, nrows=0).columns)
@@ -295,4 +304,4 @@ def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
     return entry
 
 
-__all__ = ["MapPage", "build_map_report", "map_block", "map_blocks", "map_tables", "cell_frame", "open_line", "read_table", "study_for"]
+__all__ = ["MapPage", "build_map_report", "map_block", "map_blocks", "map_tables", "read_maps", "cell_frame", "open_line", "read_table", "study_for"]

@@ -109,7 +109,8 @@ def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per cell of the map's ``table`` (``cell_groups``: the experiment and every knob):
     runs, the share of its runs that carry each label (``share <label>``: a fraction of every
     run, a state never being a label), the runs of each state without one (``runs <state>``) and
-    the median of each of ``numbers`` over its measured runs."""
+    the median, min and max of each of ``numbers`` over its measured runs (``median <n>``,
+    ``min <n>``, ``max <n>``)."""
     out = []
     for cell in cell_groups(table):
         row = {"experiment": cell.experiment,
@@ -122,6 +123,8 @@ def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
             if name in cell.runs:
                 vals = pd.to_numeric(cell.measured[name], errors="coerce").dropna()
                 row[f"median {name}"] = float(vals.median()) if len(vals) else math.nan
+                row[f"min {name}"] = float(vals.min()) if len(vals) else math.nan
+                row[f"max {name}"] = float(vals.max()) if len(vals) else math.nan
         out.append(row)
     frame = pd.DataFrame(out)
     return frame.fillna({c: 0.0 for c in frame.columns if c.startswith("share ")}
