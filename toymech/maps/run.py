@@ -36,6 +36,7 @@ from .refine import refinements
 from .spec import check_map, load_map, sweep_grid
 from . import ledger
 from .table import knob_column, read_or_empty, read_table, write_table
+from .summary import cell_key
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
             out: str | Path | None = None, backend: str = "auto", address: str | None = None,
@@ -158,7 +159,7 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         # (``training.stacking``). The sweep below then reads every run back from the zoo.
         trials = expand_grid(sweep_grid(spec))
         if live is not None:
-            live.plan([(zoo.path(t.exp), _cell_key(t), t.exp) for t in trials],
+            live.plan([(zoo.path(t.exp), _cell_key(study, t), t.exp) for t in trials],
                       {zoo.path(t.exp) for t in trials if zoo.has(t.exp)})
         on_progress = (lambda done, total, e: live.trained(zoo.path(e), trained_share(zoo, e))) \
             if live else None
@@ -209,9 +210,10 @@ def trained_share(zoo: Zoo, exp) -> float:
         return 1.0
 
 
-def _cell_key(trial) -> tuple:
-    """A trial's cell: its experiment and knob values (not its seed)."""
-    return (trial.experiment, *sorted((k, str(v)) for k, v in trial.knobs.items()))
+def _cell_key(study, trial) -> tuple:
+    """A trial's cell (``summary.cell_key``: its experiment and knob values as the table writes
+    them, not its seed), so the live line counts the cells the table will have."""
+    return cell_key(trial.experiment, {k: _cell_text(study, k, v) for k, v in trial.knobs.items()})
 
 
 def _cell_text(study, knob: str, value: Any) -> str:
