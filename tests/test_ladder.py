@@ -1,4 +1,4 @@
-"""Study 3's width ladder is ordinary maps (``grids/maps/s3-width-<task>.yaml``): ``toymech ladder``
+"""Study 3's width ladder is ordinary maps (``specs/maps/s3-width-<task>.yaml``): ``toymech ladder``
 runs them by name through the one map engine, and the study words their cells
 (``studies.random_transformers.ladder``)."""
 
@@ -18,7 +18,7 @@ from toymech.studies.random_transformers.recipes import recipe
 from toymech.zoo import Zoo
 
 ROOT = Path(__file__).resolve().parents[1]
-WIDTH_MAPS = sorted((ROOT / "grids" / "maps").glob("s3-width-*.yaml"))
+WIDTH_MAPS = sorted((ROOT / "specs" / "maps").glob("s3-width-*.yaml"))
 
 
 def _stored(zoo: Path) -> set[str]:
@@ -32,7 +32,7 @@ def test_the_ladder_maps_are_found_wherever_the_tests_run():
 
 def test_the_ladder_command_and_the_map_give_the_same_table_from_one_zoo(tmp_path, monkeypatch,
                                                                        capsys):
-    """``toymech ladder --tasks needle`` and ``toymech map grids/maps/s3-width-needle.yaml`` (at
+    """``toymech ladder --tasks needle`` and ``toymech map specs/maps/s3-width-needle.yaml`` (at
     smoke, one seed: 5 widths x random / normal) write the same table; the map, after the
     ladder, trains nothing."""
     monkeypatch.setenv("TOYMECH_THREADS", "1")
@@ -42,7 +42,7 @@ def test_the_ladder_command_and_the_map_give_the_same_table_from_one_zoo(tmp_pat
     assert main(["ladder", "--tasks", "needle", "--out", str(tmp_path / "a"), *tiny]) == 0
     trained = _stored(zoo)
     assert len(trained) == 10
-    assert main(["map", str(ROOT / "grids" / "maps" / "s3-width-needle.yaml"),
+    assert main(["map", str(ROOT / "specs" / "maps" / "s3-width-needle.yaml"),
                  "--out", str(tmp_path / "b"), *tiny]) == 0
     assert _stored(zoo) == trained  # the map read the ladder's runs back
     a = maps.read_table(tmp_path / "a" / "s3-width-needle.csv")

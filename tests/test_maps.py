@@ -112,7 +112,7 @@ def test_bad_maps_refused_before_any_work(tmp_path, change, fragment):
     assert not (tmp_path / "zoo").exists()
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "grids" / "maps")
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "specs" / "maps")
                                         .glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_maps_are_valid(path):
     spec = maps.check_map({**maps.load_map(path), "name": path.stem})
@@ -145,7 +145,7 @@ def test_table_as_csv_and_parquet_reads_back_the_same(tmp_path):
 def test_every_study_maps_at_smoke(tmp_path, grid, labels):
     """Each study's shipped map, at smoke with one seed (its two cells): a row per run with the
     study's own measurements and its mechanism label, and the finding printed."""
-    path = Path(__file__).resolve().parents[1] / "grids" / "maps" / grid
+    path = Path(__file__).resolve().parents[1] / "specs" / "maps" / grid
     zoo = tmp_path / "zoo"
     done = subprocess.run([sys.executable, "-m", "toymech", "map", str(path), "--size", "smoke",
                            "--seeds", "1", "--cache", str(zoo), "--backend", "local",

@@ -265,7 +265,7 @@ def _add_results(sub) -> None:
 def _add_ladder(sub) -> None:
     """``toymech ladder``: study 3's width ladder, its maps run by name."""
     p = sub.add_parser("ladder", help="run study 3's width-ladder maps (recipes at widths 16-256, judged seeds)",
-                       description="toymech map on each of grids/maps/s3-width-<task>.yaml: each "
+                       description="toymech map on each of specs/maps/s3-width-<task>.yaml: each "
                                    "algorithmic task's recipe at each width, random and normal, on "
                                    "seeds no calibration used; the tables are the maps' own "
                                    "(<zoo>/maps/s3-width-<task>.csv), as toymech map writes them.")

@@ -167,12 +167,12 @@ def cmd_map(args: argparse.Namespace) -> int:
 
 # The width ladder of study 3 is ordinary maps, one per algorithmic task, shipped beside the
 # others; ``toymech ladder`` is a name for running them (the same tables as ``toymech map``).
-LADDER_MAPS = "s3-width-"  # grids/maps/s3-width-<task>.yaml
-_REPO_MAPS = Path(__file__).resolve().parents[2] / "grids" / "maps"
+LADDER_MAPS = "s3-width-"  # specs/maps/s3-width-<task>.yaml
+_REPO_MAPS = Path(__file__).resolve().parents[2] / "specs" / "maps"
 
 
 def ladder_specs(folder: Path | None = None) -> dict[str, Path]:
-    """{task: its width-ladder map file}: ``grids/maps/s3-width-<task>.yaml`` of the toymech
+    """{task: its width-ladder map file}: ``specs/maps/s3-width-<task>.yaml`` of the toymech
     checkout (or ``folder``), in name order."""
     folder = _REPO_MAPS if folder is None else folder
     found = {p.stem.removeprefix(LADDER_MAPS): p
@@ -180,7 +180,7 @@ def ladder_specs(folder: Path | None = None) -> dict[str, Path]:
     if not found:
         raise ValueError(f"ladder maps={str(folder / (LADDER_MAPS + '*.yaml'))!r} is not "
                          "allowed: the width ladder's map files of a toymech checkout (run "
-                         "toymech map on your own copy of grids/maps/s3-width-<task>.yaml)")
+                         "toymech map on your own copy of specs/maps/s3-width-<task>.yaml)")
     return found
 
 

@@ -56,7 +56,7 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     for the run's lines (None: quiet). Raises ``ValueError`` for a bad spec or option (one line
     naming it) before any run trains. Example::
 
-        table = run_map("grids/maps/s1-content.yaml", backend="local")
+        table = run_map("specs/maps/s1-content.yaml", backend="local")
         print(finding(table, "content"))
     """
     stem = Path(spec).stem if isinstance(spec, (str, Path)) else "map"

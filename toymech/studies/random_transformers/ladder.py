@@ -2,7 +2,7 @@
 transformer (only the embeddings and the unembedding trained) start to solve each algorithmic
 task, beside a normal transformer?
 
-The ladder is ordinary maps, one per task (``grids/maps/s3-width-<task>.yaml``: the task's
+The ladder is ordinary maps, one per task (``specs/maps/s3-width-<task>.yaml``: the task's
 calibrated recipe at ``recipe_width`` 16-256, random and normal, on the judged seeds 3-5 that no
 calibration used), run by ``toymech map`` or by name (``toymech ladder``) into
 ``<zoo>/maps/s3-width-<task>.csv``. This module reads nothing and trains nothing: it words the
@@ -24,7 +24,7 @@ import pandas as pd
 from ...sweep.table import knob_column
 from .design import ALGORITHMIC
 
-MAPS = "s3-width-"        # the ladder's maps: grids/maps/s3-width-<task>.yaml, <zoo>/maps/s3-width-<task>.csv
+MAPS = "s3-width-"        # the ladder's maps: specs/maps/s3-width-<task>.yaml, <zoo>/maps/s3-width-<task>.csv
 MODES = ("random", "normal")
 SOLVED = "solved"         # the maps' label that says a run solved its task (map_measure.MAP_LABEL)
 PAPER_WIDTH = 1024        # the paper's Table 1 width, marked on the figure
