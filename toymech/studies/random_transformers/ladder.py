@@ -22,6 +22,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...sweep.table import knob_column
+from . import claims
 from .design import ALGORITHMIC
 
 MAPS = "s3-width-"        # the ladder's maps: specs/maps/s3-width-<task>.yaml, <zoo>/maps/s3-width-<task>.csv
@@ -106,8 +107,9 @@ def ladder_sentence(summary: pd.DataFrame | None) -> str:
                 return f"{mode} not run"
             return f"{mode} not up to width {int(widest)}"
         parts.append(f"{r['task']}: {say('random')}, {say('normal')}")
-    return ("Solved (the maps' label: held-out accuracy on the whole answer at least 95 % and half "
-            "way from chance) on most seeds of a width, each rung the recipe's step budget: "
+    return (f"Solved (the maps' label: held-out accuracy on the whole answer at least "
+            f"{claims.SOLVED:.0%} and half way from chance) on most seeds of a width, each rung "
+            "the recipe's step budget: "
             + "; ".join(parts) + f". The paper's Table 1 is at width {PAPER_WIDTH}.")
 
 
