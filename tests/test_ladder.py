@@ -52,6 +52,16 @@ def test_the_ladder_command_and_the_map_give_the_same_table_from_one_zoo(tmp_pat
     assert sorted(a["knob.recipe_width"].astype(int).unique()) == [16, 32, 64, 128, 256]
     out = capsys.readouterr().out
     assert out.count("Label 'solved'") == 2  # each command printed the map's finding
+    # what notebook 03 reads: the ladder's tables of a maps folder (not the sweep's .runs.csv
+    # beside them, not another map), none where the folder is not there yet
+    from toymech.maps.page import read_maps
+
+    (tmp_path / "a" / "other.csv").write_bytes((tmp_path / "a" / "s3-width-needle.csv").read_bytes())
+    assert (tmp_path / "a" / "s3-width-needle.runs.csv").is_file()
+    pd.testing.assert_frame_equal(read_maps(tmp_path / "a", ladder.MAPS), a)
+    assert read_maps(tmp_path / "no-maps-yet", ladder.MAPS) is None
+    summary = ladder.ladder_summary(maps.cells(a, ("acc",)))
+    assert len(summary) == 10 and set(summary["seeds"]) == {1}
 
 
 @pytest.mark.parametrize("args, fragment", [

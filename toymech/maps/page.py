@@ -236,12 +236,15 @@ def map_tables(paths) -> list[Path]:
     return found
 
 
-def read_maps(paths) -> pd.DataFrame | None:
-    """The map tables of ``paths`` (``map_tables``: tables, their folders or zoos), each read
-    and checked (``read_table``), as one frame (their cells stay apart: each row names its
-    experiment and knobs); None where there is none."""
-    tables = [read_table(p) for p in map_tables(paths)]
-    tables = [t for t in tables if len(t)]
+def read_maps(folder: str | Path, prefix: str = "") -> pd.DataFrame | None:
+    """The map tables in ``folder`` (a zoo's ``maps/`` folder, or a zoo holding one:
+    ``map_tables``) whose names start with ``prefix``, each read and checked (``read_table``),
+    as one frame (their cells stay apart: each row names its experiment and knobs); None where
+    there is none (no such table, or no such folder yet)."""
+    if not Path(folder).is_dir():
+        return None
+    found = [p for p in map_tables([folder]) if p.stem.startswith(prefix)]
+    tables = [t for t in (read_table(p) for p in found) if len(t)]
     return pd.concat(tables, ignore_index=True) if tables else None
 
 

@@ -9,7 +9,7 @@ calibration used), run by ``toymech map`` or by name (``toymech ladder``) into
 maps' cells (``toymech.maps.cells(table, ("acc",))``, the one grouping of runs into cells, whose
 label is this study's ``solved_label``)::
 
-    table = toymech.maps.page.read_maps(sorted((zoo.root / "maps").glob("s3-width-*.csv")))
+    table = toymech.maps.page.read_maps(zoo.root / "maps", MAPS)
     summary = ladder_summary(toymech.maps.cells(table, ("acc",)))
 
 ``ladder_summary`` gives one row per (task, mode, width); ``first_width`` the narrowest width
