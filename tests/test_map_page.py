@@ -324,3 +324,62 @@ def test_the_phase_diagram_colours_each_cell_by_its_outcome_and_shows_the_gap():
     assert heat.z[list(heat.y).index("0")][list(heat.x).index("6")] == 1.0  # untrained's band
     assert page.cells.set_index(["block_len", "offset"]).loc[("6", "0"), "median"] != \
         page.cells.set_index(["block_len", "offset"]).loc[("6", "0"), "median"]  # no learned run
+
+
+def test_every_view_counts_each_state_of_run_alike(tmp_path):
+    """One table whose runs are in every state (measured; failed and diverged by the sweep; not
+    measured; untrained and still learning by the study's ``state``, each with a label it does
+    not hold): the page, the per-cell frame, the finding, the prediction and the block that
+    ``toymech results --maps`` writes all count every run in the denominator, hold a label only
+    on measured runs, and name the same runs without one."""
+    from toymech.cli import main
+    from toymech.maps.summary import cell_groups
+
+    # (status, label, the study's state)
+    fixed = [("ok", "position", "learned"), ("failed", "not measured", None),
+             ("diverged", "not measured", None), ("ok", "not measured", None),
+             ("ok", "position", "untrained"), ("ok", "position", "still learning")]
+    varied = [("ok", "content", "learned")] * 3 + [("ok", "position", "learned"),
+                                                   ("ok", "content", "untrained")]
+    rows = [{"study": "induction", "experiment": "induction-2l", "knob.block_len": b,
+             "knob.offset": "0", "seed": s, "size": "smoke", "zoo_key": _key(b, "0", s),
+             "commit": "abc", "status": status,
+             "loss.test": 1.0 if status == "ok" else float("nan"), "label": label, "state": state}
+            for b, runs in (("6", fixed), ("4-8", varied))
+            for s, (status, label, state) in zip(range(3, 9), runs)]
+    table = pd.DataFrame(rows)
+    without = "1 failed, 1 diverged, 1 not measured, 1 untrained, 1 still learning"
+    groups = {c.knobs["block_len"]: c for c in cell_groups(table)}
+    assert (groups["6"].n, groups["6"].held("position")) == (6, 1)
+    assert (groups["4-8"].n, groups["4-8"].held("content")) == (5, 3)
+    assert groups["6"].states_text() == without and groups["4-8"].states_text() == "1 untrained"
+    # the page and its per-cell frame
+    page = MapPage.of(table, label="content")
+    frame = page.cells.set_index("block_len")
+    assert frame.loc["6", "seeds"] == f"0 of 6 ({without})"
+    assert frame.loc["4-8", "seeds"] == "3 of 5 (1 untrained)" and frame.loc["4-8", "share"] == 0.6
+    # the summary per cell: a state is never a label
+    per_cell = maps.cells(table, ("loss.test",)).set_index("knob.block_len")
+    assert per_cell.loc["6", "share position"] == pytest.approx(1 / 6)
+    assert per_cell.loc["4-8", "share content"] == pytest.approx(3 / 5)
+    assert [per_cell.loc["6", f"runs {s}"] for s in
+            ("failed", "diverged", "not measured", "untrained", "still learning")] == [1] * 5
+    # the finding
+    assert page.finding == maps.finding(table, "content")
+    assert "on some seeds in 1 (block_len 4-8, offset 0), on none in 1" in page.finding
+    assert (f"runs without a label: {without} in block_len 6, offset 0; 1 untrained in "
+            "block_len 4-8, offset 0") in page.finding
+    # the prediction: counted on the same cells
+    ((verdict, counts),) = page.predictions[["on our map", "counts"]].itertuples(index=False)
+    assert verdict == UNJUDGED  # the fixed cell: 1 of its 6 runs learned, not most
+    assert counts == f"not judged: most runs without a label in (block_len 6, offset 0) 5 of 6 ({without})."
+    # toymech results --maps: the same finding, cells and counts
+    folder = tmp_path / "maps"
+    folder.mkdir()
+    table.to_csv(folder / "s1-states.csv", index=False)
+    record = tmp_path / "results.md"
+    assert main(["results", "--maps", str(folder), "--into", str(record)]) == 0
+    text = record.read_text()
+    assert MapPage.of(table).finding in text  # the study's own label, content
+    assert f"| 6 | 0 | 0 of 6 ({without}) |" in text and "| 4-8 | 0 | 3 of 5 (1 untrained) |" in text
+    assert counts in text

@@ -248,6 +248,18 @@ def map_tables(paths) -> list[Path]:
     return found
 
 
+def read_maps(folder: str | Path, prefix: str = "") -> pd.DataFrame | None:
+    """The map tables in ``folder`` (a zoo's ``maps/`` folder, or a zoo holding one:
+    ``map_tables``) whose names start with ``prefix``, each read and checked (``read_table``),
+    as one frame (their cells stay apart: each row names its experiment and knobs); None where
+    there is none (no such table, or no such folder yet)."""
+    if not Path(folder).is_dir():
+        return None
+    found = [p for p in map_tables([folder]) if p.stem.startswith(prefix)]
+    tables = [t for t in (read_table(p) for p in found) if len(t)]
+    return pd.concat(tables, ignore_index=True) if tables else None
+
+
 def _header(path: Path) -> list[str]:
     try:
         return list(pd.read_csv(path, nrows=0).columns)
@@ -307,4 +319,4 @@ def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
     return entry
 
 
-__all__ = ["MapPage", "build_map_report", "map_block", "map_blocks", "map_tables", "cell_frame", "open_line", "read_table", "study_for"]
+__all__ = ["MapPage", "build_map_report", "map_block", "map_blocks", "map_tables", "read_maps", "cell_frame", "open_line", "read_table", "study_for"]
