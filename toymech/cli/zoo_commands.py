@@ -83,7 +83,7 @@ def _refuse_two_steps(name: str, sets: dict[str, str], steps: int) -> None:
     named = experiments.registry().get(name)
     if named is None or not named.study:
         return  # experiments.get names the problem
-    knobs = getattr(protocol.study(named.study), "KNOBS", {})
+    knobs = protocol.study(named.study).knobs
     for knob_name, value in sets.items():
         knob = knobs.get(knob_name)
         if knob is not None and "train.steps" in knob.fields:
@@ -182,7 +182,7 @@ def cmd_map(args: argparse.Namespace) -> int:
                          progress=not args.no_progress, refine=args.refine, log=log)
     from toymech.studies import protocol
 
-    print(maps.finding(table, protocol.study(spec["study"]).MAP_LABEL))
+    print(maps.finding(table, protocol.study(spec["study"]).map_label))
     failed = (table.get("status") != "ok").any()
     if args.report is not None:  # the map's page, listed in the reports folder's index
         from toymech.maps.page import build_map_report

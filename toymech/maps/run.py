@@ -87,7 +87,7 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
 def _check_measurable(spec: dict[str, Any], study) -> None:
     """Every cell's setting through the study's ``map_check`` (where it has one) before
     anything trains: a cell its measurement would refuse is refused now, naming its knobs."""
-    measurable = getattr(study, "map_check", None)
+    measurable = study.map_check
     if measurable is None:
         return
     seen = set()
@@ -216,7 +216,7 @@ def _cell_key(trial) -> tuple:
 
 def _cell_text(study, knob: str, value: Any) -> str:
     """A knob's value in the table, as a reader writes it (``4-8``)."""
-    k = study.KNOBS[knob]
+    k = study.knobs[knob]
     return k.text(k.parse(value))
 
 
