@@ -31,7 +31,7 @@ class Source:
     model: HookedTransformer
     task: Task
     entry: ZooEntry | None
-    study: ModuleType | None
+    study: Any  # the run's study (a ``studies.protocol.Study``), None for a task's own
     size: Setting  # the run's size, with its variant's knobs
     seed: int
 

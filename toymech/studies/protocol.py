@@ -30,7 +30,7 @@ field                         role
                               parameters (ValueError naming the bad one), applies the thread
                               policy, resolves the device once
 ``seeds_of``                  ``(size, seed, n_seeds=None)``: the seeds claims are assessed over
-``experiments``               ``(setting, seeds)``: the ``Experiment`` list the study's main runs
+``experiments``               ``(size, seeds)``: the ``Experiment`` list the study's main runs
                               train for those seeds (what ``toymech train`` or a sweep would make)
 ``eval_sets``                 ``(task, size, seed, device="cpu")``: named evaluation batches, drawn
                               from the run's ``eval`` stream
@@ -38,15 +38,15 @@ field                         role
                               the only input of the claims. ``runs``: the seed's runs by name, each
                               a zoo entry (or a bare model: a run that never trained); ``data``:
                               the study's evaluation data for that seed
-``untrained_numbers``         ``(setting, seed)``: ``measure_seed`` on the same runs left at their
+``untrained_numbers``         ``(size, seed)``: ``measure_seed`` on the same runs left at their
                               initialisation: the null world every claim fails
 ``numbers``                   ``(measured)``: the flattening ``measure_seed`` ends with
-``scorecard``                 ``(per_seed, setting, seeds=None)``: the claims assessed over seeds
+``scorecard``                 ``(per_seed, size, seeds=None)``: the claims assessed over seeds
 ``probe_data``                ``(task, size, seed, device="cpu")``: the fixed data every training
                               snapshot is measured on
 ``dynamics_metrics``          ``(model, data)``: the study's numbers for one snapshot
 ``through_training``          ``(entry, data, name="")``: a ``Trajectory`` over the run's snapshots
-``describe``                  ``(setting, seed, device, **study options)``: the run's settings in a
+``describe``                  ``(size, seed, device, **study options)``: the run's settings in a
                               line
 ``with_knobs``                ``(size, variant=None)``: the ``core.Setting`` of a size with a
                               variant's knobs on top, every knob and combination checked
@@ -56,18 +56,20 @@ field                         role
                               ``params.optional_runs_for``)
 ``llc_on``                    ``(size, also=())``, only where ``optional_run_names`` has ``"llc"``
                               (else None): whether the learning-coefficient curve runs
-``map_row``                   ``(run, setting, seed)``, only for a study that maps (else None): one
+``map_row``                   ``(run, size, seed)``, only for a study that maps (else None): one
                               run's row of a map (its numbers, properties and mechanism label)
 ``map_label``                 with ``map_row``: the label of its rows that says the mechanism holds
                               (a map's finding and its report's colour read its share)
-``map_check``                 ``(setting)`` or None: a ValueError for a setting ``map_row`` could
+``map_check``                 ``(size)`` or None: a ValueError for a setting ``map_row`` could
                               not measure (called for every cell before anything trains)
 ``map_predictions``           other works' predictions judged on its maps
                               (``studies.predictions.MapPrediction``)
 ============================  =====================================================================
 
-A ``size`` above is a size name or a ``core.Setting`` (``Setting.of`` converts at the boundary);
-a ``setting`` is where knobs matter. ``tests/test_studies.py`` checks every study's functions
+A ``size`` above is a size name or a ``core.Setting`` (a size with a variant's knobs, from
+``with_knobs``; ``Setting.of`` converts at the boundary): the knobs reach the experiments a
+study builds from it (``experiments``, ``untrained_numbers``, ``map_row``, ...), and a
+``Setting`` with knobs is named in ``describe`` and ``scorecard`` as a variant. ``tests/test_studies.py`` checks every study's functions
 against the signatures above, so a study that drifts fails CI. Built-in studies are listed in
 ``STUDIES`` (name -> notebook; their package builds the ``Study`` when first asked for);
 ``register_study`` adds one from outside the package (``toymech.plugins``).
@@ -77,7 +79,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..core import SIZES as SIZE_NAMES, check, check_int, check_seed, size_name

@@ -10,19 +10,20 @@ source's claims), ``dynamics`` (the probe data, through training). See CONTRIBUT
 study", for the ten files and the rules the tests enforce.
 """
 
-from ..protocol import COMMON_OPTIONS, Study
+from .. import protocol
 from .claims import CLAIMS, SOURCE, numbers, scorecard
-from .design import (EXPERIMENTS, KNOBS, NAME, OPTIONAL_RUNS, SIZES, describe, eval_sets, experiment,
+from . import design
+from .design import (EXPERIMENTS, KNOBS, OPTIONAL_RUNS, SIZES, describe, eval_sets, experiment,
                      experiments, optional_runs, seeds_of, validate, with_knobs)
 from .dynamics import dynamics_metrics, probe_data, through_training
 from .measure import findings, load_seeds, measure_seed, untrained_numbers
 
 TITLE = "Template study: a 2-layer transformer on parenthesis balancing"
 
-STUDY = Study(
-    name=NAME, title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
+STUDY = protocol.Study(
+    name=design.NAME, title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
     claims=CLAIMS, knobs=KNOBS, notebook="toymech/studies/_template/notebook.ipynb",
-    notebook_options=COMMON_OPTIONS, module=__name__,
+    notebook_options=protocol.COMMON_OPTIONS, module=__name__,
     validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,
     measure_seed=measure_seed, untrained_numbers=untrained_numbers, numbers=numbers,
     scorecard=scorecard, probe_data=probe_data, dynamics_metrics=dynamics_metrics,

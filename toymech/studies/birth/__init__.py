@@ -12,7 +12,7 @@ the controls), ``tables`` (summaries of what was measured), ``claims`` (the pape
 causal tests through training). ``map_measure`` (one run's row and label for a map).
 """
 
-from ..protocol import COMMON_OPTIONS, Study
+from .. import protocol
 from ..findings import not_run
 from . import causal
 from .claims import CLAIMS, SOURCE, numbers, scorecard
@@ -30,10 +30,11 @@ from .tables import (construction_table, describe, dynamics_summary, formation_m
 
 TITLE = "Birth of a Transformer: a memory viewpoint"
 
-STUDY = Study(
+STUDY = protocol.Study(
     name="birth", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
     claims=CLAIMS, knobs=KNOBS, notebook="notebooks/02_birth_of_a_transformer.ipynb",
-    notebook_options=COMMON_OPTIONS | {"trigger_mode", "n_triggers", "sweep_ks", "sweep_steps"}, module=__name__,
+    notebook_options=protocol.COMMON_OPTIONS | {"trigger_mode", "n_triggers", "sweep_ks",
+                                                "sweep_steps"}, module=__name__,
     validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,
     measure_seed=measure_seed, untrained_numbers=untrained_numbers, numbers=numbers,
     scorecard=scorecard, probe_data=probe_data, dynamics_metrics=dynamics_metrics,

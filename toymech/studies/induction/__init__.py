@@ -10,7 +10,7 @@ findings), ``dynamics`` (the probe data, through training), ``causal`` (the post
 activation and path patching), ``predictions`` (other works' predictions judged on its maps). ``map_measure`` (one run's row and label for a map).
 """
 
-from ..protocol import COMMON_OPTIONS, Study
+from .. import protocol
 from ..findings import not_run
 from . import causal
 from .claims import CLAIMS, POST, SOURCE, numbers, scorecard
@@ -27,10 +27,10 @@ from .over_seeds import (findings, load_seeds, measure_seed, measure_seeds, seed
 
 TITLE = "Induction heads on repeated letter blocks"
 
-STUDY = Study(
+STUDY = protocol.Study(
     name="induction", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
     claims=CLAIMS, knobs=KNOBS, notebook="notebooks/01_induction_repeated_blocks.ipynb",
-    notebook_options=COMMON_OPTIONS, module=__name__,
+    notebook_options=protocol.COMMON_OPTIONS, module=__name__,
     validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,
     measure_seed=measure_seed, untrained_numbers=untrained_numbers, numbers=numbers,
     scorecard=scorecard, probe_data=probe_data, dynamics_metrics=dynamics_metrics,

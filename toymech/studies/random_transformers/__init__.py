@@ -11,7 +11,7 @@ back), ``ladder`` (the width ladder), ``measure`` (train/load a grid, one row pe
 the findings), ``dynamics`` (through training), ``causal`` (the causal tests). ``map_measure`` (one run's row and label for a map).
 """
 
-from ..protocol import COMMON_OPTIONS, Study
+from .. import protocol
 from ..findings import not_run
 from . import calibration, causal, ladder
 from .claims import CLAIMS, SOURCE, numbers, scorecard
@@ -34,10 +34,10 @@ from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_
 
 TITLE = "Algorithmic capabilities of random transformers"
 
-STUDY = Study(
+STUDY = protocol.Study(
     name="random_transformers", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
     claims=CLAIMS, knobs=KNOBS, notebook="notebooks/03_random_transformers.ipynb",
-    notebook_options=COMMON_OPTIONS, module=__name__,
+    notebook_options=protocol.COMMON_OPTIONS, module=__name__,
     validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,
     measure_seed=measure_seed, untrained_numbers=untrained_numbers, numbers=numbers,
     scorecard=scorecard, probe_data=probe_data, dynamics_metrics=dynamics_metrics,

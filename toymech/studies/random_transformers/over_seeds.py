@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import pandas as pd
 import torch
 
-from ...core import check
+from ...core import check, size_name
 from ...models import build_model, parameter_counts
 from ...training import Experiment, apply_freeze
 from ...zoo import Zoo, ZooEntry
