@@ -30,7 +30,11 @@ MODULE = textwrap.dedent('''
             s[:, 3:] = True
             return Batch(t, s)
 
-    protocol.register_study("mystudy", "toymech.studies._template", "notebooks/mine.ipynb")
+    # --- the study: a Study object, registered once ---
+    import dataclasses
+    from toymech.studies._template import STUDY as TEMPLATE
+    protocol.register_study(dataclasses.replace(TEMPLATE, name="mystudy",
+                                                notebook="notebooks/mine.ipynb"))
 ''')
 
 
@@ -77,13 +81,16 @@ def _installed(folder):
         text = re.sub(r"^from \.\.\. import", "from toymech import", src.read_text(), flags=re.M)
         text = re.sub(r"^from \.\.\.(\w)", r"from toymech.\1", text, flags=re.M)
         text = re.sub(r"^from \.\. import", "from toymech.studies import", text, flags=re.M)
+        text = re.sub(r'^NAME = "_template"', 'NAME = "extstudy"', text, flags=re.M)
         text = re.sub(r"^from \.\.(\w)", r"from toymech.studies.\1", text, flags=re.M)
         (study / src.name).write_text(text)
-    task_part, _ = MODULE.split("protocol.register_study")
+    task_part, _ = MODULE.split("# --- the study")
     (folder / "extlab_tasks.py").write_text(task_part)
     (folder / "extlab_studies.py").write_text(
+        "import dataclasses\n"
         "from toymech.studies import protocol\n"
-        "protocol.register_study('extstudy', 'extlab_study', 'notebooks/ext.ipynb')\n")
+        "from extlab_study import STUDY\n"
+        "protocol.register_study(dataclasses.replace(STUDY, notebook='notebooks/ext.ipynb'))\n")
     info = folder / "extlab-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: extlab\nVersion: 0.1\n")

@@ -83,17 +83,28 @@ def get(name: str, size: str | Setting = "default", seed: int = 0, variant=None)
     (``{"block_len": "4-8"}``; refused, naming the knobs, for an experiment of no study). Raises
     ``ValueError`` for an unknown name, size, seed or knob. Example:
     ``Zoo().get_or_train(get("induction-2l", size="smoke"))``."""
+    return _named(name).make(setting(name, size, variant), check_seed(seed))
+
+
+def setting(name: str, size: str | Setting = "default", variant=None) -> Setting:
+    """The ``Setting`` the experiment named ``name`` is built at: ``size`` (a size name or a
+    ``Setting``) with ``variant``'s knobs (a mapping of its study's knob names to values) on top,
+    checked by its study's ``with_knobs``; a ValueError for knobs on an experiment of no study.
+    What the CLI's ``--size`` and ``--set`` become before anything is built."""
+    named, at = _named(name), Setting.of(size)
+    if not variant and not at.knobs:
+        return at
+    check(bool(named.study), "variant", dict(variant or at.knobs), f"no knobs: experiment "
+          f"{name!r} belongs to no study (change its fields with a sweep grid's overrides)")
+    return studies.protocol.study(named.study).with_knobs(at, variant)
+
+
+def _named(name: str) -> Named:
     reg = registry()
     check(isinstance(name, str) and name in reg, "experiment", name,
           f"one of {', '.join(sorted(reg))}")
-    named = reg[name]
-    setting = Setting.of(size)
-    if variant or setting.knobs:
-        check(bool(named.study), "variant", dict(variant or setting.knobs), f"no knobs: "
-              f"experiment {name!r} belongs to no study (change its fields with a sweep grid's "
-              "overrides)")
-        setting = studies.protocol.study(named.study).with_knobs(setting, variant)
-    return named.make(setting, check_seed(seed))
+    return reg[name]
 
 
-__all__ = ["SIZES", "Named", "check_task_names", "get", "names", "registry", "task_experiment"]
+__all__ = ["SIZES", "Named", "Setting", "check_task_names", "get", "names", "registry", "setting",
+           "task_experiment"]

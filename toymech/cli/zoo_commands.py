@@ -112,8 +112,9 @@ def load_experiment(args: argparse.Namespace):
         sets = parse_sets(getattr(args, "set", None) or [])
         if args.steps is not None and sets:
             _refuse_two_steps(args.experiment, sets, args.steps)
-        experiment = experiments.get(args.experiment, size=args.size or "default",
-                                     seed=0 if args.seed is None else args.seed, variant=sets)
+        setting = experiments.setting(args.experiment, args.size or "default", sets)
+        experiment = experiments.get(args.experiment, setting,
+                                     seed=0 if args.seed is None else args.seed)
     if args.steps is not None:
         train = experiment.train
         experiment.train = train.replace(steps=args.steps, eval_every=min(train.eval_every, args.steps),

@@ -78,10 +78,8 @@ def resolve(model: Any, task: Any, size: Any, seed: int, cache_dir: Any,
         check(model in experiments.names(), "model", model,
               f"a HookedTransformer, a ZooEntry or an experiment name "
               f"({', '.join(experiments.names())})")
-        exp = experiments.get(model, size=size, seed=seed, variant=variant)
-        if variant:  # the study's evaluation sets are the variant's
-            size = studies.protocol.study(experiments.registry()[model].study).with_knobs(
-                size, variant)
+        size = experiments.setting(model, size, variant)  # the study's evaluation sets: its own
+        exp = experiments.get(model, size, seed)
         entry = Zoo(cache_dir).get_or_train(exp, device="cpu", progress=True)
         return _from_entry(entry, task, size, seed)
     if isinstance(model, ZooEntry):
