@@ -269,7 +269,21 @@ def _protocol_names(study: protocol.Study) -> set[str]:
 
 
 def test_generic_code_never_inspects_or_names_a_study_module():
-    """No ``inspect.signature`` or ``__name__.split`` in toymech: the Study says what it has."""
+    """No ``inspect.signature`` or ``__name__.split`` in toymech (the Study says what it has),
+    and no size-name string carrying knobs (``Variant``, ``knobs_of``): a ``Setting`` does."""
     hits = [str(p.relative_to(ROOT)) for p in (ROOT / "toymech").rglob("*.py")
-            if re.search(r"inspect\.signature|__name__\.split", p.read_text())]
+            if re.search(r"inspect\.signature|__name__\.split|\bVariant\b|knobs_of",
+                         p.read_text())]
     assert hits == []
+
+
+def test_register_study_takes_a_study_object_under_a_free_name():
+    study = protocol.study("induction")
+    assert protocol.register_study(study) is study  # the same study again: nothing changes
+    with pytest.raises(ValueError, match=r"^study='str' is not allowed: a Study"):
+        protocol.register_study("induction")
+    with pytest.raises(ValueError, match=r"^study='induction' is not allowed: a name not yet "):
+        protocol.register_study(dataclasses.replace(study))  # another study, a taken name
+    with pytest.raises(ValueError, match=r"^study='_mine' is not allowed: a name not starting"):
+        protocol.register_study(dataclasses.replace(study, name="_mine"))
+    assert protocol.study("induction") is study and "_mine" not in STUDIES
