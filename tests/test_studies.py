@@ -39,8 +39,10 @@ SIGNATURES = {
     "llc_on": (("size", P, False), ("also", P, True)),
     "map_row": (("run", P, False), ("size", P, False), ("seed", P, False)),
     "map_check": (("size", P, False),),
+    "map_panel": (("sizes", P, False),),
 }
-OPEN_ENDED = ("validate", "describe", "probe_data", "eval_sets")  # may add keyword-only options
+OPEN_ENDED = ("validate", "describe", "probe_data", "eval_sets",  # may add keyword-only options
+              "map_row")
 
 
 def surface_problems(study: protocol.Study) -> list[str]:

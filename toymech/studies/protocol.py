@@ -62,6 +62,9 @@ field                         role
                               (a map's finding and its report's colour read its share)
 ``map_check``                 ``(size)`` or None: a ValueError for a setting ``map_row`` could
                               not measure (called for every cell before anything trains)
+``map_panel``                 ``(sizes)`` or None: the one test panel of a map whose cells are
+                              ``sizes`` (each a ``Setting``), which the map passes to every
+                              ``map_row(..., panel=)``
 ``map_predictions``           other works' predictions judged on its maps
                               (``studies.predictions.MapPrediction``)
 ============================  =====================================================================
@@ -101,7 +104,7 @@ COMMON_OPTIONS = frozenset({"n_seeds", "cache_dir", "threads", "also"})
 FUNCTIONS = ("validate", "seeds_of", "experiments", "eval_sets", "measure_seed",
              "untrained_numbers", "numbers", "scorecard", "probe_data", "dynamics_metrics",
              "through_training", "describe", "with_knobs", "optional_runs")
-OPTIONAL_FUNCTIONS = ("llc_on", "map_row", "map_check")
+OPTIONAL_FUNCTIONS = ("llc_on", "map_row", "map_check", "map_panel")
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,7 @@ class Study:
     map_row: Callable[..., dict] | None = None
     map_label: str | None = None
     map_check: Callable[..., None] | None = None
+    map_panel: Callable[..., Any] | None = None
     map_predictions: tuple = ()
 
     def __post_init__(self) -> None:
@@ -213,8 +217,9 @@ class Study:
               self.llc_on, "a function exactly where optional_run_names has 'llc'")
         check((self.map_label is not None) == (self.map_row is not None), "map_label",
               self.map_label, "a label exactly where the study has a map_row")
-        check(self.map_row is not None or (self.map_check is None and not self.map_predictions),
-              "map_check", self.map_check, "None for a study without map_row")
+        check(self.map_row is not None or (self.map_check is None and self.map_panel is None
+                                           and not self.map_predictions),
+              "map_check", self.map_check, "None (and no map_panel) for a study without map_row")
         options = frozenset(self.notebook_options)
         check(COMMON_OPTIONS <= options, "notebook_options", sorted(options),
               f"every common option ({', '.join(sorted(COMMON_OPTIONS))}) and the study's own")
