@@ -329,3 +329,16 @@ def test_the_documented_papermill_command_gives_the_notebook_a_mapping(tmp_path)
     from toymech.studies import induction
 
     assert induction.with_knobs("smoke", values["variant"]).knobs == {"d_model": 64}
+
+
+def test_only_the_table_column_helper_names_the_knob_prefix():
+    """A knob's table column is named in one place (``sweep.table``: ``knob_column``,
+    ``knob_columns``, ``is_knob_column``); no other module spells or checks the prefix."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "toymech"
+    hits = [str(p.relative_to(root)) for p in root.rglob("*.py")
+            if p.relative_to(root).as_posix() != "sweep/table.py"
+            and re.search(r"[\"']knob\.|startswith\(KNOB_PREFIX|KNOB_PREFIX\s*\+", p.read_text())]
+    assert hits == []

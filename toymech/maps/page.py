@@ -3,7 +3,7 @@ read back, summarised per cell and drawn, through the thin notebook ``map.ipynb`
 module, executed and rendered like every report (``build_reports``) and listed in the index.
 
 The page opens with the map's finding, computed from the table (``maps.summary.finding``: in which cells
-the study's ``MAP_LABEL`` holds on every seed, on some, on none); then the figure
+the study's ``map_label`` holds on every seed, on some, on none); then the figure
 (``maps.figure.map_figure``: the share of seeds with the label per cell, the median of the map's
 number and "held of runs" as each cell's text, each seed's value on hover, the source's setting
 as a star); then other works' predictions judged on the map (the study's ``MAP_PREDICTIONS``,
@@ -81,7 +81,7 @@ def study_for(table: pd.DataFrame):
 
 
 def label_of(table: pd.DataFrame, label: str | None = None) -> str:
-    """``label``, else the mapped study's ``MAP_LABEL`` (the label that says its mechanism holds)."""
+    """``label``, else the mapped study's ``map_label`` (the label that says its mechanism holds)."""
     return label if label is not None else study_for(table).map_label
 
 

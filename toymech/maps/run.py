@@ -36,8 +36,7 @@ from .refine import refinements
 from .spec import check_map, load_map, sweep_grid
 from . import ledger
 from ..studies.states import STILL_LEARNING
-from ..sweep.table import KNOB_PREFIX
-from .table import knob_column, knob_columns, read_or_empty, read_table, write_table
+from .table import is_knob_column, knob_column, knob_columns, read_or_empty, read_table, write_table
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
             out: str | Path | None = None, backend: str = "auto", address: str | None = None,
@@ -195,7 +194,7 @@ def _read(path: Path, study) -> pd.DataFrame:
 def _run_of(row) -> tuple:
     """A row's run apart from its steps: its experiment, knob values and seed."""
     return (str(row["experiment"]), str(row["seed"]),
-            *sorted((k, str(v)) for k, v in row.items() if k.startswith(KNOB_PREFIX)))
+            *sorted((k, str(v)) for k, v in row.items() if is_knob_column(k)))
 
 
 def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict[str, Any]],

@@ -94,7 +94,7 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
     cap = spec.get("until_converged")
     if cap is not None:
         cap = check_int("until_converged", cap, 1, MAX_STEPS)
-        check("steps" in study.KNOBS, "until_converged", cap,
+        check("steps" in study.knobs, "until_converged", cap,
               f"only for a study with a steps knob ({study_name} has none)")
         check("steps" not in given, "until_converged", cap,
               "a cap on the steps of runs still learning, or a steps knob in the map, not both")
