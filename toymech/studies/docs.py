@@ -41,7 +41,7 @@ def claims_markdown() -> str:
     null (and why a row cannot be shown to fail untrained, where it cannot)."""
     parts = []
     for study in all_studies():
-        settings = getattr(study.claims, "SETTINGS", None)
+        settings = study.settings
         parts.append(f"### {study.title}\n")
         if settings is not None:
             parts.append(f"Seeds: {_cell(settings.seeds_text())}.\n")

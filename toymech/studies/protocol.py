@@ -17,6 +17,9 @@ field                         role
 ``named_experiments``         {name: ``Named``}: the study's named experiments (names prefixed by
                               it)
 ``claims``                    tuple of ``Claim`` (``toymech.studies.claims``)
+``settings``                  its ``StudySettings`` (``studies.settings``): per size, the
+                              parameters its claims' settings name, the cost of its report and
+                              the calibration seeds (the scorecard and the claims table read it)
 ``knobs``                     {name: ``knobs.Knob``}: what a variant may change (``toymech list
                               knobs``); each knob's declaration says how it reaches the config
 ``notebook``                  the path of the study's notebook
@@ -174,6 +177,7 @@ class Study:
     sizes: Mapping[str, StudySize]
     named_experiments: Mapping[str, Any]
     claims: tuple
+    settings: Any
     knobs: Mapping[str, Any]
     notebook: str
     notebook_options: frozenset[str]

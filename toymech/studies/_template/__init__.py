@@ -11,6 +11,7 @@ study", for the ten files and the rules the tests enforce.
 """
 
 from .. import protocol
+from . import claims
 from .claims import CLAIMS, SOURCE, numbers, scorecard
 from . import design
 from .design import (EXPERIMENTS, KNOBS, OPTIONAL_RUNS, SIZES, describe, eval_sets, experiment,
@@ -22,7 +23,8 @@ TITLE = "Template study: a 2-layer transformer on parenthesis balancing"
 
 STUDY = protocol.Study(
     name=design.NAME, title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
-    claims=CLAIMS, knobs=KNOBS, notebook="toymech/studies/_template/notebook.ipynb",
+    claims=CLAIMS, settings=claims.SETTINGS, knobs=KNOBS,
+    notebook="toymech/studies/_template/notebook.ipynb",
     notebook_options=protocol.COMMON_OPTIONS, module=__name__,
     validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,
     measure_seed=measure_seed, untrained_numbers=untrained_numbers, numbers=numbers,

@@ -13,6 +13,7 @@ causal tests through training). ``map_measure`` (one run's row and label for a m
 """
 
 from .. import protocol
+from . import claims
 from ..findings import not_run
 from . import causal
 from .claims import CLAIMS, SOURCE, numbers, scorecard
@@ -32,7 +33,8 @@ TITLE = "Birth of a Transformer: a memory viewpoint"
 
 STUDY = protocol.Study(
     name="birth", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
-    claims=CLAIMS, knobs=KNOBS, notebook="notebooks/02_birth_of_a_transformer.ipynb",
+    claims=CLAIMS, settings=claims.SETTINGS, knobs=KNOBS,
+    notebook="notebooks/02_birth_of_a_transformer.ipynb",
     notebook_options=protocol.COMMON_OPTIONS | {"trigger_mode", "n_triggers", "sweep_ks",
                                                 "sweep_steps"}, module=__name__,
     validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,

@@ -11,6 +11,7 @@ activation and path patching), ``predictions`` (other works' predictions judged 
 """
 
 from .. import protocol
+from . import claims
 from ..findings import not_run
 from . import causal
 from .claims import CLAIMS, POST, SOURCE, numbers, scorecard
@@ -29,7 +30,8 @@ TITLE = "Induction heads on repeated letter blocks"
 
 STUDY = protocol.Study(
     name="induction", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
-    claims=CLAIMS, knobs=KNOBS, notebook="notebooks/01_induction_repeated_blocks.ipynb",
+    claims=CLAIMS, settings=claims.SETTINGS, knobs=KNOBS,
+    notebook="notebooks/01_induction_repeated_blocks.ipynb",
     notebook_options=protocol.COMMON_OPTIONS, module=__name__,
     validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,
     measure_seed=measure_seed, untrained_numbers=untrained_numbers, numbers=numbers,

@@ -12,6 +12,7 @@ the findings), ``dynamics`` (through training), ``causal`` (the causal tests). `
 """
 
 from .. import protocol
+from . import claims
 from ..findings import not_run
 from . import calibration, causal, ladder
 from .claims import CLAIMS, SOURCE, numbers, scorecard
@@ -36,7 +37,8 @@ TITLE = "Algorithmic capabilities of random transformers"
 
 STUDY = protocol.Study(
     name="random_transformers", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
-    claims=CLAIMS, knobs=KNOBS, notebook="notebooks/03_random_transformers.ipynb",
+    claims=CLAIMS, settings=claims.SETTINGS, knobs=KNOBS,
+    notebook="notebooks/03_random_transformers.ipynb",
     notebook_options=protocol.COMMON_OPTIONS, module=__name__,
     validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,
     measure_seed=measure_seed, untrained_numbers=untrained_numbers, numbers=numbers,
