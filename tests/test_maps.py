@@ -344,7 +344,8 @@ def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
         return {"loss.test": 1.0 / steps, "state": "still learning" if still else "learned",
                 "label": None if still else "content"}
 
-    monkeypatch.setattr(induction, "map_row", learns_until_80)
+    monkeypatch.setitem(protocol._REGISTERED, "induction",  # the registered Study's measurement
+                        dataclasses.replace(induction.STUDY, map_row=learns_until_80))
     spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [0, 1], "until_converged": 80}
     zoo = tmp_path / "zoo"
     table = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,

@@ -340,9 +340,9 @@ def variant_values(knobs: Mapping[str, Knob], size: Any) -> dict[str, Any]:
 
 def apply_to_plan(knobs: Mapping[str, Knob], plan: Any, size: Any) -> Any:
     """``plan`` (what a study builds its experiments from) with every knob of ``size`` (a
-    ``Setting``) that declares a ``plan`` applied, in the table's order: the route of a knob
-    that acts on the plan rather than on each experiment (ValueError naming a knob the plan
-    cannot take)."""
+    ``Setting``) that declares a ``plan`` in ``knobs`` (the study's table) applied, in the
+    table's order: the route of a knob that acts on the plan rather than on each experiment
+    (ValueError naming a knob the plan cannot take)."""
     for key, value in variant_values(knobs, size).items():
         if knobs[key].plan is not None:
             plan = knobs[key].plan(value, plan)
