@@ -165,11 +165,12 @@ def seeds_for(sizes: Mapping[str, StudySize],
     return seeds_of
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Study:
     """One study (see the module docstring for every field): its tables, its notebook and its
-    functions, built once by its package (``STUDY = Study(...)``) and registered by name. The
-    optional functions are None where a study has none."""
+    functions, built once by its package (``STUDY = Study(...)``) and registered by name (one
+    object per study: compared and hashed as itself). The optional functions are None where a
+    study has none."""
 
     name: str
     title: str
