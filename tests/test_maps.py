@@ -4,6 +4,7 @@ and per-cell summary, and its bad input refused before any work."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 from toymech import maps
 from toymech.maps.spec import sweep_grid
 from toymech.maps.table import write_table
+from toymech.studies import protocol
 
 SPEC = {"study": "induction", "experiment": "induction-2l", "size": "smoke", "seeds": 2,
         "knobs": {"block_len": [6, "4-8"], "offset": [0, "0-3"]}, "name": "smoke-map"}
@@ -167,8 +169,8 @@ def test_a_table_names_its_study_and_older_tables_are_still_read():
     from toymech.maps.page import study_for
 
     runs = pd.DataFrame({"experiment": ["induction-2l", "induction-2l"]})
-    assert study_for(runs.assign(study="induction")).MAP_LABEL == "content"
-    assert study_for(runs).MAP_LABEL == "content"  # written before the study column: by experiment
+    assert study_for(runs.assign(study="induction")).map_label == "content"
+    assert study_for(runs).map_label == "content"  # written before the study column: by experiment
     with pytest.raises(ValueError, match="table study"):
         study_for(runs.assign(study=["induction", "birth"]))
     with pytest.raises(ValueError, match="table experiments"):
@@ -230,7 +232,8 @@ def test_refine_trains_more_seeds_and_marks_them(tmp_path, monkeypatch):
     def by_parity(run, size, seed, panel=None):  # a label that splits by seed, deterministically
         return {"loss.test": float(seed), "label": "content" if seed % 2 else "neither"}
 
-    monkeypatch.setattr(induction, "map_row", by_parity)
+    monkeypatch.setitem(protocol._REGISTERED, "induction",  # the registered Study's measurement
+                        dataclasses.replace(induction.STUDY, map_row=by_parity))
     spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [3, 4]}
     zoo = tmp_path / "zoo"
     table = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
@@ -319,7 +322,8 @@ def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
         return {"loss.test": 1.0 / steps, "state": "still learning" if still else "learned",
                 "label": None if still else "content"}
 
-    monkeypatch.setattr(induction, "map_row", learns_until_80)
+    monkeypatch.setitem(protocol._REGISTERED, "induction",  # the registered Study's measurement
+                        dataclasses.replace(induction.STUDY, map_row=learns_until_80))
     spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [0, 1], "until_converged": 80}
     zoo = tmp_path / "zoo"
     table = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,

@@ -30,7 +30,11 @@ MODULE = textwrap.dedent('''
             s[:, 3:] = True
             return Batch(t, s)
 
-    protocol.register_study("mystudy", "toymech.studies._template", "notebooks/mine.ipynb")
+    # --- the study: a Study object, registered once ---
+    import dataclasses
+    from toymech.studies._template import STUDY as TEMPLATE
+    protocol.register_study(dataclasses.replace(TEMPLATE, name="mystudy",
+                                                notebook="notebooks/mine.ipynb"))
 ''')
 
 
@@ -177,6 +181,17 @@ EXT_STUDY = textwrap.dedent('''
 
     def describe(size, seed, device):
         return f"size {size} on {device}"
+
+    from toymech.studies.protocol import COMMON_OPTIONS, Study
+    STUDY = Study(
+        name="extstudy", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
+        claims=CLAIMS, settings=None, knobs=KNOBS, notebook="notebooks/ext.ipynb",
+        notebook_options=COMMON_OPTIONS, module=__name__, validate=validate, seeds_of=seeds_of,
+        experiments=experiments, eval_sets=eval_sets, measure_seed=measure_seed,
+        untrained_numbers=untrained_numbers, numbers=numbers, scorecard=scorecard,
+        probe_data=probe_data, dynamics_metrics=dynamics_metrics,
+        through_training=through_training, describe=describe, with_knobs=with_knobs,
+        optional_runs=optional_runs, optional_run_names=OPTIONAL_RUNS)
 ''')
 
 
@@ -190,7 +205,8 @@ def _installed(folder, broken: bool = False):
     (folder / "extlab_study.py").write_text(EXT_STUDY)
     (folder / "extlab_studies.py").write_text(
         "from toymech.studies import protocol\n"
-        "protocol.register_study('extstudy', 'extlab_study', 'notebooks/ext.ipynb')\n"
+        "from extlab_study import STUDY\n"
+        "protocol.register_study(STUDY)\n"
         + ("raise RuntimeError('extlab licence server unreachable')\n" if broken else ""))
     info = folder / "extlab-0.1.dist-info"
     info.mkdir()

@@ -83,7 +83,7 @@ def _refuse_two_steps(name: str, sets: dict[str, str], steps: int) -> None:
     named = experiments.registry().get(name)
     if named is None or not named.study:
         return  # experiments.get names the problem
-    knobs = getattr(protocol.study(named.study), "KNOBS", {})
+    knobs = protocol.study(named.study).knobs
     for knob_name, value in sets.items():
         knob = knobs.get(knob_name)
         if knob is not None and "train.steps" in knob.fields:
@@ -112,8 +112,9 @@ def load_experiment(args: argparse.Namespace):
         sets = parse_sets(getattr(args, "set", None) or [])
         if args.steps is not None and sets:
             _refuse_two_steps(args.experiment, sets, args.steps)
-        experiment = experiments.get(args.experiment, size=args.size or "default",
-                                     seed=0 if args.seed is None else args.seed, variant=sets)
+        setting = experiments.setting(args.experiment, args.size or "default", sets)
+        experiment = experiments.get(args.experiment, setting,
+                                     seed=0 if args.seed is None else args.seed)
     if args.steps is not None:
         train = experiment.train
         experiment.train = train.replace(steps=args.steps, eval_every=min(train.eval_every, args.steps),
@@ -247,7 +248,7 @@ def _run_maps(todo: list, args: argparse.Namespace) -> int:
                              device=getattr(args, "device", "auto"),
                              progress=not args.no_progress, refine=getattr(args, "refine", 0),
                              log=log)
-        print(maps.finding(table, protocol.study(spec["study"]).MAP_LABEL))
+        print(maps.finding(table, protocol.study(spec["study"]).map_label))
         failed = failed or bool((table.get("status") != "ok").any())
         if report is not None:  # the map's page, listed in the reports folder's index
             from toymech.maps.page import build_map_report

@@ -3,7 +3,7 @@ read back, summarised per cell and drawn, through the thin notebook ``map.ipynb`
 module, executed and rendered like every report (``build_reports``) and listed in the index.
 
 The page opens with the map's finding, computed from the table (``maps.summary.finding``: in which cells
-the study's ``MAP_LABEL`` holds on every seed, on some, on none); then the figure
+the study's ``map_label`` holds on every seed, on some, on none); then the figure
 (``maps.figure.map_figure``: the share of seeds with the label per cell, the median of the map's
 number and "held of runs" as each cell's text, each seed's value on hover, the source's setting
 as a star); then other works' predictions judged on the map (the study's ``MAP_PREDICTIONS``,
@@ -70,20 +70,20 @@ def study_for(table: pd.DataFrame):
         check(len(given) == 1 and given[0] in protocol.STUDIES, "table study", given[:3],
               f"one registered study ({', '.join(protocol.STUDIES)})")
         study = protocol.study(given[0])
-        check(names <= set(study.EXPERIMENTS), "table experiments", sorted(names)[:4],
-              f"the {given[0]} study's named experiments ({', '.join(study.EXPERIMENTS)})")
+        check(names <= set(study.named_experiments), "table experiments", sorted(names)[:4],
+              f"the {given[0]} study's named experiments ({', '.join(study.named_experiments)})")
         return study
     for name in protocol.STUDIES:
         study = protocol.study(name)
-        if names and names <= set(study.EXPERIMENTS):
+        if names and names <= set(study.named_experiments):
             return study
     raise ValueError(f"table experiments={sorted(names)!r} is not allowed: the named experiments "
                      "of one registered study (a table written by toymech map)")
 
 
 def label_of(table: pd.DataFrame, label: str | None = None) -> str:
-    """``label``, else the mapped study's ``MAP_LABEL`` (the label that says its mechanism holds)."""
-    return label if label is not None else study_for(table).MAP_LABEL
+    """``label``, else the mapped study's ``map_label`` (the label that says its mechanism holds)."""
+    return label if label is not None else study_for(table).map_label
 
 
 def number_of(table: pd.DataFrame, number: str | None = None) -> str | None:
@@ -161,7 +161,7 @@ def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFr
 
 def source_of(study, dims: list[str]) -> dict[str, str]:
     """The source's value of each knob of ``dims``, as the table writes it."""
-    return {d: study.KNOBS[d].text(study.KNOBS[d].source) for d in dims if d in study.KNOBS}
+    return {d: study.knobs[d].text(study.knobs[d].source) for d in dims if d in study.knobs}
 
 
 @dataclass
@@ -184,10 +184,10 @@ class MapPage:
            number: str | None = None) -> "MapPage":
         label, number = label_of(table, label), number_of(table, number)
         dims, study = dims_of(table), study_for(table)
-        evidence = getattr(study, "map_evidence", None)
+        evidence = study.map_evidence
         return cls(table, label, number, cell_frame(table, label, number), dims,
                    source_of(study, dims), finding(table, label),
-                   prediction_rows(getattr(study, "MAP_PREDICTIONS", ()), table),
+                   prediction_rows(study.map_predictions, table),
                    changes(table), evidence(table) if callable(evidence) else "")
 
     @classmethod
@@ -284,7 +284,7 @@ def map_block(path: str | Path) -> tuple[str, str]:
     rows = [[_value_text(v) if not isinstance(v, bool) else ("yes" if v else "no") for v in r]
             for r in shown.itertuples(index=False)]
     lines = [START.format(key=key),
-             f"### Map `{path.stem}`: {study.TITLE}", "",
+             f"### Map `{path.stem}`: {study.title}", "",
              f"{len(page.table)} runs over {len(page.cells)} cells at size "
              f"`{', '.join(sorted(set(page.table['size'].astype(str))))}`, commit "
              f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).", "",

@@ -36,8 +36,7 @@ from .refine import refinements
 from .spec import check_map, load_map, sweep_grid
 from . import ledger
 from ..studies.states import STILL_LEARNING
-from ..sweep.table import KNOB_PREFIX
-from .table import knob_column, knob_columns, read_or_empty, read_table, write_table
+from .table import is_knob_column, knob_column, knob_columns, read_or_empty, read_table, write_table
 from .summary import cell_key
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
@@ -103,7 +102,7 @@ def _settings(spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def _check_measurable(spec: dict[str, Any], study) -> None:
     """Every cell's setting through the study's ``map_check`` (where it has one) before
     anything trains: a cell its measurement would refuse is refused now, naming its knobs."""
-    measurable = getattr(study, "map_check", None)
+    measurable = study.map_check
     if measurable is None:
         return
     for size, knobs in _settings(spec):
@@ -125,8 +124,7 @@ def _panel(spec: dict[str, Any], study):
     """The map's one test panel, built from every cell of ``spec`` (the study's ``map_panel``),
     or None for a study whose rows need none: every run of the map, refinements and runs
     continued by the budget policy included, is judged on it."""
-    build = getattr(study, "map_panel", None)
-    return build(_cells(spec, study)) if callable(build) else None
+    return study.map_panel(_cells(spec, study)) if study.map_panel is not None else None
 
 
 def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataFrame:
@@ -198,7 +196,7 @@ def _read(path: Path, study) -> pd.DataFrame:
 def _run_of(row) -> tuple:
     """A row's run apart from its steps: its experiment, knob values and seed."""
     return (str(row["experiment"]), str(row["seed"]),
-            *sorted((k, str(v)) for k, v in row.items() if k.startswith(KNOB_PREFIX)))
+            *sorted((k, str(v)) for k, v in row.items() if is_knob_column(k)))
 
 
 def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict[str, Any]],
@@ -299,7 +297,7 @@ def _cell_key(study, trial) -> tuple:
 
 def _cell_text(study, knob: str, value: Any) -> str:
     """A knob's value in the table, as a reader writes it (``4-8``)."""
-    k = study.KNOBS[knob]
+    k = study.knobs[knob]
     return k.text(k.parse(value))
 
 

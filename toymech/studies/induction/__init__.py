@@ -10,6 +10,8 @@ findings), ``dynamics`` (the probe data, through training), ``causal`` (the post
 activation and path patching), ``predictions`` (other works' predictions judged on its maps). ``map_measure`` (one run's row and label for a map).
 """
 
+from .. import protocol
+from . import claims
 from ..findings import not_run
 from . import causal
 from .claims import CLAIMS, POST, SOURCE, numbers, scorecard
@@ -26,8 +28,22 @@ from .over_seeds import (findings, load_seeds, measure_seed, measure_seeds, seed
 
 TITLE = "Induction heads on repeated letter blocks"
 
+STUDY = protocol.Study(
+    name="induction", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
+    claims=CLAIMS, settings=claims.SETTINGS, knobs=KNOBS,
+    notebook="notebooks/01_induction_repeated_blocks.ipynb",
+    notebook_options=protocol.COMMON_OPTIONS, module=__name__,
+    validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,
+    measure_seed=measure_seed, untrained_numbers=untrained_numbers, numbers=numbers,
+    scorecard=scorecard, probe_data=probe_data, dynamics_metrics=dynamics_metrics,
+    through_training=through_training, describe=describe, with_knobs=with_knobs,
+    optional_runs=optional_runs, optional_run_names=OPTIONAL_RUNS,
+    llc_on=llc_on, map_row=map_row, map_label=MAP_LABEL, map_check=map_check,
+    map_panel=map_panel, map_evidence=map_evidence, map_predictions=MAP_PREDICTIONS)
+
 __all__ = [
-    # the protocol
+    # the study (``toymech.studies.protocol.Study``) and the protocol's names, for the notebook
+    "STUDY",
     "TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS", "LLC_ON", "validate",
     "seeds_of", "experiments", "eval_sets", "measure_seed", "untrained_numbers", "numbers",
     "scorecard", "probe_data", "dynamics_metrics", "through_training", "describe",

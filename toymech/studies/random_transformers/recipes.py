@@ -21,11 +21,10 @@ from typing import Any
 
 import pandas as pd
 
-from ...core import check, check_size
+from ...core import Setting, check, size_name
 from ...training import Experiment, Named
 from .. import knobs
-from ..knobs import variant_values
-from .design import ALGORITHMIC, KNOBS, N_HEADS, experiment, plan, table_runs
+from .design import ALGORITHMIC, KNOBS, experiment, plan, table_runs
 
 # The metric that says a task is solved: the whole answer on held-out examples (all digits of
 # a decimal sum; the paper's single query of the needle).
@@ -103,7 +102,7 @@ def recipe(task_name: str, mode: str) -> Recipe:
     return RECIPES[task_name, mode]
 
 
-def calibrated(task_name: str, mode: str = "random", size: str = "default", seed: int = 0,
+def calibrated(task_name: str, mode: str = "random", size: str | Setting = "default", seed: int = 0,
                width: int | None = None, freeze_mode: str | None = None,
                **train_overrides: Any) -> Experiment:
     """The recipe's experiment at ``default`` (``width``, ``freeze_mode`` and train fields may
@@ -111,14 +110,12 @@ def calibrated(task_name: str, mode: str = "random", size: str = "default", seed
     its widest width at ``smoke`` and ``paper``.
 
     ``freeze_mode``: train with another freezing mode (``E_token+U``, ...) on the recipe of
-    ``mode``."""
-    size = check_size(size)
+    ``mode``. ``size``: a size name or a ``Setting`` (its ``recipe_width`` knob, on the plan,
+    sets ``width`` where none is given: the ladder's rung at that width)."""
     run_mode = freeze_mode or mode
-    if width is None and (w := variant_values(KNOBS, size).get("recipe_width")):
-        check(w % N_HEADS == 0, "recipe_width", w,
-              f"0 (each recipe's own width) or a multiple of n_heads={N_HEADS} in 4..4096")
-        width = w  # the recipe_width knob: the ladder's rung at that width
-    if size != "default":
+    if width is None:
+        width = plan(size).recipe_width or None
+    if size_name(size) != "default":
         return experiment(task_name, width or plan(size).widths[-1], run_mode, size, seed,
                           **train_overrides)
     r = recipe(task_name, mode)
