@@ -175,7 +175,7 @@ def test_a_table_names_its_study_and_older_tables_are_still_read():
 
 def test_untrained_runs_map_to_no_mechanism():
     """The null: an untrained model of each study's map carries no mechanism label (study 1:
-    not content; Birth: no in-context head and no memory rose; study 3: not solved)."""
+    not content; Birth: no in-context head and no memory rose; study 3: untrained, no label)."""
     from toymech import experiments
     from toymech.models import build_model
     from toymech.studies import birth, induction, random_transformers as rt
@@ -190,7 +190,7 @@ def test_untrained_runs_map_to_no_mechanism():
     exp = experiments.get("rt-modular_addition-random", size="smoke", seed=3)
     three = rt.map_row(ZooEntry(build_model(exp.model), exp.to_dict(), False, Path(".")),
                        "smoke", 3)
-    assert three["label"] == "not solved" and three["solved"] == "no"
+    assert three["label"] == "" and three["state"] == "untrained" and three["solved"] == "no"
     with pytest.raises(ValueError, match="run='HookedTransformer' is not allowed"):
         rt.map_row(build_model(exp.model), "smoke", 3)
 
