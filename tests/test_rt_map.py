@@ -135,3 +135,16 @@ def test_margins():
     with pytest.raises(ValueError, match="n=0"):
         mm.noise_margin(0.5, 0)
     assert mm.map_label(summary.UNTRAINED, {}, "needle", "random", 1.0, 0.0) == ""
+
+
+def test_map_cells_sentence_reads_the_block():
+    from toymech.report.record_prose import map_cells
+
+    body = ("Label ...\n\n| recipe_width | steps | experiment | seeds 'solved' | median acc | refined |\n"
+            "| --- | --- | --- | --- | --- | --- |\n"
+            "| 16 | 1500 | rt-parentheses-random | 0 of 3 (3 still learning) | – | no |\n"
+            "| 32 | 6000 | rt-parentheses-random | 2 of 3 | 0.99 | no |\n")
+    assert map_cells(body) == ("seeds 'solved' per cell: recipe_width 16, steps 1500, "
+                               "rt-parentheses-random: 0 of 3 (3 still learning); recipe_width 32, "
+                               "steps 6000, rt-parentheses-random: 2 of 3")
+    assert map_cells("no table") == "no cell"
