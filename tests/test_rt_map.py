@@ -148,3 +148,26 @@ def test_map_cells_sentence_reads_the_block():
                                "rt-parentheses-random: 0 of 3 (3 still learning); recipe_width 32, "
                                "steps 6000, rt-parentheses-random: 2 of 3")
     assert map_cells("no table") == "no cell"
+
+
+def test_state_table_counts_every_run_by_state():
+    table = pd.DataFrame([{"experiment": "rt-parentheses-random", "knob.recipe_width": "16",
+                           "seed": s, "status": "ok", "mode": "random", "acc": a,
+                           "baseline": 0.76, "state": st, "label": lab}
+                          for s, a, st, lab in [(3, 0.74, "untrained", ""),
+                                                (4, 0.95, "still learning", ""),
+                                                (5, 0.99, "learned", "solved")]])
+    text = mm.state_table(table)
+    assert text.splitlines()[2] == ("| 16 | random | 0.740 / 0.950 / 0.990 | 0.760 | 1 of 3 | "
+                                    "1 learned, 1 still learning, 1 untrained |")
+
+
+BUDGET_MAP = Path(__file__).resolve().parents[1] / "docs" / "maps" / "s3-budget-parentheses-default-cpu.csv"
+
+
+def test_the_record_quotes_the_budget_map_as_its_table_says():
+    """docs/results.md's table of the budget map is ``state_table`` of the shipped table."""
+    from toymech.maps import read_table
+
+    record = (BUDGET_MAP.parents[1] / "results.md").read_text(encoding="utf-8")
+    assert mm.state_table(read_table(BUDGET_MAP)) in record

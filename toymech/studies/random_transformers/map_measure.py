@@ -249,3 +249,28 @@ def map_row(run, size: str, seed: int) -> dict[str, object]:
                 "noise_margin_train": round(noise_margin(train_best, len(sets[own])), 4),
                 "state": state, "solved": "yes" if label == "solved" else "no", "label": label})
     return row
+
+
+def state_table(table) -> str:
+    """A study-3 map ``table`` (one row per run, as ``toymech map`` writes it) as a markdown
+    table, one row per cell (``maps.summary.cell_groups``): its knobs and mode, the test
+    accuracy of every run (min / median / max, whatever its state), the best baseline's median,
+    the runs labelled ``solved`` and each state's runs (``learned``: the runs that carry a
+    label). The record quotes it (tested against the table)."""
+    from ...maps.summary import MEASURED, cell_groups
+
+    cells = cell_groups(table)
+    knobs = list(cells[0].knobs) if cells else []
+    lines = ["| " + " | ".join([*knobs, "mode", "acc min / median / max", "baseline",
+                                 "solved", "states"]) + " |",
+             "| " + " | ".join(["---"] * (len(knobs) + 5)) + " |"]
+    for cell in cells:
+        acc = cell.runs["acc"].astype(float)
+        states = Counter(LEARNED if s == MEASURED else str(s) for s in cell.runs["state"])
+        said = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
+        mode = str(cell.runs["mode"].iloc[0])
+        lines.append("| " + " | ".join([*cell.knobs.values(), mode,
+                                        f"{acc.min():.3f} / {acc.median():.3f} / {acc.max():.3f}",
+                                        f"{cell.runs['baseline'].astype(float).median():.3f}",
+                                        f"{cell.held(MAP_LABEL)} of {cell.n}", said]) + " |")
+    return "\n".join(lines)
