@@ -170,4 +170,17 @@ def test_the_record_quotes_the_budget_map_as_its_table_says():
     from toymech.maps import read_table
 
     record = (BUDGET_MAP.parents[1] / "results.md").read_text(encoding="utf-8")
-    assert mm.state_table(read_table(BUDGET_MAP)) in record
+    lines = "\n".join(line.strip() for line in record.splitlines())  # quoted inside a list item
+    assert mm.state_table(read_table(BUDGET_MAP)) in lines
+
+
+def test_the_record_s_budget_map_numbers_are_the_table_s():
+    """The numbers the record's prose quotes from the budget map, recomputed from its table."""
+    from toymech.maps import read_table
+
+    record = (BUDGET_MAP.parents[1] / "results.md").read_text(encoding="utf-8")
+    t = read_table(BUDGET_MAP)
+    w32 = t[(t["mode"] == "random") & (t["knob.steps"].astype(str) == "6000")
+            & (t["knob.recipe_width"].astype(str) == "32")]["acc"].astype(float)
+    assert f"width 32 reaches {w32.min():.3f}-{w32.max():.3f}" in record
+    assert f"scores {t['partial.counts_ends'].astype(float).median():.2f} on these sets" in record
