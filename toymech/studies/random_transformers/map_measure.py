@@ -59,7 +59,7 @@ import torch
 from ...analysis.chance import listed_value_accuracy, sequence_constant_accuracy
 from ...analysis.dynamics import history_still_learning
 from ...core import check
-from ...maps.summary import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED
+from ..states import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED
 from ...tasks.base import Batch, Task
 from ...training import Experiment
 from .measure import eval_sets, row_for
@@ -252,25 +252,27 @@ def map_row(run, size: str, seed: int) -> dict[str, object]:
 
 
 def state_table(table) -> str:
-    """A study-3 map ``table`` (one row per run, as ``toymech map`` writes it) as a markdown
-    table, one row per cell (``maps.summary.cell_groups``): its knobs and mode, the test
-    accuracy of every run (min / median / max, whatever its state), the best baseline's median,
-    the runs labelled ``solved`` and each state's runs (``learned``: the runs that carry a
-    label). The record quotes it (tested against the table)."""
-    from ...maps.summary import MEASURED, cell_groups
-
-    cells = cell_groups(table)
-    knobs = list(cells[0].knobs) if cells else []
-    lines = ["| " + " | ".join([*knobs, "mode", "acc min / median / max", "baseline",
-                                 "solved", "states"]) + " |",
+    """A study-3 map ``table`` (one row per run, as ``toymech map`` writes it: its ``knob.*``
+    columns, ``mode``, ``acc``, ``baseline``, ``state`` and ``label``) as a markdown table, one
+    row per cell (the runs of one experiment at one value of every knob, in the table's order):
+    its knobs and mode, the test accuracy of every run (min / median / max, whatever its state),
+    the best baseline's median, the runs labelled ``solved`` and each state's runs (a run without
+    a ``state``, or a sweep status other than ``ok``, is counted by its status). The record quotes
+    it (tested against the table)."""
+    knobs = [c for c in table.columns if c.startswith("knob.")]
+    lines = ["| " + " | ".join([*(k[len("knob."):] for k in knobs), "mode",
+                                 "acc min / median / max", "baseline", "solved", "states"]) + " |",
              "| " + " | ".join(["---"] * (len(knobs) + 5)) + " |"]
-    for cell in cells:
-        acc = cell.runs["acc"].astype(float)
-        states = Counter(LEARNED if s == MEASURED else str(s) for s in cell.runs["state"])
-        said = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
-        mode = str(cell.runs["mode"].iloc[0])
-        lines.append("| " + " | ".join([*cell.knobs.values(), mode,
+    for _, runs in table.groupby(["experiment", *knobs], sort=False, dropna=False):
+        acc = runs["acc"].astype(float)
+        status = runs["status"] if "status" in runs else ["ok"] * len(runs)
+        states = Counter(str(st) if ok == "ok" else str(ok)
+                         for ok, st in zip(status, runs["state"]))
+        said = ", ".join(f"{n} {st}" for st, n in sorted(states.items()))
+        solved = int((runs["label"].astype(str) == MAP_LABEL).sum())
+        lines.append("| " + " | ".join([*(str(runs[k].iloc[0]) for k in knobs),
+                                        str(runs["mode"].iloc[0]),
                                         f"{acc.min():.3f} / {acc.median():.3f} / {acc.max():.3f}",
-                                        f"{cell.runs['baseline'].astype(float).median():.3f}",
-                                        f"{cell.held(MAP_LABEL)} of {cell.n}", said]) + " |")
+                                        f"{runs['baseline'].astype(float).median():.3f}",
+                                        f"{solved} of {len(runs)}", said]) + " |")
     return "\n".join(lines)
