@@ -148,11 +148,28 @@ def map_outcomes(body: str) -> str:
     return f"{runs} runs in {len(rows)} cells: {listed} (the commonest outcome: {cells} cells)"
 
 
+def map_cells(body: str) -> str:
+    """Every cell of a map block (``maps.page.map_block``) in words, in the table's order: its
+    knobs and experiment, then its seeds with the label and its runs without one, as the block's
+    ``seeds '<label>'`` column reads (``recipe_width 16, steps 1500, rt-parentheses-random: 0 of 3
+    (3 still learning)``)."""
+    rows = table_rows(body)
+    if not rows:
+        return "no cell"
+    seeds = next(c for c in rows[0] if c.startswith("seeds '"))
+    where = list(rows[0])[:list(rows[0]).index(seeds)]
+    label = seeds[len("seeds '"):-1]
+    cells = [", ".join(f"{c} {r[c]}" if c != "experiment" else r[c] for c in where)
+             + f": {r[seeds]}" for r in rows]
+    return f"seeds '{label}' per cell: " + "; ".join(cells)
+
+
 SENTENCES: dict[str, Callable[[str], str]] = {
     "map-outcomes": map_outcomes,
     "mixed-and-not-reproduced": mixed_and_not_reproduced,
     "ladder-seeds-solving": ladder_seeds_solving,
     "ladder-random-needle-range": ladder_range,
+    "map-cells": map_cells,
 }
 
 

@@ -1,0 +1,186 @@
+"""Study 3's map rows: the baselines without the mechanism, the run states and the label (fast).
+
+The null world over maps: an untrained run, a run still learning and a run that only does what a
+baseline does carry no label; a perfect run that stopped learning is solved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from toymech import experiments
+from toymech.maps import summary
+from toymech.models import build_model
+from toymech.studies.random_transformers import map_measure as mm
+from toymech.tasks.base import Batch
+from toymech.tasks.parentheses import CLOSE, NO, OPEN, QUERY, YES
+from toymech.zoo.store import ZooEntry
+
+
+class Peek(torch.nn.Module):
+    """A perfect model that cheats: at each position it answers the next token of its input."""
+
+    def __init__(self, d_vocab: int):
+        super().__init__()
+        self.d_vocab = d_vocab
+        self.w = torch.nn.Parameter(torch.zeros(()))
+
+    def forward(self, tokens):
+        nxt = torch.cat([tokens[:, 1:], tokens[:, -1:]], 1)
+        return 20.0 * torch.nn.functional.one_hot(nxt, self.d_vocab).float() + self.w
+
+
+class Counts(torch.nn.Module):
+    """Parentheses by counts alone: "balanced" iff as many ``(`` as ``)`` so far (no order)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(()))
+
+    def forward(self, tokens):
+        equal = (tokens == OPEN).cumsum(1) == (tokens == CLOSE).cumsum(1)
+        out = torch.zeros(*tokens.shape, 6)
+        out[..., YES] = 20.0 * equal
+        out[..., NO] = 20.0 * ~equal
+        return out + self.w
+
+
+def _entry(name: str, model=None, history=None, size: str = "smoke") -> ZooEntry:
+    exp = experiments.get(name, size=size, seed=3)
+    meta = exp.to_dict() | ({"history": history} if history is not None else {})
+    return ZooEntry(model if model is not None else build_model(exp.model), meta, False, Path("."))
+
+
+def _history(falling: bool, stopped: bool = False, steps: int = 1500) -> list[dict]:
+    rows = [{"step": s, "train_loss": (1.0 - s / steps if falling else 0.01),
+             "eval_loss": (1.0 - s / steps if falling else 0.01)} for s in range(100, steps + 1, 100)]
+    if stopped:
+        rows[-1]["stop_step"] = steps
+    return rows
+
+
+@pytest.mark.parametrize("task", ["parentheses", "needle", "modular_addition", "decimal_addition"])
+def test_untrained_runs_carry_no_label(task):
+    row = mm.map_row(_entry(f"rt-{task}-random"), "smoke", 3)
+    assert row["state"] == summary.UNTRAINED and row["label"] == "" and row["solved"] == "no"
+    assert row["baseline"] == max(v for k, v in row.items() if k.startswith("baseline."))
+    assert row[summary.BEYOND] == pytest.approx(row["acc"] - row["baseline"], abs=2e-4)
+
+
+def test_a_perfect_run_that_stopped_is_solved_and_one_still_learning_is_not_labelled():
+    peek = Peek(6)
+    done = mm.map_row(_entry("rt-parentheses-random", peek, _history(False, stopped=True)),
+                      "smoke", 3)
+    assert done["acc"] == 1.0 and done["state"] == summary.LEARNED
+    assert done["label"] == mm.MAP_LABEL and done["solved"] == "yes"
+    flat = mm.map_row(_entry("rt-parentheses-random", peek, _history(False)), "smoke", 3)
+    assert flat["state"] == summary.LEARNED and flat["label"] == mm.MAP_LABEL
+    going = mm.map_row(_entry("rt-parentheses-random", peek, _history(True)), "smoke", 3)
+    assert going["state"] == summary.STILL_LEARNING and going["label"] == ""
+    short = mm.map_row(_entry("rt-parentheses-random", peek, _history(False, steps=200)), "smoke", 3)
+    assert short["state"] == summary.STILL_LEARNING  # too short to tell: not shown to have stopped
+
+
+def test_a_run_that_only_counts_is_untrained_on_parentheses():
+    """The order-blind predictor scores the counts baseline exactly, so it is not beyond it."""
+    row = mm.map_row(_entry("rt-parentheses-random", Counts(), _history(False, stopped=True),
+                            size="default"), "default", 3)
+    assert row["acc"] == row["baseline.counts"] == row["baseline"]
+    assert row["state"] == summary.UNTRAINED and row["label"] == ""
+
+
+def test_a_table_of_runs_still_learning_or_untrained_holds_no_label():
+    rows = [mm.map_row(_entry("rt-parentheses-random", Peek(6), _history(True)), "smoke", 3),
+            mm.map_row(_entry("rt-parentheses-random"), "smoke", 3)]
+    table = pd.DataFrame([{"experiment": "rt-parentheses-random", "knob.recipe_width": 16,
+                           "seed": s, "status": "ok", **r} for s, r in zip((3, 4), rows)])
+    cell, = summary.cell_groups(table)
+    assert cell.held(mm.MAP_LABEL) == 0 and cell.held("not solved") == 0
+    assert cell.states() == {summary.STILL_LEARNING: 1, summary.UNTRAINED: 1}
+    assert "on none in 1" in summary.finding(table, mm.MAP_LABEL)
+
+
+def test_baselines_are_exact_on_hand_made_sets():
+    # parentheses: "()" balanced, ")(" not (equal counts: counts says yes), "((" not
+    P = 5  # padding
+    toks = torch.tensor([[OPEN, CLOSE, QUERY, YES], [CLOSE, OPEN, QUERY, NO],
+                         [OPEN, OPEN, QUERY, NO], [OPEN, CLOSE, QUERY, YES]])
+    mask = torch.zeros(4, 4, dtype=torch.bool)
+    mask[:, 3] = True
+    paren = Batch(toks, mask)
+    assert mm.counts_accuracy(paren) == 0.75
+    assert mm.counts_accuracy(paren, ends=True) == 1.0
+    assert P not in toks
+    # needle: keys 0-3, values 4-7, query 8; listed values 4, 4, 5 -> mode 4
+    needle = Batch(torch.tensor([[0, 4, 1, 4, 2, 5, 8, 2, 5], [0, 4, 1, 4, 2, 5, 8, 0, 4],
+                                 [0, 6, 1, 7, 8, 1, 7, 9, 9]]),
+                   torch.tensor([[False] * 8 + [True], [False] * 8 + [True],
+                                 [False] * 6 + [True, False, False]]))
+    assert mm.query_blind_accuracy(needle, 8) == pytest.approx((0 + 1 + 0.5) / 3)
+    # decimal addition, 1 digit: 3+4=7 (carry-free right), 5+6=11 (wrong), 3+4 again
+    dec = Batch(torch.tensor([[3, 10, 4, 11, 7, 0], [5, 10, 6, 11, 1, 1], [3, 10, 4, 11, 7, 0]]),
+                torch.tensor([[False, False, False, False, True, True]] * 3))
+    assert mm.digitwise_accuracy(dec) == pytest.approx(2 / 3)
+    assert mm.carry_free_accuracy(dec, 1) == pytest.approx(2 / 3)
+
+
+def test_margins():
+    assert mm.noise_margin(0.5, 2048) == pytest.approx(3 * (0.25 / 2048) ** 0.5)
+    assert mm.noise_margin(1.0, 100) == 0.01
+    assert mm.solve_margin(0.76, 2048) == pytest.approx(0.12)
+    assert mm.solve_margin(0.999, 100) == pytest.approx(0.01)
+    with pytest.raises(ValueError, match="n=0"):
+        mm.noise_margin(0.5, 0)
+    assert mm.map_label(summary.UNTRAINED, {}, "needle", "random", 1.0, 0.0) == ""
+
+
+def test_map_cells_sentence_reads_the_block():
+    from toymech.report.record_prose import map_cells
+
+    body = ("Label ...\n\n| recipe_width | steps | experiment | seeds 'solved' | median acc | refined |\n"
+            "| --- | --- | --- | --- | --- | --- |\n"
+            "| 16 | 1500 | rt-parentheses-random | 0 of 3 (3 still learning) | – | no |\n"
+            "| 32 | 6000 | rt-parentheses-random | 2 of 3 | 0.99 | no |\n")
+    assert map_cells(body) == ("seeds 'solved' per cell: recipe_width 16, steps 1500, "
+                               "rt-parentheses-random: 0 of 3 (3 still learning); recipe_width 32, "
+                               "steps 6000, rt-parentheses-random: 2 of 3")
+    assert map_cells("no table") == "no cell"
+
+
+def test_state_table_counts_every_run_by_state():
+    table = pd.DataFrame([{"experiment": "rt-parentheses-random", "knob.recipe_width": "16",
+                           "seed": s, "status": "ok", "mode": "random", "acc": a,
+                           "baseline": 0.76, "state": st, "label": lab}
+                          for s, a, st, lab in [(3, 0.74, "untrained", ""),
+                                                (4, 0.95, "still learning", ""),
+                                                (5, 0.99, "learned", "solved")]])
+    text = mm.state_table(table)
+    assert text.splitlines()[2] == ("| 16 | random | 0.740 / 0.950 / 0.990 | 0.760 | 1 of 3 | "
+                                    "1 learned, 1 still learning, 1 untrained |")
+
+
+BUDGET_MAP = Path(__file__).resolve().parents[1] / "docs" / "maps" / "s3-budget-parentheses-default-cpu.csv"
+
+
+def test_the_record_quotes_the_budget_map_as_its_table_says():
+    """docs/results.md's table of the budget map is ``state_table`` of the shipped table."""
+    from toymech.maps import read_table
+
+    record = (BUDGET_MAP.parents[1] / "results.md").read_text(encoding="utf-8")
+    lines = "\n".join(line.strip() for line in record.splitlines())  # quoted inside a list item
+    assert mm.state_table(read_table(BUDGET_MAP)) in lines
+
+
+def test_the_record_s_budget_map_numbers_are_the_table_s():
+    """The numbers the record's prose quotes from the budget map, recomputed from its table."""
+    from toymech.maps import read_table
+
+    record = (BUDGET_MAP.parents[1] / "results.md").read_text(encoding="utf-8")
+    t = read_table(BUDGET_MAP)
+    w32 = t[(t["mode"] == "random") & (t["knob.steps"].astype(str) == "6000")
+            & (t["knob.recipe_width"].astype(str) == "32")]["acc"].astype(float)
+    assert f"width 32 reaches {w32.min():.3f}-{w32.max():.3f}" in record
+    assert f"scores {t['partial.counts_ends'].astype(float).median():.2f} on these sets" in record
