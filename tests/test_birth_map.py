@@ -167,3 +167,62 @@ def test_the_shipped_design_map_judges_rows_by_its_rule(name):
         else:
             assert r["state"] == LEARNED and str(r["label"]).startswith(
                 "in-context head" if r["in_context_head"] == "yes" else "no in-context head")
+
+
+def _design_rows(reviewer_wk2: float, frozen_state: str = LEARNED) -> pd.DataFrame:
+    """A design map's table by hand: two mixed arms and the two trigger-only arms, seeds 3-5."""
+    rows = []
+    arms = [({"data": "mixed", "ff": "last", "embeddings": "frozen", "positions": "frozen_random",
+              "lr": "3"}, LEARNED, 0.9, 0.6, 1.0),
+            ({"data": "mixed", "ff": "last", "embeddings": "trained", "positions": "frozen_random",
+              "lr": "0.3"}, LEARNED, 0.95, 0.95, 1.0),
+            ({"data": "only_triggers", "ff": "last", "embeddings": "frozen",
+              "positions": "frozen_random", "lr": "1"}, frozen_state, 0.9, 0.9, 0.9),
+            ({"data": "only_triggers", "ff": "last", "embeddings": "trained",
+              "positions": "learned", "lr": "0.3"}, LEARNED, 0.95, 0.92, reviewer_wk2)]
+    for knobs, state, icl, wo2, wk2 in arms:
+        for seed in (3, 4, 5):
+            rows.append({"experiment": "birth-simplified", **{f"knob.{k}": v for k, v in knobs.items()},
+                         "seed": seed, "status": "ok", "icl_acc": icl, "blind.icl_acc": 0.5,
+                         "baseline.icl_acc": 0.01, "beyond_baseline": icl - 0.5,
+                         "probe.W_O2.final": wo2, "probe.W_K2.final": wk2,
+                         "probe.W_K2.reads": 3, "probe.W_K2.recalled": round(3 * wk2),
+                         "probe.W_O2.reads": 65, "probe.W_O2.recalled": round(65 * wo2),
+                         "probes.through": "frozen W_E", "state": state,
+                         "label": MAP_LABEL if state == LEARNED else ""})
+    return pd.DataFrame(rows)
+
+
+def test_the_design_answer_is_computed_from_the_table():
+    from toymech.studies.birth.design_map import arm_table, design_answer
+
+    differ = design_answer(_design_rows(0.3))
+    assert "'very different behaviour': holds on this map" in differ
+    assert "3 of 3 judged seed(s) differ by more than 0.1" in differ
+    assert "W_F last (lr 0.3 vs 3): 3 of 3 judged seed(s) differ" in differ  # W_O² 0.95 - 0.6
+    same = design_answer(_design_rows(0.95))
+    assert "'very different behaviour': does not hold on this map" in same
+    # a frozen model that did not learn the data: nothing to compare, never "does not hold"
+    none = design_answer(_design_rows(0.3, frozen_state=UNTRAINED))
+    assert "'very different behaviour': not judged on this map" in none
+    assert "not judged: 3 of 3 (seed 3: learned / untrained" in none
+    arms = arm_table(_design_rows(0.3))
+    assert arms["in-context head"].tolist() == ["3 of 3"] * 4 and len(arms) == 4
+
+
+DESIGN_TABLE = Path(__file__).resolve().parents[1] / "docs" / "maps" / "s2-design-calibrated-default-cpu.csv"
+
+
+def test_the_results_record_quotes_the_design_map_as_computed():
+    """The Birth design map's answer in docs/results.md is ``design_answer`` of its table."""
+    import re
+
+    from toymech.maps import read_table
+    from toymech.studies.birth.design_map import design_answer
+
+    if not DESIGN_TABLE.exists():
+        pytest.skip("map not shipped")
+    text = (DESIGN_TABLE.parents[1] / "results.md").read_text(encoding="utf-8")
+    said = re.search(r"<!-- birth-design-answer -->(.*?)<!-- /birth-design-answer -->", text, re.S)
+    assert said, "docs/results.md quotes the design map's answer between its markers"
+    assert " ".join(said.group(1).split()) == design_answer(read_table(DESIGN_TABLE))
