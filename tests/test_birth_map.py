@@ -218,7 +218,7 @@ def test_the_results_record_quotes_the_design_map_as_computed():
     import re
 
     from toymech.maps import read_table
-    from toymech.studies.birth.design_map import design_answer
+    from toymech.studies.birth.design_map import arm_markdown, design_answer
 
     if not DESIGN_TABLE.exists():
         pytest.skip("map not shipped")
@@ -226,3 +226,5 @@ def test_the_results_record_quotes_the_design_map_as_computed():
     said = re.search(r"<!-- birth-design-answer -->(.*?)<!-- /birth-design-answer -->", text, re.S)
     assert said, "docs/results.md quotes the design map's answer between its markers"
     assert " ".join(said.group(1).split()) == design_answer(read_table(DESIGN_TABLE))
+    arms = re.search(r"<!-- birth-design-arms -->\n(.*?)\n<!-- /birth-design-arms -->", text, re.S)
+    assert arms and arms.group(1).strip() == arm_markdown(read_table(DESIGN_TABLE))

@@ -78,6 +78,14 @@ def arm_table(table: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(columns={c: c.split(" (of")[0] for c in frame.columns})
 
 
+def arm_markdown(table: pd.DataFrame) -> str:
+    """``arm_table`` of the map's ``table`` as a markdown table (what the results record quotes)."""
+    arms = arm_table(table)
+    lines = ["| " + " | ".join(arms.columns) + " |", "| " + " | ".join("---" for _ in arms.columns) + " |"]
+    lines += ["| " + " | ".join(str(v) for v in r) + " |" for r in arms.itertuples(index=False)]
+    return "\n".join(lines)
+
+
 def _cell(table: pd.DataFrame, **knobs: str) -> pd.DataFrame:
     mask = pd.Series(True, index=table.index)
     for k, v in knobs.items():
@@ -174,4 +182,4 @@ def design_answer(table: pd.DataFrame) -> str:
     return " ".join(parts)
 
 
-__all__ = ["arm_table", "compare", "design_answer"]
+__all__ = ["arm_markdown", "arm_table", "compare", "design_answer"]
