@@ -122,6 +122,12 @@ def test_each_arm_gets_the_learning_rate_its_calibration_runs_trained_best():
                          "icl_acc": acc if acc is not None else float("nan")})
     # 1.0 is within the margin of 3.0's best: the smaller; a diverged lr is never chosen
     assert calibrated_lr(pd.DataFrame(rows)) == {("frozen",): 1.0, ("trained",): 0.3}
+    # an lr whose run is still learning gives way to one that learned, where one did
+    states = pd.DataFrame(rows).assign(state=[STILL_LEARNING, STILL_LEARNING, LEARNED,
+                                              LEARNED, UNTRAINED, None])
+    assert calibrated_lr(states) == {("frozen",): 3.0, ("trained",): 0.3}
+    assert calibrated_lr(states.assign(state=STILL_LEARNING)) == {("frozen",): 1.0,
+                                                                  ("trained",): 0.3}
 
 
 def test_a_table_of_untrained_still_learning_and_baseline_runs_holds_no_label():

@@ -172,9 +172,12 @@ def calibrated_lr(table: pd.DataFrame, knob: str = "lr") -> dict[tuple, float]:
     calibration seeds only): an arm is a value of every knob but ``knob``; its learning rate is
     the one whose runs (those that did not diverge or fail) reach the highest median final
     in-context accuracy on their own test sets, the smaller learning rate where two are within
-    ``UNTRAINED_MARGIN`` of each other (further from divergence). Returns {arm: lr}, the arm
-    as the tuple of its knob columns' values in the table's order (``lr`` excluded); an arm
-    every run of which diverged is left out."""
+    ``UNTRAINED_MARGIN`` of each other (further from divergence). Where the table has a
+    ``state`` column, only learning rates whose runs all learned and stopped learning
+    (``LEARNED``) are candidates, if any are (the budget must train the arm to the end, or the
+    judged runs read "still learning"). Returns {arm: lr}, the arm as the tuple of its knob
+    columns' values in the table's order (``lr`` excluded); an arm every run of which diverged
+    is left out."""
     column = f"knob.{knob}"
     arms = [c for c in table.columns if c.startswith("knob.") and c != column]
     ok = table[(table["status"] == "ok") & table["icl_acc"].notna()] if "status" in table \
@@ -182,6 +185,10 @@ def calibrated_lr(table: pd.DataFrame, knob: str = "lr") -> dict[tuple, float]:
     out: dict[tuple, float] = {}
     for arm, runs in ok.groupby(arms, sort=False):
         arm = arm if isinstance(arm, tuple) else (arm,)
+        if "state" in runs:
+            done = runs.groupby(column)["state"].agg(lambda v: bool((v == LEARNED).all()))
+            if done.any():
+                runs = runs[runs[column].map(done)]
         acc = runs.groupby(column)["icl_acc"].median()
         lrs = sorted(((float(lr), float(a)) for lr, a in acc.items()), key=lambda p: p[0])
         top = max(a for _, a in lrs)
