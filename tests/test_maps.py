@@ -69,8 +69,10 @@ def test_smoke_map_killed_and_resumed(tmp_path):
     assert set(table["knob.block_len"].astype(str)) == {"6", "4-8"}
     assert set(table["knob.offset"].astype(str)) == {"0", "0-3"}
     assert set(table["seed"]) == {0, 1} and (table["status"] == "ok").all()
-    assert set(table["label"]) <= {"content", "position", "neither"}
-    assert "Label 'neither'" in done.stdout or "Label 'content'" in done.stdout
+    assert set(table["label"].dropna()) <= {"content", "partial", "position"}
+    assert set(table["state"]) <= {"learned", "untrained", "still learning"}
+    assert table["panel"].nunique() == 1  # every cell judged on the one panel of the map
+    assert "Label 'content'" in done.stdout
     # untouched: the entries the killed run stored were read back, not trained again
     assert before <= _stored(zoo) and len(_stored(zoo)) == 8
     # a rerun measures nothing new
@@ -187,7 +189,7 @@ def test_untrained_runs_map_to_no_mechanism():
 
     one = induction.map_row(build_model(induction.experiment("induction-2l", "smoke", 3).model),
                             "smoke", 3)
-    assert one["label"] != induction.MAP_LABEL
+    assert one["label"] == "" and one["state"] == "untrained" and one["beyond_baseline"] < 0
     two = birth.map_row(build_model(birth.experiment("smoke", 3).model), "smoke", 3)
     assert two["state"] == "untrained" and two["label"] == "" != birth.MAP_LABEL
     assert two["probe.W_O2.init"] == two["probe.W_O2.final"]
@@ -229,7 +231,7 @@ def test_refine_trains_more_seeds_and_marks_them(tmp_path, monkeypatch):
     from toymech.maps.page import MapPage
     from toymech.studies import induction
 
-    def by_parity(run, size, seed):  # a label that splits by seed, for a deterministic test
+    def by_parity(run, size, seed, panel=None):  # a label that splits by seed, deterministically
         return {"loss.test": float(seed), "label": "content" if seed % 2 else "neither"}
 
     monkeypatch.setattr(induction, "map_row", by_parity)
@@ -329,3 +331,30 @@ def test_a_grid_with_knobs_keeps_the_trial_ids_and_zoo_keys_of_the_previous_main
     assert [t.knobs for t in trials] == [{"block_len": 6}, {"block_len": "4-8"}]
     assert list(row(trials[0], "ok"))[:6] == ["trial", "experiment", "size", "seed", "train.lr",
                                               "knob.block_len"]
+
+
+def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
+    """The budget policy (``until_converged``): a run its study calls still learning is continued
+    (steps doubled, at most the cap) and its row replaced by the longer run's; one that is still
+    learning at the cap stays so, a state and never a label."""
+    from toymech.studies import induction
+
+    def learns_until_80(run, size, seed, panel=None):  # still learning below 80 steps
+        steps = int(run.meta["train"]["steps"])
+        still = steps < 80 or seed == 1
+        return {"loss.test": 1.0 / steps, "state": "still learning" if still else "learned",
+                "label": None if still else "content"}
+
+    monkeypatch.setattr(induction, "map_row", learns_until_80)
+    spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [0, 1], "until_converged": 80}
+    zoo = tmp_path / "zoo"
+    table = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
+                         log=None)
+    assert sorted(table["seed"]) == [0, 1] and table["steps"].tolist() == [80, 80]
+    by_seed = table.set_index("seed")
+    assert by_seed.loc[0, "state"] == "learned" and by_seed.loc[0, "label"] == "content"
+    assert by_seed.loc[1, "state"] == "still learning" and pd.isna(by_seed.loc[1, "label"])
+    cell = maps.summary.cell_groups(table)[0]
+    assert cell.n == 2 and cell.held("content") == 1 and cell.states() == {"still learning": 1}
+    with pytest.raises(ValueError, match="until_converged"):
+        maps.run_map({**spec, "knobs": {"steps": [40]}}, cache_dir=zoo, log=None)

@@ -16,6 +16,7 @@ stream         seed                 used for
 ``eval``       s + 2,000,003        evaluation sets of the notebooks and tables
 ``probe``      s + 3,000,003        batches read by probes and training callbacks
 ``example``    s + 4,000,003        sequences drawn for figures and attention views
+``panel``      s + 5,000,003        a map's common test panel (drawn from seed 0's: the map's, never a run's)
 =============  ===================  =================================================
 
 The offsets keep the streams apart for every seed a user types (they are far larger than any
@@ -33,7 +34,7 @@ from typing import Any
 
 SIZES = ("smoke", "default", "paper")
 STREAMS = {"init": 0, "data": 0, "train_eval": 1_000_003, "eval": 2_000_003,
-           "probe": 3_000_003, "example": 4_000_003}
+           "probe": 3_000_003, "example": 4_000_003, "panel": 5_000_003}
 
 
 def check(condition: bool, name: str, value: Any, allowed: str) -> None:

@@ -53,11 +53,12 @@ MAX_LEDGER_BYTES = 16 * 2**20
 # --------------------------------------------------------------------------------------------
 
 def files_of(folder: Path, name: str) -> list[str]:
-    """Every file name a map called ``name`` writes into ``folder`` (those of refinements that
-    are there included)."""
+    """Every file name a map called ``name`` writes into ``folder`` (those of refinements and of
+    runs continued by the budget policy that are there included)."""
     names = [f"{name}.csv", f"{name}.parquet", f"{name}.runs.csv", f"{name}.runs.csv.meta.json"]
     if folder.is_dir():
-        names += sorted(p.name for p in folder.glob(f"{name}.refine-*.runs.csv*"))
+        names += sorted(p.name for pattern in ("refine", "converge")
+                        for p in folder.glob(f"{name}.{pattern}-*.runs.csv*"))
     return names
 
 

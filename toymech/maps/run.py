@@ -35,7 +35,9 @@ from .live import MapProgress
 from .refine import refinements
 from .spec import check_map, load_map, sweep_grid
 from . import ledger
-from .table import knob_column, read_or_empty, read_table, write_table
+from ..studies.states import STILL_LEARNING
+from ..sweep.table import KNOB_PREFIX
+from .table import knob_column, knob_columns, read_or_empty, read_table, write_table
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
             out: str | Path | None = None, backend: str = "auto", address: str | None = None,
@@ -66,6 +68,7 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     study = protocol.study(spec["study"])
     zoo = Zoo(cache_dir)
     _check_measurable(spec, study)
+    panel = _panel(spec, study)
     folder = ledger.check_out(out) if out is not None else zoo.root / "maps"
     ledger.check_files(folder, spec, study, read_table)  # nothing of the user's replaced
     created = not folder.exists()
@@ -77,7 +80,7 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
             live = stack.enter_context(MapProgress(spec["name"])) if progress else None
             return _run_map(spec, study, zoo, folder, path, refine, live, log,
                             dict(zoo=zoo, backend=backend, address=address, device=device,
-                                 log=log))
+                                 log=log, panel=panel))
     finally:
         if created:  # a map that stopped before writing anything leaves no empty folder
             with contextlib.suppress(OSError):
@@ -105,21 +108,81 @@ def _check_measurable(spec: dict[str, Any], study) -> None:
                              f"({exc}): leave that value out of the map") from None
 
 
+def _cells(spec: dict[str, Any], study) -> list:
+    """One size with its knobs per cell of ``spec`` (the study's ``with_knobs``), in grid order."""
+    out, seen = [], set()
+    for trial in expand_grid(sweep_grid(spec)):
+        cell = (str(trial.size), tuple(sorted((k, str(v)) for k, v in trial.knobs.items())))
+        if cell not in seen:
+            seen.add(cell)
+            out.append(study.with_knobs(trial.size, trial.knobs))
+    return out
+
+
+def _panel(spec: dict[str, Any], study):
+    """The map's one test panel, built from every cell of ``spec`` (the study's ``map_panel``),
+    or None for a study whose rows need none: every run of the map, refinements and runs
+    continued by the budget policy included, is judged on it."""
+    build = getattr(study, "map_panel", None)
+    return build(_cells(spec, study)) if callable(build) else None
+
+
 def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataFrame:
     how["live"] = live
     table = _read(path, study)
     rows = _measured(spec, study, folder / f"{spec['name']}.runs.csv", table, False, **how)
     table = _save(folder, path, spec, study, rows, log)
+    table = _until_converged(spec, study, folder, path, table, log, how)
     added = 0
     for i, part in enumerate(refinements(table, spec, refine) if refine else []):
         got = _measured(part, study, folder / f"{spec['name']}.refine-{i}.runs.csv", table, True,
                         **how)
         added += len(got)
         table = _save(folder, path, spec, study, got, log)
+        table = _until_converged(spec, study, folder, path, table, log, how)
     if log:
         log(f"map {spec['name']}: {len(rows) + added} run(s) measured now ({added} refining), "
             f"{len(table) - len(rows) - added} read back; table: {path}")
     return table
+
+
+def _still_learning(table: pd.DataFrame, spec: dict[str, Any]) -> list[tuple[dict[str, Any], bool]]:
+    """The map specs (one run each, with whether the run was a refinement) that continue
+    ``table``'s runs still learning below the cap of ``spec``'s budget policy: their steps
+    doubled, at most the cap."""
+    cap = spec.get("until_converged")
+    if not cap or "state" not in table or "steps" not in table:
+        return []
+    parts = []
+    columns = knob_columns(table)
+    for _, row in table[table["state"].astype(str) == STILL_LEARNING].iterrows():
+        steps = int(row["steps"])
+        if steps >= cap:
+            continue
+        knobs = {k: [str(row[c])] for k, c in columns.items() if str(row[c]) != "nan"}
+        parts.append(({**spec, "experiment": [str(row["experiment"])], "seeds": [int(row["seed"])],
+                       "knobs": {**knobs, "steps": [min(cap, 2 * steps)]}},
+                      str(row.get("refined")) == "True"))
+    return parts
+
+
+def _until_converged(spec, study, folder, path, table, log, how) -> pd.DataFrame:
+    """The budget policy (``maps.spec``): continue the runs still learning, measure them again
+    and replace their rows, until none is still learning below the cap."""
+    round_ = 0
+    while True:
+        parts = _still_learning(table, spec)
+        if not parts:
+            return table
+        round_ += 1
+        if log:
+            log(f"map {spec['name']}: {len(parts)} run(s) still learning, continued "
+                f"(round {round_}, cap {spec['until_converged']} steps)")
+        got = []
+        for i, (part, refined) in enumerate(parts):
+            got += _measured(part, study, folder / f"{spec['name']}.converge-{round_}-{i}.runs.csv",
+                             table, refined, **how)
+        table = _save(folder, path, spec, study, got, log, replace=True)
 
 
 def _read(path: Path, study) -> pd.DataFrame:
@@ -130,16 +193,28 @@ def _read(path: Path, study) -> pd.DataFrame:
     return table
 
 
+def _run_of(row) -> tuple:
+    """A row's run apart from its steps: its experiment, knob values and seed."""
+    return (str(row["experiment"]), str(row["seed"]),
+            *sorted((k, str(v)) for k, v in row.items() if k.startswith(KNOB_PREFIX)))
+
+
 def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict[str, Any]],
-          log) -> pd.DataFrame:
+          log, replace: bool = False) -> pd.DataFrame:
     """Merge ``rows`` into the table under the map's lock: another writer of this map may have
     added rows meanwhile (re-read and checked here), so only the rows it lacks are added and
-    none is lost; the files written are recorded as toymech's (``ledger``)."""
+    none is lost; the files written are recorded as toymech's (``ledger``). ``replace``: each
+    row replaces the shorter run of its experiment, knobs and seed (the budget policy's)."""
     with ledger.writing(folder, spec, log):
         ledger.check_recorded(folder, spec["name"], [path.name, path.with_suffix(".parquet").name])
         current = _read(path, study)
         known = set(current["zoo_key"]) if "zoo_key" in current else set()
         new = [r for r in rows if r["zoo_key"] not in known]
+        if replace and new and len(current):
+            longer = {_run_of(r): int(r["steps"]) for r in new}
+            keep = [not (_run_of(r) in longer and int(r.get("steps", 0)) < longer[_run_of(r)])
+                    for r in current.to_dict("records")]
+            current = current[keep].reset_index(drop=True)
         table = pd.concat([current, pd.DataFrame(new)], ignore_index=True) if new else current
         write_table(table, path)
         ledger.record(folder, spec)
@@ -148,7 +223,7 @@ def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict
 
 def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame, refined: bool,
               *, zoo: Zoo, backend: str, address: str | None, device: str,
-              live: MapProgress | None, log) -> list[dict[str, Any]]:
+              live: MapProgress | None, log, panel=None) -> list[dict[str, Any]]:
     """The rows of ``spec``'s runs that ``done`` lacks: trained where the zoo lacks them (the
     sweep machinery), each measured by the study's ``map_row``."""
     if backend != "ray" and address is None:
@@ -184,16 +259,21 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         if key in known:
             continue
         knobs = trial.knobs
+        shown = {k: v for k, v in knobs.items()
+                 if not (k == "steps" and spec.get("until_converged"))}  # the policy's, not a cell's
         row: dict[str, Any] = {"study": spec["study"], "experiment": trial.experiment,
-                               **{knob_column(k): _cell_text(study, k, v) for k, v in knobs.items()},
-                               "seed": trial.seed, "size": str(trial.size), "zoo_key": key,
+                               **{knob_column(k): _cell_text(study, k, v) for k, v in shown.items()},
+                               "seed": trial.seed, "size": str(trial.size),
+                               "steps": int(trial.exp.train.steps), "zoo_key": key,
                                "commit": commit, "refined": refined}
         status = result.table.loc[result.table.index[i], "status"]
         if status != "ok":
             row.update({"status": status, "label": "not measured"})
         else:
             size = study.with_knobs(trial.size, knobs)
-            row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), size, trial.seed)})
+            extra = {"panel": panel} if panel is not None else {}
+            row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), size, trial.seed,
+                                                        **extra)})
         row[ledger.ROW_HASH] = ledger.row_hash(row)  # what was measured, as measured
         rows.append(row)
     return rows

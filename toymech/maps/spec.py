@@ -7,7 +7,14 @@ As a dict, or a JSON/YAML file holding one::
      "size": "default", "seeds": 3,              # a count (seeds no calibration used) or a list
      "knobs": {"block_len": [6, "5-7", "4-8"],   # the study's knobs, each a list of values
                "offset": [0, "0-3"]},
-     "name": "s1-content"}                       # the table's name (default: the file's stem)
+     "name": "s1-content",                       # the table's name (default: the file's stem)
+     "until_converged": 8000}                    # optional budget policy: at most this many steps
+
+``until_converged`` (optional) is the map's budget policy: a run its study calls ``still
+learning`` (``toymech.studies.states``) is continued (its steps doubled, at most this many, the
+zoo continuing the shorter run) and measured again, until it stops learning or reaches the cap;
+its row is replaced by the longer run's. The study needs a ``steps`` knob, and the spec may then
+not map ``steps`` itself.
 
 ``check_map`` checks every key before any work; ``sweep_grid`` is the sweep grid that trains the
 map's runs (``toymech.grid``'s knobs axis).
@@ -22,7 +29,8 @@ from ..core import check, check_int, check_seed, check_size, short_repr
 from ..studies import knobs as study_knobs, protocol
 from ..training.specfiles import read_mapping
 
-MAP_KEYS = ("study", "experiment", "size", "seeds", "seed", "knobs", "name")
+MAP_KEYS = ("study", "experiment", "size", "seeds", "seed", "knobs", "name", "until_converged")
+MAX_STEPS = 10_000_000
 MAX_MAP_SEEDS = 100
 
 
@@ -36,7 +44,10 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
     """The spec with its defaults, every key checked (ValueError naming it) before any work:
     ``study`` (with a ``map_row``), ``experiment`` (its names), ``size``, ``seeds`` (a count of
     the study's judged seeds from ``seed``, or a list), ``knobs`` (the study's, checked by its
-    ``with_knobs`` at every cell), ``name``."""
+    ``with_knobs`` at every cell), ``name``, ``until_converged`` (None, or the steps cap of the
+    budget policy).
+
+    ``spec``: the spec (a mapping); ``name``: what to call it in an error."""
     check(isinstance(spec, dict), name, type(spec).__name__, "a mapping (JSON object)")
     unknown = sorted(set(spec) - set(MAP_KEYS))
     check(not unknown, "map key", unknown[0] if unknown else None, f"one of {', '.join(MAP_KEYS)}")
@@ -80,8 +91,15 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
     label = spec.get("name", "map")
     check(isinstance(label, str) and label.replace("-", "").replace("_", "").isalnum(), "name",
           label, "letters, digits, - and _")
+    cap = spec.get("until_converged")
+    if cap is not None:
+        cap = check_int("until_converged", cap, 1, MAX_STEPS)
+        check("steps" in study.KNOBS, "until_converged", cap,
+              f"only for a study with a steps knob ({study_name} has none)")
+        check("steps" not in given, "until_converged", cap,
+              "a cap on the steps of runs still learning, or a steps knob in the map, not both")
     return {"study": study_name, "experiment": names, "size": size, "seeds": seeds,
-            "knobs": given, "name": label}
+            "knobs": given, "name": label, "until_converged": cap}
 
 
 def sweep_grid(spec: dict[str, Any]) -> dict[str, Any]:

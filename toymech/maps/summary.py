@@ -27,13 +27,11 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..core import check
+from ..studies.states import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED
 from .table import knob_column, knob_columns
 
 MEASURED = "measured"
 NOT_MEASURED = "not measured"
-# what a study's map_row writes in a row's ``state`` column
-LEARNED, UNTRAINED, STILL_LEARNING = "learned", "untrained", "still learning"
-BEYOND = "beyond_baseline"  # the row's distance beyond the best predictor without the mechanism
 
 
 def run_state(status, label, state=None) -> str:

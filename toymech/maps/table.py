@@ -14,19 +14,30 @@ from ..core import check
 from ..files import replace_file
 from ..sweep.table import KNOB_PREFIX, knob_column, knob_columns  # the one place naming them
 
-TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label")
+TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label", "state", "panel",
+                "ablate.top")
 def read_table(path: str | Path) -> pd.DataFrame:
     """A map's table as ``toymech map`` wrote it, from the ``.csv`` or ``.parquet`` at
     ``path``: the same frame either way (knobs, keys and labels as text)."""
     path = Path(path)
     check(path.is_file(), "map table", str(path), "a table written by toymech map (.csv, .parquet)")
     if path.suffix == ".parquet":
-        return pd.read_parquet(path)
+        return _as_text(pd.read_parquet(path))
     header = pd.read_csv(path, nrows=0).columns
     table = pd.read_csv(path, dtype={c: str for c in header
                                      if c.startswith(KNOB_PREFIX) or c in TEXT_COLUMNS})
     if "refined" in table:  # True / False as written (a bool column, as Parquet keeps it)
         table["refined"] = table["refined"].map(lambda v: v is True or str(v) == "True")
+    return _as_text(table)
+
+
+def _as_text(table: pd.DataFrame) -> pd.DataFrame:
+    """The text columns as pandas' text columns (missing where empty), whichever file they came
+    from, so that a column with no value at all reads back as text too."""
+    for c in table.columns:
+        if c.startswith(KNOB_PREFIX) or c in TEXT_COLUMNS:
+            table[c] = pd.Series([None if pd.isna(v) else str(v) for v in table[c]],
+                                 dtype="str", index=table.index)
     return table
 
 
@@ -44,9 +55,10 @@ def read_or_empty(path: Path) -> pd.DataFrame:
 
 def write_table(table: pd.DataFrame, path: Path) -> None:
     """The table as CSV and, beside it, as Parquet (each atomically: a killed write leaves the
-    last good table). Text columns are written as text, so both read back as the same frame."""
-    table = table.assign(**{c: table[c].map(lambda v: v if pd.isna(v) else str(v))
-                            for c in table.columns if c in knob_columns(table).values() or c in TEXT_COLUMNS})
+    last good table). Text columns are written as text (an empty one as missing), so both read
+    back as the same frame."""
+    table = _as_text(table.assign(**{c: table[c].map(lambda v: None if pd.isna(v) or v == "" else v)
+                                     for c in table.columns if c in TEXT_COLUMNS}))
     if "refined" in table:  # rows of a map measured before it was refined: not refined
         table = table.assign(refined=table["refined"].map(lambda v: v is True))
     replace_file(path, lambda tmp: table.to_csv(tmp, index=False))

@@ -106,11 +106,13 @@ MAP_SIGNATURES = {"map_row": (("run", P, False), ("size", P, False), ("seed", P,
 # its report's colour read the share of seeds with this label); optionally ``MAP_PREDICTIONS``:
 # other works' predictions judged on its maps (``studies.predictions.MapPrediction``); and
 # optionally ``map_check(size)``: a ValueError for a setting its ``map_row`` could not measure
+# and ``map_panel(sizes)``: the one test panel of a map whose cells are ``sizes``, which the map
+# passes to every ``map_row(..., panel=)``
 # (a map calls it for every cell before anything trains).
 # Only a study whose OPTIONAL_RUNS name "llc" (a learning-coefficient curve) has these (and
 # ``LLC_ON``: size -> whether the curve runs without being asked for).
 LLC_SIGNATURES = {"llc_on": (("size", P, False), ("also", P, True))}
-OPEN_ENDED = ("validate", "describe", "probe_data", "eval_sets")  # may add keyword-only options
+OPEN_ENDED = ("validate", "describe", "probe_data", "eval_sets", "map_row")  # may add keyword-only options
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,8 @@ def surface(module: ModuleType) -> tuple[str, ...]:
     ``map_check`` where it has those)."""
     signatures = _signatures(module)
     maps = ("MAP_LABEL", *(("MAP_PREDICTIONS",) if hasattr(module, "MAP_PREDICTIONS") else ()),
-            *(("map_check",) if hasattr(module, "map_check") else ()))
+            *(("map_check",) if hasattr(module, "map_check") else ()),
+            *(("map_panel",) if hasattr(module, "map_panel") else ()))
     return (*DATA, *(("LLC_ON",) if "llc_on" in signatures else ()),
             *(maps if "map_row" in signatures else ()), *signatures)
 
