@@ -232,5 +232,7 @@ def test_the_results_record_quotes_the_design_map_as_computed():
     said = re.search(r"<!-- birth-design-answer -->(.*?)<!-- /birth-design-answer -->", text, re.S)
     assert said, "docs/results.md quotes the design map's answer between its markers"
     assert " ".join(said.group(1).split()) == design_answer(read_table(DESIGN_TABLE))
-    arms = re.search(r"<!-- birth-design-arms -->\n(.*?)\n<!-- /birth-design-arms -->", text, re.S)
-    assert arms and arms.group(1).strip() == arm_markdown(read_table(DESIGN_TABLE))
+    arms = re.search(r"<!-- birth-design-arms -->\n(.*?)\n\s*<!-- /birth-design-arms -->", text, re.S)
+    assert arms, "docs/results.md quotes the design map's arms between their markers"
+    quoted = "\n".join(line.strip() for line in arms.group(1).strip().splitlines())
+    assert quoted == arm_markdown(read_table(DESIGN_TABLE))

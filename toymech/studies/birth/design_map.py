@@ -21,7 +21,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...core import check
-from ...maps.summary import LEARNED, MEASURED, cell_groups
+from ..states import LEARNED
 from .claims import COMPARABLE, FORMED
 
 PROBES = ("W_K2", "W_O2")
@@ -43,9 +43,22 @@ def _arm(knobs: dict[str, str]) -> str:
             f"{who}, lr {knobs.get('lr', '?')}")
 
 
+def _state(r: pd.Series) -> str:
+    """A run's state: its sweep status where not ok (diverged, failed), else its ``state``."""
+    status = r.get("status", "ok")
+    return str(status) if isinstance(status, str) and status != "ok" else str(r.get("state"))
+
+
 def _states(runs: pd.DataFrame) -> str:
-    counts = runs["state"].value_counts(sort=False)
-    return ", ".join(f"{int(n)} {LEARNED if s == MEASURED else s}" for s, n in counts.items())
+    counts = runs.apply(_state, axis=1).value_counts(sort=False)
+    return ", ".join(f"{int(n)} {s}" for s, n in counts.items())
+
+
+def _cells(table: pd.DataFrame) -> list[tuple[dict[str, str], pd.DataFrame]]:
+    """({knob: value}, runs) per cell of the map (its knob columns), in the table's order."""
+    columns = [c for c in table.columns if c.startswith("knob.")]
+    return [(dict(zip([c[5:] for c in columns], (k if isinstance(k, tuple) else (k,)))), runs)
+            for k, runs in table.astype({c: str for c in columns}).groupby(columns, sort=False)]
 
 
 def arm_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -57,11 +70,11 @@ def arm_table(table: pd.DataFrame) -> pd.DataFrame:
     check(isinstance(table, pd.DataFrame) and "state" in table, "table", type(table).__name__,
           "a Birth map table with a state column (map_measure.map_row)")
     rows = []
-    for cell in cell_groups(table):
-        runs = cell.runs
+    for knobs, runs in _cells(table):
         ok = runs[runs["status"] == "ok"] if "status" in runs else runs
-        head = int((cell.measured["label"].astype(str).str.startswith("in-context head")).sum())
-        row = {**cell.knobs, "runs": _states(runs), "in-context head": f"{head} of {cell.n}",
+        learned = ok[ok["state"] == LEARNED]
+        head = int(learned["label"].astype(str).str.startswith("in-context head").sum())
+        row = {**knobs, "runs": _states(runs), "in-context head": f"{head} of {len(runs)}",
                "in-context acc": _span(ok.get("icl_acc", [])),
                "beyond baseline": _span(ok.get("beyond_baseline", [])),
                "trigger-blind": _span(ok.get("blind.icl_acc", []))}
@@ -120,8 +133,7 @@ def compare(table: pd.DataFrame, a: dict[str, str], b: dict[str, str], need_form
         ok = _learned(x) and _learned(y) and (not need_formed or min(
             float(x["icl_acc"]), float(y["icl_acc"])) >= FORMED)
         if not ok:
-            unjudged.append(f"seed {int(x['seed'])}: {x.get('state') if x.get('status') == 'ok' else x.get('status')}"
-                            f" / {y.get('state') if y.get('status') == 'ok' else y.get('status')}"
+            unjudged.append(f"seed {int(x['seed'])}: {_state(x)} / {_state(y)}"
                             + (f", in-context acc {float(x['icl_acc']):.2f} / {float(y['icl_acc']):.2f}"
                                if need_formed and x.get("status") == y.get("status") == "ok" else ""))
             continue

@@ -52,7 +52,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ...analysis.dynamics import history_still_learning
-from ...maps.summary import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED
+from ..states import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED
 from ...models import build_model
 from ...tasks.bigram_triggers import BLIND_CACHES, trigger_blind_metrics
 from ...training import Experiment
