@@ -65,8 +65,8 @@ def arm_table(table: pd.DataFrame) -> pd.DataFrame:
     """One row per arm (cell) of the design map's ``table``: its knobs, its runs' states, the
     seeds with the in-context head (of every run), and over its measured runs the in-context
     accuracy, its gap to the best baseline, the best baseline (the trigger-blind predictor), the
-    W_O² and W_K² probes with how many tokens each recalls of those it reads, and the matrices
-    the probes read through."""
+    W_K² and W_O² probes with how many tokens each recalls of those it reads, the W_K¹ probe and
+    the matrices the probes read through."""
     check(isinstance(table, pd.DataFrame) and "state" in table, "table", type(table).__name__,
           "a Birth map table with a state column (map_measure.map_row)")
     rows = []
@@ -83,12 +83,11 @@ def arm_table(table: pd.DataFrame) -> pd.DataFrame:
             if f"probe.{m}.recalled" in ok and len(ok):
                 reads = int(ok[f"probe.{m}.reads"].iloc[0])
                 got = ", ".join(str(int(v)) for v in ok[f"probe.{m}.recalled"])
-                row[f"{SUB[m]} recalls (of {reads})" if m == "W_K2" else f"{SUB[m]} recalls"] = \
-                    f"{got} of {reads}"
+                row[f"{SUB[m]} recalls"] = f"{got} of {reads}"
+        row["W_K¹ probe"] = _span(ok.get("probe.W_K1.final", []))
         row["probes read through"] = "; ".join(sorted({str(v) for v in ok.get("probes.through", [])}))
         rows.append(row)
-    frame = pd.DataFrame(rows)
-    return frame.rename(columns={c: c.split(" (of")[0] for c in frame.columns})
+    return pd.DataFrame(rows)
 
 
 def arm_markdown(table: pd.DataFrame) -> str:
