@@ -47,7 +47,7 @@ class _Recorder(Mapping):
 
 
 def _claims():
-    return [(name, c) for name in NAMES for c in protocol.study(name).CLAIMS]
+    return [(name, c) for name in NAMES for c in protocol.study(name).claims]
 
 
 @pytest.mark.parametrize("name, claim", _claims(), ids=lambda x: getattr(x, "key", x))
@@ -87,7 +87,7 @@ def test_at_chance_numbers_pass_no_claim(name):
     ``at_chance``): no trained claim passes, none reads mixed or unresolved."""
     st, cl = _study(name)
     chance = cl.at_chance(cl.source_like())
-    said = {c.key: assess(c, [chance] * 3).verdict for c in st.CLAIMS
+    said = {c.key: assess(c, [chance] * 3).verdict for c in st.claims
             if c.trained and not c.null_exempt}  # what the seeds say, whatever the setting
     assert all(v.startswith("not reproduced") for v in said.values()), said
 
@@ -109,7 +109,7 @@ def test_null_world(name, size):
     per_seed = [st.untrained_numbers(size, s) for s in seeds]
     card = st.scorecard(per_seed, size, list(seeds))
     bad = []
-    for c in st.CLAIMS:
+    for c in st.claims:
         # what the seeds say, whatever the setting (``assess`` without one)
         v, raw = card.loc[c.statement, "verdict"], assess(c, per_seed).verdict
         if c.null_exempt:
@@ -125,7 +125,7 @@ def test_null_world(name, size):
 def test_exemptions_are_printed(name):
     from toymech.studies.docs import claims_markdown
     text = claims_markdown()
-    for c in protocol.study(name).CLAIMS:
+    for c in protocol.study(name).claims:
         if c.null_exempt:
             assert " ".join(c.null_exempt.split()) in text, c.key
 
@@ -140,7 +140,7 @@ def test_claims_are_documented_one_row_each():
     text = (Path(__file__).parents[1] / "docs" / "sources.md").read_text()
     assert with_table(text) == text, "run: python -m toymech.studies.docs"
     for name in protocol.STUDIES:
-        for c in protocol.study(name).CLAIMS:
+        for c in protocol.study(name).claims:
             assert f"| `{c.key}` |" in text, (name, c.key)
             assert c.test and c.why, c.key
 
@@ -159,7 +159,7 @@ def test_every_claim_names_its_setting_and_each_size_states_it(name, claim):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_claim_keys_are_unique(name):
-    claims = protocol.study(name).CLAIMS
+    claims = protocol.study(name).claims
     assert len({c.key for c in claims}) == len(claims)
 
 

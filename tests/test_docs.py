@@ -74,7 +74,7 @@ def test_every_registered_study_has_its_page():
 
     titles = {p.read_text(encoding="utf-8").splitlines()[0] for p in (DOCS / "studies").glob("*.md")}
     for name in protocol.STUDIES:
-        title = protocol.study(name).TITLE.split(":")[0]
+        title = protocol.study(name).title.split(":")[0]
         assert any(t.startswith(f"# {title}") for t in titles), (name, sorted(titles))
 
 

@@ -3,6 +3,7 @@ positions "none", Birth's positional embeddings, their join, the feed-forward la
 vocabulary and the data knobs, study 3's width and which parts train."""
 
 import fnmatch
+import importlib
 
 import pytest
 import torch
@@ -38,7 +39,7 @@ def test_positions_none_builds_a_model_without_positional_signal():
 
 
 def test_induction_positions_knob_reaches_the_posts_models_only():
-    st = protocol.study("induction")
+    st = importlib.import_module("toymech.studies.induction")
     size = st.with_knobs("smoke", {"positions": "none"})
     assert st.experiment("induction-2l", size).model.positions == "none"
     assert st.experiment("induction-2l-textbook", size).model.positions == "sinusoidal_qk"
@@ -48,7 +49,7 @@ def test_induction_positions_knob_reaches_the_posts_models_only():
 
 # --- Birth ----------------------------------------------------------------------------------------
 def _birth(variant, seed=0, **kwargs):
-    st = protocol.study("birth")
+    st = importlib.import_module("toymech.studies.birth")
     size = st.with_knobs("smoke", variant)
     exp = st.experiment(size, seed, **kwargs)
     return size, exp, build_model(exp.model)
@@ -158,7 +159,7 @@ def test_birth_data_knobs_change_the_main_run_not_the_sweep_or_the_extremes():
 
 # --- study 3 ---------------------------------------------------------------------------------------
 def test_rt_width_sets_the_tables_large_width_only():
-    st = protocol.study("random_transformers")
+    st = importlib.import_module("toymech.studies.random_transformers")
     size = st.with_knobs("default", {"width": 128})
     p, own = rdesign.plan(size), rdesign.plan("default")
     assert p.widths == (own.widths[0], 128) and p.sweep_widths == own.sweep_widths
@@ -170,7 +171,7 @@ def test_rt_width_sets_the_tables_large_width_only():
 
 
 def test_rt_trains_sets_what_the_random_arm_trains():
-    st = protocol.study("random_transformers")
+    st = importlib.import_module("toymech.studies.random_transformers")
     size = st.with_knobs("default", {"trains": "U"})
     runs = st.experiments(size, [0])
     random = [e for e in runs if "-random-" in e.name]

@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from toymech.core import Variant, knobs_of
+from toymech.core import Setting
 from toymech.studies import knobs, protocol
 from toymech.studies.claims import scorecard
 
@@ -19,7 +19,7 @@ NULL_VARIANTS = {"induction": {"block_len": "4-8", "offset": "0-3"},
 
 
 def _knobs():
-    return [(name, k) for name in NAMES for k in protocol.study(name).KNOBS.values()]
+    return [(name, k) for name in NAMES for k in protocol.study(name).knobs.values()]
 
 
 def _bad_values(knob):
@@ -50,13 +50,13 @@ def test_source_values_build_the_study_itself(name):
     """A variant of the source's values IS the source's size: the same experiments, the same
     zoo keys (at ``paper``, where the study runs at its source's setting)."""
     st = protocol.study(name)
-    every = {k.name: k.source for k in st.KNOBS.values()}
+    every = {k.name: k.source for k in st.knobs.values()}
     same = st.with_knobs("paper", every)
-    assert type(same) is str and same == "paper" and not knobs_of(same)
+    assert same == Setting("paper") and not same.knobs and not same.described
     assert [e.key() for e in st.experiments("paper", [0, 1])] == \
         [e.key() for e in st.experiments(same, [0, 1])]
-    typed = {k.name: k.text(k.source) for k in st.KNOBS.values()}  # as --set would give them
-    assert type(st.with_knobs("paper", typed)) is str
+    typed = {k.name: k.text(k.source) for k in st.knobs.values()}  # as --set would give them
+    assert st.with_knobs("paper", typed) == Setting("paper")
 
 
 # The knobs whose first other value (``_another_value``) the study refuses, with the value that
@@ -76,8 +76,12 @@ def test_each_knob_changes_what_it_says(name, knob):
     st = protocol.study(name)
     value = OTHER_VALUE.get((name, knob.name), _another_value(knob))
     v = st.with_knobs("paper", {knob.name: value})  # a refusal here fails, naming the knob
-    assert isinstance(v, Variant) and knob.name in v.knobs, (knob.name, value)
-    assert pickle.loads(pickle.dumps(v)).knobs == v.knobs
+    assert isinstance(v, Setting) and v.size == "paper" and list(v.knobs) == [knob.name], \
+        (knob.name, value)
+    assert knob.parse(v.knobs[knob.name]) == knob.parse(value) != knob.source
+    assert v.described.startswith(f"a variant: {knob.name} ")
+    again = pickle.loads(pickle.dumps(v))  # process pools and Ray get the same setting
+    assert again == v and hash(again) == hash(v) and again.described == v.described
     keys = {e.key() for e in st.experiments("paper", [0])}
     changed = {e.key() for e in st.experiments(v, [0])} != keys
     if (name, knob.name) in ONLY_NAMED_RUNS:
@@ -108,6 +112,65 @@ def _another_value(knob, low=False):
     return max(lo, src - 1) if low or up > hi else up
 
 
+def test_a_setting_is_a_value():
+    """A Setting is its size and knobs (its sentence apart), hashable and checked; a plain size
+    name converts at the boundary (``Setting.of``) and a setting's knobs are kept on top."""
+    a = Setting("default", {"block_len": [4, 5, 6]}, "a variant: block_len 4-6")
+    assert a == Setting("default", {"block_len": (4, 5, 6)}) and len({a, Setting("default",
+                                                                     {"block_len": [4, 5, 6]})}) == 1
+    assert a != Setting("default") and a != Setting("paper", {"block_len": [4, 5, 6]})
+    assert Setting.of("smoke") == Setting("smoke") and Setting.of(a) is a
+    assert a.text() == "size default, a variant: block_len 4-6" and str(a) == "default"
+    assert Setting("paper").text() == "size paper"
+    with pytest.raises(ValueError, match=r"^size='huge'"):
+        Setting.of("huge")
+    with pytest.raises(ValueError, match=r"^knobs="):
+        Setting("default", ["block_len", 6])
+    with pytest.raises(TypeError):
+        a.knobs["block_len"] = 7  # read-only: a setting never changes under a cache key
+    st = protocol.study("induction")
+    both = st.with_knobs(st.with_knobs("default", {"offset": "0-3"}), {"block_len": "4-8"})
+    assert dict(both.knobs) == {"block_len": (4, 5, 6, 7, 8), "offset": (0, 1, 2, 3)}
+
+
+def test_study_3_plan_knobs_reach_the_plan_through_their_declaration():
+    """study 3's ``width``, ``recipe_width`` and ``trains`` act on the plan (their ``plan``) and
+    write no override of their own (``trains`` also overrides the random arm's freezing)."""
+    from toymech.studies import random_transformers as rt
+    from toymech.studies.random_transformers.design import FREEZE_MODES
+
+    k = rt.KNOBS
+    assert k["width"].plan and k["recipe_width"].plan and k["trains"].plan
+    assert k["width"].overrides is None and k["recipe_width"].overrides is None
+    base = rt.plan("paper")
+    wide = rt.plan(rt.with_knobs("paper", {"width": 512}))
+    assert base.widths == (16, 1024) and wide.widths == (16, 512)
+    assert rt.plan(rt.with_knobs("paper", {"recipe_width": 128})).recipe_width == 128
+    u = rt.with_knobs("paper", {"trains": "U"})
+    assert rt.plan(u).trains == "U" and "U" not in rt.plan(u).ablation_modes
+    assert rt.experiment("needle", 1024, "random", u, 0).train.freeze == FREEZE_MODES["U"]
+    exp = rt.experiment("needle", 64, "random", "paper", 0)
+    assert k["width"].apply(exp, 512).key() == exp.key()  # no override: only the plan
+    with pytest.raises(ValueError, match=r"^width=18 is not allowed"):
+        rt.with_knobs("paper", {"width": 18})
+
+
+# A setting's knob value read directly (``size.knobs["width"]``, ``Setting.of(s).knobs.get``).
+READ_KNOB = r"(size|setting)\.knobs\s*(\.get\(|\[)|Setting\.of\([^)]*\)\.knobs\s*(\.get\(|\[)"
+
+
+def test_studies_read_knob_values_only_through_the_knobs_module():
+    """A study's modules never read a setting's knob values themselves: ``knobs.variant_values``
+    (experiment builders, ``apply_knobs``) and ``knobs.apply_to_plan`` are the one path."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "toymech" / "studies"
+    hits = [f"{p.relative_to(root)}: {m.group(0)}" for p in root.glob("*/*.py")
+            for m in re.finditer(READ_KNOB, p.read_text())]
+    assert hits == []
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_unknown_knob_and_bad_variant_refused(name):
     st = protocol.study(name)
@@ -125,7 +188,8 @@ def test_a_knob_of_another_study_is_named_as_such():
 
 
 def test_width_knobs_keep_the_model_consistent():
-    st = protocol.study("induction")
+    from toymech.studies import induction as st
+
     exp = st.experiment("induction-2l", st.with_knobs("default", {"d_model": 64}))
     assert exp.model.d_model == 64 and exp.model.d_head == 16  # d_model / n_heads, never 4 x 8
     exp = st.experiment("induction-2l", st.with_knobs("default", {"d_model": 64, "n_heads": 2}))
@@ -146,11 +210,11 @@ def test_null_world_at_a_variant(name):
     variant's scorecard reads "does not hold" (properties, never a verdict on the source)."""
     st = protocol.study(name)
     size = st.with_knobs("default", NULL_VARIANTS[name])
-    assert isinstance(size, Variant)
+    assert isinstance(size, Setting) and size.knobs
     seeds = st.seeds_of(size, 0, 2)
     card = st.scorecard([st.untrained_numbers(size, s) for s in seeds], size, list(seeds))
     assert card.attrs["title"].startswith("Properties of a variant")
-    bad = [f"{c.key}: {card.loc[c.statement, 'verdict']}" for c in st.CLAIMS
+    bad = [f"{c.key}: {card.loc[c.statement, 'verdict']}" for c in st.claims
            if c.trained and not c.null_exempt
            and not card.loc[c.statement, "verdict"].startswith(("does not hold", "not measured"))]
     assert not bad, "\n".join(bad)
@@ -163,7 +227,7 @@ def test_variant_scorecard_counts_seeds_as_properties():
 
     size = st.with_knobs("default", {"offset": "0-3"})
     good = cl.source_like()
-    card = scorecard(st.CLAIMS, [good, good, good], size, [3, 4, 5])
+    card = scorecard(st.claims, [good, good, good], size, [3, 4, 5])
     assert card["verdict"].str.startswith("holds, 3 of 3 seeds").any()
     assert not card["verdict"].str.contains("reproduced").any()
     assert "offset 0-3" in card.attrs["title"]
@@ -262,7 +326,19 @@ def test_the_documented_papermill_command_gives_the_notebook_a_mapping(tmp_path)
     for node in ast.parse(injected.source).body:
         values[node.targets[0].id] = ast.literal_eval(node.value)
     assert isinstance(values["variant"], dict), values
-    from toymech.core import knobs_of
     from toymech.studies import induction
 
-    assert knobs_of(induction.with_knobs("smoke", values["variant"])) == {"d_model": 64}
+    assert induction.with_knobs("smoke", values["variant"]).knobs == {"d_model": 64}
+
+
+def test_only_the_table_column_helper_names_the_knob_prefix():
+    """A knob's table column is named in one place (``sweep.table``: ``knob_column``,
+    ``knob_columns``, ``is_knob_column``); no other module spells or checks the prefix."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "toymech"
+    hits = [str(p.relative_to(root)) for p in root.rglob("*.py")
+            if p.relative_to(root).as_posix() != "sweep/table.py"
+            and re.search(r"[\"']knob\.|startswith\(KNOB_PREFIX|KNOB_PREFIX\s*\+", p.read_text())]
+    assert hits == []

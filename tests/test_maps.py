@@ -4,6 +4,7 @@ and per-cell summary, and its bad input refused before any work."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 from toymech import maps
 from toymech.maps.spec import sweep_grid
 from toymech.maps.table import write_table
+from toymech.studies import protocol
 
 SPEC = {"study": "induction", "experiment": "induction-2l", "size": "smoke", "seeds": 2,
         "knobs": {"block_len": [6, "4-8"], "offset": [0, "0-3"]}, "name": "smoke-map"}
@@ -114,7 +116,7 @@ def test_bad_maps_refused_before_any_work(tmp_path, change, fragment):
     assert not (tmp_path / "zoo").exists()
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "grids" / "maps")
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "specs" / "maps")
                                         .glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_maps_are_valid(path):
     spec = maps.check_map({**maps.load_map(path), "name": path.stem})
@@ -147,7 +149,7 @@ def test_table_as_csv_and_parquet_reads_back_the_same(tmp_path):
 def test_every_study_maps_at_smoke(tmp_path, grid, labels):
     """Each study's shipped map, at smoke with one seed (its two cells): a row per run with the
     study's own measurements and its mechanism label, and the finding printed."""
-    path = Path(__file__).resolve().parents[1] / "grids" / "maps" / grid
+    path = Path(__file__).resolve().parents[1] / "specs" / "maps" / grid
     zoo = tmp_path / "zoo"
     done = subprocess.run([sys.executable, "-m", "toymech", "map", str(path), "--size", "smoke",
                            "--seeds", "1", "--cache", str(zoo), "--backend", "local",
@@ -171,8 +173,8 @@ def test_a_table_names_its_study_and_older_tables_are_still_read():
     from toymech.maps.page import study_for
 
     runs = pd.DataFrame({"experiment": ["induction-2l", "induction-2l"]})
-    assert study_for(runs.assign(study="induction")).MAP_LABEL == "content"
-    assert study_for(runs).MAP_LABEL == "content"  # written before the study column: by experiment
+    assert study_for(runs.assign(study="induction")).map_label == "content"
+    assert study_for(runs).map_label == "content"  # written before the study column: by experiment
     with pytest.raises(ValueError, match="table study"):
         study_for(runs.assign(study=["induction", "birth"]))
     with pytest.raises(ValueError, match="table experiments"):
@@ -234,7 +236,8 @@ def test_refine_trains_more_seeds_and_marks_them(tmp_path, monkeypatch):
     def by_parity(run, size, seed, panel=None):  # a label that splits by seed, deterministically
         return {"loss.test": float(seed), "label": "content" if seed % 2 else "neither"}
 
-    monkeypatch.setattr(induction, "map_row", by_parity)
+    monkeypatch.setitem(protocol._REGISTERED, "induction",  # the registered Study's measurement
+                        dataclasses.replace(induction.STUDY, map_row=by_parity))
     spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [3, 4]}
     zoo = tmp_path / "zoo"
     table = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
@@ -265,28 +268,6 @@ def test_report_folder_refused_before_any_training(tmp_path):
     assert done.returncode == 2, done.stderr[-500:]
     assert "report=" in done.stderr and "home.html" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "zoo").exists()
-
-
-WIDTH_MAPS = sorted((Path(__file__).resolve().parents[1] / "grids" / "maps").glob("s3-width-*.yaml"))
-
-
-def test_the_width_maps_are_found_wherever_the_tests_run():
-    assert len(WIDTH_MAPS) == 4  # one per algorithmic task: the test below is never empty
-
-
-@pytest.mark.parametrize("path", WIDTH_MAPS, ids=lambda p: p.stem)
-def test_the_width_ladder_map_is_the_ladder(path):
-    """Study 3's width maps (``recipe_width`` over the named recipes) train exactly the width
-    ladder's rungs (``toymech ladder``): the same zoo keys, so a zoo holding the ladder trains
-    nothing new for the map."""
-    from toymech.grid import expand_grid
-    from toymech.studies.random_transformers import ladder
-
-    spec = maps.check_map(maps.load_map(path))
-    task = spec["experiment"][0].split("-", 1)[1].rsplit("-", 1)[0]
-    got = {t.exp.key() for t in expand_grid(sweep_grid(spec))}
-    want = {e.key() for mode in ladder.MODES for e in ladder.experiments(task, mode)}
-    assert got == want and len(got) == len(ladder.WIDTHS) * len(ladder.LADDER_SEEDS) * 2
 
 
 SHIPPED_TABLES = sorted((Path(__file__).resolve().parents[1] / "docs" / "maps").glob("*.csv"))
@@ -345,7 +326,8 @@ def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
         return {"loss.test": 1.0 / steps, "state": "still learning" if still else "learned",
                 "label": None if still else "content"}
 
-    monkeypatch.setattr(induction, "map_row", learns_until_80)
+    monkeypatch.setitem(protocol._REGISTERED, "induction",  # the registered Study's measurement
+                        dataclasses.replace(induction.STUDY, map_row=learns_until_80))
     spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [0, 1], "until_converged": 80}
     zoo = tmp_path / "zoo"
     table = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,

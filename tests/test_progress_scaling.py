@@ -92,5 +92,5 @@ def test_each_study_notebook_knows_its_sizes_own_seed_count():
     root = Path(__file__).resolve().parents[1]
     for name, notebook in protocol.STUDIES.items():
         for size in ("smoke", "default", "paper"):
-            want = protocol.size_of(protocol.study(name).SIZES, size).n_seeds
+            want = protocol.study(name).size(size).n_seeds
             assert study_n_seeds(root / notebook, size) == want

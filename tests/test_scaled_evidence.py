@@ -34,8 +34,8 @@ def _same_column(notebook: str, size: str) -> dict[str, str]:
 @pytest.mark.parametrize("name", list(protocol.STUDIES))
 def test_every_scaled_verdict_is_backed_by_the_record(name):
     study = protocol.study(name)
-    settings = study.claims.SETTINGS
-    by_key = {c.key: c for c in study.CLAIMS}
+    settings = study.settings
+    by_key = {c.key: c for c in study.claims}
     for size, keys in settings.evidence.items():
         record = _same_column(protocol.STUDIES[name], size)
         assert keys <= set(by_key), f"{name}: unknown claim keys {sorted(keys - set(by_key))}"

@@ -3,6 +3,7 @@ promised keys, finite values, patterns that are causal distributions, a loss tha
 training, and known answers on hand-built weights."""
 
 import copy
+import importlib
 import math
 
 import numpy as np
@@ -277,8 +278,9 @@ def test_through_training_walks_the_zoo_snapshots(tmp_path, study):
     final = mod.dynamics_metrics(entry.model, data)
     last = path.curves.iloc[-1]
     assert all(math.isclose(last[k], v, rel_tol=1e-5, abs_tol=1e-6) for k, v in final.items())
-    assert set(path.transitions["metric"]) <= set(mod.dynamics.DYNAMICS_METRICS) | set(path.shown)
-    assert set(path.shown) == set(getattr(mod.dynamics, "CAUSAL_SHOWN", ())) & set(path.curves)
+    dynamics = importlib.import_module(f"{mod.module}.dynamics")  # the study's module, by the test
+    assert set(path.transitions["metric"]) <= set(dynamics.DYNAMICS_METRICS) | set(path.shown)
+    assert set(path.shown) == set(getattr(dynamics, "CAUSAL_SHOWN", ())) & set(path.curves)
     assert path.sentence().startswith("run:")
     fig = path.figure()
     assert len(fig.layout.sliders[0].steps) == len(path.steps)

@@ -30,6 +30,7 @@ import dataclasses
 import math
 import numbers
 import os
+from collections.abc import Mapping
 from typing import Any
 
 SIZES = ("smoke", "default", "paper")
@@ -233,33 +234,93 @@ def check_size(size: Any) -> str:
     return size
 
 
-class Variant(str):
-    """A size name with a study's knobs on top: ``Variant("default", {"block_len": [4, 5, 6]},
-    "a variant: ...")``. It IS its size name wherever only the size matters (``SIZES[size]``,
-    ``size == "paper"``, dict keys, ``check_size``), and carries ``knobs`` (name -> JSON value)
-    to where a study builds its experiments (``toymech.studies.knobs``), so every function that
-    passes a size along passes the variant with it. ``described`` says it in words (the
-    report's first line). Make one with a study's ``with_knobs(size, variant)``."""
+class Knobs(Mapping):
+    """A setting's knobs: a read-only, hashable mapping of knob names to JSON values (a list
+    is kept as a tuple), in the order given."""
 
-    knobs: dict[str, Any]
-    described: str
+    __slots__ = ("_items",)
 
-    def __new__(cls, size: str, knobs: dict[str, Any], described: str = "") -> "Variant":
-        obj = super().__new__(cls, size)
-        obj.knobs = dict(knobs)
-        obj.described = described
-        return obj
+    def __init__(self, items: Any = ()) -> None:
+        items = dict(items)
+        check(all(isinstance(k, str) and k for k in items), "knob", next(iter(items), None),
+              "knob names (non-empty strings)")
+        self._items = tuple((k, _frozen(v)) for k, v in items.items())
 
-    def __reduce__(self):  # pickled (process pools, Ray) with its knobs
-        return (Variant, (str(self), self.knobs, self.described))
+    def __getitem__(self, key: str) -> Any:
+        for k, v in self._items:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def __iter__(self):
+        return (k for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._items))
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Mapping) and dict(self.items()) == dict(other.items())
 
     def __repr__(self) -> str:
-        return f"Variant({str(self)!r}, {self.knobs!r})"
+        return repr(dict(self._items))
+
+    def __reduce__(self):  # pickled (process pools, Ray) as a plain dict
+        return (Knobs, (dict(self._items),))
 
 
-def knobs_of(size: Any) -> dict[str, Any]:
-    """The knobs a size carries: a ``Variant``'s, ``{}`` for a plain size name."""
-    return dict(size.knobs) if isinstance(size, Variant) else {}
+def _frozen(value: Any) -> Any:
+    """A knob's JSON value made hashable: lists (and tuples) as tuples, all the way down."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    check(value is None or isinstance(value, (bool, int, float, str)) or is_int(value),
+          "knob value", value, "a JSON value (a number, text, a bool or a list of them)")
+    return int(value) if is_int(value) and not isinstance(value, bool) else value
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """A study at a setting: a size name (smoke/default/paper) and the knobs a variant sets on
+    top of it (name -> JSON value; none: the size itself, the source's values). It is what a
+    study builds its experiments from, passed explicitly from the CLI, a notebook, a grid or a
+    map. ``described`` is its sentence ("a variant: block_len 4-8 (the post's 6)"; "" for a
+    plain size), never part of its identity. Make one with a study's
+    ``with_knobs(size, variant)`` (every knob checked) or, where only a size is given,
+    ``Setting.of(size)``."""
+
+    size: str
+    knobs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    described: str = dataclasses.field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        check_size(self.size)
+        check(isinstance(self.knobs, Mapping), "knobs", self.knobs,
+              "a mapping of knob names to values")
+        object.__setattr__(self, "knobs", Knobs(self.knobs))
+        check(isinstance(self.described, str), "described", self.described, "a sentence (str)")
+
+    @staticmethod
+    def of(size: Any) -> "Setting":
+        """``size`` as a Setting: a Setting itself, or a size name (smoke/default/paper) with
+        no knobs (ValueError for anything else): the one conversion at every boundary a user
+        may pass either."""
+        return size if isinstance(size, Setting) else Setting(check_size(size))
+
+    def text(self) -> str:
+        """The setting in words: its size, and the variant's sentence where it has knobs."""
+        if not self.knobs:
+            return f"size {self.size}"
+        return f"size {self.size}, {self.described or 'a variant'}"
+
+    def __str__(self) -> str:
+        return self.size  # in a sentence it reads as its size; ``text()`` says the knobs too
+
+
+def size_name(size: Any) -> str:
+    """The size name of ``size`` (a size name or a ``Setting``), checked."""
+    return Setting.of(size).size
 
 
 def check_seed(seed: Any, name: str = "seed") -> int:

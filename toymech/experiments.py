@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import studies, tasks
-from .core import SIZES, check, check_seed, check_size
+from .core import SIZES, Setting, check, check_seed, size_name
 from .models import ModelConfig
 from .training import Experiment, Named, TrainConfig
 
@@ -24,10 +24,11 @@ TASK_STEPS = {"smoke": 20, "default": 1000, "paper": 10_000}
 TASK_BATCH = {"smoke": 32, "default": 128, "paper": 256}
 
 
-def task_experiment(task_name: str, size: str = "default", seed: int = 0) -> Experiment:
+def task_experiment(task_name: str, size: str | Setting = "default", seed: int = 0) -> Experiment:
     """The experiment every task gets (see the module docstring): the registered task
-    ``task_name`` on a 2-layer transformer, at ``size`` and ``seed``."""
-    size, seed = check_size(size), check_seed(seed)
+    ``task_name`` on a 2-layer transformer, at ``size`` (a size name, or a ``Setting``: a task
+    of no study has no knobs) and ``seed``."""
+    size, seed = size_name(size), check_seed(seed)
     task = tasks.get(task_name)
     spec: dict[str, Any] = getattr(type(task), "default_experiment", None) or {}
     model = ModelConfig(**{"n_layers": 2, "n_heads": 4, "d_model": 64, "attn_only": False,
@@ -46,7 +47,7 @@ def registry() -> dict[str, Named]:
     """Every named experiment: the studies' first, then one per task."""
     out: dict[str, Named] = {}
     for study in studies.all_studies():
-        for name, named in study.EXPERIMENTS.items():
+        for name, named in study.named_experiments.items():
             check(name not in out, "experiment", name, "a name used once")
             out[name] = named
     for task_name in tasks.names():
@@ -61,8 +62,8 @@ def check_task_names() -> None:
     """Refuse a task registered from outside the package (a plugin) under the name of a
     study's experiment: its own experiment would be hidden behind the study's (ValueError
     naming the task and its module)."""
-    taken = {name: study_name for study_name in studies.protocol.STUDIES
-             for name in studies.protocol.study(study_name).EXPERIMENTS}
+    taken = {name: study.name for study in studies.all_studies()
+             for name in study.named_experiments}
     for task_name in tasks.names():
         module = tasks.module_of(task_name) or ""
         if task_name in taken and not module.startswith("toymech."):
@@ -76,21 +77,34 @@ def names() -> list[str]:
     return sorted(registry())
 
 
-def get(name: str, size: str = "default", seed: int = 0, variant=None) -> Experiment:
-    """The experiment named ``name`` (``names()``) at ``size`` and ``seed``; ``variant``: its
-    study's knobs on top (``{"block_len": "4-8"}``; refused, naming the knobs, for an experiment
-    of no study). Raises ``ValueError`` for an unknown name, size, seed or knob. Example:
+def get(name: str, size: str | Setting = "default", seed: int = 0, variant=None) -> Experiment:
+    """The experiment named ``name`` (``names()``) at ``size`` (a size name, or a ``Setting``
+    from its study's ``with_knobs``) and ``seed``; ``variant``: its study's knobs on top
+    (``{"block_len": "4-8"}``; refused, naming the knobs, for an experiment of no study). Raises
+    ``ValueError`` for an unknown name, size, seed or knob. Example:
     ``Zoo().get_or_train(get("induction-2l", size="smoke"))``."""
+    return _named(name).make(setting(name, size, variant), check_seed(seed))
+
+
+def setting(name: str, size: str | Setting = "default", variant=None) -> Setting:
+    """The ``Setting`` the experiment named ``name`` is built at: ``size`` (a size name or a
+    ``Setting``) with ``variant``'s knobs (a mapping of its study's knob names to values) on top,
+    checked by its study's ``with_knobs``; a ValueError for knobs on an experiment of no study.
+    What the CLI's ``--size`` and ``--set`` become before anything is built."""
+    named, at = _named(name), Setting.of(size)
+    if not variant and not at.knobs:
+        return at
+    check(bool(named.study), "variant", dict(variant or at.knobs), f"no knobs: experiment "
+          f"{name!r} belongs to no study (change its fields with a sweep grid's overrides)")
+    return studies.protocol.study(named.study).with_knobs(at, variant)
+
+
+def _named(name: str) -> Named:
     reg = registry()
     check(isinstance(name, str) and name in reg, "experiment", name,
           f"one of {', '.join(sorted(reg))}")
-    named = reg[name]
-    size = check_size(size)
-    if variant:
-        check(bool(named.study), "variant", dict(variant), f"no knobs: experiment {name!r} "
-              "belongs to no study (change its fields with a sweep grid's overrides)")
-        size = studies.protocol.study(named.study).with_knobs(size, variant)
-    return named.make(size, check_seed(seed))
+    return reg[name]
 
 
-__all__ = ["SIZES", "Named", "check_task_names", "get", "names", "registry", "task_experiment"]
+__all__ = ["SIZES", "Named", "Setting", "check_task_names", "get", "names", "registry", "setting",
+           "task_experiment"]

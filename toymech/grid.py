@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 from . import experiments
 from .studies import knobs as study_knobs, protocol as study_protocol
-from .core import check, check_seed, check_size, jsonable
+from .core import Setting, check, check_seed, check_size, jsonable
 from .sweep.runner import check_options, check_retries, run_trials
 from .sweep.table import MAX_TRIALS, SweepResult, Trial, check_common, explicit_trials, sweep_name
 from .training import Experiment
@@ -124,7 +124,7 @@ def expand_grid(spec: dict[str, Any]) -> list[Trial]:
         point = dict(zip(axes, values))
         knobs = dict(zip(knob_axes, knob_values))
         at = (study_protocol.study(registry[name].study).with_knobs(size, knobs) if knobs
-              else size)  # every knob and combination checked before any trial is made
+              else Setting(size))  # every knob and combination checked before any trial is made
         for seed in seeds:
             trial = Trial(len(trials), name, size, seed, point, None, tag,
                           group if stack else len(trials), knobs)
@@ -151,8 +151,8 @@ def _knob_axes(given: Any, names: list[str], registry) -> dict[str, list[Any]]:
     study_name = owners.pop()
     study = study_protocol.study(study_name)
     for key in given:
-        if key not in study.KNOBS:
-            study_knobs.parse_variant(study.KNOBS, {key: None}, study_name)
+        if key not in study.knobs:
+            study_knobs.parse_variant(study.knobs, {key: None}, study_name)
     return {k: _axis(f"knobs[{k!r}]", v, scalar_ok=False) for k, v in given.items()}
 
 

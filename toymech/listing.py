@@ -31,9 +31,9 @@ def task_rows() -> list[dict]:
 def study_rows() -> list[dict]:
     """The registered studies (``toymech.studies.protocol.STUDIES``): name, title, notebook,
     how many claims and named experiments."""
-    return [{"name": name, "title": protocol.study(name).TITLE, "notebook": notebook,
-             "claims": len(protocol.study(name).CLAIMS),
-             "experiments": len(protocol.study(name).EXPERIMENTS)}
+    return [{"name": name, "title": protocol.study(name).title, "notebook": notebook,
+             "claims": len(protocol.study(name).claims),
+             "experiments": len(protocol.study(name).named_experiments)}
             for name, notebook in protocol.STUDIES.items()]
 
 
@@ -44,7 +44,7 @@ def knob_rows(study: str | None = None) -> list[dict]:
     for name in names:
         check(name in protocol.STUDIES, "study", name, f"one of {', '.join(protocol.STUDIES)}")
     return [{"study": name, **row} for name in names
-            for row in knobs.listing(protocol.study(name).KNOBS)]
+            for row in knobs.listing(protocol.study(name).knobs)]
 
 
 def experiment_rows() -> list[dict]:

@@ -1,8 +1,9 @@
 """Your own tasks and studies, outside the package: modules that register them when imported.
 
 A module of yours registers a task with ``@toymech.tasks.register("name")`` (see CONTRIBUTING,
-"Add a task") and a study with ``toymech.studies.protocol.register_study(name, module,
-notebook)``. toymech imports such modules, once each, from:
+"Add a task") and a study with ``toymech.studies.protocol.register_study(STUDY)`` (its
+``protocol.Study``, built as a package study builds its own, e.g. in a copy of the template).
+toymech imports such modules, once each, from:
 
 * ``--import MODULE`` on the command line (``toymech --import mylab.tasks train mytask``);
 * ``$TOYMECH_IMPORT`` (comma-separated module names; the CLI exports what ``--import`` named, so

@@ -62,12 +62,11 @@ def surface() -> Iterator[tuple[str, Any]]:
             if inspect.isclass(obj) or inspect.isfunction(obj):
                 yield f"{name}.{attr}", obj
     from toymech.studies import protocol
-    for study in protocol.STUDIES:
-        module = protocol.study(study)
-        for attr in protocol.surface(module):
-            obj = getattr(module, attr, None)
+    for study in protocol.all_studies():  # each function under the name its package exports
+        for attr in protocol.surface(study):
+            obj = getattr(study, attr)
             if inspect.isfunction(obj):
-                yield f"{module.__name__}.{attr}", obj
+                yield f"{study.module}.{attr}", obj
 
 
 def _parameters(fn) -> list[str]:
@@ -235,13 +234,12 @@ class StudiesApi(Directive):
         from toymech.studies import protocol
 
         lines = ["```{eval-rst}"]
-        for study in protocol.STUDIES:
-            module = protocol.study(study)
-            lines += [f".. rubric:: ``{module.__name__}``: {module.TITLE}", "",
-                      f".. currentmodule:: {module.__name__}", ""]
-            for attr in protocol.surface(module):
-                if inspect.isfunction(getattr(module, attr, None)):
-                    lines += [f".. autofunction:: {module.__name__}.{attr}", ""]
+        for study in protocol.all_studies():
+            lines += [f".. rubric:: ``{study.module}``: {study.title}", "",
+                      f".. currentmodule:: {study.module}", ""]
+            for attr in protocol.surface(study):
+                if inspect.isfunction(getattr(study, attr)):
+                    lines += [f".. autofunction:: {study.module}.{attr}", ""]
         lines.append("```")
         node = nodes.container()
         self.state.nested_parse(StringList(lines, source="<toymech-studies>"), 0, node)

@@ -27,15 +27,15 @@ from .source import Source, resolve
 
 
 def explore(model: HookedTransformer | ZooEntry | str, task: Task | None = None, *,
-            size: str = "default", seed: int = 0, cache_dir: str | Path | None = None,
+            size: Any = "default", seed: int = 0, cache_dir: str | Path | None = None,
             variant: dict | None = None) -> Explorer:
     """An ``Explorer`` of ``model`` on ``task``.
 
     ``model``: a ``HookedTransformer`` (then ``task`` is required), a ``ZooEntry`` or an
     experiment name (``toymech list experiments``; loaded from the zoo, trained there first when
     absent). ``task``: what the model reads (None: the task the entry or experiment was trained
-    on). ``size`` and ``seed`` name the experiment's run (and where a study is known, the
-    evaluation sets drawn); ``cache_dir`` is the zoo (None: ``$TOYMECH_CACHE`` or
+    on). ``size`` (a size name, or a ``Setting`` from a study's ``with_knobs``) and ``seed``
+    name the experiment's run (and where a study is known, the evaluation sets drawn); ``cache_dir`` is the zoo (None: ``$TOYMECH_CACHE`` or
     ``~/.cache/toymech``); ``variant``: the experiment's study's knobs on top of ``size``
     (``{"block_len": "4-8"}``), for an experiment name.
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import torch
 from transformer_lens import HookedTransformer
 
 from .. import experiments, studies, tasks
-from ..core import check, check_seed, check_size, is_int, seed_for
+from ..core import Setting, check, check_seed, is_int, seed_for
 from ..devices import make_generator
 from ..tasks import Batch, Task
 from ..zoo import Zoo, ZooEntry
@@ -32,8 +31,8 @@ class Source:
     model: HookedTransformer
     task: Task
     entry: ZooEntry | None
-    study: ModuleType | None
-    size: str
+    study: Any  # the run's study (a ``studies.protocol.Study``), None for a task's own
+    size: Setting  # the run's size, with its variant's knobs
     seed: int
 
     @property
@@ -58,18 +57,19 @@ class Source:
         return self.task.eval_sets(N_SET, make_generator(seed_for(self.seed, "eval"), dev))
 
 
-def study_of(name: str) -> ModuleType | None:
-    """The registered study whose ``EXPERIMENTS`` holds ``name`` (None: a task's own); a
+def study_of(name: str) -> "studies.protocol.Study | None":
+    """The registered study whose named experiments hold ``name`` (None: a task's own); a
     variant's run (``induction-2l [block_len=4-8]``) belongs to its experiment's study."""
     name = name.split(" [", 1)[0]
-    return next((s for s in studies.all_studies() if name in s.EXPERIMENTS), None)
+    return next((s for s in studies.all_studies() if name in s.named_experiments), None)
 
 
-def resolve(model: Any, task: Any, size: str, seed: int, cache_dir: Any,
+def resolve(model: Any, task: Any, size: Any, seed: int, cache_dir: Any,
             variant: Any = None) -> Source:
     """``explore``'s arguments -> a ``Source`` (checked: a ValueError names the bad one).
-    ``variant``: the experiment's study's knobs on top of ``size`` (an experiment name only)."""
-    size, seed = check_size(size), check_seed(seed)
+    ``size``: a size name or a ``Setting``; ``variant``: the experiment's study's knobs on top
+    of it (an experiment name only)."""
+    size, seed = Setting.of(size), check_seed(seed)
     check(variant is None or isinstance(model, str), "variant", variant,
           "None unless the model is an experiment name (an entry or a model is what it is)")
     check(task is None or isinstance(task, Task), "task", task,
@@ -78,10 +78,8 @@ def resolve(model: Any, task: Any, size: str, seed: int, cache_dir: Any,
         check(model in experiments.names(), "model", model,
               f"a HookedTransformer, a ZooEntry or an experiment name "
               f"({', '.join(experiments.names())})")
-        exp = experiments.get(model, size=size, seed=seed, variant=variant)
-        if variant:  # the study's evaluation sets are the variant's
-            size = studies.protocol.study(experiments.registry()[model].study).with_knobs(
-                size, variant)
+        size = experiments.setting(model, size, variant)  # the study's evaluation sets: its own
+        exp = experiments.get(model, size, seed)
         entry = Zoo(cache_dir).get_or_train(exp, device="cpu", progress=True)
         return _from_entry(entry, task, size, seed)
     if isinstance(model, ZooEntry):
@@ -94,7 +92,7 @@ def resolve(model: Any, task: Any, size: str, seed: int, cache_dir: Any,
     return Source(model.eval(), task, None, None, size, seed)
 
 
-def _from_entry(entry: ZooEntry, task: Task | None, size: str, seed: int) -> Source:
+def _from_entry(entry: ZooEntry, task: Task | None, size: Setting, seed: int) -> Source:
     meta = entry.meta
     task = task if task is not None else tasks.from_dict(meta["task"])
     _check_fits(entry.model, task)

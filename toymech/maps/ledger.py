@@ -273,8 +273,8 @@ def verify_rows(table: pd.DataFrame, path: Path | str, study) -> None:
                          f"{missing[0]!r} column)")
     knobs = knob_columns(table)  # {knob: its column}
     for k, c in knobs.items():
-        check(k in study.KNOBS, f"{where} column", c,
-              f"a knob column of the study's knobs ({', '.join(study.KNOBS)})")
+        check(k in study.knobs, f"{where} column", c,
+              f"a knob column of the study's knobs ({', '.join(study.knobs)})")
     numbers = _numbers(table)
     seen: dict[str, int] = {}
     sizes: dict[tuple, Any] = {}
@@ -295,14 +295,14 @@ def verify_rows(table: pd.DataFrame, path: Path | str, study) -> None:
                 and float(seed).is_integer() and 0 <= seed < 2**62):
             raise bad(f"seed={short_repr(seed)} is not a seed (an integer >= 0)")
         name = row.get("experiment")
-        if not isinstance(name, str) or name not in study.EXPERIMENTS:
+        if not isinstance(name, str) or name not in study.named_experiments:
             raise bad(f"experiment={short_repr(name)} is not one of the study's")
         values: dict[str, Any] = {}
         for k, c in knobs.items():
             text = row.get(c)
             if text is None or (isinstance(text, float) and math.isnan(text)):
                 continue
-            knob = study.KNOBS[k]
+            knob = study.knobs[k]
             try:
                 parsed = knob.parse(str(text))
             except ValueError:
@@ -316,7 +316,7 @@ def verify_rows(table: pd.DataFrame, path: Path | str, study) -> None:
         try:
             if cell not in sizes:
                 sizes[cell] = study.with_knobs(str(row.get("size")), values)
-            expected = study.EXPERIMENTS[name].make(sizes[cell], int(seed)).key("")
+            expected = study.named_experiments[name].make(sizes[cell], int(seed)).key("")
         except ValueError as exc:
             raise bad(f"its setting cannot be built ({exc})") from None
         if key != expected:

@@ -3,7 +3,7 @@ read back, summarised per cell and drawn, through the thin notebook ``map.ipynb`
 module, executed and rendered like every report (``build_reports``) and listed in the index.
 
 The page opens with the map's finding, computed from the table (``maps.summary.finding``: in which cells
-the study's ``MAP_LABEL`` holds on every seed, on some, on none); then the figure
+the study's ``map_label`` holds on every seed, on some, on none); then the figure
 (``maps.figure.map_figure``: the share of seeds with the label per cell, the median of the map's
 number and "held of runs" as each cell's text, each seed's value on hover, the source's setting
 as a star); then other works' predictions judged on the map (the study's ``MAP_PREDICTIONS``,
@@ -32,7 +32,8 @@ from ..report.build import build_reports
 from ..report.index import ReportEntry
 from ..report.results import END, START, markdown_table
 from ..studies import protocol
-from .summary import MEASURED, NOT_MEASURED, cell_groups, finding
+from ..studies.states import BEYOND
+from .summary import MEASURED, NOT_MEASURED, cell_groups, changes, finding
 from . import ledger
 from .table import knob_columns
 from .table import read_table as read_map_table
@@ -69,28 +70,31 @@ def study_for(table: pd.DataFrame):
         check(len(given) == 1 and given[0] in protocol.STUDIES, "table study", given[:3],
               f"one registered study ({', '.join(protocol.STUDIES)})")
         study = protocol.study(given[0])
-        check(names <= set(study.EXPERIMENTS), "table experiments", sorted(names)[:4],
-              f"the {given[0]} study's named experiments ({', '.join(study.EXPERIMENTS)})")
+        check(names <= set(study.named_experiments), "table experiments", sorted(names)[:4],
+              f"the {given[0]} study's named experiments ({', '.join(study.named_experiments)})")
         return study
     for name in protocol.STUDIES:
         study = protocol.study(name)
-        if names and names <= set(study.EXPERIMENTS):
+        if names and names <= set(study.named_experiments):
             return study
     raise ValueError(f"table experiments={sorted(names)!r} is not allowed: the named experiments "
                      "of one registered study (a table written by toymech map)")
 
 
 def label_of(table: pd.DataFrame, label: str | None = None) -> str:
-    """``label``, else the mapped study's ``MAP_LABEL`` (the label that says its mechanism holds)."""
-    return label if label is not None else study_for(table).MAP_LABEL
+    """``label``, else the mapped study's ``map_label`` (the label that says its mechanism holds)."""
+    return label if label is not None else study_for(table).map_label
 
 
 def number_of(table: pd.DataFrame, number: str | None = None) -> str | None:
-    """``number``, else the table's first measured number (the study's ``map_row`` order; a
-    count such as a width is not a measurement)."""
+    """``number``, else the table's ``beyond_baseline`` where its study writes one, else its
+    first measured number (the study's ``map_row`` order; a count such as a width is not a
+    measurement)."""
     if number is not None:
         check(number in table, "number", number, f"a column of the map: {', '.join(table)}")
         return number
+    if BEYOND in table:  # how far beyond the best predictor without the mechanism
+        return BEYOND
     start = list(table.columns).index("status") + 1 if "status" in table else 0
     for c in list(table.columns)[start:]:
         if c not in _NOT_NUMBERS and pd.api.types.is_float_dtype(table[c]):
@@ -119,7 +123,9 @@ def _value_text(v: Any) -> str:
 
 def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFrame:
     """One row per cell of the map (``summary.cell_groups``): its dimensions (``dims_of``),
-    ``runs``, ``held`` (measured seeds labelled ``label``), ``share``, ``median`` (of ``number``
+    ``runs``, ``held`` (measured seeds labelled ``label``), ``share``, ``phase`` (only for a table
+    whose study writes run states: the cell's commonest outcome, a learned run's label or the
+    state of a run without one; the first listed where two tie), ``outcomes`` (every outcome's count), ``median`` (of ``number``
     over its measured runs), ``seeds`` ("2 of 3", with the runs without a label: "(1 diverged)"),
     ``failed`` (those runs in words), ``refined`` (whether ``--refine`` added runs to it),
     ``hover`` (each seed's label and number) and ``open`` (``open_line`` of its first seed)."""
@@ -138,8 +144,13 @@ def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFr
                          if "size" in runs else "default", runs["seed"].iloc[0])
         refined = bool(runs["refined"].fillna(False).astype(bool).any()) \
             if "refined" in runs else False
+        outcomes = [str(r["label"]) if r["state"] == MEASURED else str(r["state"])
+                    for _, r in runs.iterrows()]
+        counts = pd.Series(outcomes).value_counts(sort=False)
         rows.append({**cell.knobs, "experiment": cell.experiment, "runs": cell.n,
                      "held": held, "share": held / cell.n,
+                     **({"phase": str(counts.idxmax())} if "state" in table else {}),
+                     "outcomes": ", ".join(f"{n} {o}" for o, n in counts.items()),
                      "median": float(nums.median()) if len(nums) else math.nan,
                      "seeds": f"{held} of {cell.n}" + (f" ({failed})" if failed else ""),
                      "failed": failed, "refined": refined,
@@ -150,7 +161,7 @@ def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFr
 
 def source_of(study, dims: list[str]) -> dict[str, str]:
     """The source's value of each knob of ``dims``, as the table writes it."""
-    return {d: study.KNOBS[d].text(study.KNOBS[d].source) for d in dims if d in study.KNOBS}
+    return {d: study.knobs[d].text(study.knobs[d].source) for d in dims if d in study.knobs}
 
 
 @dataclass
@@ -165,15 +176,19 @@ class MapPage:
     source: dict[str, str]
     finding: str
     predictions: pd.DataFrame  # ``prediction_rows`` of the study's MAP_PREDICTIONS on the table
+    changes: list = None  # ``summary.changes``: where the commonest outcome changes
+    evidence: str = ""  # the study's ``map_evidence`` of the table (its causal evidence)
 
     @classmethod
     def of(cls, table: pd.DataFrame, label: str | None = None,
            number: str | None = None) -> "MapPage":
         label, number = label_of(table, label), number_of(table, number)
         dims, study = dims_of(table), study_for(table)
+        evidence = study.map_evidence
         return cls(table, label, number, cell_frame(table, label, number), dims,
                    source_of(study, dims), finding(table, label),
-                   prediction_rows(getattr(study, "MAP_PREDICTIONS", ()), table))
+                   prediction_rows(study.map_predictions, table),
+                   changes(table), evidence(table) if callable(evidence) else "")
 
     @classmethod
     def read(cls, path: str | Path, label: str | None = None,
@@ -191,14 +206,15 @@ class MapPage:
     def cell_table(self) -> pd.DataFrame:
         """Every cell, as the page lists it: dimensions, the seeds with the label, the median
         number, whether refined, and the line that opens its runs."""
-        shown = self.cells[[*self.dims, "seeds", "median", "refined", "open"]]
+        shown = self.cells[[*self.dims, "seeds", "outcomes", "median", "refined", "open"]]
         return shown.rename(columns={"seeds": f"seeds '{self.label}'",
                                      "median": f"median {self.number or ''}".strip(),
                                      "open": "open its runs (Python)"})
 
     def reader_table(self):
         return reader_table(self.cell_table(), caption=f"Every cell of the map: how many of its "
-                            f"seeds are labelled '{self.label}', the median {self.number}, and "
+                            f"seeds are labelled '{self.label}', every run's outcome (a learned "
+                            f"run's label, or its state), the median {self.number}, and "
                             "the line that opens its first seed's run in the explorer.",
                             code=["open its runs (Python)"])
 
@@ -236,6 +252,18 @@ def map_tables(paths) -> list[Path]:
     return found
 
 
+def read_maps(folder: str | Path, prefix: str = "") -> pd.DataFrame | None:
+    """The map tables in ``folder`` (a zoo's ``maps/`` folder, or a zoo holding one:
+    ``map_tables``) whose names start with ``prefix``, each read and checked (``read_table``),
+    as one frame (their cells stay apart: each row names its experiment and knobs); None where
+    there is none (no such table, or no such folder yet)."""
+    if not Path(folder).is_dir():
+        return None
+    found = [p for p in map_tables([folder]) if p.stem.startswith(prefix)]
+    tables = [t for t in (read_table(p) for p in found) if len(t)]
+    return pd.concat(tables, ignore_index=True) if tables else None
+
+
 def _header(path: Path) -> list[str]:
     try:
         return list(pd.read_csv(path, nrows=0).columns)
@@ -256,11 +284,15 @@ def map_block(path: str | Path) -> tuple[str, str]:
     rows = [[_value_text(v) if not isinstance(v, bool) else ("yes" if v else "no") for v in r]
             for r in shown.itertuples(index=False)]
     lines = [START.format(key=key),
-             f"### Map `{path.stem}`: {study.TITLE}", "",
+             f"### Map `{path.stem}`: {study.title}", "",
              f"{len(page.table)} runs over {len(page.cells)} cells at size "
              f"`{', '.join(sorted(set(page.table['size'].astype(str))))}`, commit "
              f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).", "",
-             page.finding, "", *markdown_table(list(shown.columns), rows)]
+             page.finding, ""]
+    lines += [f"Where the commonest outcome changes between neighbouring cells: "
+              f"{'; '.join(page.changes)}.", ""] if page.changes else []
+    lines += [page.evidence, ""] if page.evidence else []
+    lines += markdown_table(list(shown.columns), rows)
     if not page.predictions.empty:
         lines += ["", "Predictions from other work, judged on this map (our setting, not the source's):", ""]
         lines += [f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. {r['counts']}"
@@ -295,4 +327,4 @@ def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
     return entry
 
 
-__all__ = ["MapPage", "build_map_report", "map_block", "map_blocks", "map_tables", "cell_frame", "open_line", "read_table", "study_for"]
+__all__ = ["MapPage", "build_map_report", "map_block", "map_blocks", "map_tables", "read_maps", "cell_frame", "open_line", "read_table", "study_for"]

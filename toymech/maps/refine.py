@@ -55,7 +55,7 @@ def refinements(table: pd.DataFrame, spec: dict[str, Any], budget: int) -> list[
     top = {cell: runs["label"].mode().iloc[0] for cell, runs in cells.items()}
     seeds, planned = list(spec["seeds"]), set()
     for j, name in enumerate(names[1:], start=1):
-        knob = study.KNOBS[name]
+        knob = study.knobs[name]
         for cell, other in ((a, b) for a in top for b in top
                             if a[:j] + a[j + 1:] == b[:j] + b[j + 1:] and a[j] != b[j]):
             if left < len(seeds):

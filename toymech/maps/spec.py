@@ -55,14 +55,14 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
     check(isinstance(study_name, str) and study_name in protocol.STUDIES, "study", study_name,
           f"one of {', '.join(protocol.STUDIES)}")
     study = protocol.study(study_name)
-    check(callable(getattr(study, "map_row", None)), "study", study_name,
+    check(study.maps, "study", study_name,
           "a study with a map measurement (map_row): "
-          + ", ".join(s for s in protocol.STUDIES if hasattr(protocol.study(s), "map_row")))
-    names = spec.get("experiment") or [next(iter(study.EXPERIMENTS))]
+          + ", ".join(s for s in protocol.STUDIES if protocol.study(s).maps))
+    names = spec.get("experiment") or [next(iter(study.named_experiments))]
     names = [names] if isinstance(names, str) else list(names)
     for n in names:
-        check(isinstance(n, str) and n in study.EXPERIMENTS, "experiment", n,
-              f"one of the study's: {', '.join(study.EXPERIMENTS)}")
+        check(isinstance(n, str) and n in study.named_experiments, "experiment", n,
+              f"one of the study's: {', '.join(study.named_experiments)}")
     size = check_size(spec.get("size", "default"))
     seed = check_seed(spec.get("seed", 0))
     seeds = spec.get("seeds", None)
@@ -77,16 +77,16 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
     check(isinstance(given, dict) and len(given) >= 1, "knobs", given,
           "a mapping of the study's knobs to lists of values, e.g. {'block_len': [6, '4-8']}")
     for key, values in given.items():
-        study_knobs.parse_variant(study.KNOBS, {key: None} if key not in study.KNOBS else {},
+        study_knobs.parse_variant(study.knobs, {key: None} if key not in study.knobs else {},
                                   study_name)
         check(isinstance(values, list) and len(values) >= 1, f"knobs[{key!r}]", values,
               "a non-empty list of values")
         seen: dict[Any, Any] = {}
         for v in values:
-            canonical = study.KNOBS[key].parse(v)
+            canonical = study.knobs[key].parse(v)
             check(canonical not in seen, f"knobs[{key!r}]", values,
                   f"each value once: {short_repr(seen.get(canonical))} and {short_repr(v)} are the same "
-                  f"value ({study.KNOBS[key].text(canonical)})")
+                  f"value ({study.knobs[key].text(canonical)})")
             seen[canonical] = v
     label = spec.get("name", "map")
     check(isinstance(label, str) and label.replace("-", "").replace("_", "").isalnum(), "name",
@@ -94,7 +94,7 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
     cap = spec.get("until_converged")
     if cap is not None:
         cap = check_int("until_converged", cap, 1, MAX_STEPS)
-        check("steps" in study.KNOBS, "until_converged", cap,
+        check("steps" in study.knobs, "until_converged", cap,
               f"only for a study with a steps knob ({study_name} has none)")
         check("steps" not in given, "until_converged", cap,
               "a cap on the steps of runs still learning, or a steps knob in the map, not both")

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..core import check
 from ..files import replace_file
-from ..sweep.table import KNOB_PREFIX, knob_column, knob_columns  # the one place naming them
+from ..sweep.table import KNOB_PREFIX, is_knob_column, knob_column, knob_columns  # the one place naming them
 
 TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label", "state", "panel",
                 "ablate.top")
@@ -25,7 +25,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         return _as_text(pd.read_parquet(path))
     header = pd.read_csv(path, nrows=0).columns
     table = pd.read_csv(path, dtype={c: str for c in header
-                                     if c.startswith(KNOB_PREFIX) or c in TEXT_COLUMNS})
+                                     if is_knob_column(c) or c in TEXT_COLUMNS})
     if "refined" in table:  # True / False as written (a bool column, as Parquet keeps it)
         table["refined"] = table["refined"].map(lambda v: v is True or str(v) == "True")
     return _as_text(table)
@@ -35,7 +35,7 @@ def _as_text(table: pd.DataFrame) -> pd.DataFrame:
     """The text columns as pandas' text columns (missing where empty), whichever file they came
     from, so that a column with no value at all reads back as text too."""
     for c in table.columns:
-        if c.startswith(KNOB_PREFIX) or c in TEXT_COLUMNS:
+        if is_knob_column(c) or c in TEXT_COLUMNS:
             table[c] = pd.Series([None if pd.isna(v) else str(v) for v in table[c]],
                                  dtype="str", index=table.index)
     return table
@@ -65,4 +65,4 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
     replace_file(path.with_suffix(".parquet"), lambda tmp: table.to_parquet(tmp, index=False))
 
 
-__all__ = ["KNOB_PREFIX", "TEXT_COLUMNS", "knob_column", "knob_columns", "read_or_empty", "read_table", "write_table"]
+__all__ = ["KNOB_PREFIX", "TEXT_COLUMNS", "is_knob_column", "knob_column", "knob_columns", "read_or_empty", "read_table", "write_table"]

@@ -99,7 +99,7 @@ _TRUST_LOCK = threading.Lock()
 def _options_of(path: Path, nb) -> tuple[str, ...]:
     """The optional comparisons of the study the notebook shows (none for other notebooks)."""
     name = study_of(path, nb)
-    return tuple(getattr(protocol.study(name), "OPTIONAL_RUNS", ())) if name else ()
+    return tuple(protocol.study(name).optional_run_names) if name else ()
 
 
 def _trust(nb) -> None:

@@ -221,13 +221,13 @@ def check_study_parameters(path: Path, parameters: dict[str, Any]) -> None:
         return
     study = protocol.study(name)
     validate = study.validate
-    accepted = protocol.notebook_options(study)
+    accepted = study.notebook_options
     options = {k: v for k, v in parameters.items() if k in accepted}
     try:
         with study_params.checks_only():
             validate(parameters["size"], parameters["seed"], parameters["device"], **options)
         if parameters.get("variant"):  # every knob, value and combination, before any kernel
-            protocol.study(name).with_knobs(parameters["size"], parameters["variant"])
+            study.with_knobs(parameters["size"], parameters["variant"])
     except ValueError as exc:
         raise ValueError(f"{path.name}: {' '.join(str(exc).split())}") from None
 
@@ -238,7 +238,7 @@ def study_n_seeds(path: Path, size: str) -> int | None:
     name = study_of(path, read_notebook(path))
     if name is None:
         return None
-    return protocol.size_of(protocol.study(name).SIZES, size).n_seeds
+    return protocol.study(name).size(size).n_seeds
 
 
 def folder_lock(out: Path, log=None) -> EntryLock:

@@ -51,8 +51,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
-from ..core import SIZES, Variant, check
-from .settings import Setting, StudySettings, describe, missing, shortfall
+from ..core import Setting, check
+from .settings import Parameters, StudySettings, describe, missing, shortfall
 
 Numbers = Mapping[str, Any]
 
@@ -91,7 +91,7 @@ class Claim:
     reference: Callable[[Numbers], float | None] | None = None  # chance / null, same instance
     trained: bool = True  # False: a property of the initialisation, not of training
     ours: bool = False    # the number compared with is ours, not the source's
-    setting: Setting = field(default_factory=dict)  # where the source states it
+    setting: Parameters = field(default_factory=dict)  # where the source states it
     numeric: bool = True  # a number (a loss, an accuracy); False: a mechanism, order, preference
     scaled: str = ""      # why this qualitative claim may be judged below the source's setting
     null: str = ""        # what ``reference`` is: one of NULLS
@@ -287,18 +287,22 @@ VARIANT_LEGEND = (". A variant is not the source's setting: each row says whethe
                   "row is a verdict on the source.")
 
 
-def is_pipeline(size: str | None) -> bool:
-    """Whether ``size`` is a pipeline check (``smoke``), whose scorecard has no verdict words."""
-    return size in PIPELINE_SIZES
+def is_pipeline(size: str | Setting | None) -> bool:
+    """Whether ``size`` (a size name or a ``Setting``) is a pipeline check (``smoke``), whose
+    scorecard has no verdict words."""
+    return (size.size if isinstance(size, Setting) else size) in PIPELINE_SIZES
 
 
-def title(size: str | None, seeds: Sequence[int] | None) -> str:
-    """The scorecard's title: the size and the seeds it was assessed over."""
-    where = "" if size is None else f" at size {size}"
+def title(size: str | Setting | None, seeds: Sequence[int] | None) -> str:
+    """The scorecard's title: the size (a size name or a ``Setting``: a variant's sentence
+    follows it) and the seeds it was assessed over."""
+    setting = None if size is None else Setting.of(size)
+    variant = setting is not None and bool(setting.knobs)
+    where = "" if setting is None else f" at size {setting.size}"
     over = "" if seeds is None else f" over {_seeds(len(seeds))} ({', '.join(map(str, seeds))})"
-    if isinstance(size, Variant):
-        where += f", {size.described}" if size.described else " (a variant)"
-    if isinstance(size, Variant) and not is_pipeline(size):
+    if variant:
+        where += f", {setting.described}" if setting.described else " (a variant)"
+    if variant and not is_pipeline(size):
         return f"Properties of a variant{where}{over}"
     if is_pipeline(size):
         return (f"Pipeline check{where}{over}: the models trained for seconds, so the rows say "
@@ -328,21 +332,22 @@ def check_seeds(seeds: Sequence[int] | None, per_seed: Sequence[Numbers],
           f"judged seeds only: {sorted(cal & set(seeds))} calibrated the thresholds at {size}")
 
 
-def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str,
+def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str | Setting,
               seeds: Sequence[int] | None = None, settings: StudySettings | None = None
               ) -> pd.DataFrame:
     """One row per claim of ``claims``: the source's number beside ours (median [min, max] over seeds), the
     chance / null reference and what it is, seeds agreeing and the verdict. ``size``
     (smoke/default/paper; a pipeline check at smoke; always given: every row is judged against
-    its setting) and ``seeds`` (the distinct seeds of ``per_seed``, never a calibration seed) go
-    into the title; ``settings`` (the study's ``StudySettings``, required but for a variant,
-    whose rows are properties) decides which rows are below the source's setting."""
-    check(isinstance(size, str) and size in SIZES, "size", size, f"one of {', '.join(SIZES)}")
-    check(settings is not None or isinstance(size, Variant), "settings", settings,
+    its setting; a ``Setting`` with knobs: a variant) and ``seeds`` (the distinct seeds of
+    ``per_seed``, never a calibration seed) go into the title; ``settings`` (the study's
+    ``StudySettings``, required but for a variant, whose rows are properties) decides which rows
+    are below the source's setting."""
+    setting = Setting.of(size)
+    size, variant = setting.size, bool(setting.knobs)
+    check(settings is not None or variant, "settings", settings,
           "the study's StudySettings: a scorecard judges every row against its setting")
     check_seeds(seeds, per_seed, settings, size)
     pipeline = is_pipeline(size)
-    variant = isinstance(size, Variant)
     rows, reached = [], []
     for c in claims:
         if variant:  # properties of our runs: no source setting to meet, no verdict
@@ -364,7 +369,7 @@ def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str,
                      "ours": a.ours + unit, "chance / null": null,
                      "seeds agreeing": _agreeing(a), "verdict": a.verdict})
     card = pd.DataFrame(rows).set_index("claim")
-    card.attrs["title"] = title(size, seeds)
+    card.attrs["title"] = title(setting, seeds)
     cal = settings.calibration_seeds(size) if settings else ()
     note = (f" Calibration seeds at {size} (never judged): {', '.join(map(str, cal))}."
             if cal else "")

@@ -41,8 +41,8 @@ def claims_markdown() -> str:
     null (and why a row cannot be shown to fail untrained, where it cannot)."""
     parts = []
     for study in all_studies():
-        settings = getattr(study.claims, "SETTINGS", None)
-        parts.append(f"### {study.TITLE}\n")
+        settings = study.settings
+        parts.append(f"### {study.title}\n")
         if settings is not None:
             parts.append(f"Seeds: {_cell(settings.seeds_text())}.\n")
             if settings.evidence_record:
@@ -51,7 +51,7 @@ def claims_markdown() -> str:
                      "source's setting | our sizes | our test | the tolerance's derivation | "
                      "seeds | null |")
         parts.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-        for c in study.CLAIMS:
+        for c in study.claims:
             number = c.source_value + (" (a number of ours, not the source's)" if c.ours else "")
             test = c.test + ("" if c.trained else " (a property of the initialisation)")
             kind = "numeric" if c.numeric else "qualitative" + (

@@ -9,9 +9,9 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..core import Variant, check
+from ..core import Setting, check
 from .claims import BELOW, is_pipeline
-from .settings import Setting, StudySettings, shortfall
+from .settings import Parameters, StudySettings, shortfall
 
 ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "holds on", "holds",
          "does not hold", "unresolved", "not measured", BELOW, "pipeline check")
@@ -20,14 +20,14 @@ ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "holds on", "hol
 class Findings:
     """Sentences shown as a Markdown list in notebooks (``_repr_markdown_``), plain text else.
 
-    ``size``: a ``core.Variant`` is named in the first line (its knobs beside the source's
+    ``size``: a ``core.Setting`` with knobs (a variant) is named in the first line (its knobs beside the source's
     values). ``setting``: ``at_setting``'s opening of a run below the source's setting. It is said once,
     as the first line ("Every finding below is from our scaled run, at 2,000 of the post's 10,000
     steps ..."), and taken off the lines that start with it (``opening``), so each line reads as
     a finding and the page never presents the smaller run as the source's."""
 
     def __init__(self, lines: Sequence[str], title: str = "What this run found",
-                 setting: str = "", size: str | None = None):
+                 setting: str = "", size: str | Setting | None = None):
         lines = [line for line in lines if line]
         if setting:
             lines = [line[len(setting)].upper() + line[len(setting) + 1:]
@@ -35,7 +35,7 @@ class Findings:
             lines.insert(0, "Every finding below is from our scaled run, at "
                          f"{setting.removeprefix('At ').removesuffix(', ')}: not the source's "
                          "models, and not its setting.")
-        if isinstance(size, Variant):  # a variant is named first, on every page that shows it
+        if isinstance(size, Setting) and size.knobs:  # a variant is named first, on every page
             lines.insert(0, f"This run is {size.described or 'a variant'}. Every finding "
                          "below is a property of these runs, never a verdict on the source.")
         self.lines, self.title = lines, title
@@ -104,7 +104,7 @@ def misses(card: pd.DataFrame, most: int = 3) -> str:
     return "Not reproduced: " + "; ".join(rows[:most]) + more + "."
 
 
-def at_setting(settings: StudySettings, size: str, source: Setting, whose: str) -> str:
+def at_setting(settings: StudySettings, size: str, source: Parameters, whose: str) -> str:
     """The opening of a finding made below the source's setting: "At 2,000 of the post's
     10,000 steps, " (and "width 64 where the paper's is 1,024, " ...); "" at its setting. A
     headline never presents a smaller run as the source's."""

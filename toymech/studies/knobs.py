@@ -3,7 +3,7 @@
 A **knob** is a name a researcher would use (``block_len``, ``d_model``, ``embeddings``) for
 one change to a study's experiments. It writes dotted ``task.``/``model.``/``train.`` overrides
 (``toymech.training.experiment.apply_overrides``: the one mechanism sweep grids use too), so a
-knob never bypasses a config check. Each study declares its table once (``design.KNOBS``):
+knob never bypasses a config check. Each study declares its table once (``design.knobs``):
 
 ==============  ===============================================================================
 field           meaning
@@ -16,21 +16,27 @@ field           meaning
 ``meaning``     one sentence for ``toymech list knobs``
 ``fields``      the dotted fields it writes (shown; ``overrides`` may compute them)
 ``overrides``   ``(value, experiment) -> {dotted: value}`` (default: ``{fields[0]: value}``)
+``plan``        ``(value, plan) -> plan``: how it changes the study's plan (what the study
+                builds its experiments from: study 3's table widths), for a knob that acts there
+                rather than on each built experiment (None: it acts only through overrides)
 ``applies_to``  the study's experiment names (or patterns) it changes (empty: every one)
 ``aliases``     other spellings a ``choice`` accepts, as (text, choice) pairs (a knob that was a
                 ``bool`` keeps ``true``/``false``)
 ==============  ===============================================================================
 
-A knob may also act through the study's plan rather than an override (study 3's ``width``
-sets the table's large width, which its design reads from the variant): its ``overrides``
-then return ``{}``, and a knob counts as changing a study when building the study's
-experiments with it gives other zoo keys, whatever the route.
+Every knob reaches the config through its declaration, one of two routes: its ``overrides`` on
+each experiment it ``applies_to`` (``apply_knobs``, called where the study builds an
+experiment), or its ``plan`` on what the study builds its experiments from (``apply_to_plan``,
+called where the study makes its plan: study 3's ``width`` sets the table's large width,
+``recipe_width`` the named recipes' width). A knob with a ``plan`` and no ``overrides`` writes
+no override; a knob counts as changing a study when building the study's experiments with it
+gives other zoo keys, whatever the route.
 
 A **variant** is a size with knobs on top: ``with_knobs(size, {"block_len": "4-8"})`` returns a
-``toymech.core.Variant`` (equal to its size name wherever only the size matters) whose knobs the
-study's ``experiment`` applies. Knobs equal to the source's value are dropped, so a variant of
-only source values IS the size (the same experiments, the same zoo keys; tested over the
-registry). Every value, and every combination (by building each of the study's experiments at
+``toymech.core.Setting`` (the size name, the knobs and their sentence) whose knobs the study
+reads through ``variant_values``. Knobs equal to the source's value are dropped, so a variant of
+only source values IS the size (``Setting(size)``: the same experiments, the same zoo keys;
+tested over the registry). Every value, and every combination (by building each of the study's experiments at
 that size), is checked before any work: one ValueError naming the knob, the value and what is
 allowed.
 """
@@ -43,7 +49,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from ..core import Variant, check, check_size, is_int, knobs_of
+from ..core import Setting, check, is_int
 from ..training import Experiment
 from ..training.experiment import SECTIONS, apply_overrides
 from .protocol import STUDIES, study
@@ -65,6 +71,7 @@ class Knob:
     meaning: str
     fields: tuple[str, ...]
     overrides: Callable[[Any, Experiment], dict[str, Any]] | None = None
+    plan: Callable[[Any, Any], Any] | None = None
     applies_to: tuple[str, ...] = ()
     aliases: tuple[tuple[str, Any], ...] = ()
 
@@ -177,8 +184,9 @@ class Knob:
                                           for p in self.applies_to)
 
     def apply(self, exp: Experiment, value: Any) -> Experiment:
-        """``exp`` with this knob at ``value`` (canonical, ``parse``d)."""
-        if not self.applies(exp):
+        """``exp`` with this knob's overrides at ``value`` (canonical, ``parse``d); a knob that
+        acts only through the plan (``plan`` and no ``overrides``) leaves it as it is."""
+        if not self.applies(exp) or (self.overrides is None and self.plan is not None):
             return exp
         value = list(value) if isinstance(value, tuple) else value
         changes = self.overrides(value, exp) if self.overrides else {self.fields[0]: value}
@@ -275,37 +283,37 @@ def listing(knobs: Mapping[str, Knob]) -> list[dict[str, str]]:
 
 
 def with_knobs_for(knobs: Mapping[str, Knob], study: str, source: str,
-                   build: Callable[[str], Iterable[Experiment]],
+                   build: Callable[[Setting], Iterable[Experiment]],
                    others: Callable[[], Mapping[str, Iterable[str]]] | None = None,
                    limit: Callable[[Experiment, Mapping[str, Any]], None] | None = None
-                   ) -> Callable[..., str]:
+                   ) -> Callable[..., Setting]:
     """A study's ``with_knobs(size, variant=None)`` over its ``KNOBS`` (the one definition of
     it), for the study named ``study``, whose source is called ``source`` in its messages
-    ("the post"). ``build(size)``: the study's experiments at a size (every combination is
-    checked by building them); ``others()``: every study's knob names, to name the study an
-    unknown knob belongs to (default: every registered study's ``KNOBS``);
+    ("the post"). ``build(setting)``: the study's experiments at a ``Setting`` (every
+    combination is checked by building them); ``others()``: every study's knob names, to name
+    the study an unknown knob belongs to (default: every registered study's ``KNOBS``);
     ``limit(experiment, values)``: a study's own bounds on a built experiment (ValueError naming
     the knobs)."""
     others = others or every_study_knobs
 
-    def with_knobs(size: str, variant: Any = None) -> str:
-        """``size`` with the knobs of ``variant`` on top: a ``Variant`` (equal to ``size``
-        where only the size matters) when some knob changes one of the study's experiments at
-        that size, else ``size`` itself (a knob at the size's own value is dropped). Every knob,
+    def with_knobs(size: Any, variant: Any = None) -> Setting:
+        """The ``Setting`` of ``size`` (a size name, or a Setting whose knobs are kept) with the
+        knobs of ``variant`` (a mapping of knob names to values) on top. A knob at the size's
+        own value is dropped (no knob left: ``Setting(size)``, the size itself). Every knob,
         value and combination is checked here, before any work (ValueError naming the knob,
         the value and what is allowed)."""
-        base = check_size(str(size))
+        start = Setting.of(size)
         check(variant is None or isinstance(variant, Mapping), "variant", variant,
               "a mapping of knob names to values, e.g. {'block_len': '4-8'}")
-        given = {**knobs_of(size), **dict(variant or {})}
+        given = {**start.knobs, **dict(variant or {})}
         values = parse_variant(knobs, given, study, others() if others else None)
+        base = Setting(start.size)
         if not values:
             return base
 
         def keys(vals: Mapping[str, Any]) -> list[str]:
-            return [e.key() for e in build(Variant(base, {k: jsonable_value(v)
-                                                          for k, v in vals.items()}) if vals
-                                           else base)]
+            at = Setting(base.size, {k: jsonable_value(v) for k, v in vals.items()})
+            return [e.key() for e in build(at)]
         # A knob is dropped when the runs are the same without it, judged beside the other
         # knobs given (``seq_len=24`` is the source's alone, but not beside ``n_blocks=8``), so
         # a combination is built, and refused, as the user wrote it.
@@ -314,7 +322,7 @@ def with_knobs_for(knobs: Mapping[str, Knob], study: str, source: str,
                    if keys({k: v for k, v in values.items() if k != name}) != every}
         if not changed:
             return base
-        out = Variant(base, {k: jsonable_value(v) for k, v in changed.items()},
+        out = Setting(base.size, {k: jsonable_value(v) for k, v in changed.items()},
                       describe(knobs, changed, source))
         for exp in build(out):  # every experiment at this variant: a bad combination fails here
             if limit is not None:
@@ -324,12 +332,23 @@ def with_knobs_for(knobs: Mapping[str, Knob], study: str, source: str,
     return with_knobs
 
 
-def variant_values(knobs: Mapping[str, Knob], size: str) -> dict[str, Any]:
-    """The canonical values of the study's ``knobs`` that ``size`` carries (``{}`` for a plain
-    size)."""
-    return {k: knobs[k].parse(v) for k, v in knobs_of(size).items() if k in knobs}
+def variant_values(knobs: Mapping[str, Knob], size: Any) -> dict[str, Any]:
+    """The canonical values of the study's ``knobs`` that ``size`` carries (a ``Setting``;
+    ``{}`` for a plain size name): what a study's experiment builder applies."""
+    return {k: knobs[k].parse(v) for k, v in Setting.of(size).knobs.items() if k in knobs}
+
+
+def apply_to_plan(knobs: Mapping[str, Knob], plan: Any, size: Any) -> Any:
+    """``plan`` (what a study builds its experiments from) with every knob of ``size`` (a
+    ``Setting``) that declares a ``plan`` in ``knobs`` (the study's table) applied, in the
+    table's order: the route of a knob that acts on the plan rather than on each experiment
+    (ValueError naming a knob the plan cannot take)."""
+    for key, value in variant_values(knobs, size).items():
+        if knobs[key].plan is not None:
+            plan = knobs[key].plan(value, plan)
+    return plan
 
 
 def every_study_knobs() -> dict[str, list[str]]:
     """Every registered study's knob names (to say which study an unknown knob belongs to)."""
-    return {name: list(getattr(study(name), "KNOBS", {})) for name in STUDIES}
+    return {name: list(study(name).knobs) for name in STUDIES}

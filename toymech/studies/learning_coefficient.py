@@ -13,7 +13,7 @@ from typing import Callable, Mapping
 import torch
 
 from ..analysis.llc import LLCCurve, SGLDSettings, llc_through_training
-from ..core import check_size, seed_for
+from ..core import seed_for, size_name
 from ..devices import make_generator
 from ..tasks import Batch, Task
 
@@ -26,14 +26,14 @@ def llc_for(settings: Mapping[str, SGLDSettings], pool: Mapping[str, int]
     def llc_pool(task: Task, size: str, seed: int, device: str | torch.device = "cpu") -> Batch:
         """The fixed training-distribution sequences the LLC's loss L_n is over (the ``probe``
         stream of ``seed``; the study's ``LLC_POOL[size]`` of them)."""
-        n = pool[check_size(size)]
+        n = pool[size_name(size)]
         return task.sample(n, make_generator(seed_for(seed, "probe"), torch.device(device)))
 
     def llc_curve(entry, task: Task, size: str, seed: int,
                   steps: list[int] | None = None) -> LLCCurve:
         """λ̂ at the snapshots of the zoo entry ``entry`` with the size's ``LLC_SETTINGS``."""
         dev = next(entry.model.parameters()).device
-        return llc_through_training(entry, llc_pool(task, size, seed, dev), settings[size],
+        return llc_through_training(entry, llc_pool(task, size, seed, dev), settings[size_name(size)],
                                     steps)
 
     return llc_pool, llc_curve

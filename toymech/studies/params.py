@@ -16,7 +16,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from ..core import check, check_int, check_path_writable_dir, check_seed, check_size
+from ..core import check, check_int, check_path_writable_dir, check_seed, size_name
 from ..devices import apply_threads, resolve_device
 from .protocol import check_n_seeds
 
@@ -24,7 +24,7 @@ from .protocol import check_n_seeds
 def validate_run(size: str, seed: int, device: str | torch.device = "auto",
                  n_seeds: int | None = None, cache_dir: str | None = None,
                  threads: int | None = None) -> torch.device:
-    check_size(size)
+    size_name(size)
     check_seed(seed)
     check_n_seeds(n_seeds)
     if cache_dir is not None:
@@ -90,6 +90,6 @@ def llc_on_for(runs: tuple[str, ...], sizes: Mapping[str, bool]) -> Callable[...
         """Whether the notebook estimates the learning coefficient through training at
         ``size``: at the sizes the study's ``LLC_ON`` turns on, or where ``also`` names
         ``"llc"`` (or is ``"all"``)."""
-        return sizes[check_size(size)] or "llc" in check_options("also", also, runs)
+        return sizes[size_name(size)] or "llc" in check_options("also", also, runs)
 
     return llc_on

@@ -1,118 +1,115 @@
-"""The study protocol: the one surface every study package has, written down once.
+"""The study protocol: the one object every study is, written down once.
 
-A study is a package ``toymech/studies/<name>/`` whose ``__init__`` exposes:
+A study is a package ``toymech/studies/<name>/`` whose ``__init__`` builds its ``Study`` once,
+``STUDY = Study(...)``, from its modules' functions and tables (and keeps those as module names
+too, for its notebook: ``import toymech.studies.induction as study; study.validate(...)``).
+Generic code (the CLI, experiments, grids, maps, reports, the docs) asks ``study(name)`` for the
+``Study`` and never imports a study module by name. Its fields:
 
-=====================  ===========================================================================
-name                   role
-=====================  ===========================================================================
-``TITLE``              the study's title (str)
-``SOURCE``             the source it reproduces, cited by its public name (docs/sources.md)
-``SIZES``              {"smoke", "default", "paper"} -> a frozen ``StudySize`` subclass: the one
-                       place the study's sizes live (training, evaluation, ``n_seeds``)
-``EXPERIMENTS``        {name: ``Named``}: the study's named experiments (names prefixed by it)
-``CLAIMS``             tuple of ``Claim`` (``toymech.studies.claims``)
-``validate``           ``(size, seed, device="auto", *, n_seeds=None, cache_dir=None, threads=None,
-                       **study options)``: checks the notebook's parameters (ValueError naming
-                       the bad one), applies the thread policy, resolves the device once
-``seeds_of``           ``(size, seed, n_seeds=None)``: the seeds claims are assessed over
-``experiments``        ``(size, seeds)``: the ``Experiment`` list the study's main runs train for
-                       those seeds (what ``toymech train`` or a sweep would make)
-``eval_sets``          ``(task, size, seed, device="cpu")``: named evaluation batches, drawn from
-                       the run's ``eval`` stream
-``measure_seed``       ``(runs, data)``: one seed's named numbers (a flat {name: float}), the only
-                       input of the claims. ``runs``: the seed's runs by name, each a zoo entry
-                       (or a bare model: a run that never trained), whose rows it computes
-                       itself; ``data``: the study's evaluation data for that seed
-                       (``probe_data``, or its own: study 3's ``measure_data``). (Birth's
-                       takes its sweep, freezing and extremes runs as their tables.)
-``untrained_numbers``  ``(size, seed)``: ``measure_seed`` on the same runs left at their
-                       initialisation, at ``size``'s settings: the null world every claim fails
-``numbers``            ``(measured)``: the flattening ``measure_seed`` ends with
-``scorecard``          ``(per_seed, size, seeds=None)``: the claims assessed over seeds at a size
-``probe_data``         ``(task, size, seed, device="cpu")``: the fixed data every training
-                       snapshot is measured on
-``dynamics_metrics``   ``(model, data)``: the study's numbers for one snapshot
-``through_training``   ``(entry, data, name="")``: a ``Trajectory`` over the run's snapshots
-``describe``           ``(size, seed, device, **study options)``: the run's settings in a line
-``KNOBS``              {name: ``knobs.Knob``}: what a variant may change (``toymech list knobs``)
-``with_knobs``         ``(size, variant=None)``: the size with a variant's knobs on top (a
-                       ``core.Variant``, or the size itself), every knob and combination checked;
-                       ``knobs.with_knobs_for(KNOBS, ...)`` makes it; ``experiment`` applies it
-``OPTIONAL_RUNS``      tuple of the optional comparisons a notebook's ``also`` may name
-``optional_runs``      ``(also=())``: ``also`` checked and expanded (``"all"``: every one);
-                       ``params.optional_runs_for(OPTIONAL_RUNS)`` makes it; ``validate`` takes
-                       ``also`` too
-``llc_on``             ``(size, also=())``, only where ``OPTIONAL_RUNS`` names ``"llc"``: whether
-                       the learning-coefficient curve runs (``params.llc_on_for(OPTIONAL_RUNS,
-                       LLC_ON)``; the curve itself: ``learning_coefficient.llc_for``)
-=====================  ===========================================================================
+============================  =====================================================================
+field                         role
+============================  =====================================================================
+``name``                      the registered name (``toymech list studies``; a ``Named``'s study)
+``title``                     the study's title
+``source``                    the source it reproduces, cited by its public name (docs/sources.md)
+``sizes``                     {"smoke", "default", "paper"} -> a frozen ``StudySize`` subclass: the
+                              one place the study's sizes live (training, evaluation, ``n_seeds``)
+``named_experiments``         {name: ``Named``}: the study's named experiments (names prefixed by
+                              it)
+``claims``                    tuple of ``Claim`` (``toymech.studies.claims``)
+``settings``                  its ``StudySettings`` (``studies.settings``): per size, the
+                              parameters its claims' settings name, the cost of its report and
+                              the calibration seeds (the scorecard and the claims table read it)
+``knobs``                     {name: ``knobs.Knob``}: what a variant may change (``toymech list
+                              knobs``); each knob's declaration says how it reaches the config
+``notebook``                  the path of the study's notebook
+``notebook_options``          the names of the notebook's options ``validate`` takes besides
+                              ``size``, ``seed`` and ``device`` (``n_seeds``, ``cache_dir``,
+                              ``threads``, ``also`` and the study's own), declared
+``module``                    the package that exports the functions below under these names
+                              (its ``__name__``: where the reference documents them)
+``validate``                  ``(size, seed, device="auto", *, n_seeds=None, cache_dir=None,
+                              threads=None, also=(), **study options)``: checks the notebook's
+                              parameters (ValueError naming the bad one), applies the thread
+                              policy, resolves the device once
+``seeds_of``                  ``(size, seed, n_seeds=None)``: the seeds claims are assessed over
+``experiments``               ``(size, seeds)``: the ``Experiment`` list the study's main runs
+                              train for those seeds (what ``toymech train`` or a sweep would make)
+``eval_sets``                 ``(task, size, seed, device="cpu")``: named evaluation batches, drawn
+                              from the run's ``eval`` stream
+``measure_seed``              ``(runs, data)``: one seed's named numbers (a flat {name: float}),
+                              the only input of the claims. ``runs``: the seed's runs by name, each
+                              a zoo entry (or a bare model: a run that never trained); ``data``:
+                              the study's evaluation data for that seed
+``untrained_numbers``         ``(size, seed)``: ``measure_seed`` on the same runs left at their
+                              initialisation: the null world every claim fails
+``numbers``                   ``(measured)``: the flattening ``measure_seed`` ends with
+``scorecard``                 ``(per_seed, size, seeds=None)``: the claims assessed over seeds
+``probe_data``                ``(task, size, seed, device="cpu")``: the fixed data every training
+                              snapshot is measured on
+``dynamics_metrics``          ``(model, data)``: the study's numbers for one snapshot
+``through_training``          ``(entry, data, name="")``: a ``Trajectory`` over the run's snapshots
+``describe``                  ``(size, seed, device, **study options)``: the run's settings in a
+                              line
+``with_knobs``                ``(size, variant=None)``: the ``core.Setting`` of a size with a
+                              variant's knobs on top, every knob and combination checked
+                              (``knobs.with_knobs_for(KNOBS, ...)`` makes it)
+``optional_run_names``        the optional comparisons a notebook's ``also`` may name
+``optional_runs``             ``(also=())``: ``also`` checked and expanded (``"all"``: every one;
+                              ``params.optional_runs_for``)
+``llc_on``                    ``(size, also=())``, only where ``optional_run_names`` has ``"llc"``
+                              (else None): whether the learning-coefficient curve runs
+``map_row``                   ``(run, size, seed)``, only for a study that maps (else None): one
+                              run's row of a map (its numbers, properties and mechanism label)
+``map_label``                 with ``map_row``: the label of its rows that says the mechanism holds
+                              (a map's finding and its report's colour read its share)
+``map_check``                 ``(size)`` or None: a ValueError for a setting ``map_row`` could
+                              not measure (called for every cell before anything trains)
+``map_panel``                 ``(sizes)`` or None: the one test panel of a map whose cells are
+                              ``sizes`` (each a ``Setting``), which the map passes to every
+                              ``map_row(..., panel=)``
+``map_evidence``              ``(table)`` or None: the causal evidence of a map's table in words
+                              (its page and results block print it)
+``map_predictions``           other works' predictions judged on its maps
+                              (``studies.predictions.MapPrediction``)
+============================  =====================================================================
 
-``tests/test_studies.py`` checks every study and the template against ``SIGNATURES`` with
-``inspect.signature``, so a study that drifts fails CI. Studies are registered in ``STUDIES`` (the
-one list; ``toymech list studies`` shows it).
+A ``size`` above is a size name or a ``core.Setting`` (a size with a variant's knobs, from
+``with_knobs``; ``Setting.of`` converts at the boundary): the knobs reach the experiments a
+study builds from it (``experiments``, ``untrained_numbers``, ``map_row``, ...), and a
+``Setting`` with knobs is named in ``describe`` and ``scorecard`` as a variant. ``tests/test_studies.py`` checks every study's functions
+against the signatures above, so a study that drifts fails CI. Built-in studies are listed in
+``STUDIES`` (name -> notebook; their package builds the ``Study`` when first asked for);
+``register_study`` adds one from outside the package (``toymech.plugins``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import inspect
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Callable, Mapping
 
-from ..core import SIZES as SIZE_NAMES, check, check_int, check_seed, check_size
+from ..core import SIZES as SIZE_NAMES, check, check_int, check_seed, size_name
 from .settings import skipping
 
-# The registry: package name under toymech.studies -> the notebook that shows it.
+# The built-in studies: package name under toymech.studies -> the notebook that shows it.
 STUDIES: dict[str, str] = {
     "induction": "notebooks/01_induction_repeated_blocks.ipynb",
     "birth": "notebooks/02_birth_of_a_transformer.ipynb",
     "random_transformers": "notebooks/03_random_transformers.ipynb",
 }
 TEMPLATE = "_template"
-# Studies registered from outside the package (``register_study``): name -> module path.
-_MODULES: dict[str, str] = {}
+_REGISTERED: dict[str, "Study"] = {}  # name -> its Study, once built or registered
 
 MAX_SEEDS = 1000
-
-DATA = ("TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS", "KNOBS")
-
-# name -> the parameters every study's function starts with: (name, kind, has a default).
-# A study may add keyword-only parameters with defaults after these (``**options`` below).
-P, K = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
-SIGNATURES: dict[str, tuple[tuple[str, Any, bool], ...]] = {
-    "validate": (("size", P, False), ("seed", P, False), ("device", P, True),
-                 ("n_seeds", K, True), ("cache_dir", K, True), ("threads", K, True)),
-    "seeds_of": (("size", P, False), ("seed", P, False), ("n_seeds", P, True)),
-    "experiments": (("size", P, False), ("seeds", P, False)),
-    "eval_sets": (("task", P, False), ("size", P, False), ("seed", P, False), ("device", P, True)),
-    "measure_seed": (("runs", P, False), ("data", P, False)),
-    "untrained_numbers": (("size", P, False), ("seed", P, False)),
-    "numbers": (("measured", P, False),),
-    "scorecard": (("per_seed", P, False), ("size", P, False), ("seeds", P, True)),
-    "probe_data": (("task", P, False), ("size", P, False), ("seed", P, False), ("device", P, True)),
-    "dynamics_metrics": (("model", P, False), ("data", P, False)),
-    "through_training": (("entry", P, False), ("data", P, False), ("name", P, True)),
-    "describe": (("size", P, False), ("seed", P, False), ("device", P, False)),
-    "optional_runs": (("also", P, True),),
-    "with_knobs": (("size", P, False), ("variant", P, True)),
-}
-# Only a study that maps (``toymech.maps``) has this: one run's row of a map (its numbers,
-# properties and mechanism label), from a zoo entry or a bare model, its size (with the
-# variant's knobs) and its seed.
-MAP_SIGNATURES = {"map_row": (("run", P, False), ("size", P, False), ("seed", P, False))}
-# ... and ``MAP_LABEL``: the label of its rows that says the mechanism holds (a map's finding and
-# its report's colour read the share of seeds with this label); optionally ``MAP_PREDICTIONS``:
-# other works' predictions judged on its maps (``studies.predictions.MapPrediction``); and
-# optionally ``map_check(size)``: a ValueError for a setting its ``map_row`` could not measure
-# and ``map_panel(sizes)``: the one test panel of a map whose cells are ``sizes``, which the map
-# passes to every ``map_row(..., panel=)``
-# (a map calls it for every cell before anything trains).
-# Only a study whose OPTIONAL_RUNS name "llc" (a learning-coefficient curve) has these (and
-# ``LLC_ON``: size -> whether the curve runs without being asked for).
-LLC_SIGNATURES = {"llc_on": (("size", P, False), ("also", P, True))}
-OPEN_ENDED = ("validate", "describe", "probe_data", "eval_sets", "map_row")  # may add keyword-only options
+# The notebook options every study's ``validate`` takes besides size, seed and device.
+COMMON_OPTIONS = frozenset({"n_seeds", "cache_dir", "threads", "also"})
+# The functions every study has (the optional ones: ``OPTIONAL_FUNCTIONS``).
+FUNCTIONS = ("validate", "seeds_of", "experiments", "eval_sets", "measure_seed",
+             "untrained_numbers", "numbers", "scorecard", "probe_data", "dynamics_metrics",
+             "through_training", "describe", "with_knobs", "optional_runs")
+OPTIONAL_FUNCTIONS = ("llc_on", "map_row", "map_check", "map_panel", "map_evidence")
 
 
 @dataclass(frozen=True)
@@ -140,8 +137,9 @@ class ProbeData:
 
 
 def size_of(sizes: Mapping[str, StudySize], size: Any) -> StudySize:
-    """``sizes[size]``, with an unknown size a ValueError naming it."""
-    return sizes[check_size(size)]
+    """``sizes[size]`` of a size name or a ``core.Setting``, with an unknown size a ValueError
+    naming it."""
+    return sizes[size_name(size)]
 
 
 def check_n_seeds(n_seeds: Any) -> int | None:
@@ -164,100 +162,125 @@ def seeds_for(sizes: Mapping[str, StudySize],
         spec = size_of(sizes, size)
         seed = check_seed(seed)
         n = check_n_seeds(n_seeds) or spec.n_seeds
-        return skipping(seed, n, skip.get(size, ()))
+        return skipping(seed, n, skip.get(size_name(size), ()))
 
     return seeds_of
 
 
-def study(name: str) -> ModuleType:
-    """The study package ``name`` (one of ``STUDIES``, or the template)."""
+@dataclass(frozen=True, eq=False)
+class Study:
+    """One study (see the module docstring for every field): its tables, its notebook and its
+    functions, built once by its package (``STUDY = Study(...)``) and registered by name (one
+    object per study: compared and hashed as itself). The optional functions are None where a
+    study has none."""
+
+    name: str
+    title: str
+    source: str
+    sizes: Mapping[str, StudySize]
+    named_experiments: Mapping[str, Any]
+    claims: tuple
+    settings: Any
+    knobs: Mapping[str, Any]
+    notebook: str
+    notebook_options: frozenset[str]
+    module: str
+    validate: Callable[..., Any]
+    seeds_of: Callable[..., tuple[int, ...]]
+    experiments: Callable[..., list]
+    eval_sets: Callable[..., Any]
+    measure_seed: Callable[..., Any]
+    untrained_numbers: Callable[..., Any]
+    numbers: Callable[..., Any]
+    scorecard: Callable[..., Any]
+    probe_data: Callable[..., Any]
+    dynamics_metrics: Callable[..., Any]
+    through_training: Callable[..., Any]
+    describe: Callable[..., str]
+    with_knobs: Callable[..., Any]
+    optional_runs: Callable[..., tuple[str, ...]]
+    optional_run_names: tuple[str, ...] = ()
+    llc_on: Callable[..., bool] | None = None
+    map_row: Callable[..., dict] | None = None
+    map_label: str | None = None
+    map_check: Callable[..., None] | None = None
+    map_panel: Callable[..., Any] | None = None
+    map_evidence: Callable[..., str] | None = None
+    map_predictions: tuple = ()
+
+    def __post_init__(self) -> None:
+        check(isinstance(self.name, str) and self.name.isidentifier(), "study name", self.name,
+              "an identifier")
+        check(isinstance(self.sizes, Mapping) and set(self.sizes) == set(SIZE_NAMES), "sizes",
+              sorted(self.sizes) if isinstance(self.sizes, Mapping) else self.sizes,
+              f"one StudySize for each of {', '.join(SIZE_NAMES)}")
+        bad = [k for k, v in self.sizes.items() if not isinstance(v, StudySize)]
+        check(not bad, "sizes", bad[:1], "StudySize values")
+        for name in FUNCTIONS:
+            check(callable(getattr(self, name)), name, getattr(self, name), "a function")
+        for name in OPTIONAL_FUNCTIONS:
+            fn = getattr(self, name)
+            check(fn is None or callable(fn), name, fn, "a function or None")
+        check((self.llc_on is not None) == ("llc" in self.optional_run_names), "llc_on",
+              self.llc_on, "a function exactly where optional_run_names has 'llc'")
+        check((self.map_label is not None) == (self.map_row is not None), "map_label",
+              self.map_label, "a label exactly where the study has a map_row")
+        check(self.map_row is not None or (self.map_check is None and self.map_panel is None
+                                           and self.map_evidence is None
+                                           and not self.map_predictions),
+              "map_check", self.map_check, "None (and no map_panel) for a study without map_row")
+        options = frozenset(self.notebook_options)
+        check(COMMON_OPTIONS <= options, "notebook_options", sorted(options),
+              f"every common option ({', '.join(sorted(COMMON_OPTIONS))}) and the study's own")
+        object.__setattr__(self, "notebook_options", options)
+        object.__setattr__(self, "claims", tuple(self.claims))
+        object.__setattr__(self, "optional_run_names", tuple(self.optional_run_names))
+        object.__setattr__(self, "map_predictions", tuple(self.map_predictions))
+
+    @property
+    def maps(self) -> bool:
+        """Whether the study can be mapped (it has a ``map_row``)."""
+        return self.map_row is not None
+
+    def size(self, size: Any) -> StudySize:
+        """Its ``StudySize`` of ``size`` (a size name or a ``core.Setting``)."""
+        return size_of(self.sizes, size)
+
+
+def study(name: str) -> Study:
+    """The registered ``Study`` named ``name`` (one of ``STUDIES``, or the template)."""
     check(name in STUDIES or name == TEMPLATE, "study", name, f"one of {', '.join(STUDIES)}")
-    return importlib.import_module(_MODULES.get(name, f"toymech.studies.{name}"))
+    if name not in _REGISTERED:  # a built-in study: its package builds its Study once
+        built = importlib.import_module(f"toymech.studies.{name}").STUDY
+        check(isinstance(built, Study) and built.name == name, "study", name,
+              f"a package whose STUDY is the Study named {name!r}")
+        check(name == TEMPLATE or built.notebook == STUDIES[name], "notebook", built.notebook,
+              f"the notebook STUDIES names for {name!r} ({STUDIES.get(name)})")
+        _REGISTERED[name] = built
+    return _REGISTERED[name]
 
 
-def register_study(name: str, module: str, notebook: str) -> None:
-    """Register a study that lives outside the package (a module of yours with the protocol's
-    surface, e.g. a copy of the template): the CLI, ``toymech list``, knobs, reports and maps
-    then take ``name``; ``module``: its import path; ``notebook``: the path of its notebook. Its
-    module must conform (``surface_problems``: ValueError otherwise)."""
-    check(isinstance(name, str) and name.isidentifier() and name != TEMPLATE, "study", name,
-          "an identifier not starting a package study's name")
-    check(name not in STUDIES or _MODULES.get(name) == module, "study", name,
-          f"a name not yet registered ({', '.join(STUDIES)} are)")
-    mod = importlib.import_module(module)
-    problems = surface_problems(mod)
-    check(not problems, "study", name, f"a module with the study protocol ({problems[0] if problems else ''})")
-    _MODULES[name] = module
-    STUDIES[name] = str(notebook)
+def register_study(new: Study) -> Study:
+    """Register a study that lives outside the package (a ``Study`` of yours, e.g. a copy of the
+    template's with its own ``name`` and ``notebook``): the CLI, ``toymech list``, knobs,
+    reports and maps then take ``new.name``. Returns it. A name already taken by another study
+    is a ValueError."""
+    check(isinstance(new, Study), "study", type(new).__name__, "a Study (toymech.studies.protocol)")
+    check(new.name != TEMPLATE and not new.name.startswith("_"), "study", new.name,
+          "a name not starting with '_'")
+    taken = new.name in STUDIES and _REGISTERED.get(new.name) is not new
+    check(not taken, "study", new.name, f"a name not yet registered ({', '.join(STUDIES)} are)")
+    _REGISTERED[new.name] = new
+    STUDIES[new.name] = str(new.notebook)
+    return new
 
 
-def all_studies() -> list[ModuleType]:
-    """Every registered study package, in the registry's order."""
+def all_studies() -> list[Study]:
+    """Every registered study, in the registry's order."""
     return [study(name) for name in STUDIES]
 
 
-def _signatures(module: ModuleType) -> dict[str, tuple[tuple[str, Any, bool], ...]]:
-    """The functions the protocol asks of ``module`` (the LLC ones where it names "llc")."""
-    out = dict(SIGNATURES)
-    if "llc" in tuple(getattr(module, "OPTIONAL_RUNS", ())):
-        out.update(LLC_SIGNATURES)
-    if hasattr(module, "map_row"):
-        out.update(MAP_SIGNATURES)
-    return out
-
-
-def surface(module: ModuleType) -> tuple[str, ...]:
-    """Every name the protocol asks of ``module``: ``DATA``, the functions of ``SIGNATURES``,
-    ``LLC_ON`` with ``LLC_SIGNATURES`` where its ``OPTIONAL_RUNS`` name "llc", and ``MAP_LABEL``
-    with ``MAP_SIGNATURES`` where it has a ``map_row`` (and ``MAP_PREDICTIONS`` and
-    ``map_check`` where it has those)."""
-    signatures = _signatures(module)
-    maps = ("MAP_LABEL", *(("MAP_PREDICTIONS",) if hasattr(module, "MAP_PREDICTIONS") else ()),
-            *(("map_check",) if hasattr(module, "map_check") else ()),
-            *(("map_panel",) if hasattr(module, "map_panel") else ()))
-    return (*DATA, *(("LLC_ON",) if "llc_on" in signatures else ()),
-            *(maps if "map_row" in signatures else ()), *signatures)
-
-
-def notebook_options(module: ModuleType) -> frozenset[str]:
-    """The names of the notebook options of the study ``module``: the parameters its
-    ``validate`` takes besides ``size``, ``seed`` and ``device`` (``n_seeds``, ``cache_dir``,
-    ``threads``, ``also`` and its own), so that generic code asks the registry rather than
-    reading a signature itself."""
-    names = inspect.signature(module.validate).parameters
-    return frozenset(n for n in names if n not in ("size", "seed", "device"))
-
-
-def surface_problems(module: ModuleType) -> list[str]:
-    """What ``module`` lacks or states differently from the protocol (empty: it conforms)."""
-    signatures = _signatures(module)
-    problems = [f"missing {name}" for name in surface(module) if not hasattr(module, name)]
-    sizes = getattr(module, "SIZES", None)
-    if isinstance(sizes, Mapping):
-        if set(sizes) != set(SIZE_NAMES):
-            problems.append(f"SIZES has {sorted(sizes)}, not {list(SIZE_NAMES)}")
-        problems += [f"SIZES[{k!r}] is not a StudySize" for k, v in sizes.items()
-                     if not isinstance(v, StudySize)]
-    validate = getattr(module, "validate", None)
-    if callable(validate) and "also" not in inspect.signature(validate).parameters:
-        problems.append("validate takes no 'also' (the notebook's optional comparisons)")
-    for name, want in signatures.items():
-        fn = getattr(module, name, None)
-        if fn is None:
-            continue
-        params = list(inspect.signature(fn).parameters.values())
-        head = [(p.name, p.kind, p.default is not inspect.Parameter.empty)
-                for p in params[:len(want)]]
-        if head != list(want):
-            problems.append(f"{name}{inspect.signature(fn)} does not start with "
-                            f"({', '.join(n for n, _, _ in want)}) as the protocol states")
-            continue
-        extra = params[len(want):]
-        if extra and name not in OPEN_ENDED:
-            problems.append(f"{name} has extra parameters {[p.name for p in extra]}")
-        for p in extra:
-            if p.kind not in (K, inspect.Parameter.VAR_KEYWORD) or (
-                    p.kind == K and p.default is inspect.Parameter.empty):
-                problems.append(f"{name}: extra parameter {p.name!r} must be keyword-only "
-                                "with a default")
-    return problems
+def surface(s: Study) -> tuple[str, ...]:
+    """The names of the functions ``s`` has: every one of ``FUNCTIONS`` and those of
+    ``OPTIONAL_FUNCTIONS`` it sets (each exported under that name by ``s.module``)."""
+    return (*FUNCTIONS, *(n for n in OPTIONAL_FUNCTIONS if getattr(s, n) is not None))

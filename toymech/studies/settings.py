@@ -17,14 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..core import SIZES, check
+from ..core import SIZES, check, size_name
 
 # Parameters where more is at least the source's setting (a longer run, a wider model).
 AT_LEAST = frozenset({"steps", "batch", "width", "d_model", "eval_n", "train_n", "seeds",
                       "circuit_target", "baseline_width", "baseline_steps", "side_steps",
                       "mem_width", "lm_width", "student_width"})
 
-Setting = Mapping[str, Any]
+Parameters = Mapping[str, Any]  # a setting as parameters: {"steps": 10_000, "width": 512, ...}
 Short = tuple[tuple[str, Any, Any], ...]  # (parameter, ours, theirs)
 
 # What every claim's setting names (``missing``), so that no row is judged at a size that
@@ -41,7 +41,7 @@ KINDS = {"the steps": lambda k: k in STEP_KEYS or k.endswith("_steps"),
          "the data or task size": lambda k: k in DATA_KEYS or k.endswith("_task")}
 
 
-def missing(setting: Setting) -> list[str]:
+def missing(setting: Parameters) -> list[str]:
     """What ``setting`` does not name of ``KINDS`` (empty: it names the steps, a width and the
     data)."""
     return [kind for kind, named in KINDS.items() if not any(named(k) for k in setting)]
@@ -53,7 +53,7 @@ def _fmt(v: Any) -> str:
     return f"{v:,}" if float(v).is_integer() else f"{v:g}"
 
 
-def shortfall(source: Setting, ours: Setting | None) -> Short:
+def shortfall(source: Parameters, ours: Parameters | None) -> Short:
     """The parameters of ``source`` that ``ours`` does not meet, as (name, ours, theirs)."""
     ours = ours or {}
     out = []
@@ -75,7 +75,7 @@ def describe(short: Short) -> str:
                      for name, ours, theirs in short)
 
 
-def setting_text(setting: Setting) -> str:
+def setting_text(setting: Parameters) -> str:
     """"steps 10,000, batch 256" (empty: "none stated")."""
     return ", ".join(f"{k} {_fmt(v)}" for k, v in setting.items()) or "none stated"
 
@@ -84,7 +84,7 @@ def setting_text(setting: Setting) -> str:
 class StudySettings:
     """A study's settings per size, the cost of reaching each, and its calibration seeds."""
 
-    sizes: Mapping[str, Setting]                 # size -> the setting that size trains at
+    sizes: Mapping[str, Parameters]                 # size -> the setting that size trains at
     cost: Mapping[str, str]                      # size -> estimated cost of its report
     calibration: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # size -> seeds
     calibrated: str = ""                         # what was chosen on the calibration seeds
@@ -102,23 +102,24 @@ class StudySettings:
               f"a cost for each of {', '.join(SIZES)}")
 
     @classmethod
-    def of_sizes(cls, setting: Callable[[str], Setting], cost: Mapping[str, str],
+    def of_sizes(cls, setting: Callable[[str], Parameters], cost: Mapping[str, str],
                  calibration: Mapping[str, tuple[int, ...]], **words: Any) -> "StudySettings":
         """The settings of every size from a study's ``setting(size)``."""
         return cls({size: setting(size) for size in SIZES}, cost, calibration, **words)
 
-    def of(self, size: str | None) -> Setting | None:
-        return None if size is None else self.sizes[size]
+    def of(self, size: Any) -> Parameters | None:
+        """The parameters ``size`` (a size name or a ``core.Setting``; None: none) trains at."""
+        return None if size is None else self.sizes[size_name(size)]
 
     def scaled_shown(self, size: str | None, key: str) -> bool:
         """Whether claim ``key``'s scaled verdict at ``size`` was shown to match the source's
         setting (``evidence``)."""
-        return size is not None and key in self.evidence.get(size, frozenset())
+        return size is not None and key in self.evidence.get(size_name(size), frozenset())
 
     def calibration_seeds(self, size: str | None) -> tuple[int, ...]:
-        return tuple(self.calibration.get(size, ())) if size is not None else ()
+        return tuple(self.calibration.get(size_name(size), ())) if size is not None else ()
 
-    def reach(self, source: Setting) -> str:
+    def reach(self, source: Parameters) -> str:
         """The command that meets ``source`` and its cost, or that no size of ours does."""
         for size in SIZES:
             if not shortfall(source, self.sizes[size]):

@@ -36,10 +36,15 @@ def knob_column(name: str) -> str:
     return KNOB_PREFIX + name
 
 
+def is_knob_column(column: Any) -> bool:
+    """Whether ``column`` is a knob's column (``knob_column``'s form)."""
+    return str(column).startswith(KNOB_PREFIX)
+
+
 def knob_columns(table: pd.DataFrame) -> dict[str, str]:
-    """{knob name: its column} of ``table``, in the table's order: with ``knob_column``, the
-    one place that names a knob's column."""
-    return {c[len(KNOB_PREFIX):]: c for c in table.columns if str(c).startswith(KNOB_PREFIX)}
+    """{knob name: its column} of ``table``, in the table's order: with ``knob_column`` and
+    ``is_knob_column``, the one place that names a knob's column."""
+    return {c[len(KNOB_PREFIX):]: c for c in table.columns if is_knob_column(c)}
 
 
 @dataclass(eq=False)

@@ -86,11 +86,13 @@ def _check_baseline(d: Any) -> None:
 
 @dataclass(frozen=True)
 class Named:
-    """A named experiment: ``make(size, seed) -> Experiment`` (see ``toymech.experiments``)."""
+    """A named experiment: ``make(setting, seed) -> Experiment`` (see ``toymech.experiments``;
+    ``setting``: a size name or a ``core.Setting``, whose knobs its study applies), and the
+    name of the ``study`` it belongs to ("" for none)."""
 
     name: str
     description: str
-    make: Callable[[str, int], Experiment]
+    make: Callable[[Any, int], Experiment]
     study: str = ""
 
 

@@ -1,7 +1,8 @@
 """The study's sizes (the one place they live), named experiments and parameter checks.
 
-Copy this folder to ``toymech/studies/<study>/``, register it in ``protocol.STUDIES`` (one line),
-and edit. Keep every name and signature of ``toymech.studies.protocol``: a test checks them.
+Copy this folder to ``toymech/studies/<study>/``, set ``NAME`` below to ``<study>``, register it
+in ``protocol.STUDIES`` (one line), and edit. Keep every signature of
+``toymech.studies.protocol``'s table: a test checks them.
 """
 
 from __future__ import annotations
@@ -89,13 +90,16 @@ def experiments(size: str, seeds) -> list[Experiment]:
     return [experiment(size, s) for s in seeds]
 
 
-# Experiment names are global: prefix them with the study's name (rename "template-..." in a
-# copy; the name given to ``experiment``'s Experiment too). ``STUDY`` is the package's own name.
-STUDY = __name__.split(".")[-2]
+# The study's registered name (``protocol.study(NAME)``; a copy's: its package's name, an
+# identifier not starting with '_'). Experiment names are global: prefix them with it (rename
+# "template-..." in a copy; the name given to ``experiment``'s Experiment too).
+NAME = "_template"
 EXPERIMENTS = {"template-parentheses": Named("template-parentheses", "template study's model",
-                                             experiment, STUDY)}
-# ``with_knobs(size, variant)``: the size with a variant's knobs on top, every knob checked
-with_knobs = knobs.with_knobs_for(KNOBS, STUDY, "the source", lambda size: [experiment(size)])
+                                             experiment, NAME)}
+# ``with_knobs(size, variant)``: the ``core.Setting`` of a size with a variant's knobs on top,
+# every knob checked (``experiment`` applies them)
+with_knobs = knobs.with_knobs_for(KNOBS, NAME, "the source",
+                                  lambda setting: [experiment(setting)])
 
 
 def validate(size: str, seed: int, device: str | torch.device = "auto", *,

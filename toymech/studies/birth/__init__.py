@@ -12,6 +12,8 @@ the controls), ``tables`` (summaries of what was measured), ``claims`` (the pape
 causal tests through training). ``map_measure`` (one run's row and label for a map).
 """
 
+from .. import protocol
+from . import claims
 from ..findings import not_run
 from . import causal
 from .claims import CLAIMS, SOURCE, numbers, scorecard
@@ -29,8 +31,22 @@ from .tables import (construction_table, describe, dynamics_summary, formation_m
 
 TITLE = "Birth of a Transformer: a memory viewpoint"
 
+STUDY = protocol.Study(
+    name="birth", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
+    claims=CLAIMS, settings=claims.SETTINGS, knobs=KNOBS,
+    notebook="notebooks/02_birth_of_a_transformer.ipynb",
+    notebook_options=protocol.COMMON_OPTIONS | {"trigger_mode", "n_triggers", "sweep_ks",
+                                                "sweep_steps"}, module=__name__,
+    validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,
+    measure_seed=measure_seed, untrained_numbers=untrained_numbers, numbers=numbers,
+    scorecard=scorecard, probe_data=probe_data, dynamics_metrics=dynamics_metrics,
+    through_training=through_training, describe=describe, with_knobs=with_knobs,
+    optional_runs=optional_runs, optional_run_names=OPTIONAL_RUNS,
+    llc_on=llc_on, map_row=map_row, map_label=MAP_LABEL)
+
 __all__ = [
-    # the protocol
+    # the study (``toymech.studies.protocol.Study``) and the protocol's names, for the notebook
+    "STUDY",
     "TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS", "LLC_ON", "validate",
     "seeds_of", "experiments", "eval_sets", "measure_seed", "untrained_numbers", "numbers",
     "scorecard", "probe_data", "dynamics_metrics", "through_training", "describe",

@@ -10,6 +10,8 @@ findings), ``dynamics`` (the probe data, through training), ``causal`` (the post
 activation and path patching), ``predictions`` (other works' predictions judged on its maps). ``map_measure`` (one run's row and label for a map).
 """
 
+from .. import protocol
+from . import claims
 from ..findings import not_run
 from . import causal
 from .claims import CLAIMS, POST, SOURCE, numbers, scorecard
@@ -20,14 +22,28 @@ from .predictions import MAP_PREDICTIONS
 from .measure import (MECHANISM_SETS, POST_SETS, ablation_table, algorithms_text, attention_view,
                       chance_loss, copy_table, describe, eigenvalue_sets, load_models,
                       loss_table, measure_all, mechanism_table, path_table, training_summary)
-from .map_measure import MAP_LABEL, map_check, map_panel, map_row
+from .map_measure import MAP_LABEL, map_check, map_evidence, map_panel, map_row
 from .over_seeds import (findings, load_seeds, measure_seed, measure_seeds, seed_table,
                     untrained_numbers)
 
 TITLE = "Induction heads on repeated letter blocks"
 
+STUDY = protocol.Study(
+    name="induction", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
+    claims=CLAIMS, settings=claims.SETTINGS, knobs=KNOBS,
+    notebook="notebooks/01_induction_repeated_blocks.ipynb",
+    notebook_options=protocol.COMMON_OPTIONS, module=__name__,
+    validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,
+    measure_seed=measure_seed, untrained_numbers=untrained_numbers, numbers=numbers,
+    scorecard=scorecard, probe_data=probe_data, dynamics_metrics=dynamics_metrics,
+    through_training=through_training, describe=describe, with_knobs=with_knobs,
+    optional_runs=optional_runs, optional_run_names=OPTIONAL_RUNS,
+    llc_on=llc_on, map_row=map_row, map_label=MAP_LABEL, map_check=map_check,
+    map_panel=map_panel, map_evidence=map_evidence, map_predictions=MAP_PREDICTIONS)
+
 __all__ = [
-    # the protocol
+    # the study (``toymech.studies.protocol.Study``) and the protocol's names, for the notebook
+    "STUDY",
     "TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS", "LLC_ON", "validate",
     "seeds_of", "experiments", "eval_sets", "measure_seed", "untrained_numbers", "numbers",
     "scorecard", "probe_data", "dynamics_metrics", "through_training", "describe",
@@ -38,5 +54,5 @@ __all__ = [
     "load_models", "load_seeds", "loss_table", "measure_all", "measure_seeds", "mechanism_table",
     "not_run", "path_table", "seed_table", "training_summary", "twins",
     # what a map measures each run with (toymech.maps), and other works' predictions judged on it
-    "MAP_LABEL", "map_row", "map_check", "map_panel", "MAP_PREDICTIONS",
+    "MAP_LABEL", "map_row", "map_check", "map_panel", "map_evidence", "MAP_PREDICTIONS",
 ]

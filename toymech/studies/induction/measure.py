@@ -12,7 +12,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ... import analysis
-from ...core import Variant, check, seed_for
+from ...core import Setting, check, seed_for
 from ...devices import initial_threads, make_generator
 from ...display import attention_caption, attention_view as view, focus_head
 from ...tasks import Batch
@@ -282,7 +282,8 @@ def describe(size: str, seed: int, device: str | torch.device, *, n_seeds: int |
     task, train = exp.task, exp.train
     seeds = seeds_of(size, seed, n_seeds)
     example = task.sample(1, make_generator(seed_for(seed, "example"), torch.device("cpu")))
-    variant = f"{size.described}. " if isinstance(size, Variant) else ""
+    setting = Setting.of(size)
+    variant = f"{setting.described}. " if setting.knobs else ""
     return (f"{variant}size {size} on {device}: {train.steps:,} training steps of batch "
             f"{train.batch_size} per model (the post: 10,000 of 256), {len(seeds)} seeds "
             f"({', '.join(map(str, seeds))}); loss floor {task.loss_floor:.3f} nats, uniform guess "

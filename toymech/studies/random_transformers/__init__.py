@@ -11,6 +11,8 @@ back), ``ladder`` (the width ladder), ``measure`` (train/load a grid, one row pe
 the findings), ``dynamics`` (through training), ``causal`` (the causal tests). ``map_measure`` (one run's row and label for a map).
 """
 
+from .. import protocol
+from . import claims
 from ..findings import not_run
 from . import calibration, causal, ladder
 from .claims import CLAIMS, SOURCE, numbers, scorecard
@@ -33,8 +35,21 @@ from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_
 
 TITLE = "Algorithmic capabilities of random transformers"
 
+STUDY = protocol.Study(
+    name="random_transformers", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
+    claims=CLAIMS, settings=claims.SETTINGS, knobs=KNOBS,
+    notebook="notebooks/03_random_transformers.ipynb",
+    notebook_options=protocol.COMMON_OPTIONS, module=__name__,
+    validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,
+    measure_seed=measure_seed, untrained_numbers=untrained_numbers, numbers=numbers,
+    scorecard=scorecard, probe_data=probe_data, dynamics_metrics=dynamics_metrics,
+    through_training=through_training, describe=describe, with_knobs=with_knobs,
+    optional_runs=optional_runs, optional_run_names=OPTIONAL_RUNS,
+    map_row=map_row, map_label=MAP_LABEL)
+
 __all__ = [
-    # the protocol
+    # the study (``toymech.studies.protocol.Study``) and the protocol's names, for the notebook
+    "STUDY",
     "TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS", "validate", "seeds_of",
     "experiments", "eval_sets", "measure_seed", "numbers", "scorecard", "probe_data",
     "dynamics_metrics", "through_training", "describe", "optional_runs", "untrained_numbers",

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from ... import tasks
-from ...core import check, check_size, is_int, knobs_of
+from ...core import Setting, check, size_name
 from ...models import BaselineConfig, ModelConfig
 from ...models.variants import GPT2_SCALED
 from ...tasks.base import Task
@@ -81,6 +81,10 @@ class Plan:
     # width keeps the recipe's own budget); None: the study's plain schedule.
     table_steps: int | None = None
     sweep_normal: bool = True          # the width sweep also trains normal models (every seed)
+    # Set by knobs only (``KNOBS``: their ``plan``): what the random arm trains (a freezing
+    # mode; the paper's: "random") and the named recipe runs' width (0: each recipe's own).
+    trains: str = "random"
+    recipe_width: int = 0
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,7 @@ seeds_of = seeds_for(SIZES, CALIBRATION)
 def setting(size: str) -> dict:
     """What ``size`` trains, in the parameters the claims' settings name (the table's large and
     small widths, its step budget, the task sizes, the side studies' and baselines' sizes)."""
-    spec, p = SIZES[check_size(size)], plan(size)
+    spec, p = size_spec(size), plan(size)
     t = spec.tasks
     return {"width": p.widths[1], "small_width": p.widths[0],
             "steps": min(spec.steps, p.table_steps or spec.steps), "batch": spec.batch,
@@ -188,26 +192,39 @@ def setting(size: str) -> dict:
 LM_DATA = "Tiny Shakespeare characters"  # the language-modelling corpus (the paper: TinyStories)
 
 
-def size_spec(size: str) -> Size:
-    """``SIZES[size]`` (an unknown size: ValueError)."""
-    return SIZES[check_size(size)]
+def size_spec(size: str | Setting) -> Size:
+    """``SIZES[size]`` of a size name or a ``Setting`` (an unknown size: ValueError)."""
+    return SIZES[size_name(size)]
 
 
-def plan(size: str) -> Plan:
-    """The grid notebook 03 trains at ``size``; a variant's ``width`` knob sets the table's large
-    width (the ablations, which run at it, follow), and its ``trains`` knob removes the ablation
-    of the same parameter set (that run is then the random arm itself)."""
-    p = PLANS[check_size(size)]
-    values = knobs_of(size)
-    if "width" in values:
-        small, width = p.widths[0], values["width"]
-        check(is_int(width) and width > small and width % N_HEADS == 0, "width", width,
-              f"a multiple of n_heads={N_HEADS} above the table's small width {small}")
-        p = dataclasses.replace(p, widths=(small, int(width)))
-    if values.get("trains") in p.ablation_modes:
-        p = dataclasses.replace(p, ablation_modes=tuple(
-            m for m in p.ablation_modes if m != values["trains"]))
-    return p
+def plan(size: str | Setting) -> Plan:
+    """The grid notebook 03 trains at ``size`` (a size name or a ``Setting``), with the
+    setting's plan knobs on it (``knobs.apply_to_plan``: ``width``, ``recipe_width``,
+    ``trains``; see ``KNOBS``)."""
+    return knobs.apply_to_plan(KNOBS, PLANS[size_name(size)], size)
+
+
+# How the plan knobs change the plan (their declarations in ``KNOBS`` name these).
+def _large_width(width: int, p: Plan) -> Plan:
+    """The table's large width (the ablations, which run at it, follow)."""
+    small = p.widths[0]
+    check(width > small and width % N_HEADS == 0, "width", width,
+          f"a multiple of n_heads={N_HEADS} above the table's small width {small}")
+    return dataclasses.replace(p, widths=(small, width))
+
+
+def _recipe_width(width: int, p: Plan) -> Plan:
+    """The named recipe runs' width (``recipes.calibrated``; 0: each recipe's own)."""
+    check(width % N_HEADS == 0, "recipe_width", width,
+          f"0 (each recipe's own width) or a multiple of n_heads={N_HEADS} in 4..4096")
+    return dataclasses.replace(p, recipe_width=width)
+
+
+def _random_arm_trains(mode: str, p: Plan) -> Plan:
+    """What the random arm trains; the ablation of the same parameter set goes (that run is
+    then the random arm itself)."""
+    return dataclasses.replace(p, trains=mode, ablation_modes=tuple(
+        m for m in p.ablation_modes if m != mode))
 
 
 def freeze_patterns(mode: str) -> tuple[str, ...]:
@@ -216,11 +233,12 @@ def freeze_patterns(mode: str) -> tuple[str, ...]:
     return FREEZE_MODES[mode]
 
 
-def mode_of(freeze: tuple[str, ...], size: str = "") -> str:
-    """The freezing mode whose patterns are ``freeze``; at a variant whose ``trains`` knob sets
-    what the random arm trains, those patterns read as "random" (the arm they are)."""
-    trains = knobs_of(size).get("trains")
-    if trains is not None and tuple(freeze) == FREEZE_MODES[trains]:
+def mode_of(freeze: tuple[str, ...], size: str | Setting | None = None) -> str:
+    """The freezing mode whose patterns are ``freeze``; at a setting whose ``trains`` knob sets
+    what the random arm trains (``plan(size).trains``), those patterns read as "random" (the
+    arm they are). ``size``: None reads every pattern as its own mode."""
+    trains = plan(size).trains if size is not None else "random"
+    if tuple(freeze) == FREEZE_MODES[trains]:
         return "random"
     return next(m for m, pats in FREEZE_MODES.items() if pats == tuple(freeze))
 
@@ -282,13 +300,15 @@ def experiment(task_name: str, width: int, mode: str = "random", size: str = "de
 # Width and which parts train are the study's own axes (the width sweep, random vs normal and the
 # ablations); their knobs set one point of each and leave the axes alone:
 #   width   the accuracy table's large width (the plan's ``widths[1]``: the paper's 1,024; the
-#           ablations run at it). It acts through ``plan(size)``, not an override: the small
-#           width, the width sweep, the side studies and the calibrated recipes keep theirs.
+#           ablations run at it). It acts on the plan (``_large_width``), not an override: the
+#           small width, the width sweep, the side studies and the calibrated recipes keep theirs.
 #   trains  what the random arm trains, in every run of it (the table, the sweep, the short
-#           budget, the side studies: the runs named ``*-random-s*``); its rows still read
+#           budget, the side studies: the runs named ``*-random-s*``): an override of their
+#           freezing, and on the plan (``_random_arm_trains``) so that its rows still read
 #           "random". The normal arm and the ablation rows keep theirs.
 #   recipe_width  the width of the named recipe runs (``rt-<task>-<mode>``), the width ladder's
-#           axis as a knob: a map over it trains (or finds in the zoo) the ladder's rungs.
+#           axis as a knob, on the plan (``_recipe_width``; ``recipes.calibrated`` reads it): a
+#           map over it trains (or finds in the zoo) the ladder's rungs.
 # The task sizes change that task's runs; depth, steps and learning rate every transformer run.
 RANDOM_ARM = ("*-w*-random-s*",)
 TRAINS = tuple(m for m in FREEZE_MODES if m != "normal")  # the normal arm trains everything
@@ -297,16 +317,17 @@ KNOBS = knobs.table(
     Knob("width", "int", (8, 4096), 1024, "the accuracy table's large width, a multiple of 4 "
          "above its small width (d_head = width / 4; the ablations run at it); the small width, "
          "the width sweep, the side studies and the named recipes keep theirs",
-         ("model.d_model",), overrides=lambda v, e: {}),
+         ("model.d_model",), plan=_large_width),
     Knob("recipe_width", "int", (0, 4096), 0, "the width of the named recipe runs "
          "(rt-<task>-<mode>: toymech train, maps), a multiple of 4: the calibrated recipe at "
          "another width, as the width ladder's rungs (toymech ladder) train it, so a map over it "
          "reuses the ladder's runs; 0: each recipe's own width. The table runs keep theirs",
-         ("model.d_model",), overrides=lambda v, e: {}),
+         ("model.d_model",), plan=_recipe_width),
     Knob("trains", "choice", TRAINS, "random", "what the random transformer trains: E_token, "
          "E_pos and U (the paper's), or one of its ablations (E_token+U, E_token+E_pos, U); "
          "the normal model trains everything", ("train.freeze",),
-         overrides=lambda v, e: {"train.freeze": list(FREEZE_MODES[v])}, applies_to=RANDOM_ARM),
+         overrides=lambda v, e: {"train.freeze": list(FREEZE_MODES[v])},
+         plan=_random_arm_trains, applies_to=RANDOM_ARM),
     Knob("n_layers", "int", (1, 12), 2, "the transformer's depth", ("model.n_layers",),
          applies_to=tuple(f"{t}-w*" for t in (*ALGORITHMIC, "memorization", *SIDE_TASKS))),
     Knob("modulus", "int", (3, 1009), 199, "modular addition's modulus p", ("task.p",),

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import pandas as pd
 import torch
 
-from ...core import check
+from ...core import check, size_name
 from ...models import build_model, parameter_counts
 from ...training import Experiment, apply_freeze
 from ...zoo import Zoo, ZooEntry
@@ -67,7 +67,7 @@ def recipe_experiment(task: str, mode: str, size: str, seed: int) -> Experiment:
     """The run a recipe claim reads at ``seed``: the calibrated recipe at ``default`` (the width
     ladder's rung at the recipe's width); at the other sizes the recipe's width on the size's
     own task and schedule (what the null world measures there)."""
-    if size == "default":
+    if size_name(size) == "default":
         return calibrated(task, mode, size, seed)
     return experiment(task, recipe(task, mode).width, mode, size, seed)
 

@@ -1,7 +1,7 @@
 """Study 3's calibrated recipes: per algorithmic task and mode, the smallest setting found to
 show the paper's claim at ``default`` on a CPU, and the named experiments built from them.
 
-The recipes come from the calibration sweeps (``grids/rt-calibration-*.yaml``, run with
+The recipes come from the calibration sweeps (``specs/sweeps/rt-calibration-*.yaml``, run with
 ``toymech sweep``; tables and learning curves in docs/calibration.md). A recipe fixes the width,
 learning rate, batch, the most steps, the task's parameters where they differ from the study's
 ``default`` instance, and a stop rule: the run ends once its held-out accuracy passes
@@ -21,11 +21,10 @@ from typing import Any
 
 import pandas as pd
 
-from ...core import check, check_size
+from ...core import Setting, check, size_name
 from ...training import Experiment, Named
 from .. import knobs
-from ..knobs import variant_values
-from .design import ALGORITHMIC, KNOBS, N_HEADS, experiment, plan, table_runs
+from .design import ALGORITHMIC, KNOBS, experiment, plan, table_runs
 
 # The metric that says a task is solved: the whole answer on held-out examples (all digits of
 # a decimal sum; the paper's single query of the needle).
@@ -57,8 +56,8 @@ class Recipe:
         """The shipped grid (``toymech sweep <it>``) whose table holds this recipe's run."""
         if self.grid:
             return self.grid
-        return (f"grids/rt-calibration-random-{task_name}.yaml" if mode == "random"
-                else "grids/rt-calibration-normal.yaml")
+        return (f"specs/sweeps/rt-calibration-random-{task_name}.yaml" if mode == "random"
+                else "specs/sweeps/rt-calibration-normal.yaml")
 
     def train_overrides(self, task_name: str) -> dict[str, Any]:
         """``TrainConfig`` fields of the recipe (``experiments.experiment`` keyword arguments)."""
@@ -86,11 +85,11 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     ("needle", "random"): Recipe(128, 3e-3, 4000, 128, 100, embed_std=EMBED_STD),
     ("decimal_addition", "normal"): Recipe(64, 1e-3, 3000, 128, 100),
     # 10,000 steps: the whole sum passes 0.95 at step 8,000 and ends at 0.983 (digits 0.994;
-    # 30 core-minutes, grids/rt-calibration-random-decimal_addition-10k.yaml, which trains
+    # 30 core-minutes, specs/sweeps/rt-calibration-random-decimal_addition-10k.yaml, which trains
     # exactly this run); at 4,000 steps it was 0.76.
     ("decimal_addition", "random"): Recipe(
         256, 1e-3, 10_000, 128, 500,
-        grid="grids/rt-calibration-random-decimal_addition-10k.yaml"),
+        grid="specs/sweeps/rt-calibration-random-decimal_addition-10k.yaml"),
     ("parentheses", "normal"): Recipe(64, 1e-3, 3000, 128, 100),
     ("parentheses", "random"): Recipe(64, 1e-3, 1500, 128, 100),
 }
@@ -103,7 +102,7 @@ def recipe(task_name: str, mode: str) -> Recipe:
     return RECIPES[task_name, mode]
 
 
-def calibrated(task_name: str, mode: str = "random", size: str = "default", seed: int = 0,
+def calibrated(task_name: str, mode: str = "random", size: str | Setting = "default", seed: int = 0,
                width: int | None = None, freeze_mode: str | None = None,
                **train_overrides: Any) -> Experiment:
     """The recipe's experiment at ``default`` (``width``, ``freeze_mode`` and train fields may
@@ -111,14 +110,12 @@ def calibrated(task_name: str, mode: str = "random", size: str = "default", seed
     its widest width at ``smoke`` and ``paper``.
 
     ``freeze_mode``: train with another freezing mode (``E_token+U``, ...) on the recipe of
-    ``mode``."""
-    size = check_size(size)
+    ``mode``. ``size``: a size name or a ``Setting`` (its ``recipe_width`` knob, on the plan,
+    sets ``width`` where none is given: the ladder's rung at that width)."""
     run_mode = freeze_mode or mode
-    if width is None and (w := variant_values(KNOBS, size).get("recipe_width")):
-        check(w % N_HEADS == 0, "recipe_width", w,
-              f"0 (each recipe's own width) or a multiple of n_heads={N_HEADS} in 4..4096")
-        width = w  # the recipe_width knob: the ladder's rung at that width
-    if size != "default":
+    if width is None:
+        width = plan(size).recipe_width or None
+    if size_name(size) != "default":
         return experiment(task_name, width or plan(size).widths[-1], run_mode, size, seed,
                           **train_overrides)
     r = recipe(task_name, mode)
