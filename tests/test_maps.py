@@ -160,7 +160,11 @@ def test_every_study_maps_at_smoke(tmp_path, grid, labels):
     assert len(table) == 2 and (table["status"] == "ok").all() and table["seed"].nunique() == 1
     knob = next(c for c in table.columns if c.startswith("knob."))
     assert table[knob].nunique() == 2
-    assert {str(label).split(";")[0] if label == label else "" for label in table["label"]} <= labels
+    # a label only on a run that learned; the others carry their state (untrained at smoke)
+    state = table["state"] if "state" in table else pd.Series("learned", index=table.index)
+    learned = table[state == "learned"]
+    assert {str(label).split(";")[0] for label in learned["label"]} <= labels
+    assert set(state) <= {"learned", "untrained", "still learning"}
     assert done.stdout.startswith("Label '")
     assert set(table["study"]) == {__import__("yaml").safe_load(path.read_text())["study"]}
 
@@ -179,7 +183,7 @@ def test_a_table_names_its_study_and_older_tables_are_still_read():
 
 def test_untrained_runs_map_to_no_mechanism():
     """The null: an untrained model of each study's map carries no mechanism label (study 1:
-    not content; Birth: no in-context head and no memory rose; study 3: untrained, no label)."""
+    not content; Birth: untrained, no label; study 3: untrained, no label)."""
     from toymech import experiments
     from toymech.models import build_model
     from toymech.studies import birth, induction, random_transformers as rt
@@ -189,7 +193,7 @@ def test_untrained_runs_map_to_no_mechanism():
                             "smoke", 3)
     assert one["label"] == "" and one["state"] == "untrained" and one["beyond_baseline"] < 0
     two = birth.map_row(build_model(birth.experiment("smoke", 3).model), "smoke", 3)
-    assert two["label"] == "no in-context head; no memory rose" != birth.MAP_LABEL
+    assert two["state"] == "untrained" and two["label"] == "" != birth.MAP_LABEL
     assert two["probe.W_O2.init"] == two["probe.W_O2.final"]
     exp = experiments.get("rt-modular_addition-random", size="smoke", seed=3)
     three = rt.map_row(ZooEntry(build_model(exp.model), exp.to_dict(), False, Path(".")),

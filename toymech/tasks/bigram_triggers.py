@@ -313,3 +313,54 @@ def bigram_predictor_metrics(task: BigramTriggers, batch: Batch) -> dict[str, fl
     the global statistics and nothing in context."""
     logits = torch.log(task.pi_b.to(batch.tokens.device)[batch.tokens].clamp(min=1e-12))
     return split_metrics(logits, batch)
+
+
+# The trigger-blind predictor's family: how much of the context's frequencies it mixes into the
+# bigram model (0: the bigram model itself, 1: the context's frequencies alone).
+BLIND_MIX = tuple(i / 10 for i in range(11))
+BLIND_CACHES = ("frequency", "excess")
+
+
+def context_caches(task: BigramTriggers, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    """[B, T, N] per cache, for ``tokens`` [B, T] of ``task``: at position t, a distribution over the next token from the tokens
+    z_0..z_t of the same sequence, in no order: ``frequency`` their counts over t + 1;
+    ``excess`` the counts beyond what the unigram law expects, (c_t(j) - (t + 1) pi_u(j))^+,
+    normalised (uniform where no token is in excess)."""
+    n = task.d_vocab
+    counts = torch.nn.functional.one_hot(tokens, n).double().cumsum(1)  # [B, T, N]
+    seen = torch.arange(1, tokens.shape[1] + 1, device=tokens.device, dtype=torch.double)
+    freq = counts / seen[None, :, None]
+    excess = (counts - seen[None, :, None] * task.pi_u.to(tokens.device).double()).clamp(min=0)
+    total = excess.sum(-1, keepdim=True)
+    excess = torch.where(total > 0, excess / total.clamp(min=1e-30), torch.full_like(excess, 1 / n))
+    return {"frequency": freq, "excess": excess}
+
+
+def trigger_blind_metrics(task: BigramTriggers, batch: Batch) -> dict[str, float]:
+    """The best trigger-blind predictor of ``task`` on ``batch`` (``split_metrics``' keys, plus
+    ``mix`` and ``cache``, the member chosen: ``BLIND_CACHES[int(cache)]``): the best a model
+    without the in-context mechanism does.
+
+    It knows the global statistics (pi_u, pi_b), the current token, and which tokens occurred
+    earlier in the sequence and how often, but not in what order: it cannot read which token
+    followed an earlier copy of the current trigger, the association the induction head reads.
+    The family (a cache language model, the bigram model interpolated with the context's
+    unigram frequencies) predicts ``p(j) = (1 - m) pi_b(j | z_t) + m q_t(j)`` with ``q_t`` a
+    cache of ``context_caches`` (the context's frequencies, or its excess over pi_u: a
+    trigger's output occurs as often as the trigger, more than its unigram share) and ``m`` in
+    ``BLIND_MIX`` (``m = 0`` is the exact bigram model, so it never scores below it). The
+    member with the highest in-context accuracy on ``batch`` itself is returned: the strongest
+    of the family on the very set a model is judged on, never a weak one."""
+    tokens = batch.tokens
+    bigram = task.pi_b.to(tokens.device).double()[tokens]  # [B, T, N]
+    best: dict[str, float] | None = None
+    for name, cache in context_caches(task, tokens).items():
+        for mix in BLIND_MIX:
+            logits = torch.log(((1 - mix) * bigram + mix * cache).clamp(min=1e-12)).float()
+            m = split_metrics(logits, batch)
+            key = m["icl_acc"] if m["icl_acc"] == m["icl_acc"] else m["acc"]
+            if best is None or key > best["_key"]:
+                best = {**m, "mix": mix, "cache": float(BLIND_CACHES.index(name)), "_key": key}
+    assert best is not None
+    best.pop("_key")
+    return best

@@ -1,41 +1,124 @@
-"""Birth's measurement for maps (``toymech.maps``): one run's row and its mechanism label."""
+"""Birth's measurement for maps (``toymech.maps``): one run's row, its state and its label.
+
+The baselines, predictors without the in-context mechanism scored exactly on the run's own test
+set (its training distribution, the 'eval' stream of its seed):
+
+* the exact bigram model (``tasks.bigram_triggers.bigram_predictor_metrics``: knows pi_b and the
+  current token, nothing in context; ``baseline.*`` columns, the claims' trivial predictor);
+* the trigger-blind predictor (``tasks.bigram_triggers.trigger_blind_metrics``, ``blind.*``): the
+  bigram model interpolated with the context's token frequencies, blind to the order of the
+  context, so it cannot read which token followed an earlier copy of the current trigger (the
+  association the induction head reads); the best member of its family on that very set. It is
+  far above the bigram model on in-context targets: a trigger's output occurs as often as its
+  trigger, so the tokens in excess of their unigram share are mostly outputs.
+
+``beyond_baseline`` is the run's in-context accuracy minus the better of the two (accuracy
+points; positive: better than every predictor without the mechanism).
+
+The rule (``judge``), written before the map it judges was run:
+
+* ``still learning``: the run's held-out loss (``eval_loss``, logged every ``eval_every`` steps on
+  a fixed batch) still falling when it stopped (``analysis.dynamics.history_still_learning``:
+  more than 0.02 nats over the last fifth of its steps). A log too short to tell (None: fewer
+  than three points in that fifth, never at ``default``, whose 400 steps log 80 points) does not
+  block a label: the row says ``still_learning`` ``unknown`` and is judged on its level alone. A
+  bare model (no log) is judged on its level alone;
+* ``untrained``: ``beyond_baseline`` below ``UNTRAINED_MARGIN`` = 0.05: the run did not beat the
+  best predictor without the mechanism on its own training distribution. 0.05 is five standard
+  errors of an accuracy on the ~3,000 in-context targets of a ``default`` test set (at most
+  sqrt(0.25 / 3,000) = 0.009 each), the claims' own ``MARGIN``;
+* ``learned`` otherwise, and only then a label (``mechanism_label``): "in-context head" when the
+  in-context accuracy passes the claim ``induction-forms``' own cut, >= ``FORMED`` (0.8) and
+  >= the best baseline + ``ABOVE_BASELINE`` (0.3) (the claim's baseline is the bigram model,
+  never above the trigger-blind predictor, whose family holds it: a map head implies the claim
+  holds on that seed), else "no in-context head"; then the memories whose recall probe rose.
+
+The probes and what they cover (columns, per row): the W_K² probe reads the triggers only when
+the triggers are fixed (``probe.W_K2.reads``: 3 tokens of 65 at K = 3, so one trigger is a third
+of its range) and every token otherwise; W_O² every token; W_K¹ every position. Each reads
+through matrices the run may have trained (``probes.through``): W_K² through W_E and OV¹
+(layer 0's W_V W_O), W_O² through W_E and W_U, W_K¹ through W_pos. ``probe.<m>.recalled`` is how
+many of the tokens (positions) it reads are recalled at the end.
+"""
 
 from __future__ import annotations
 
-from typing import Mapping
+import fnmatch
+import math
+from typing import Any, Mapping, Sequence
 
+import pandas as pd
 import torch
 from transformer_lens import HookedTransformer
 
+from ...analysis.dynamics import history_still_learning
+from ..states import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED
 from ...models import build_model
+from ...tasks.bigram_triggers import BLIND_CACHES, trigger_blind_metrics
 from ...training import Experiment
 from ...zoo import ZooEntry
 from ..protocol import size_of
-from .callbacks import birth_callback
-from .claims import HALF, MIN_RISE, numbers, span
+from .callbacks import birth_callback, trigger_sets
+from .claims import ABOVE_BASELINE, FORMED, HALF, MARGIN, MIN_RISE, numbers, span
 from .design import SIZES, experiment
-from .measure import bigram_baseline
+from .measure import bigram_baseline, eval_sets
 
 MEMORIES = ("W_O2", "W_K2", "W_K1")
+UNTRAINED_MARGIN = MARGIN  # accuracy points beyond the best baseline (module docstring)
+STILL_LEARNING_KEY = "eval_loss"  # the logged loss the still-learning rule reads
+# what each probe reads through: {memory: {matrix: parameter names}}
+THROUGH = {"W_K2": {"W_E": ("embed.W_E",), "OV¹": ("blocks.0.attn.W_V", "blocks.0.attn.W_O")},
+           "W_O2": {"W_E": ("embed.W_E",), "W_U": ("unembed.W_U",)},
+           "W_K1": {"W_pos": ("pos_embed.W_pos",)}}
+
+
+def head_formed(n: Mapping[str, float]) -> bool | None:
+    """Whether the in-context head formed, by the claim ``induction-forms``' cut over the best
+    baseline: ``icl_acc >= FORMED`` and ``>= best + ABOVE_BASELINE``, ``best`` the larger of
+    ``baseline.icl_acc`` (bigram model) and ``blind.icl_acc`` (trigger-blind, where measured).
+    None without those numbers."""
+    icl, best = n.get("icl_acc"), best_baseline(n)
+    if icl is None or best is None or icl != icl:
+        return None
+    return icl >= FORMED and icl >= best + ABOVE_BASELINE
+
+
+def best_baseline(n: Mapping[str, float]) -> float | None:
+    """The best in-context accuracy of a predictor without the mechanism in ``n`` (None: none)."""
+    vals = [n[k] for k in ("baseline.icl_acc", "blind.icl_acc") if k in n and n[k] == n[k]]
+    return max(vals) if vals else None
 
 
 def mechanism_label(n: Mapping[str, float]) -> str:
-    """The main run's label from its numbers: whether an in-context (induction) head formed, and
-    which associative memories rose.
-
-    * "in-context head" when the final in-context accuracy ``icl_acc`` is more than half way from
-      the exact bigram model's (``baseline.icl_acc``, the best a model without the in-context
-      mechanism does) to 1; else "no in-context head" ("not measured" without those numbers);
-    * the memories (W_O², W_K², W_K¹) whose recall probe rose at least ``MIN_RISE`` of its range
-      over training (``rise.<m>``, the order claim's own rule), or "no memory rose".
-    """
-    icl, base = n.get("icl_acc"), n.get("baseline.icl_acc")
-    if icl is None or base is None or icl != icl or base != base:
+    """The label of a learned run from its numbers ``n``: "in-context head" or "no in-context
+    head" (``head_formed``; "not measured" without the numbers), then the memories (W_O², W_K²,
+    W_K¹) whose recall probe rose at least ``MIN_RISE`` of its range over training
+    (``rise.<m>``, the order claim's own rule), or "no memory rose"."""
+    formed = head_formed(n)
+    if formed is None:
         return "not measured"
-    head = "in-context head" if icl > base + (1.0 - base) / 2 else "no in-context head"
-    rose = [HALF[m][0].split()[0] for m in MEMORIES
-            if n.get(f"rise.{m}", 0.0) >= MIN_RISE * span(n, m)]
+    head = "in-context head" if formed else "no in-context head"
+    rose = [HALF[m][0].split()[0] for m in MEMORIES if _rose(n, m)]
     return f"{head}; " + (f"memories {', '.join(rose)}" if rose else "no memory rose")
+
+
+def _rose(n: Mapping[str, float], m: str) -> bool:
+    return n.get(f"rise.{m}", 0.0) >= MIN_RISE * span(n, m)
+
+
+def judge(n: Mapping[str, float], still: bool | None) -> tuple[str, str]:
+    """(state, label) of a run (the module's rule): ``n`` its numbers (``icl_acc`` and the
+    baselines' ``baseline.icl_acc`` / ``blind.icl_acc``, the rises), ``still`` whether its
+    logged loss was still falling (None: cannot tell, or no log). The label is empty unless the
+    state is ``LEARNED``."""
+    if still is True:
+        return STILL_LEARNING, ""
+    best, icl = best_baseline(n), n.get("icl_acc")
+    if best is None or icl is None or icl != icl:
+        return LEARNED, "not measured"
+    if icl - best < UNTRAINED_MARGIN:
+        return UNTRAINED, ""
+    return LEARNED, mechanism_label(n)
 
 
 # The label of a map row that says the paper's mechanism holds: the in-context head formed and
@@ -48,37 +131,120 @@ def _experiment_of(entry: ZooEntry) -> Experiment:
                                  if k in entry.meta})
 
 
+def through(freeze: Sequence[str]) -> str:
+    """The matrices the probes read through, trained or frozen under the freeze patterns
+    ``freeze``: ``trained W_E, W_U; frozen W_pos, OV¹`` (``THROUGH``)."""
+    names = {m: ps for per in THROUGH.values() for m, ps in per.items()}
+    frozen = [m for m, ps in names.items()
+              if all(any(fnmatch.fnmatchcase(p, f) for f in freeze) for p in ps)]
+    trained = [m for m in names if m not in frozen]
+    parts = ([f"trained {', '.join(trained)}"] if trained else []) + (
+        [f"frozen {', '.join(frozen)}"] if frozen else [])
+    return "; ".join(parts)
+
+
+def coverage(task, final: Mapping[str, float]) -> dict[str, Any]:
+    """Per probe, how many tokens (positions, for W_K¹) it reads on ``task`` and how many of
+    them are recalled at the end (``final``: the probes' values, shares in [0, 1])."""
+    triggers, _ = trigger_sets(task)
+    reads = {"W_K2": task.d_vocab if triggers is None else len(triggers), "W_O2": task.d_vocab,
+             "W_K1": task.seq_len - 1}
+    out: dict[str, Any] = {}
+    for m, count in reads.items():
+        out[f"probe.{m}.reads"] = int(count)
+        v = final.get(m)
+        if v is not None and v == v:
+            out[f"probe.{m}.recalled"] = int(round(v * count))
+    return out
+
+
+def _still(history: Sequence[Mapping[str, float]] | None) -> bool | None:
+    if not history:
+        return None
+    try:
+        return history_still_learning(history, STILL_LEARNING_KEY)
+    except ValueError:  # a non-finite loss: a diverged run, which the sweep calls so
+        return None
+
+
+def calibrated_lr(table: pd.DataFrame, knob: str = "lr") -> dict[tuple, float]:
+    """Each arm's learning rate from a calibration map's ``table`` (one row per run, on
+    calibration seeds only): an arm is a value of every knob but ``knob``; its learning rate is
+    the one whose runs (those that did not diverge or fail) reach the highest median final
+    in-context accuracy on their own test sets, the smaller learning rate where two are within
+    ``UNTRAINED_MARGIN`` of each other (further from divergence). Where the table has a
+    ``state`` column, only learning rates whose runs all learned and stopped learning
+    (``LEARNED``) are candidates, if any are (the budget must train the arm to the end, or the
+    judged runs read "still learning"). Returns {arm: lr}, the arm as the tuple of its knob
+    columns' values in the table's order (``lr`` excluded); an arm every run of which diverged
+    is left out."""
+    column = f"knob.{knob}"
+    arms = [c for c in table.columns if c.startswith("knob.") and c != column]
+    ok = table[(table["status"] == "ok") & table["icl_acc"].notna()] if "status" in table \
+        else table[table["icl_acc"].notna()]
+    out: dict[tuple, float] = {}
+    for arm, runs in ok.groupby(arms, sort=False):
+        arm = arm if isinstance(arm, tuple) else (arm,)
+        if "state" in runs:
+            done = runs.groupby(column)["state"].agg(lambda v: bool((v == LEARNED).all()))
+            if done.any():
+                runs = runs[runs[column].map(done)]
+        acc = runs.groupby(column)["icl_acc"].median()
+        lrs = sorted(((float(lr), float(a)) for lr, a in acc.items()), key=lambda p: p[0])
+        top = max(a for _, a in lrs)
+        out[tuple(str(v) for v in arm)] = next(lr for lr, a in lrs
+                                              if a >= top - UNTRAINED_MARGIN and math.isfinite(a))
+    return out
+
+
 @torch.no_grad()
 def map_row(run, size: str, seed: int) -> dict[str, object]:
-    """One map run's row (``toymech.maps``): the final in-context and bigram accuracy beside the
-    exact bigram model's on the run's test set, each memory's recall probe at initialisation and
-    at the end (``probe.<m>.init`` / ``.final``, on the seed's probe batch: ``birth_callback``),
-    whether the in-context head formed and each memory rose (yes / no, ``mechanism_label``'s
-    rules) and the run's ``mechanism_label``. ``run``: a zoo entry (its own task; its initial
-    weights rebuilt from its config) or a bare model (measured as a run that never trained, on
-    the main experiment's task at ``size``)."""
+    """One map run's row (``toymech.maps``), see the module docstring: the final in-context and
+    bigram accuracy beside both baselines' on the run's test set, ``beyond_baseline``, the
+    learning rate, each memory's recall probe at initialisation and at the end (``probe.<m>.init``
+    / ``.final``, on the seed's probe batch: ``birth_callback``) with its coverage and what it
+    reads through, whether the in-context head formed and each memory rose, ``still_learning``
+    (yes / no / unknown), the run's ``state`` and its ``label`` (``judge``). ``run``: a zoo entry
+    (its own task; its initial weights rebuilt from its config) or a bare model (a run that never
+    trained, on the main experiment's task at ``size``); ``size``: the run's size (a variant
+    too); ``seed``: its seed (the streams of its test set and probe batch)."""
     if isinstance(run, HookedTransformer):
-        task, final, initial = experiment(size, seed).task, run, run
+        exp, final, initial, log = experiment(size, seed), run, run, None
     else:
         exp = _experiment_of(run)
-        task, final = exp.task, run.model
+        final, log = run.model, run.meta.get("history")
         initial = (run.model_at(0) if 0 in run.snapshot_steps
                    else build_model(exp.model, final.cfg.device))
+    task = exp.task
     cb = birth_callback(task, seed=seed, linear_probes=False)
     steps = float(size_of(SIZES, size).steps)
     history = [{"step": 0.0, **cb(0, initial.eval())}, {"step": steps, **cb(int(steps), final.eval())}]
+    blind = trigger_blind_metrics(task, eval_sets(task, size, seed, final.cfg.device)["test"])
     n = numbers({"history": history, "d_vocab": task.d_vocab,
                  "baseline": bigram_baseline(task, size, seed, final.cfg.device)})
+    if blind["icl_acc"] == blind["icl_acc"]:
+        n["blind.icl_acc"] = blind["icl_acc"]
     row: dict[str, object] = {k: round(n[k], 4) for k in ("icl_acc", "bigram_acc",
                                                             "baseline.icl_acc",
-                                                            "baseline.bigram_acc") if k in n}
+                                                            "baseline.bigram_acc",
+                                                            "blind.icl_acc") if k in n}
+    row["blind.mix"] = blind["mix"]
+    row["blind.cache"] = BLIND_CACHES[int(blind["cache"])]
+    best = best_baseline(n)
+    row[BEYOND] = round(n["icl_acc"] - best, 4) if best is not None and "icl_acc" in n else float("nan")
+    row["lr"] = float(exp.train.lr)
+    finals = {}
     for m in MEMORIES:
         key = HALF[m][1]
         row[f"probe.{m}.init"] = round(float(history[0].get(key, float("nan"))), 4)
-        row[f"probe.{m}.final"] = round(float(history[-1].get(key, float("nan"))), 4)
-    label = mechanism_label(n)
-    row["in_context_head"] = "yes" if label.startswith("in-context head") else "no"
-    row.update({f"rose.{m}": "yes" if n.get(f"rise.{m}", 0.0) >= MIN_RISE * span(n, m) else "no"
-                for m in MEMORIES})
+        row[f"probe.{m}.final"] = finals[m] = round(float(history[-1].get(key, float("nan"))), 4)
+    row.update(coverage(task, finals))
+    row["probes.through"] = through(exp.train.freeze)
+    still = _still(log)
+    state, label = judge(n, still)
+    row["in_context_head"] = "yes" if head_formed(n) else "no"
+    row.update({f"rose.{m}": "yes" if _rose(n, m) else "no" for m in MEMORIES})
+    row["still_learning"] = {True: "yes", False: "no", None: "unknown"}[still]
+    row["state"] = state
     row["label"] = label
     return row
