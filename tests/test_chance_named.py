@@ -38,8 +38,10 @@ def uniform_guesses(name: str, size: str) -> set[float]:
     here from the tasks themselves (not from the study's numbers)."""
     st = protocol.study(name)
     out: set[float] = set()
-    for named in st.EXPERIMENTS.values():
-        task = named.make(size, 0).task
+    made = [named.make(size, 0).task for named in st.EXPERIMENTS.values()]
+    spec = st.SIZES[size]  # tasks a size names beside its experiments (study 3's side tasks)
+    made += [tasks.get(t, **params) for t, params in (getattr(spec, "tasks", None) or {}).items()]
+    for task in made:
         out |= _guesses(task.d_vocab, getattr(task, "n_letters", None))
     return out
 
