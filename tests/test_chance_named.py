@@ -1,9 +1,9 @@
 """Only a uniform guess is called chance: in every study's scorecard (built from its untrained
-numbers at ``smoke``), in the claims' own references, and in README.md and docs/*.md, a number
-named "chance" must be the loss or accuracy of a uniform guess over one of the study's tasks
-(ln V, 1 / V or 100 / V for its vocabulary V; study 1: ln 26 over its letters). A line derived
-from it (half of it, a midpoint) is a "threshold"; the best constant answer is a "trivial
-predictor". The recorded scorecards' cells are the ones the current claims write
+numbers at ``smoke``), in the claims' own references, and in README.md and every Markdown file
+under docs/, a number named "chance" must be the loss or accuracy of a uniform guess over one of
+the study's tasks (ln V, 1 / V or 100 / V for its vocabulary V; study 1: ln 26 over its letters).
+A line derived from it (half of it, a midpoint) is a "threshold"; the best constant answer is a
+"trivial predictor". The recorded scorecards' cells are the ones the current claims write
 (``report.record_cells``)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from toymech.studies import protocol
 from toymech.studies.claims import _call
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 # "3.26 (chance", "1.63 nats (chance: ...)", "chance's 3.26", "chance (4.6", "chance = 1.63"
 _NUMBER = r"(?P<num>\d+(?:\.\d+)?)(?![\d/])"
 CALLED_CHANCE = (re.compile(_NUMBER + r"\s*(?:nats|%)?\s*\((?:the )?chance\b"),
