@@ -1,7 +1,7 @@
 """A map's runs on one device: stacked by model shape (``Zoo.get_or_train_many``, the GPU path of
 ``toymech map``) against the same runs trained one after another, each side into a fresh zoo.
 
-    python benchmarks/bench_gpu_map.py [--map grids/maps/s1-content.yaml] [--size default]
+    python benchmarks/bench_gpu_map.py [--map specs/maps/s1-content.yaml] [--size default]
                                        [--seeds 3] [--steps 300] [--alone 4] [--device cuda]
 
 The map's runs are cut to ``--steps`` (the size's evaluation schedule kept). One after another
@@ -61,7 +61,7 @@ def _timed(fn, dev):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--map", default="grids/maps/s1-content.yaml")
+    ap.add_argument("--map", default="specs/maps/s1-content.yaml")
     ap.add_argument("--size", default=None)
     ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--steps", type=int, default=300)

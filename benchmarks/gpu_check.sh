@@ -5,7 +5,7 @@
 #    on CUDA too (its CUDA test is skipped where there is none); the device tests, and
 #    tests/test_fast.py's CUDA test (the fast forward on CUDA against the hooked one) and fused
 #    optimizer test;
-# 2. study 1's question map (grids/maps/s1-content.yaml) at `default`, 3 seeds: `toymech map` on
+# 2. study 1's question map (specs/maps/s1-content.yaml) at `default`, 3 seeds: `toymech map` on
 #    the GPU (the runs of one model shape stacked), its table;
 # 3. benchmarks/bench_gpu_map.py: that map's runs (cut to 500 steps) stacked vs one at a time;
 # 4. benchmarks/bench_multiseed.py on the device: 1, 8 and 32 seeds of each family;
@@ -37,7 +37,7 @@ left() { echo $(( BUDGET_S - ($(date +%s) - start) )); }
   timeout 150 $PY -m pytest -q -p no:cacheprovider tests/test_stacking.py tests/test_devices.py \
     tests/test_fast.py -k "stack or cuda or device or fused or embedding"
   echo "== 2. map s1-content at $SIZE on $DEVICE ($(( $(date +%s) - start )) s)"
-  /usr/bin/time -v timeout 240 $PY -m toymech map grids/maps/s1-content.yaml --size "$SIZE" \
+  /usr/bin/time -v timeout 240 $PY -m toymech map specs/maps/s1-content.yaml --size "$SIZE" \
     --device "$DEVICE" --backend local --out "$OUT" --no-progress 2>&1 \
     | grep -v "^\s*\(Average\|Exit\|File\|Major\|Minor\|Page\|Signals\|Socket\|Swaps\|Voluntary\|Involuntary\)"
   echo "== 3. bench_gpu_map ($(( $(date +%s) - start )) s)"
@@ -50,7 +50,7 @@ left() { echo $(( BUDGET_S - ($(date +%s) - start) )); }
   echo "== 5. map s1-content at paper: $t s left"
   if [ "$t" -gt 150 ]; then
     mkdir -p "$OUT/paper"
-    /usr/bin/time -v timeout "$t" $PY -m toymech map grids/maps/s1-content.yaml --size paper \
+    /usr/bin/time -v timeout "$t" $PY -m toymech map specs/maps/s1-content.yaml --size paper \
       --device "$DEVICE" --backend local --out "$OUT/paper" --no-progress 2>&1 \
       | grep -v "^\s*\(Average\|Exit\|File\|Major\|Minor\|Page\|Signals\|Socket\|Swaps\|Voluntary\|Involuntary\)"
   fi

@@ -1,4 +1,4 @@
-"""Open a rendered page in headless Chromium and read it with ``toymech.report.reading``.
+"""Open a rendered page in headless Chromium and read it with ``toymech.report.page_rules``.
 
 Used by tests/test_browser_reading.py and, to count what each report breaks, from the shell:
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))  # waiting.py, when run as a script
 
-from toymech.report import reading  # noqa: E402
+from toymech.report import page_rules  # noqa: E402
 from waiting import wait_for  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -34,13 +34,13 @@ def chromium_options(home: Path, window=(1280, 900)):
 
 
 def page_state(driver, page: Path) -> dict:
-    """``reading.DOM_SCRIPT``'s result on ``page`` in a 1,280 x 1,600 window, once its figures drew."""
-    driver.set_window_size(*reading.WINDOW)
+    """``page_rules.DOM_SCRIPT``'s result on ``page`` in a 1,280 x 1,600 window, once its figures drew."""
+    driver.set_window_size(*page_rules.WINDOW)
     driver.get("about:blank")
     driver.get(page.resolve().as_uri())
 
     def drawn():  # plotly still loading or drawing: None, polled again
-        state = driver.execute_script(reading.DOM_SCRIPT)
+        state = driver.execute_script(page_rules.DOM_SCRIPT)
         done = not state["pending"] and all(f["svg"] is not None for f in state["figures"])
         return state if done else None
 
@@ -48,8 +48,8 @@ def page_state(driver, page: Path) -> dict:
     return wait_for(drawn, 30, f"{page.name}: every figure drawn")
 
 
-def page_violations(driver, page: Path) -> list[reading.Violation]:
-    return reading.violations(page_state(driver, page))
+def page_violations(driver, page: Path) -> list[page_rules.Violation]:
+    return page_rules.violations(page_state(driver, page))
 
 
 def main(pages: list[str]) -> None:
@@ -57,11 +57,11 @@ def main(pages: list[str]) -> None:
     from selenium.webdriver.chrome.service import Service
 
     with tempfile.TemporaryDirectory() as home:
-        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=chromium_options(Path(home), reading.WINDOW))
+        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=chromium_options(Path(home), page_rules.WINDOW))
         try:
             for page in pages:
                 found = page_violations(driver, Path(page))
-                per_rule = ", ".join(f"{k} {v}" for k, v in reading.counts(found).items())
+                per_rule = ", ".join(f"{k} {v}" for k, v in page_rules.counts(found).items())
                 print(f"{Path(page).name}: {len(found)} ({per_rule})")
                 for v in found:
                     print(f"    {v}")

@@ -6,8 +6,7 @@ and what is allowed, no traceback, nothing trained and the zoo folder not create
 ``catalogue``). Each table case: a sensible cell (or one refusal line), never a crash.
 
 Which failed before (toymech at d832c33): ``ladder`` read ``--seeds 1_0`` as 10 and
-Arabic-Indic digits as numbers and kept only the last of repeated ``--tasks``; a duplicate
-``--widths`` was refused naming a zoo hash; a repeated ``--param`` kept its last value; a
+Arabic-Indic digits as numbers and kept only the last of repeated ``--tasks``; a repeated ``--param`` kept its last value; a
 20,000-deep ``--param`` raised RecursionError; an empty ``TOYMECH_CACHE`` trained into
 ``~/.cache/toymech``; ``reader_table`` printed 1e300 as a 301-digit integer, NaN labels as
 "nan", an empty frame as an empty table with no note, and crashed on inf and complex values.
@@ -34,15 +33,16 @@ CASES = {
     "ladder --seeds 1_0 (read as 10)": ([*LADDER, "--seeds", "1_0"], ["--seeds", "'1_0'", "0-9"]),
     "ladder --seeds Arabic-Indic digit (read as 3)": ([*LADDER, "--seeds", "\u0663"], ["--seeds", "'\u0663'"]),
     "ladder --seeds +3": ([*LADDER, "--seeds", "+3"], ["--seeds", "'+3'"]),
-    "ladder --widths 1_6": ([*LADDER, "--widths", "1_6"], ["--widths", "'1_6'"]),
-    "ladder --widths fullwidth digits": ([*LADDER, "--widths", "\uff11\uff16"], ["--widths"]),
-    "ladder --widths 99999": ([*LADDER, "--widths", "99999"], ["--widths", "8..4,096"]),
-    "ladder --widths 16 16 (named a zoo hash)": ([*LADDER, "--widths", "16", "16"], ["widths=[16, 16]", "distinct"]),
-    "ladder --seeds 3 3": ([*LADDER, "--seeds", "3", "3"], ["seeds=[3, 3]", "distinct"]),
+    "ladder --seeds fullwidth digits": ([*LADDER, "--seeds", "\uff13"], ["--seeds"]),
+    "ladder --seeds 0": ([*LADDER, "--seeds", "0"], ["--seeds", "1..100"]),
+    "ladder --seeds 101": ([*LADDER, "--seeds", "101"], ["--seeds", "1..100"]),
+    "ladder --size huge": ([*LADDER, "--size", "huge"], ["--size", "'huge'"]),
+    "ladder --tasks sorting (no width map)": (
+        ["ladder", "--tasks", "sorting", "--backend", "local"], ["--tasks 'sorting'", "s3-width-<task>.yaml"]),
     "ladder --tasks twice (kept the last)": (
         ["ladder", "--tasks", "parentheses", "--tasks", "modular_addition", "--backend", "local"],
         ["--tasks given twice"]),
-    "ladder --widths twice": ([*LADDER, "--widths", "16", "--widths", "32"], ["--widths given twice"]),
+    "ladder --modes twice": ([*LADDER, "--modes", "random"], ["--modes given twice"]),
     "ladder --tasks parentheses parentheses": (
         ["ladder", "--tasks", "parentheses", "parentheses", "--backend", "local"], ["tasks=", "distinct"]),
     "ladder --modes normal normal": (

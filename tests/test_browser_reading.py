@@ -1,4 +1,4 @@
-"""Every report and the index at size smoke, read by the rules of toymech.report.reading in a
+"""Every report and the index at size smoke, read by the rules of toymech.report.page_rules in a
 1,280 x 1,600 Chromium window: no NaN cell, no Python repr, no internal key, no table wider than
 its room, no empty column, no tick label under 10 px, no cut axis title, no instruction to edit
 a parameter. Each rule is first shown to fail on a hand-made page that breaks it. Uses
@@ -11,7 +11,7 @@ import pytest
 
 from reading_pages import page_violations
 from test_browser import PROJECT_NOTEBOOKS, browser, monkeypatch_module  # noqa: F401
-from toymech.report import reading
+from toymech.report import page_rules
 
 pytestmark = pytest.mark.browser
 
@@ -40,7 +40,7 @@ _BAD = {
 }
 
 
-@pytest.mark.parametrize("rule", reading.RULES)
+@pytest.mark.parametrize("rule", page_rules.RULES)
 def test_each_rule_fails_on_a_page_made_to_break_it(browser, tmp_path, rule):
     page = tmp_path / f"{rule}.html"
     page.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{_BAD[rule]()}</body></html>")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toymech.report import reading
+from toymech.report import page_rules
 from toymech.report.glossary import glossary
 
 
@@ -15,7 +15,7 @@ def test_glossary_names_this_runs_size_seeds_and_options():
     assert rows["seeds"].endswith("Measured here: 3 (0, 1, 2).") and "first seed: 0" in rows["seed"]
     assert "“twins”, “llc”" in rows["also"] and rows["also"].endswith("In this run: none.")
     text = " ".join(rows.values())
-    assert reading.violations({"text": text, "tables": [], "figures": []}) == []
+    assert page_rules.violations({"text": text, "tables": [], "figures": []}) == []
 
 
 def test_glossary_without_options_has_no_also_row_and_refuses_a_bad_size():

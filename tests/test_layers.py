@@ -196,3 +196,48 @@ def test_no_import_circle():
     """No toymech modules import each other, directly or round a circle (deferred imports too)."""
     cycles = import_cycles(_import_graph())
     assert not cycles, f"{len(cycles)} import circle(s): {cycles}"
+
+
+# The generic layers ask the study registry (``studies.protocol``) and never name a study: a
+# study's package imported by name from maps, report, cli, sweep, grid or listing would make a
+# study-specific block of generic code (study 3's width ladder was one in report/results.py).
+GENERIC = ("maps", "report", "cli", "sweep", "grid", "listing", "explore")
+
+
+def test_generic_code_imports_no_study_by_name():
+    studies = {p.name for p in (ROOT / "studies").iterdir() if (p / "__init__.py").is_file()}
+    assert {"induction", "birth", "random_transformers"} <= studies  # the rule has studies to see
+    wrong = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(".__init__")
+        if rel == "toymech" or rel.split(".")[1] not in GENERIC:
+            continue
+        for target, line in _imported_names(path):
+            parts = target.split(".")
+            if parts[:2] == ["toymech", "studies"] and len(parts) > 2 and parts[2] in studies:
+                wrong.append(f"{path.relative_to(ROOT.parent)}:{line} imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def _imported_names(path: Path) -> list[tuple[str, int]]:
+    """``_imports`` and, for ``from X import a, b``, ``X.a`` and ``X.b`` too (a study imported
+    as a name of ``toymech.studies``)."""
+    out = list(_imports(path))
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    package = parts[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            base = (".".join(package[:len(package) - node.level + 1] + [node.module])
+                    if node.level else node.module)
+            out += [(f"{base}.{a.name}", node.lineno) for a in node.names]
+    return out
+
+
+def test_the_generic_rule_sees_a_study_imported_as_a_name(tmp_path, monkeypatch):
+    """The rule above on a module made to break it: ``from ..studies import random_transformers``."""
+    fake = ROOT / "report" / "results.py"
+    text = fake.read_text() + "\nfrom ..studies import random_transformers  # noqa\n"
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: text if self == fake
+                        else Path.read_bytes(self).decode())
+    with pytest.raises(AssertionError, match="report/results.py.*toymech.studies.random_transformers"):
+        test_generic_code_imports_no_study_by_name()

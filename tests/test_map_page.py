@@ -146,7 +146,8 @@ def test_results_record_lists_each_maps_finding_and_cells(tmp_path, capsys):
     assert "A person's prose." in text and text.count("<!-- toymech-results map ") == 1
     assert "<!-- toymech-results map s1-demo -->" in text
     assert maps.finding(_table(), "content") in text
-    assert "| 4-8 | 0 | 2 of 3 | 0.7 | no |" in text and "| 6 | 0-3 | 0 of 3 | 3.1 | no |" in text
+    assert "| 4-8 | 0 | 2 of 3 | 2 content, 1 position | 0.7 | no |" in text
+    assert "| 6 | 0-3 | 0 of 3 | 3 neither | 3.1 | no |" in text
     assert main(["results", "--maps", str(tmp_path / "nothing.csv"), "--into", str(record)]) != 0
     assert "is not allowed: a map table" in capsys.readouterr().err  # the path may be shortened
 
@@ -197,10 +198,35 @@ def test_kawata_prediction_holds_where_varied_is_content_and_fixed_position():
     assert verdict == FAILS
 
 
-def test_kawata_prediction_does_not_hold_on_a_null_map():
-    for null in ("neither", "untrained"):
-        verdict, counts = _judged(_table({cell: [null] * 3 for cell in CELLS}))
-        assert verdict == FAILS and "0 of 3 vs" in counts
+def test_kawata_prediction_does_not_hold_on_a_map_of_learned_runs_without_the_mechanism():
+    verdict, counts = _judged(_table({cell: ["partial"] * 3 for cell in CELLS}))
+    assert verdict == FAILS and "0 of 3 vs" in counts
+
+
+@pytest.mark.parametrize("state", ["untrained", "still learning"])
+def test_the_null_world_gives_no_label_and_no_judged_prediction(state):
+    """A map whose runs are all untrained (or all still learning): no cell holds a label, the
+    finding says so by state, and the prediction is not judged (it names the states)."""
+    table = _table().assign(state=state, label=None)
+    verdict, counts = _judged(table)
+    assert verdict == UNJUDGED and counts.startswith("not judged: most runs without a label in")
+    assert f"3 of 3 (3 {state})" in counts
+    cells = maps.summary.cell_groups(table)
+    assert all(c.held(lab) == 0 for c in cells for lab in ("content", "position", "partial"))
+    assert f"3 {state} in block_len 6, offset 0" in maps.finding(table, "content")
+
+
+def test_a_prediction_is_judged_only_on_cells_whose_runs_mostly_learned():
+    """Varied cells content and fixed cells position, but one fixed cell mostly still learning:
+    that pair is left out and named, the rest judged."""
+    labels = {("6", "0"): ["position"] * 3, ("6", "0-3"): ["position"] * 3,
+              ("4-8", "0"): ["content"] * 3, ("4-8", "0-3"): ["content"] * 3}
+    table = _table(labels)
+    late = (table["knob.block_len"] == "6") & (table["knob.offset"] == "0-3") & (table["seed"] != 3)
+    table.loc[late, "state"] = "still learning"
+    verdict, counts = _judged(table)
+    assert verdict == HOLDS
+    assert "Not judged (most runs without a label): (block_len 6, offset 0-3) 2 of 3 (2 still learning)" in counts
 
 
 def test_kawata_prediction_is_not_judged_without_its_cells():
@@ -222,9 +248,11 @@ def test_the_prediction_is_written_in_the_page_and_the_results_block(tmp_path):
 
 def test_a_prediction_needs_its_statement_source_and_rule():
     with pytest.raises(ValueError, match=r"^source='' is not allowed: a non-empty string"):
-        MapPrediction("x", "a statement", "", KAWATA.rule)
+        MapPrediction("x", "a statement", "", KAWATA.rule, "its threshold")
     with pytest.raises(ValueError, match=r"^rule=.* is not allowed"):
-        MapPrediction("x", "a statement", "a source", None)
+        MapPrediction("x", "a statement", "a source", None, "its threshold")
+    with pytest.raises(ValueError, match=r"^not_computed='' is not allowed"):
+        MapPrediction("x", "a statement", "a source", KAWATA.rule)
 
 
 def test_a_cell_whose_runs_diverged_says_so_not_only_zero_of_n():
@@ -269,9 +297,9 @@ def test_page_finding_predictions_and_results_read_cells_by_one_rule(tmp_path):
     assert "on some seeds in 1 (block_len 4-8, offset 0), on none in 1" in page.finding
     assert f"runs without a label: {without} in block_len 6, offset 0" in page.finding
     ((verdict, counts),) = page.predictions[["on our map", "counts"]].itertuples(index=False)
-    assert verdict == FAILS  # the fixed cell: position on 1 of its 4 seeds, not most
-    assert "(block_len 4-8, offset 0) 3 of 4 vs (block_len 6, offset 0) 0 of 4" in counts
-    assert "Seeds labelled position in fixed cells: (block_len 6, offset 0) 1 of 4." in counts
+    assert verdict == UNJUDGED  # the fixed cell: 1 of its 4 runs carries a label, not most
+    assert counts == ("not judged: most runs without a label in (block_len 6, offset 0) 3 of 4 "
+                      f"({without}).")
     path = tmp_path / "s1-states.csv"
     table.to_csv(path, index=False)
     _, block = map_block(path)
@@ -279,6 +307,82 @@ def test_page_finding_predictions_and_results_read_cells_by_one_rule(tmp_path):
     assert counts in block
 
 
+def test_the_phase_diagram_colours_each_cell_by_its_outcome_and_shows_the_gap():
+    """Each cell coloured by its commonest outcome (a learned run's label, else its state), the
+    colour bar naming them, and the number shown is how far beyond the baseline the runs got."""
+    table = _table().assign(beyond_baseline=0.25, state="learned")
+    late = table["knob.block_len"] == "6"
+    table.loc[late & (table["knob.offset"] == "0"), "state"] = "untrained"
+    table.loc[late & (table["knob.offset"] == "0-3"), "state"] = "still learning"
+    page = MapPage.of(table)
+    assert page.number == "beyond_baseline"
+    phases = page.cells.set_index(["block_len", "offset"])["phase"]
+    assert phases[("6", "0")] == "untrained" and phases[("6", "0-3")] == "still learning"
+    assert phases[("4-8", "0")] == "content" and phases[("4-8", "0-3")] == "content"
+    heat = page.figure().data[0]
+    assert list(heat.colorbar.ticktext) == ["content", "untrained", "still learning"]
+    assert heat.z[list(heat.y).index("0")][list(heat.x).index("6")] == 1.0  # untrained's band
+    assert page.cells.set_index(["block_len", "offset"]).loc[("6", "0"), "median"] != \
+        page.cells.set_index(["block_len", "offset"]).loc[("6", "0"), "median"]  # no learned run
+
+
+def test_every_view_counts_each_state_of_run_alike(tmp_path):
+    """One table whose runs are in every state (measured; failed and diverged by the sweep; not
+    measured; untrained and still learning by the study's ``state``, each with a label it does
+    not hold): the page, the per-cell frame, the finding, the prediction and the block that
+    ``toymech results --maps`` writes all count every run in the denominator, hold a label only
+    on measured runs, and name the same runs without one."""
+    from toymech.cli import main
+    from toymech.maps.summary import cell_groups
+
+    # (status, label, the study's state)
+    fixed = [("ok", "position", "learned"), ("failed", "not measured", None),
+             ("diverged", "not measured", None), ("ok", "not measured", None),
+             ("ok", "position", "untrained"), ("ok", "position", "still learning")]
+    varied = [("ok", "content", "learned")] * 3 + [("ok", "position", "learned"),
+                                                   ("ok", "content", "untrained")]
+    rows = [{"study": "induction", "experiment": "induction-2l", "knob.block_len": b,
+             "knob.offset": "0", "seed": s, "size": "smoke", "zoo_key": _key(b, "0", s),
+             "commit": "abc", "status": status,
+             "loss.test": 1.0 if status == "ok" else float("nan"), "label": label, "state": state}
+            for b, runs in (("6", fixed), ("4-8", varied))
+            for s, (status, label, state) in zip(range(3, 9), runs)]
+    table = pd.DataFrame(rows)
+    without = "1 failed, 1 diverged, 1 not measured, 1 untrained, 1 still learning"
+    groups = {c.knobs["block_len"]: c for c in cell_groups(table)}
+    assert (groups["6"].n, groups["6"].held("position")) == (6, 1)
+    assert (groups["4-8"].n, groups["4-8"].held("content")) == (5, 3)
+    assert groups["6"].states_text() == without and groups["4-8"].states_text() == "1 untrained"
+    # the page and its per-cell frame
+    page = MapPage.of(table, label="content")
+    frame = page.cells.set_index("block_len")
+    assert frame.loc["6", "seeds"] == f"0 of 6 ({without})"
+    assert frame.loc["4-8", "seeds"] == "3 of 5 (1 untrained)" and frame.loc["4-8", "share"] == 0.6
+    # the summary per cell: a state is never a label
+    per_cell = maps.cells(table, ("loss.test",)).set_index("knob.block_len")
+    assert per_cell.loc["6", "share position"] == pytest.approx(1 / 6)
+    assert per_cell.loc["4-8", "share content"] == pytest.approx(3 / 5)
+    assert [per_cell.loc["6", f"runs {s}"] for s in
+            ("failed", "diverged", "not measured", "untrained", "still learning")] == [1] * 5
+    # the finding
+    assert page.finding == maps.finding(table, "content")
+    assert "on some seeds in 1 (block_len 4-8, offset 0), on none in 1" in page.finding
+    assert (f"runs without a label: {without} in block_len 6, offset 0; 1 untrained in "
+            "block_len 4-8, offset 0") in page.finding
+    # the prediction: counted on the same cells
+    ((verdict, counts),) = page.predictions[["on our map", "counts"]].itertuples(index=False)
+    assert verdict == UNJUDGED  # the fixed cell: 1 of its 6 runs learned, not most
+    assert counts == f"not judged: most runs without a label in (block_len 6, offset 0) 5 of 6 ({without})."
+    # toymech results --maps: the same finding, cells and counts
+    folder = tmp_path / "maps"
+    folder.mkdir()
+    table.to_csv(folder / "s1-states.csv", index=False)
+    record = tmp_path / "results.md"
+    assert main(["results", "--maps", str(folder), "--into", str(record)]) == 0
+    text = record.read_text()
+    assert MapPage.of(table).finding in text  # the study's own label, content
+    assert f"| 6 | 0 | 0 of 6 ({without}) |" in text and "| 4-8 | 0 | 3 of 5 (1 untrained) |" in text
+    assert counts in text
 def test_a_table_from_a_tree_with_local_changes_says_it_is_not_rebuildable(tmp_path):
     """A run's ``commit`` ends with " + local changes" (``core.source_commit``) when the tree it
     ran from differed from its commit: the page and the results block say the table cannot be

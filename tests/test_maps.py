@@ -114,7 +114,7 @@ def test_bad_maps_refused_before_any_work(tmp_path, change, fragment):
     assert not (tmp_path / "zoo").exists()
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "grids" / "maps")
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "specs" / "maps")
                                         .glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_maps_are_valid(path):
     spec = maps.check_map({**maps.load_map(path), "name": path.stem})
@@ -147,7 +147,7 @@ def test_table_as_csv_and_parquet_reads_back_the_same(tmp_path):
 def test_every_study_maps_at_smoke(tmp_path, grid, labels):
     """Each study's shipped map, at smoke with one seed (its two cells): a row per run with the
     study's own measurements and its mechanism label, and the finding printed."""
-    path = Path(__file__).resolve().parents[1] / "grids" / "maps" / grid
+    path = Path(__file__).resolve().parents[1] / "specs" / "maps" / grid
     zoo = tmp_path / "zoo"
     done = subprocess.run([sys.executable, "-m", "toymech", "map", str(path), "--size", "smoke",
                            "--seeds", "1", "--cache", str(zoo), "--backend", "local",
@@ -261,28 +261,6 @@ def test_report_folder_refused_before_any_training(tmp_path):
     assert done.returncode == 2, done.stderr[-500:]
     assert "report=" in done.stderr and "home.html" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "zoo").exists()
-
-
-WIDTH_MAPS = sorted((Path(__file__).resolve().parents[1] / "grids" / "maps").glob("s3-width-*.yaml"))
-
-
-def test_the_width_maps_are_found_wherever_the_tests_run():
-    assert len(WIDTH_MAPS) == 4  # one per algorithmic task: the test below is never empty
-
-
-@pytest.mark.parametrize("path", WIDTH_MAPS, ids=lambda p: p.stem)
-def test_the_width_ladder_map_is_the_ladder(path):
-    """Study 3's width maps (``recipe_width`` over the named recipes) train exactly the width
-    ladder's rungs (``toymech ladder``): the same zoo keys, so a zoo holding the ladder trains
-    nothing new for the map."""
-    from toymech.grid import expand_grid
-    from toymech.studies.random_transformers import ladder
-
-    spec = maps.check_map(maps.load_map(path))
-    task = spec["experiment"][0].split("-", 1)[1].rsplit("-", 1)[0]
-    got = {t.exp.key() for t in expand_grid(sweep_grid(spec))}
-    want = {e.key() for mode in ladder.MODES for e in ladder.experiments(task, mode)}
-    assert got == want and len(got) == len(ladder.WIDTHS) * len(ladder.LADDER_SEEDS) * 2
 
 
 SHIPPED_TABLES = sorted((Path(__file__).resolve().parents[1] / "docs" / "maps").glob("*.csv"))

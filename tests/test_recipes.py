@@ -1,6 +1,7 @@
 """Study 3's calibrated recipes, the calibration tables read back, and their figures."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -139,7 +140,7 @@ def test_the_decimal_calibration_grid_trains_the_named_recipe():
     user's sweep and ``toymech train rt-decimal_addition-random`` share one zoo entry."""
     from toymech.grid import expand_grid, load_grid
 
-    grid = load_grid("grids/rt-calibration-random-decimal_addition-10k.yaml")
+    grid = load_grid(Path(__file__).resolve().parents[1] / "specs" / "sweeps" / "rt-calibration-random-decimal_addition-10k.yaml")
     (trial,) = expand_grid(grid)
     named = experiments.get("rt-decimal_addition-random", "default", seed=0)
     assert trial.exp.to_dict() == named.to_dict()
@@ -153,7 +154,7 @@ def test_every_recipe_names_a_shipped_grid_that_trains_its_setting(task, mode):
     from toymech.grid import expand_grid, load_grid
 
     r = recipes.recipe(task, mode)
-    trials = expand_grid(load_grid(r.grid_file(task, mode)))
+    trials = expand_grid(load_grid(Path(__file__).resolve().parents[1] / r.grid_file(task, mode)))
     assert any(t.exp.task.name == task and t.exp.model.d_model == r.width
                and t.exp.train.lr == pytest.approx(r.lr)
                and mode_of(t.exp.train.freeze) == mode

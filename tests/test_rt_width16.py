@@ -1,8 +1,9 @@
-"""Study 3 at the rebuttal's width 16: the runs `grids/rt-paper-w16.yaml` trains are the zoo
+"""Study 3 at the rebuttal's width 16: the runs `specs/sweeps/rt-paper-w16.yaml` trains are the zoo
 entries the `paper` scorecard reads for its width-16 rows, on ten seeds no calibration used, and
 those rows fail on untrained width-16 models at the paper's task sizes (their null world)."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +23,7 @@ def _mode(exp):
 
 
 def test_the_width16_grid_trains_what_paper_judges_the_rows_on():
-    trials = grid.expand_grid(grid.load_grid("grids/rt-paper-w16.yaml"))
+    trials = grid.expand_grid(grid.load_grid(Path(__file__).resolve().parents[1] / "specs" / "sweeps" / "rt-paper-w16.yaml"))
     seeds = rt.seeds_of("paper", 0)
     assert sorted({t.seed for t in trials}) == list(seeds) and len(seeds) == 10
     assert not set(seeds) & {s for cal in CALIBRATION.values() for s in cal}

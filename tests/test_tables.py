@@ -114,7 +114,7 @@ def test_reports_show_the_reader_table_and_code_mode_the_raw_frame():
 
 
 def test_not_run_says_what_runs_it_in_a_readers_words():
-    from toymech.report import reading
+    from toymech.report import page_rules
     from toymech.studies.findings import not_run
 
     optional, command = not_run("extremes"), not_run("the width ladder", how="`toymech ladder`")
@@ -122,6 +122,6 @@ def test_not_run_says_what_runs_it_in_a_readers_words():
                              "with `--param also=extremes` on the command line runs it.")
     assert "`toymech ladder` runs it" in command.text
     for shown in (optional, command):
-        assert reading.violations({"text": shown.text, "tables": [], "figures": []}) == []
+        assert page_rules.violations({"text": shown.text, "tables": [], "figures": []}) == []
     with pytest.raises(ValueError, match="^how='' is not allowed"):
         not_run("x", how="")

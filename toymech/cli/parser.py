@@ -1,6 +1,6 @@
 """The ``toymech`` command: its parser and ``main``. The zoo's commands (``train``, ``sweep``,
-``map``, ``list``, ``zoo``) run in ``toymech.cli.zoo_commands``, the notebooks' (``report``,
-``lab``, ``results``, ``ladder``) in ``toymech.cli.report_commands``; what they share (exit codes,
+``map``, ``ladder``, ``list``, ``zoo``) run in ``toymech.cli.zoo_commands``, the notebooks'
+(``report``, ``lab``, ``results``) in ``toymech.cli.report_commands``; what they share (exit codes,
 ``UsageError``, ``--param`` / ``--set`` parsing) is ``toymech.cli.args``.
 
 Exit codes scripts can rely on: 0 success; 1 a run failed (a notebook, a training run, a lock
@@ -20,7 +20,7 @@ from typing import Sequence
 
 from . import zoo_commands
 from .args import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
-from .report_commands import cmd_ladder, cmd_lab, cmd_report, cmd_results
+from .report_commands import cmd_lab, cmd_report, cmd_results
 SIZES = ("smoke", "default", "paper")  # == toymech.core.SIZES, repeated to keep --help fast
 
 
@@ -252,10 +252,9 @@ def _add_results(sub) -> None:
     """``toymech results``: the results record."""
     p = sub.add_parser("results", help="update the results record (docs/results.md) from finished runs",
                        description="Write each notebook's scorecard, commit, machine, wall time and command "
-                                   "from report folders (and study 3's width ladder from a zoo) into a "
+                                   "from report folders (and each map's finding and cells) into a "
                                    "results record; other text in it is kept.")
     p.add_argument("reports", nargs="*", help="report folders written by toymech report")
-    p.add_argument("--ladder", metavar="ZOO", help="a zoo holding the width ladder's sweeps")
     p.add_argument("--maps", nargs="+", metavar="MAP", help="map tables (toymech map), their "
                    "folders or zoos: each map's finding and cells")
     p.add_argument("--into", default="docs/results.md", help="the record to update: a markdown (.md) file; "
@@ -264,20 +263,27 @@ def _add_results(sub) -> None:
 
 
 def _add_ladder(sub) -> None:
-    """``toymech ladder``: study 3's width ladder."""
-    p = sub.add_parser("ladder", help="train study 3's width ladder (recipes at widths 16-256, judged seeds) into the zoo",
-                       description="Each algorithmic task's recipe at each width, random and normal, on seeds "
-                                   "no calibration used, one resumable sweep per (task, mode); notebook 03 "
-                                   "and toymech results --ladder read it back.")
-    # each list once (a repeated flag would keep only its last list), ASCII decimal integers
-    p.add_argument("--tasks", nargs="+", action=_Once, help="algorithmic tasks (default: all four)")
-    p.add_argument("--modes", nargs="+", action=_Once, help="random and/or normal (default: both)")
-    p.add_argument("--widths", nargs="+", action=_Once, type=_int_option(8, 4096),
-                   help="widths (default: 16 32 64 128 256)")
-    p.add_argument("--seeds", nargs="+", action=_Once, type=_seed, help="seeds (default: 3 4 5; never 0)")
+    """``toymech ladder``: study 3's width ladder, its maps run by name."""
+    p = sub.add_parser("ladder", help="run study 3's width-ladder maps (recipes at widths 16-256, judged seeds)",
+                       description="toymech map on each of specs/maps/s3-width-<task>.yaml: each "
+                                   "algorithmic task's recipe at each width, random and normal, on "
+                                   "seeds no calibration used; the tables are the maps' own "
+                                   "(<zoo>/maps/s3-width-<task>.csv), as toymech map writes them.")
+    # each list once (a repeated flag would keep only its last list)
+    p.add_argument("--tasks", nargs="+", action=_Once, help="algorithmic tasks (default: every width-ladder map)")
+    p.add_argument("--modes", nargs="+", action=_Once, help="random and/or normal: the maps' "
+                   "experiments named *-<mode> (default: both)")
+    p.add_argument("--size", choices=SIZES, help="override the maps' size")
+    p.add_argument("--seeds", dest="n_seeds", type=_int_option(1, 100), metavar="N",
+                   help="override the maps' seeds: N judged seeds of the study")
     p.add_argument("--backend", choices=("auto", "ray", "local"), default="auto")
+    p.add_argument("--out", help="table folder (default: <zoo>/maps)")
+    p.add_argument("--report", nargs="?", const="reports", metavar="DIR",
+                   help="also write each map's page into DIR (as toymech map --report)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--cache", help=CACHE_HELP)
-    p.set_defaults(func=cmd_ladder)
+    p.add_argument("--no-progress", action="store_true", help="no live line")
+    p.set_defaults(func=zoo_commands.cmd_ladder)
 
 
 class _Once(argparse.Action):

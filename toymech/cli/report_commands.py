@@ -1,4 +1,4 @@
-"""The notebook side of the ``toymech`` command: ``report``, ``lab``, ``results`` and ``ladder``
+"""The notebook side of the ``toymech`` command: ``report``, ``lab`` and ``results``
 (their parsers are in ``toymech.cli.parser``; the ``--param`` / ``--set`` parsing they share
 with ``train`` in ``toymech.cli.args``). Bad input raises ``UsageError``, which ``main`` prints
 as one line (exit code 2). Heavy imports happen inside the commands, so ``toymech --help`` stays fast.
@@ -100,30 +100,16 @@ def cmd_lab(args: argparse.Namespace) -> int:
     return EXIT_FAILED  # not reached
 
 
-def cmd_ladder(args: argparse.Namespace) -> int:
-    from toymech.studies.random_transformers import ladder
-
-    _set_cache(args.cache)
-    given = {k: v for k, v in (("tasks", args.tasks), ("modes", args.modes),
-                               ("widths", args.widths), ("seeds", args.seeds)) if v}
-    runs = ladder.run(args.cache, backend=args.backend, **given)
-    failed = sum(int((r.table["status"] != "ok").sum()) for r in runs)
-    print(ladder.ladder_sentence(ladder.ladder_summary(ladder.ladder_table(args.cache))))
-    if failed:
-        print(f"{failed} rung(s) failed; the tables are in <zoo>/sweeps/{ladder.NAME}-*.csv")
-    return EXIT_FAILED if failed else EXIT_OK
-
-
 def cmd_results(args: argparse.Namespace) -> int:
     from toymech.report.results import write_results
 
-    if not args.reports and not args.ladder and not args.maps:
-        raise UsageError("results needs a report folder, --ladder ZOO or --maps MAP")
+    if not args.reports and not args.maps:
+        raise UsageError("results needs a report folder or --maps MAP")
     blocks_of = None
     if args.maps:
         from toymech.maps.page import map_blocks
 
         blocks_of = lambda: map_blocks(args.maps)  # noqa: E731
-    keys = write_results(args.reports, args.into, args.ladder, blocks_of=blocks_of)
+    keys = write_results(args.reports, args.into, blocks_of=blocks_of)
     print(f"{len(keys)} block(s) written into {args.into}: {', '.join(keys)}")
     return EXIT_OK

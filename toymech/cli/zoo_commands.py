@@ -1,5 +1,5 @@
-"""The ``toymech`` commands that work on the model zoo: ``train``, ``sweep``, ``list`` and
-``zoo verify`` (the parser and ``main`` are in ``toymech.cli.parser``). Bad input is a ValueError,
+"""The ``toymech`` commands that work on the model zoo: ``train``, ``sweep``, ``map`` (and
+``ladder``, which runs study 3's width-ladder maps by name), ``list`` and ``zoo verify`` (the parser and ``main`` are in ``toymech.cli.parser``). Bad input is a ValueError,
 which ``main`` prints as one line (exit code 2). Heavy imports happen inside the commands, so
 that ``toymech --help`` answers at once.
 """
@@ -158,40 +158,105 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_map(args: argparse.Namespace) -> int:
     from toymech import maps
-    from toymech.zoo import Zoo
-    from toymech.devices import apply_threads
 
     check_cache(args.cache)
     spec = maps.load_map(args.grid)
-    if args.size is not None:
-        spec["size"] = args.size
-    if args.n_seeds is not None:
-        spec["seeds"] = args.n_seeds
     spec.setdefault("name", Path(args.grid).stem)
-    maps.check_map(spec)  # every key, knob and value before any work
-    if args.report is not None:  # a reports folder that can take the page, before any work
+    return _run_maps([(spec, f"toymech map {args.grid}")], args)
+
+
+# The width ladder of study 3 is ordinary maps, one per algorithmic task, shipped beside the
+# others; ``toymech ladder`` is a name for running them (the same tables as ``toymech map``).
+LADDER_MAPS = "s3-width-"  # specs/maps/s3-width-<task>.yaml
+_REPO_MAPS = Path(__file__).resolve().parents[2] / "specs" / "maps"
+
+
+def ladder_specs(folder: Path | None = None) -> dict[str, Path]:
+    """{task: its width-ladder map file}: ``specs/maps/s3-width-<task>.yaml`` of the toymech
+    checkout (or ``folder``), in name order."""
+    folder = _REPO_MAPS if folder is None else folder
+    found = {p.stem.removeprefix(LADDER_MAPS): p
+             for p in sorted(folder.glob(f"{LADDER_MAPS}*.yaml"))} if folder.is_dir() else {}
+    if not found:
+        raise ValueError(f"ladder maps={str(folder / (LADDER_MAPS + '*.yaml'))!r} is not "
+                         "allowed: the width ladder's map files of a toymech checkout (run "
+                         "toymech map on your own copy of specs/maps/s3-width-<task>.yaml)")
+    return found
+
+
+def cmd_ladder(args: argparse.Namespace) -> int:
+    """``toymech ladder``: ``toymech map`` on each width-ladder map (``ladder_specs``),
+    ``--modes`` keeping the map's experiments named ``*-<mode>``."""
+    from toymech import maps
+
+    check_cache(args.cache)
+    specs = ladder_specs()
+    tasks = args.tasks or list(specs)
+    for task in tasks:
+        if task not in specs:
+            raise ValueError(f"--tasks {task!r} is not allowed: one of {', '.join(specs)} (a "
+                             f"width-ladder map {LADDER_MAPS}<task>.yaml)")
+    if len(set(tasks)) != len(tasks):
+        raise ValueError(f"--tasks={list(tasks)!r} is not allowed: distinct tasks (one given twice)")
+    modes = args.modes or []
+    if len(set(modes)) != len(modes):
+        raise ValueError(f"--modes={list(modes)!r} is not allowed: distinct modes (one given twice)")
+    todo = []
+    for task in tasks:
+        spec = maps.load_map(specs[task])
+        spec.setdefault("name", specs[task].stem)
+        if modes:
+            names = spec.get("experiment") or []
+            names = [names] if isinstance(names, str) else list(names)
+            kept = [n for n in names if any(n.endswith(f"-{m}") for m in modes)]
+            if len(kept) != len(modes):
+                raise ValueError(f"--modes={list(modes)!r} is not allowed: modes of the "
+                                 f"{spec['name']} map's experiments ({', '.join(names)})")
+            spec["experiment"] = kept
+        todo.append((spec, f"toymech map {specs[task].relative_to(specs[task].parents[2])}"))
+    return _run_maps(todo, args)
+
+
+def _run_maps(todo: list, args: argparse.Namespace) -> int:
+    """Run each (map spec, the ``toymech map`` command that runs it) with the options of
+    ``toymech map`` (every spec checked before any work) and print each map's finding."""
+    from toymech import maps
+    from toymech.zoo import Zoo
+    from toymech.devices import apply_threads
+    from toymech.studies import protocol
+
+    for spec, _ in todo:
+        if getattr(args, "size", None) is not None:
+            spec["size"] = args.size
+        if getattr(args, "n_seeds", None) is not None:
+            spec["seeds"] = args.n_seeds
+        maps.check_map(spec)  # every key, knob and value before any work
+    report = getattr(args, "report", None)
+    if report is not None:  # a reports folder that can take the pages, before any work
         from toymech.maps.page import PAGE_PREFIX
         from toymech.report.checks import check_out_dir
 
-        # the page's own files (map-<name>.html, executed/map-<name>.ipynb) are checked too
-        check_out_dir("report", args.report, [Path(f"{PAGE_PREFIX}{spec['name']}.ipynb")])
+        # the pages' own files (map-<name>.html, executed/map-<name>.ipynb) are checked too
+        check_out_dir("report", report, [Path(f"{PAGE_PREFIX}{s['name']}.ipynb") for s, _ in todo])
     apply_threads(None, log=None)
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    table = maps.run_map(spec, cache_dir=args.cache, out=args.out, backend=args.backend,
-                         address=args.address, device=args.device,
-                         progress=not args.no_progress, refine=args.refine, log=log)
-    from toymech.studies import protocol
+    failed = False
+    for spec, command in todo:
+        table = maps.run_map(spec, cache_dir=args.cache, out=args.out, backend=args.backend,
+                             address=getattr(args, "address", None),
+                             device=getattr(args, "device", "auto"),
+                             progress=not args.no_progress, refine=getattr(args, "refine", 0),
+                             log=log)
+        print(maps.finding(table, protocol.study(spec["study"]).MAP_LABEL))
+        failed = failed or bool((table.get("status") != "ok").any())
+        if report is not None:  # the map's page, listed in the reports folder's index
+            from toymech.maps.page import build_map_report
 
-    print(maps.finding(table, protocol.study(spec["study"]).MAP_LABEL))
-    failed = (table.get("status") != "ok").any()
-    if args.report is not None:  # the map's page, listed in the reports folder's index
-        from toymech.maps.page import build_map_report
-
-        folder = Path(args.out) if args.out else Zoo(args.cache).root / "maps"
-        entry = build_map_report(folder / f"{spec['name']}.csv", args.report,
-                                 command=f"toymech map {args.grid} --report {args.report}")
-        print(f"map page: {Path(args.report) / entry.html} ({entry.status})", file=sys.stderr)
-        failed = failed or not entry.ok
+            folder = Path(args.out) if args.out else Zoo(args.cache).root / "maps"
+            entry = build_map_report(folder / f"{spec['name']}.csv", report,
+                                     command=f"{command} --report {report}")
+            print(f"map page: {Path(report) / entry.html} ({entry.status})", file=sys.stderr)
+            failed = failed or not entry.ok
     return EXIT_FAILED if failed else EXIT_OK
 
 

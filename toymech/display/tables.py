@@ -14,7 +14,7 @@ readers (the HTML a report shows) the table has
 * an empty frame as its caption and a note saying it is empty;
 * the cells of ``code`` columns (a line of Python to paste, such as a map's ``toymech.explore``
   line) in a ``<code class="toymech-code">`` element: text for a program, not for reading, which
-  the reading rules (``toymech.report.reading``) leave out of the page's prose;
+  the reading rules (``toymech.report.page_rules``) leave out of the page's prose;
 * a caption naming what it shows and which model;
 * nothing cut at a 1,280 px window: a table estimated wider than ``MAX_WIDTH_PX`` is transposed
   when that makes it narrower, else split into parts that repeat the row names.

@@ -5,10 +5,16 @@ The frame has one row per cell: a column per dimension (each knob, and ``experim
 map has several), ``runs``, ``held`` (seeds with the label), ``share`` (held / runs), ``median``
 (of the map's number), ``hover`` (each seed's label and number), ``open`` (the line of Python
 that opens the cell's runs) and ``refined`` (runs added by ``toymech map --refine``: the cell's
-text says so). Two or more dimensions: a heatmap over the first two (colour: the
-share of seeds with the label; text: the median number and "held of runs"), one panel per value
-of the others. One dimension: the share as a curve over it, each point's text the same. The
-source's setting, where the map has its value, is outlined in red (a star on a curve).
+text says so), and ``phase`` (the cell's commonest outcome: a learned run's label or the state
+of a run without one).
+
+Two or more dimensions: the phase diagram, a heatmap over the first two, each cell coloured by
+its phase (one colour per label, the states in greys and warm tones, named on the colour bar;
+text: the median number, "held of runs" and the runs without a label), one panel per value of
+the others. A frame without ``phase`` (a table written before the states) is coloured by the
+share of seeds with the label. One dimension: the share as a curve over it, each point's text
+the same, each point's phase on hover. The source's setting, where the map has its value, is
+outlined in red (a star on a curve).
 """
 
 from __future__ import annotations
@@ -29,6 +35,20 @@ SOURCE_NAME = "the source's setting"
 SOURCE_COLOUR = "#d62728"
 MAX_PANEL_COLUMNS = 3
 _NEEDED = ("runs", "held", "share", "median", "hover")
+# the states' colours (a run without a label); labels take LABEL_COLOURS in order, the mapped
+# label first
+STATE_COLOURS = {"untrained": "#d9d9d9", "still learning": "#fdd49e", "not measured": "#f0f0f0",
+                 "diverged": "#fb6a4a", "failed": "#cb181d"}
+LABEL_COLOURS = ("#08519c", "#6baed6", "#31a354", "#756bb1", "#636363", "#e6550d")
+
+
+def phase_colours(phases: Sequence[str], label: str) -> dict[str, str]:
+    """A colour per phase: states their fixed colour, labels ``LABEL_COLOURS`` in order with
+    ``label`` (the mapped one) first. ``phases``: the cells' phases; ``label``: the map's."""
+    labels = [p for p in dict.fromkeys([label, *phases]) if p not in STATE_COLOURS]
+    out = {p: LABEL_COLOURS[i % len(LABEL_COLOURS)] for i, p in enumerate(labels)}
+    out.update({p: c for p, c in STATE_COLOURS.items()})
+    return {p: out[p] for p in dict.fromkeys([label, *phases])}
 
 
 def cell_text(row: Mapping) -> str:
@@ -110,22 +130,33 @@ def _heatmaps(cells, dims, label, number, source, title) -> go.Figure:
                         horizontal_spacing=0.08, vertical_spacing=0.18 if n_rows > 1 else 0.1)
     star = _source_at(source, [x, y])
     source_panel = ", ".join(source[d] for d in rest) if _source_at(source, rest) else None
+    phased = "phase" in frame
+    colours = phase_colours(list(frame["phase"]), label) if phased else {}
+    order = list(colours)
     for i, name in enumerate(names):
         part = frame[panel == name].set_index([y, x])
         z, text, hover = [], [], []
         for yv in ys:
-            z.append([float(part.loc[(yv, xv), "share"]) if (yv, xv) in part.index else None
+            z.append([(float(order.index(part.loc[(yv, xv), "phase"])) if phased
+                       else float(part.loc[(yv, xv), "share"])) if (yv, xv) in part.index else None
                       for xv in xs])
             text.append([cell_text(part.loc[(yv, xv)]) if (yv, xv) in part.index else ""
                          for xv in xs])
             hover.append([part.loc[(yv, xv), "hover"] if (yv, xv) in part.index else "not run"
                           for xv in xs])
         row, col = i // cols + 1, i % cols + 1
+        if phased:  # one colour band per phase, named on the colour bar
+            n = len(order)
+            scale = [[k / n + e / n, colours[p]] for k, p in enumerate(order) for e in (0, 1)]
+            colour = dict(zmin=-0.5, zmax=n - 0.5, colorscale=scale,
+                          colorbar=dict(title="outcome", tickvals=list(range(n)), ticktext=order))
+        else:
+            colour = dict(zmin=0, zmax=1, colorscale=COLOURS,
+                          colorbar=dict(title=_share_title(label)))
         fig.add_trace(go.Heatmap(
             x=xs, y=ys, z=z, text=text, texttemplate="%{text}", customdata=hover,
-            hovertemplate="%{customdata}<extra></extra>", zmin=0, zmax=1, colorscale=COLOURS,
-            showscale=i == 0, name=name or f"share '{label}'",
-            colorbar=dict(title=_share_title(label))), row=row, col=col)
+            hovertemplate="%{customdata}<extra></extra>", showscale=i == 0,
+            name=name or f"share '{label}'", **colour), row=row, col=col)
         if star and star[0] in xs and star[1] in ys and source_panel in (None, name):
             # the source's cell outlined (its text stays readable); the point names it in the
             # legend (a constant-size legend icon) and on hover
@@ -140,11 +171,13 @@ def _heatmaps(cells, dims, label, number, source, title) -> go.Figure:
                 row=row, col=col)
         fig.update_xaxes(title_text=x, type="category", row=row, col=col)
         fig.update_yaxes(title_text=y if col == 1 else None, type="category", row=row, col=col)
-    fig.update_layout(title=title or f"Share of seeds labelled '{label}' (text: median "
-                      f"{number}, seeds with the label of the cell's runs)",
+    fig.update_layout(title=title or (
+        f"Each cell's commonest outcome (text: median {number}, seeds labelled '{label}' of the "
+        "cell's runs)" if phased else f"Share of seeds labelled '{label}' (text: median "
+        f"{number}, seeds with the label of the cell's runs)"),
                       height=height(120 + 90 * len(ys) * n_rows + 60 * n_rows),
                       legend=dict(orientation="h", y=-0.2, itemsizing="constant"))
     return fig
 
 
-__all__ = ["map_figure", "cell_text"]
+__all__ = ["LABEL_COLOURS", "STATE_COLOURS", "cell_text", "map_figure", "phase_colours"]

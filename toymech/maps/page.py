@@ -34,6 +34,7 @@ from ..report.build import build_reports
 from ..report.index import ReportEntry
 from ..report.results import END, START, markdown_table
 from ..studies import protocol
+from ..studies.states import BEYOND
 from .summary import MEASURED, NOT_MEASURED, cell_groups, finding
 from . import ledger
 from .table import knob_columns
@@ -88,11 +89,14 @@ def label_of(table: pd.DataFrame, label: str | None = None) -> str:
 
 
 def number_of(table: pd.DataFrame, number: str | None = None) -> str | None:
-    """``number``, else the table's first measured number (the study's ``map_row`` order; a
-    count such as a width is not a measurement)."""
+    """``number``, else the table's ``beyond_baseline`` where its study writes one, else its
+    first measured number (the study's ``map_row`` order; a count such as a width is not a
+    measurement)."""
     if number is not None:
         check(number in table, "number", number, f"a column of the map: {', '.join(table)}")
         return number
+    if BEYOND in table:  # how far beyond the best predictor without the mechanism
+        return BEYOND
     start = list(table.columns).index("status") + 1 if "status" in table else 0
     for c in list(table.columns)[start:]:
         if c not in _NOT_NUMBERS and pd.api.types.is_float_dtype(table[c]):
@@ -121,7 +125,9 @@ def _value_text(v: Any) -> str:
 
 def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFrame:
     """One row per cell of the map (``summary.cell_groups``): its dimensions (``dims_of``),
-    ``runs``, ``held`` (measured seeds labelled ``label``), ``share``, ``median`` (of ``number``
+    ``runs``, ``held`` (measured seeds labelled ``label``), ``share``, ``phase`` (only for a table
+    whose study writes run states: the cell's commonest outcome, a learned run's label or the
+    state of a run without one; the first listed where two tie), ``outcomes`` (every outcome's count), ``median`` (of ``number``
     over its measured runs), ``seeds`` ("2 of 3", with the runs without a label: "(1 diverged)"),
     ``failed`` (those runs in words), ``refined`` (whether ``--refine`` added runs to it),
     ``hover`` (each seed's label and number) and ``open`` (``open_line`` of its first seed)."""
@@ -140,8 +146,13 @@ def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFr
                          if "size" in runs else "default", runs["seed"].iloc[0])
         refined = bool(runs["refined"].fillna(False).astype(bool).any()) \
             if "refined" in runs else False
+        outcomes = [str(r["label"]) if r["state"] == MEASURED else str(r["state"])
+                    for _, r in runs.iterrows()]
+        counts = pd.Series(outcomes).value_counts(sort=False)
         rows.append({**cell.knobs, "experiment": cell.experiment, "runs": cell.n,
                      "held": held, "share": held / cell.n,
+                     **({"phase": str(counts.idxmax())} if "state" in table else {}),
+                     "outcomes": ", ".join(f"{n} {o}" for o, n in counts.items()),
                      "median": float(nums.median()) if len(nums) else math.nan,
                      "seeds": f"{held} of {cell.n}" + (f" ({failed})" if failed else ""),
                      "failed": failed, "refined": refined,
@@ -219,14 +230,15 @@ class MapPage:
     def cell_table(self) -> pd.DataFrame:
         """Every cell, as the page lists it: dimensions, the seeds with the label, the median
         number, whether refined, and the line that opens its runs."""
-        shown = self.cells[[*self.dims, "seeds", "median", "refined", "open"]]
+        shown = self.cells[[*self.dims, "seeds", "outcomes", "median", "refined", "open"]]
         return shown.rename(columns={"seeds": f"seeds '{self.label}'",
                                      "median": f"median {self.number or ''}".strip(),
                                      "open": "open its runs (Python)"})
 
     def reader_table(self):
         return reader_table(self.cell_table(), caption=f"Every cell of the map: how many of its "
-                            f"seeds are labelled '{self.label}', the median {self.number}, and "
+                            f"seeds are labelled '{self.label}', every run's outcome (a learned "
+                            f"run's label, or its state), the median {self.number}, and "
                             "the line that opens its first seed's run in the explorer.",
                             code=["open its runs (Python)"])
 
@@ -262,6 +274,18 @@ def map_tables(paths) -> list[Path]:
                   "a map table (.csv written by toymech map), its folder or its zoo")
             found.append(path)
     return found
+
+
+def read_maps(folder: str | Path, prefix: str = "") -> pd.DataFrame | None:
+    """The map tables in ``folder`` (a zoo's ``maps/`` folder, or a zoo holding one:
+    ``map_tables``) whose names start with ``prefix``, each read and checked (``read_table``),
+    as one frame (their cells stay apart: each row names its experiment and knobs); None where
+    there is none (no such table, or no such folder yet)."""
+    if not Path(folder).is_dir():
+        return None
+    found = [p for p in map_tables([folder]) if p.stem.startswith(prefix)]
+    tables = [t for t in (read_table(p) for p in found) if len(t)]
+    return pd.concat(tables, ignore_index=True) if tables else None
 
 
 def _header(path: Path) -> list[str]:
@@ -323,4 +347,4 @@ def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
     return entry
 
 
-__all__ = ["MapPage", "build_map_report", "provenance", "map_block", "map_blocks", "map_tables", "cell_frame", "open_line", "read_table", "study_for"]
+__all__ = ["MapPage", "build_map_report", "provenance", "map_block", "map_blocks", "map_tables", "read_maps", "cell_frame", "open_line", "read_table", "study_for"]

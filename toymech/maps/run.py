@@ -38,6 +38,7 @@ from . import ledger
 from ..studies.states import STILL_LEARNING
 from ..sweep.table import KNOB_PREFIX
 from .table import knob_column, knob_columns, read_or_empty, read_table, write_table
+from .summary import cell_key
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
             out: str | Path | None = None, backend: str = "auto", address: str | None = None,
@@ -57,7 +58,7 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     for the run's lines (None: quiet). Raises ``ValueError`` for a bad spec or option (one line
     naming it) before any run trains. Example::
 
-        table = run_map("grids/maps/s1-content.yaml", backend="local")
+        table = run_map("specs/maps/s1-content.yaml", backend="local")
         print(finding(table, "content"))
     """
     stem = Path(spec).stem if isinstance(spec, (str, Path)) else "map"
@@ -87,21 +88,27 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
                 folder.rmdir()
 
 
+def _settings(spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Each distinct (size, knobs) of ``spec``'s trials, in grid order: the settings its cells
+    are at (a cell is one experiment at one of them, ``summary.cell_key``)."""
+    out, seen = [], set()
+    for trial in expand_grid(sweep_grid(spec)):
+        key = (str(trial.size), tuple(sorted((k, str(v)) for k, v in trial.knobs.items())))
+        if key not in seen:
+            seen.add(key)
+            out.append((trial.size, trial.knobs))
+    return out
+
+
 def _check_measurable(spec: dict[str, Any], study) -> None:
     """Every cell's setting through the study's ``map_check`` (where it has one) before
     anything trains: a cell its measurement would refuse is refused now, naming its knobs."""
     measurable = getattr(study, "map_check", None)
     if measurable is None:
         return
-    seen = set()
-    for trial in expand_grid(sweep_grid(spec)):
-        knobs = trial.knobs
-        cell = (str(trial.size), tuple(sorted((k, str(v)) for k, v in knobs.items())))
-        if cell in seen:
-            continue
-        seen.add(cell)
+    for size, knobs in _settings(spec):
         try:
-            measurable(study.with_knobs(trial.size, knobs))
+            measurable(study.with_knobs(size, knobs))
         except ValueError as exc:
             given = ", ".join(f"{k}={_cell_text(study, k, v)}" for k, v in knobs.items())
             raise ValueError(f"knobs {given} cannot be measured by the {spec['study']} map "
@@ -109,14 +116,9 @@ def _check_measurable(spec: dict[str, Any], study) -> None:
 
 
 def _cells(spec: dict[str, Any], study) -> list:
-    """One size with its knobs per cell of ``spec`` (the study's ``with_knobs``), in grid order."""
-    out, seen = [], set()
-    for trial in expand_grid(sweep_grid(spec)):
-        cell = (str(trial.size), tuple(sorted((k, str(v)) for k, v in trial.knobs.items())))
-        if cell not in seen:
-            seen.add(cell)
-            out.append(study.with_knobs(trial.size, trial.knobs))
-    return out
+    """One size with its knobs per setting of ``spec`` (``_settings``, through the study's
+    ``with_knobs``), in grid order."""
+    return [study.with_knobs(size, knobs) for size, knobs in _settings(spec)]
 
 
 def _panel(spec: dict[str, Any], study):
@@ -233,7 +235,7 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         # (``training.stacking``). The sweep below then reads every run back from the zoo.
         trials = expand_grid(sweep_grid(spec))
         if live is not None:
-            live.plan([(zoo.path(t.exp), _cell_key(t), t.exp) for t in trials],
+            live.plan([(zoo.path(t.exp), _cell_key(study, t), t.exp) for t in trials],
                       {zoo.path(t.exp) for t in trials if zoo.has(t.exp)})
         on_progress = (lambda done, total, e: live.trained(zoo.path(e), trained_share(zoo, e))) \
             if live else None
@@ -289,9 +291,10 @@ def trained_share(zoo: Zoo, exp) -> float:
         return 1.0
 
 
-def _cell_key(trial) -> tuple:
-    """A trial's cell: its experiment and knob values (not its seed)."""
-    return (trial.experiment, *sorted((k, str(v)) for k, v in trial.knobs.items()))
+def _cell_key(study, trial) -> tuple:
+    """A trial's cell (``summary.cell_key``: its experiment and knob values as the table writes
+    them, not its seed), so the live line counts the cells the table will have."""
+    return cell_key(trial.experiment, {k: _cell_text(study, k, v) for k, v in trial.knobs.items()})
 
 
 def _cell_text(study, knob: str, value: Any) -> str:

@@ -48,6 +48,14 @@ def run_state(status, label, state=None) -> str:
     return MEASURED
 
 
+def cell_key(experiment: str, knobs: dict[str, str]) -> tuple:
+    """What makes runs one cell: their ``experiment`` and the value of every knob (``knobs``:
+    {name: value as the table writes it}), in name order; the seed is not part of it. The
+    table's grouping (``cell_groups``) and a running map's live line (``run``) both key cells
+    by it."""
+    return (str(experiment), *sorted((str(k), str(v)) for k, v in knobs.items()))
+
+
 @dataclass(frozen=True)
 class Cell:
     """One cell of a map: its ``experiment``, ``knobs`` ({name: value as the table writes it})
@@ -79,6 +87,11 @@ class Cell:
         """The runs without a label in words: ``1 failed, 2 diverged`` (empty where none)."""
         return ", ".join(f"{n} {s}" for s, n in self.states().items())
 
+    @property
+    def key(self) -> tuple:
+        """The cell's ``cell_key``."""
+        return cell_key(self.experiment, self.knobs)
+
     def where(self) -> str:
         """The cell in words: ``block_len 6, offset 0``."""
         return ", ".join(f"{k} {v}" for k, v in self.knobs.items())
@@ -90,24 +103,28 @@ def cell_groups(table: pd.DataFrame) -> list[Cell]:
     check(isinstance(table, pd.DataFrame) and {"experiment", "label"} <= set(table), "table",
           type(table).__name__, "a map table (toymech map)")
     columns = knob_columns(table)
-    keys = ["experiment", *columns.values()]
     status = table["status"] if "status" in table else pd.Series("ok", index=table.index)
     study_state = table["state"] if "state" in table else pd.Series(None, index=table.index)
     table = table.assign(state=[run_state(s, lab, st) for s, lab, st
                                 in zip(status, table["label"], study_state)])
-    out = []
-    for cell, runs in table.groupby(keys, sort=False, dropna=False):
-        values = dict(zip(keys, cell if isinstance(cell, tuple) else (cell,)))
-        out.append(Cell(str(values["experiment"]),
-                        {name: str(values[col]) for name, col in columns.items()}, runs))
-    return out
+    knobs = [{name: str(v) for name, v in zip(columns, values)}
+             for values in table[list(columns.values())].itertuples(index=False)]
+    experiments = table["experiment"].astype(str).tolist()
+    first: dict[tuple, int] = {}  # each cell's key -> its first row (the table's order)
+    rows_of: dict[tuple, list[int]] = {}
+    for i, (experiment, k) in enumerate(zip(experiments, knobs)):
+        key = cell_key(experiment, k)
+        first.setdefault(key, i)
+        rows_of.setdefault(key, []).append(i)
+    return [Cell(experiments[i], knobs[i], table.iloc[rows_of[key]]) for key, i in first.items()]
 
 
 def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per cell of the map's ``table`` (``cell_groups``: the experiment and every knob):
     runs, the share of its runs that carry each label (``share <label>``: a fraction of every
     run, a state never being a label), the runs of each state without one (``runs <state>``) and
-    the median of each of ``numbers`` over its measured runs."""
+    the median, min and max of each of ``numbers`` over its measured runs (``median <n>``,
+    ``min <n>``, ``max <n>``)."""
     out = []
     for cell in cell_groups(table):
         row = {"experiment": cell.experiment,
@@ -120,6 +137,8 @@ def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
             if name in cell.runs:
                 vals = pd.to_numeric(cell.measured[name], errors="coerce").dropna()
                 row[f"median {name}"] = float(vals.median()) if len(vals) else math.nan
+                row[f"min {name}"] = float(vals.min()) if len(vals) else math.nan
+                row[f"max {name}"] = float(vals.max()) if len(vals) else math.nan
         out.append(row)
     frame = pd.DataFrame(out)
     return frame.fillna({c: 0.0 for c in frame.columns if c.startswith("share ")}
@@ -152,4 +171,5 @@ def finding(table: pd.DataFrame, label: str) -> str:
     return ", ".join(parts) + f"; at least {runs} seed(s) per cell."
 
 
-__all__ = ["BEYOND", "LEARNED", "MEASURED", "NOT_MEASURED", "STILL_LEARNING", "UNTRAINED", "Cell", "cell_groups", "cells", "finding", "run_state"]
+__all__ = ["BEYOND", "LEARNED", "MEASURED", "NOT_MEASURED", "STILL_LEARNING", "UNTRAINED", "Cell",
+           "cell_groups", "cell_key", "cells", "finding", "run_state"]

@@ -5,9 +5,10 @@ A record is made of blocks, each between ``<!-- toymech-results KEY -->`` and
 ``<!-- /toymech-results -->``: one per (notebook, size) read from a report folder (its
 ``index.json`` and executed notebooks: the scorecard the notebook displayed, with ``display.
 scorecard``'s JSON, the commit, the machine and its reference steps per second, the wall time
-and the command), and one for study 3's width ladder read from a zoo's ladder sweeps. Updating a
-record replaces the blocks it has new data for and keeps everything else (the prose a person
-wrote around them), so a record is never half-generated and never loses text.
+and the command), and one per map table given to it (``blocks_of``, e.g. ``maps.page.map_blocks``:
+its finding and cells; study 3's width ladder is four such maps). Updating a record replaces the
+blocks it has new data for and keeps everything else (the prose a person wrote around them), so a
+record is never half-generated and never loses text.
 
 What keeps that promise (``write_results``): a record whose markers do not pair (a START
 without its END, an END without a START, a marker spelled otherwise) or that holds one key
@@ -31,8 +32,6 @@ from ..display import SCORECARD_MIME
 from ..files import replace_file
 from ..display.prose import duration_text
 from ..studies.claims import SCALED_SAYS
-from ..studies.random_transformers import ladder as lad
-from ..sweep.table import meta_path
 from .reader_page import facts_of
 from ..zoo.locks import EntryLock
 from .scorecards import SCORECARD_TAG, find_scorecard, scorecard_counts, verdict_word
@@ -44,7 +43,6 @@ _START_LINE = re.compile(r"<!-- toymech-results (?P<key>[^\s>](?:[^>]*[^\s>])?) 
 _LOOKS_LIKE_MARKER = re.compile(r"^\s*<!--.*toymech[\s_-]*results?", re.I)
 RECORD_SUFFIXES = (".md", ".markdown")
 KEEP = ("claim", "source's number", "ours", "chance / null", "seeds agreeing", "verdict")
-LADDER_KEY = "rt-width-ladder"
 
 
 def scorecard_of(nb) -> dict | None:
@@ -178,47 +176,6 @@ def report_block(rec: dict[str, Any]) -> tuple[str, str]:
     return key, "\n".join(lines + [END]) + "\n"
 
 
-def ladder_block(zoo_root: str | Path) -> tuple[str, str] | None:
-    """(key, markdown) of study 3's width ladder in ``zoo_root``; None before any rung ran."""
-    table = lad.ladder_table(zoo_root)
-    summary = lad.ladder_summary(table)
-    if summary is None:
-        return None
-    metas = []
-    for path in sorted((Path(zoo_root).expanduser() / "sweeps").glob(f"{lad.NAME}-*.csv")):
-        m = meta_path(path)
-        if m.is_file():
-            metas.append(json.loads(m.read_text(encoding="utf-8")))
-    commits = sorted({m.get("commit", "") for m in metas if m.get("commit")}) or ["not recorded"]
-    machine = next((m["machine"] for m in reversed(metas) if m.get("machine")), None)
-    wall = sum(float(m.get("wall_s", 0.0)) for m in metas) or None
-    seeds = ", ".join(map(str, summary.attrs.get("seeds", ())))
-    widths = sorted(summary["width"].unique())
-    lines = [START.format(key=LADDER_KEY), f"### Study 3's width ladder: seeds {seeds}", "",
-             "- command: `toymech ladder` (with the "
-             "`--tasks`/`--modes` of the rows below)",
-             f"- commit: `{', '.join(commits)}`",
-             f"- machine: {_machine_text(machine)}",
-             f"- wall time (the sweeps' own, summed; some ran side by side): "
-             f"{_cost_text(wall, machine)}; "
-             f"{summary['core_s'].sum() / 60:,.0f} core-minutes of training", "",
-             f"Held-out accuracy on the whole answer, median [min, max] over seeds (seeds "
-             f"reaching {lad.SOLVED_AT:.0%}); each rung is the task's recipe at that width.", ""]
-    rows = []
-    for (task, mode), g in summary.groupby(["task", "mode"], sort=False):
-        by = {int(r["width"]): r for _, r in g.iterrows()}
-        rows.append([task, mode] + [
-            f"{by[w]['median']:.3f} [{by[w]['min']:.3f}, {by[w]['max']:.3f}] "
-            f"({by[w]['solved']}/{by[w]['seeds']})" if w in by else "not run" for w in widths])
-    lines += markdown_table(["task", "mode", *[f"width {w}" for w in widths]], rows)
-    first = lad.first_widths(summary)
-    lines += ["", lad.ladder_sentence(summary), ""]
-    lines += markdown_table(list(first.columns), [["—" if v is None or v != v else
-                                          (f"{v:,.0f}" if isinstance(v, float) else v)
-                                          for v in r] for r in first.itertuples(index=False)])
-    return LADDER_KEY, "\n".join(lines + [END]) + "\n"
-
-
 def record_parts(text: str, name: str = "record") -> list[tuple[str | None, str]]:
     """``text`` cut into (key, text) parts: a block (``key`` its key, from its START line to its
     END line) or prose between blocks (``key`` None); joined again they give ``text``. A record
@@ -322,10 +279,9 @@ def _write_through(real: Path, text: str) -> None:
     replace_file(real, text, durable=True)
 
 
-def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: str | Path | None = None,
+def write_results(reports: Sequence[str | Path], into: str | Path,
                   blocks_of: Callable[[], dict[str, str]] | None = None) -> list[str]:
-    """Update the record ``into`` from report folders, with ``ladder_zoo`` the ladder, and with
-    ``blocks_of`` the blocks it returns ({key: markdown}, e.g. each map's:
+    """Update the record ``into`` from report folders and with ``blocks_of`` the blocks it returns ({key: markdown}, e.g. each map's:
     ``maps.page.map_blocks``); returns the keys written. The record is checked first (``check_record``, ``record_parts``),
     then replaced atomically under its lock (see the module docstring)."""
     check_record(into)  # before any report folder is read: a bad target costs nothing
@@ -338,12 +294,6 @@ def write_results(reports: Sequence[str | Path], into: str | Path, ladder_zoo: s
                     and small["size"] != "paper"
                     and (found := scaled_check_block(small, full)) is not None):
                 blocks[found[0]] = found[1]
-    if ladder_zoo is not None:
-        found = ladder_block(ladder_zoo)
-        if found is None:
-            raise ValueError(f"ladder zoo {str(ladder_zoo)!r} is not allowed: it has no width "
-                             "ladder sweeps (toymech ladder)")
-        blocks[found[0]] = found[1]
     if blocks_of is not None:  # read after the record is checked: a bad target costs nothing
         blocks.update(blocks_of())
     if not blocks:

@@ -40,18 +40,23 @@ class MapPrediction:
     ``statement`` (what the map should show, in our terms), ``source`` (the work by its public
     name), ``rule`` (the map's cells -> ``Judgement``; the maps package groups a table into
     cells, ``toymech.maps.summary.cell_groups``, and a cell says which of its runs carry a
-    label)."""
+    label), ``not_computed`` (what of the source's result the rule does not compute: a
+    prediction judged on our map is never the source's result itself)."""
 
     name: str
     statement: str
     source: str
     rule: Callable[[Sequence], Judgement]  # the map's cells (toymech.maps.summary.Cell) -> ...
+    not_computed: str = ""  # what of the source's result the rule does not compute
 
     def __post_init__(self) -> None:
         for field in ("name", "statement", "source"):
             value = getattr(self, field)
             check(isinstance(value, str) and value.strip() != "", field, value, "a non-empty string")
         check(callable(self.rule), "rule", self.rule, "a function of a map's cells returning a Judgement")
+        check(isinstance(self.not_computed, str) and self.not_computed.strip() != "",
+              "not_computed", self.not_computed,
+              "a non-empty string: what of the source's result the rule does not compute")
 
     def judge(self, cells: Sequence) -> Judgement:
         """The rule's answer on a map's cells (``toymech.maps.summary.cell_groups``)."""

@@ -166,7 +166,7 @@ def run_trials(trials: list[Trial], spec: dict[str, Any], *, which: str, device:
         if runner is not None and not keep_ray:
             runner.close()
     table = write_table(rows, path)
-    if todo:  # what trained these rows, for a results record (toymech results --ladder)
+    if todo:  # what trained these rows: the commit, the machine and the wall time
         meta = {**meta, "commit": commit, "machine": machine_record(),
                 "wall_s": round(time.perf_counter() - began, 1)}
     write_meta(meta, path)

@@ -27,46 +27,79 @@ def _cell_name(knobs: dict[str, str]) -> str:
     return "(" + ", ".join(f"{k} {v}" for k, v in knobs.items()) + ")"
 
 
+def _judgeable(cell) -> bool:
+    """A cell is compared only where most of its runs learned and stopped learning: its label
+    shares are then over those runs (a run untrained or still learning holds no label)."""
+    return len(cell.measured) > cell.n / 2
+
+
+def _share(cell, label: str) -> float:
+    return cell.held(label) / len(cell.measured)
+
+
+def _unjudged(cells) -> str:
+    return "; ".join(f"{_cell_name(c.knobs)} {c.n - len(c.measured)} of {c.n} "
+                     f"({c.states_text() or 'no label'})" for c in cells)
+
+
 def varied_lengths_give_content(cells) -> Judgement:
-    """Whether, for ``induction-2l``, every cell with a varied block length has more seeds
-    labelled ``content`` than each fixed-length cell at the same other knobs, and every such
-    fixed-length cell is labelled ``position`` on more than half its seeds (of all its runs: a
-    run without a label holds neither). ``cells``: the map's cells (``toymech.maps.summary.Cell``:
-    ``experiment``, ``knobs``, ``n``, ``held(label)``). Not judged (None) where the map has no
-    varied and fixed cell sharing the other knobs."""
+    """Whether, for ``induction-2l``, every cell with a varied block length has a larger share of
+    ``content`` among its learned runs than each fixed-length cell at the same other knobs (the
+    offset, the width, every other knob: like with like), and every such fixed-length cell is
+    labelled ``position`` on more than half its learned runs. ``cells``: the map's cells
+    (``toymech.maps.summary.Cell``: ``experiment``, ``knobs``, ``n``, ``measured``,
+    ``held(label)``, ``states_text()``).
+
+    Judged only on cells where most runs learned and stopped learning (``_judgeable``); a pair
+    with a cell that is not is left out and named. Not judged (None) where no pair is left, with
+    how many runs of each cell are untrained or still learning."""
     mine = [c for c in cells if c.experiment == PREDICTED_ON and KNOB in c.knobs]
     if not mine:
         return Judgement(None, f"no {PREDICTED_ON} runs with a block length on this map")
     by_others: dict[tuple, list] = {}
     for c in mine:
         by_others.setdefault(tuple((k, v) for k, v in c.knobs.items() if k != KNOB), []).append(c)
-    pairs, fixed_cells = [], {}
+    pairs, fixed_cells, skipped = [], {}, {}
     for others, group in by_others.items():
-        name = {c.knobs[KNOB]: _cell_name({KNOB: c.knobs[KNOB], **dict(others)}) for c in group}
         fixed = [c for c in group if not _varied(c.knobs[KNOB])]
-        fixed_cells.update({name[c.knobs[KNOB]]: c for c in fixed})
-        pairs += [(name[v.knobs[KNOB]], v, name[f.knobs[KNOB]], f)
-                  for v in group if _varied(v.knobs[KNOB]) for f in fixed]
+        for v in (c for c in group if _varied(c.knobs[KNOB])):
+            for f in fixed:
+                if _judgeable(v) and _judgeable(f):
+                    pairs.append((v, f))
+                    fixed_cells[_cell_name(f.knobs)] = f
+                else:
+                    skipped.update({_cell_name(c.knobs): c for c in (v, f) if not _judgeable(c)})
     if not pairs:
-        return Judgement(None, f"no varied and fixed block length at the same offset for {PREDICTED_ON}")
-    more = all(v.held("content") > f.held("content") for _, v, _, f in pairs)
-    shortcut = all(f.held("position") > f.n / 2 for f in fixed_cells.values())
-    counts = ("seeds labelled content, varied vs fixed: "
-              + "; ".join(f"{vn} {v.held('content')} of {v.n} vs {fn} {f.held('content')} of {f.n}"
-                          for vn, v, fn, f in pairs)
-              + ". Seeds labelled position in fixed cells: "
-              + "; ".join(f"{n} {f.held('position')} of {f.n}" for n, f in fixed_cells.items()) + ".")
+        if skipped:
+            return Judgement(None, "not judged: most runs without a label in "
+                             + _unjudged(skipped.values()) + ".")
+        return Judgement(None, f"no varied and fixed block length at the same other knobs for "
+                               f"{PREDICTED_ON}")
+    more = all(_share(v, "content") > _share(f, "content") for v, f in pairs)
+    shortcut = all(f.held("position") > len(f.measured) / 2 for f in fixed_cells.values())
+    counts = ("learned runs labelled content, varied vs fixed: "
+              + "; ".join(f"{_cell_name(v.knobs)} {v.held('content')} of {len(v.measured)} vs "
+                          f"{_cell_name(f.knobs)} {f.held('content')} of {len(f.measured)}"
+                          for v, f in pairs)
+              + ". Learned runs labelled position in fixed cells: "
+              + "; ".join(f"{n} {f.held('position')} of {len(f.measured)}"
+                          for n, f in fixed_cells.items()) + "."
+              + (" Not judged (most runs without a label): " + _unjudged(skipped.values())
+                 + "." if skipped else ""))
     return Judgement(more and shortcut, counts)
 
 
 KAWATA = MapPrediction(
     name="varied-lengths-give-induction",
-    statement=(f"On {PREDICTED_ON}, a varied block length gives induction by content on more seeds "
-               "than the fixed length at the same offset, and a fixed length gives the position "
-               "shortcut (their 1-layer trigger setting: varied distances give an induction head, "
-               "a fixed one the shortcut)"),
+    statement=(f"On {PREDICTED_ON}, a varied block length gives induction by content on a larger "
+               "share of its learned runs than the fixed length at the same other knobs, and a "
+               "fixed length gives the position shortcut (their 1-layer trigger setting: varied "
+               "distances give an induction head, a fixed one the shortcut)"),
     source=KAWATA_SOURCE,
     rule=varied_lengths_give_content,
+    not_computed=("their threshold in how varied the distances must be (we compare one fixed "
+                  "length with one range), their 1-layer model and trigger task, and their "
+                  "training dynamics; only the direction of the effect on our 2-layer model"),
 )
 
 MAP_PREDICTIONS = (KAWATA,)  # judged on every map of this study (its page, toymech results --maps)

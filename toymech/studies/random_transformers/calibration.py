@@ -1,6 +1,6 @@
 """Read the calibration sweeps back for the notebook and docs/calibration.md.
 
-``toymech sweep grids/rt-calibration-<part>.yaml`` trains its runs into the zoo and writes
+``toymech sweep specs/sweeps/rt-calibration-<part>.yaml`` trains its runs into the zoo and writes
 ``<zoo>/sweeps/rt-calibration-<part>.csv`` (one row per run). ``calibration_table`` turns every
 such table into one tidy row per run (task, mode, width, lr, batch, seed, held-out accuracy on
 the whole answer, per-digit accuracy, the step the stop rule ended it, core-seconds), reading

@@ -12,9 +12,9 @@ whole-sum accuracy, every digit right, with the per-digit accuracy under ``digit
                                     (``analysis.chance``: the share of balanced strings, 1/p,
                                     the needle's listed-value guess, a constant sum)
     acc.<task>.random.short         the plan's ``short_budget`` run (widest)
-    acc.<task>.random.recipe        the recipe's random run at the seed: the width ladder's rung
-                                    at the recipe's width (``ladder``; calibration rows are seed
-                                    0's and never judged)
+    acc.<task>.random.recipe        the recipe's random run at the seed: the width ladder map's
+                                    rung at the recipe's width (``ladder.with_ladder``;
+                                    calibration rows are seed 0's and never judged)
     mem.bits.<mode>                 memorized bits per trainable parameter (median over widths)
     lm.loss.<mode>, lm.chance       language-modelling test loss; ln(vocabulary)
     conc.<task>.<mode>              mean top-k explained variance after layers 1..L

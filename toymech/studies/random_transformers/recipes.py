@@ -1,7 +1,7 @@
 """Study 3's calibrated recipes: per algorithmic task and mode, the smallest setting found to
 show the paper's claim at ``default`` on a CPU, and the named experiments built from them.
 
-The recipes come from the calibration sweeps (``grids/rt-calibration-*.yaml``, run with
+The recipes come from the calibration sweeps (``specs/sweeps/rt-calibration-*.yaml``, run with
 ``toymech sweep``; tables and learning curves in docs/calibration.md). A recipe fixes the width,
 learning rate, batch, the most steps, the task's parameters where they differ from the study's
 ``default`` instance, and a stop rule: the run ends once its held-out accuracy passes
@@ -57,8 +57,8 @@ class Recipe:
         """The shipped grid (``toymech sweep <it>``) whose table holds this recipe's run."""
         if self.grid:
             return self.grid
-        return (f"grids/rt-calibration-random-{task_name}.yaml" if mode == "random"
-                else "grids/rt-calibration-normal.yaml")
+        return (f"specs/sweeps/rt-calibration-random-{task_name}.yaml" if mode == "random"
+                else "specs/sweeps/rt-calibration-normal.yaml")
 
     def train_overrides(self, task_name: str) -> dict[str, Any]:
         """``TrainConfig`` fields of the recipe (``experiments.experiment`` keyword arguments)."""
@@ -86,11 +86,11 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     ("needle", "random"): Recipe(128, 3e-3, 4000, 128, 100, embed_std=EMBED_STD),
     ("decimal_addition", "normal"): Recipe(64, 1e-3, 3000, 128, 100),
     # 10,000 steps: the whole sum passes 0.95 at step 8,000 and ends at 0.983 (digits 0.994;
-    # 30 core-minutes, grids/rt-calibration-random-decimal_addition-10k.yaml, which trains
+    # 30 core-minutes, specs/sweeps/rt-calibration-random-decimal_addition-10k.yaml, which trains
     # exactly this run); at 4,000 steps it was 0.76.
     ("decimal_addition", "random"): Recipe(
         256, 1e-3, 10_000, 128, 500,
-        grid="grids/rt-calibration-random-decimal_addition-10k.yaml"),
+        grid="specs/sweeps/rt-calibration-random-decimal_addition-10k.yaml"),
     ("parentheses", "normal"): Recipe(64, 1e-3, 3000, 128, 100),
     ("parentheses", "random"): Recipe(64, 1e-3, 1500, 128, 100),
 }

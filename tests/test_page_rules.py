@@ -1,4 +1,4 @@
-"""The reader's rules (toymech.report.reading) on hand-made DOM states: a clean page passes, and
+"""The reader's rules (toymech.report.page_rules) on hand-made DOM states: a clean page passes, and
 each rule fails on a page made to break it (no browser needed; test_browser_reading.py applies
 the same rules to rendered pages)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from toymech.report import reading
+from toymech.report import page_rules
 
 
 def _table(**over):
@@ -28,8 +28,8 @@ def _state(**over):
 
 
 def test_a_clean_page_breaks_no_rule():
-    assert reading.violations(_state()) == []
-    assert reading.counts([]) == {rule: 0 for rule in reading.RULES}
+    assert page_rules.violations(_state()) == []
+    assert page_rules.counts([]) == {rule: 0 for rule in page_rules.RULES}
 
 
 @pytest.mark.parametrize("rule, over", [
@@ -48,18 +48,18 @@ def test_a_clean_page_breaks_no_rule():
     ("instruction", {"text": 'Not run: Add "llc" to `also` (or pass it to the report) to train it.'}),
 ])
 def test_each_rule_fails_on_a_page_that_breaks_it(rule, over):
-    found = reading.violations(_state(**over))
+    found = page_rules.violations(_state(**over))
     assert found and {v.rule for v in found} == {rule}, found
-    assert reading.counts(found)[rule] == len(found)
+    assert page_rules.counts(found)[rule] == len(found)
     assert str(found[0]).startswith(rule + ": ")
 
 
 def test_violations_refuses_what_is_not_a_page_state():
     with pytest.raises(ValueError, match=r"state=.* is not allowed: the DOM_SCRIPT result"):
-        reading.violations({"text": ""})
+        page_rules.violations({"text": ""})
     with pytest.raises(ValueError, match="state='str' is not allowed"):
-        reading.violations("<html>")
+        page_rules.violations("<html>")
 
 
 def test_an_interval_after_its_number_is_no_repr():
-    assert reading.violations(_state(text="held-out loss 3.25 [3.24, 3.26] nats; 65 % [60, 70]")) == []
+    assert page_rules.violations(_state(text="held-out loss 3.25 [3.24, 3.26] nats; 65 % [60, 70]")) == []
