@@ -162,7 +162,7 @@ def verdict_class(text: str) -> str:
     """CSS class of a verdict cell: ``toymech-verdict-not-reproduced``, ``...-consistent``."""
     word = verdict_word(text).removesuffix(" (scaled)")
     word = "consistent" if _CONSISTENT.match(word) else word
-    return "toymech-verdict-" + re.sub(r"[^a-z0-9]+", "-", word)
+    return "toymech-verdict-" + re.sub(r"[^a-z0-9]+", "-", word).strip("-")
 
 
 def scorecard_table_html(card: dict) -> str:
