@@ -383,6 +383,36 @@ def test_every_view_counts_each_state_of_run_alike(tmp_path):
     assert MapPage.of(table).finding in text  # the study's own label, content
     assert f"| 6 | 0 | 0 of 6 ({without}) |" in text and "| 4-8 | 0 | 3 of 5 (1 untrained) |" in text
     assert counts in text
+
+
+def test_where_the_outcome_changes_and_the_causal_evidence_are_computed_from_the_table():
+    from toymech.studies.induction import map_evidence
+
+    table = _table()
+    page = MapPage.of(table)
+    assert "block_len 6 -> 4-8 (at offset 0): position (3 of 3) -> content (2 of 3)" in page.changes
+    assert "block_len 6 -> 4-8 (at offset 0-3): neither (3 of 3) -> content (3 of 3)" in page.changes
+    assert not any(c.startswith("offset 0 -> 0-3 (at block_len 4-8)") for c in page.changes)
+    assert maps.summary.changes(table.assign(label="position")) == []  # one outcome: no change
+    # the evidence: medians per label over the learned runs only; none without learned runs
+    measured = table.assign(state="learned", **{"kcut.train": 1.0, "qcut.train": 0.5,
+                                                "ablate.heads": 2})
+    measured.loc[measured["label"] == "position", "kcut.train"] = 0.0
+    said = map_evidence(measured)
+    assert "content (5 runs): kcut 1.00, qcut 0.50, heads carrying the loss 2" in said
+    assert "position (4 runs): kcut 0.00" in said
+    assert map_evidence(measured.assign(state="untrained")) == ""
+    _, block = map_block_of(measured)
+    assert said in block and "Where the commonest outcome changes" in block
+
+
+def map_block_of(table):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s1-evidence.csv"
+        table.to_csv(path, index=False)
+        return map_block(path)
 def test_a_table_from_a_tree_with_local_changes_says_it_is_not_rebuildable(tmp_path):
     """A run's ``commit`` ends with " + local changes" (``core.source_commit``) when the tree it
     ran from differed from its commit: the page and the results block say the table cannot be

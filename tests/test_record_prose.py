@@ -66,3 +66,28 @@ def test_an_unknown_sentence_or_block_is_refused_in_one_line(marked, match):
     with pytest.raises(ValueError, match=match) as err:
         rp.stale_sentences(CARD + marked)
     assert "\n" not in str(err.value)
+
+
+MAP = """<!-- toymech-results map s1-demo -->
+| block_len | d_model | seeds 'content' | outcomes | median beyond_baseline | refined |
+| --- | --- | --- | --- | --- | --- |
+| 6 | 32 | 0 of 3 | 2 position, 1 still learning | -0.1 | no |
+| 4-8 | 32 | 1 of 3 | 1 content, 2 partial | 0.05 | no |
+<!-- /toymech-results -->
+"""
+
+
+def test_a_maps_outcomes_are_summed_from_its_block_and_the_readme_reads_the_record():
+    body = rp.blocks(MAP)["map s1-demo"]
+    assert rp.map_outcomes(body) == ("6 runs in 2 cells: 2 position, 2 partial, 1 still learning, "
+                                     "1 content (the commonest outcome: position in one of 2; "
+                                     "partial in one of 2 cells)")
+    readme = _marked("map-outcomes", "map s1-demo", "6 runs in 2 cells: 6 content")
+    assert len(rp.stale_sentences(readme, MAP)) == 1
+    assert rp.stale_sentences(rp.refresh_sentences(readme, MAP), MAP) == []
+
+
+def test_the_readmes_sentences_match_the_records_blocks():
+    readme = (RECORD.parents[1] / "README.md").read_text(encoding="utf-8")
+    assert rp.stale_sentences(readme, RECORD.read_text(encoding="utf-8")) == [], \
+        "run: python -m toymech.report.record_prose docs/results.md README.md"

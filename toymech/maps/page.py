@@ -35,7 +35,7 @@ from ..report.index import ReportEntry
 from ..report.results import END, START, markdown_table
 from ..studies import protocol
 from ..studies.states import BEYOND
-from .summary import MEASURED, NOT_MEASURED, cell_groups, finding
+from .summary import MEASURED, NOT_MEASURED, cell_groups, changes, finding
 from . import ledger
 from .table import knob_columns
 from .table import read_table as read_map_table
@@ -199,15 +199,19 @@ class MapPage:
     source: dict[str, str]
     finding: str
     predictions: pd.DataFrame  # ``prediction_rows`` of the study's MAP_PREDICTIONS on the table
+    changes: list = None  # ``summary.changes``: where the commonest outcome changes
+    evidence: str = ""  # the study's ``map_evidence`` of the table (its causal evidence)
 
     @classmethod
     def of(cls, table: pd.DataFrame, label: str | None = None,
            number: str | None = None) -> "MapPage":
         label, number = label_of(table, label), number_of(table, number)
         dims, study = dims_of(table), study_for(table)
+        evidence = getattr(study, "map_evidence", None)
         return cls(table, label, number, cell_frame(table, label, number), dims,
                    source_of(study, dims), finding(table, label),
-                   prediction_rows(getattr(study, "MAP_PREDICTIONS", ()), table))
+                   prediction_rows(getattr(study, "MAP_PREDICTIONS", ()), table),
+                   changes(table), evidence(table) if callable(evidence) else "")
 
     @classmethod
     def read(cls, path: str | Path, label: str | None = None,
@@ -311,8 +315,12 @@ def map_block(path: str | Path) -> tuple[str, str]:
              f"### Map `{path.stem}`: {study.TITLE}", "",
              f"{len(page.table)} runs over {len(page.cells)} cells at size "
              f"`{', '.join(sorted(set(page.table['size'].astype(str))))}`, commit "
-             f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).",
-             "", page.provenance, "", page.finding, "", *markdown_table(list(shown.columns), rows)]
+             f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).", "",
+             page.provenance, "", page.finding, ""]
+    lines += [f"Where the commonest outcome changes between neighbouring cells: "
+              f"{'; '.join(page.changes)}.", ""] if page.changes else []
+    lines += [page.evidence, ""] if page.evidence else []
+    lines += markdown_table(list(shown.columns), rows)
     if not page.predictions.empty:
         lines += ["", "Predictions from other work, judged on this map (our setting, not the source's):", ""]
         lines += [f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. {r['counts']}"

@@ -171,5 +171,44 @@ def finding(table: pd.DataFrame, label: str) -> str:
     return ", ".join(parts) + f"; at least {runs} seed(s) per cell."
 
 
-__all__ = ["BEYOND", "LEARNED", "MEASURED", "NOT_MEASURED", "STILL_LEARNING", "UNTRAINED", "Cell",
+def outcome(cell: Cell) -> tuple[str, int]:
+    """A cell's commonest outcome (a measured run's label, or the state of a run without one;
+    the first in the table's order where two tie) and how many of its runs have it."""
+    seen: dict[str, int] = {}
+    for label, state in zip(cell.runs["label"], cell.runs["state"]):
+        key = str(label) if state == MEASURED else str(state)
+        seen[key] = seen.get(key, 0) + 1
+    best = max(seen, key=seen.get)
+    return best, seen[best]
+
+
+def changes(table: pd.DataFrame) -> list[str]:
+    """Where the map's answer changes, in words: for every two cells of one experiment that differ
+    in one knob only, whose commonest outcomes (``outcome``) differ, one sentence naming the
+    knob, its two values, the other knobs and both outcomes with their counts. Empty where no
+    neighbouring cells differ.
+
+    ``table``: the map's table (one row per run)."""
+    groups = cell_groups(table)
+    several = len({c.experiment for c in groups}) > 1
+    out = []
+    for i, a in enumerate(groups):
+        for b in groups[i + 1:]:
+            if a.experiment != b.experiment or a.knobs.keys() != b.knobs.keys():
+                continue
+            differ = [k for k in a.knobs if a.knobs[k] != b.knobs[k]]
+            if len(differ) != 1:
+                continue
+            (oa, na), (ob, nb) = outcome(a), outcome(b)
+            if oa == ob:
+                continue
+            k = differ[0]
+            at = [f"{n} {v}" for n, v in a.knobs.items() if n != k]
+            at += [a.experiment] if several else []
+            out.append(f"{k} {a.knobs[k]} -> {b.knobs[k]}" + (f" (at {', '.join(at)})" if at else "")
+                       + f": {oa} ({na} of {a.n}) -> {ob} ({nb} of {b.n})")
+    return out
+
+
+__all__ = ["changes", "outcome", "BEYOND", "LEARNED", "MEASURED", "NOT_MEASURED", "STILL_LEARNING", "UNTRAINED", "Cell",
            "cell_groups", "cell_key", "cells", "finding", "run_state"]

@@ -129,7 +129,33 @@ def ladder_range(body: str, task: str = "needle", mode: str = "random", from_wid
     return f"{low:.3f}-{high:.3f} at widths {min(cells)}-{max(cells)}"
 
 
+def map_outcomes(body: str) -> str:
+    """"24 runs in 8 cells: 10 position, 8 partial, 6 still learning; the label content in no
+    cell on most runs": every run's outcome summed over the cells of a map's block (its
+    ``outcomes`` column: a learned run's label, or the state of a run without one), then the
+    cells whose commonest outcome is each label of a learned run."""
+    rows = table_rows(body)
+    totals: dict[str, int] = {}
+    tops: dict[str, int] = {}
+    for r in rows:
+        counts = {}
+        for part in r.get("outcomes", "").split(", "):
+            n, _, name = part.partition(" ")
+            if n.isdigit():
+                counts[name] = counts.get(name, 0) + int(n)
+                totals[name] = totals.get(name, 0) + int(n)
+        if counts:
+            top = max(counts, key=counts.get)
+            tops[top] = tops.get(top, 0) + 1
+    runs = sum(totals.values())
+    listed = ", ".join(f"{n} {name}" for name, n in sorted(totals.items(), key=lambda x: -x[1]))
+    cells = "; ".join(f"{name} in {_count(n)} of {len(rows)}" for name, n in
+                      sorted(tops.items(), key=lambda x: -x[1]))
+    return f"{runs} runs in {len(rows)} cells: {listed} (the commonest outcome: {cells} cells)"
+
+
 SENTENCES: dict[str, Callable[[str], str]] = {
+    "map-outcomes": map_outcomes,
     "mixed-and-not-reproduced": mixed_and_not_reproduced,
     "ladder-seeds-solving": ladder_seeds_solving,
     "ladder-random-needle-range": ladder_range,
@@ -145,9 +171,11 @@ def _sentence(name: str, key: str, found: dict[str, str]) -> str:
     return SENTENCES[name](found[key])
 
 
-def stale_sentences(text: str) -> list[str]:
-    """Each marked sentence that differs from what its block says now: "NAME KEY: ours != new"."""
-    found = blocks(text)
+def stale_sentences(text: str, record: str | None = None) -> list[str]:
+    """Each marked sentence that differs from what its block says now: "NAME KEY: ours != new".
+    ``text``: the text holding the sentences; ``record``: the text holding the blocks (None:
+    ``text`` itself; the README's sentences read the results record's blocks)."""
+    found = blocks(text if record is None else record)
     out = []
     for m in _SENTENCE.finditer(text):
         new = _sentence(m.group("name"), m.group("key"), found)
@@ -156,9 +184,10 @@ def stale_sentences(text: str) -> list[str]:
     return out
 
 
-def refresh_sentences(text: str) -> str:
-    """``text`` with every marked sentence rewritten from its block."""
-    found = blocks(text)
+def refresh_sentences(text: str, record: str | None = None) -> str:
+    """``text`` with every marked sentence rewritten from its block (in ``record``, or in
+    ``text`` itself where None)."""
+    found = blocks(text if record is None else record)
 
     def swap(m: re.Match) -> str:
         new = _sentence(m.group("name"), m.group("key"), found)
@@ -168,10 +197,15 @@ def refresh_sentences(text: str) -> str:
     return _SENTENCE.sub(swap, text)
 
 
-if __name__ == "__main__":  # python -m toymech.report.record_prose [docs/results.md]
+if __name__ == "__main__":  # python -m toymech.report.record_prose [docs/results.md [README.md]]
     import sys
     from pathlib import Path
 
     path = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/results.md")
-    path.write_text(refresh_sentences(path.read_text(encoding="utf-8")), encoding="utf-8")
+    record = path.read_text(encoding="utf-8")
+    path.write_text(refresh_sentences(record), encoding="utf-8")
     print(f"sentences refreshed in {path}")
+    for other in map(Path, sys.argv[2:]):
+        other.write_text(refresh_sentences(other.read_text(encoding="utf-8"), record),
+                         encoding="utf-8")
+        print(f"sentences refreshed in {other}")

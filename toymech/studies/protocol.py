@@ -107,7 +107,8 @@ MAP_SIGNATURES = {"map_row": (("run", P, False), ("size", P, False), ("seed", P,
 # other works' predictions judged on its maps (``studies.predictions.MapPrediction``); and
 # optionally ``map_check(size)``: a ValueError for a setting its ``map_row`` could not measure
 # and ``map_panel(sizes)``: the one test panel of a map whose cells are ``sizes``, which the map
-# passes to every ``map_row(..., panel=)``
+# passes to every ``map_row(..., panel=)``; and ``map_evidence(table)``: the causal evidence of a
+# map's table in words (its page and results block print it)
 # (a map calls it for every cell before anything trains).
 # Only a study whose OPTIONAL_RUNS name "llc" (a learning-coefficient curve) has these (and
 # ``LLC_ON``: size -> whether the curve runs without being asked for).
@@ -214,7 +215,8 @@ def surface(module: ModuleType) -> tuple[str, ...]:
     signatures = _signatures(module)
     maps = ("MAP_LABEL", *(("MAP_PREDICTIONS",) if hasattr(module, "MAP_PREDICTIONS") else ()),
             *(("map_check",) if hasattr(module, "map_check") else ()),
-            *(("map_panel",) if hasattr(module, "map_panel") else ()))
+            *(("map_panel",) if hasattr(module, "map_panel") else ()),
+            *(("map_evidence",) if hasattr(module, "map_evidence") else ()))
     return (*DATA, *(("LLC_ON",) if "llc_on" in signatures else ()),
             *(maps if "map_row" in signatures else ()), *signatures)
 

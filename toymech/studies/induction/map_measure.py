@@ -146,6 +146,31 @@ def map_row(run, size: str, seed: int, *, panel: MapPanel | None = None) -> dict
     return row
 
 
+def map_evidence(table) -> str:
+    """The causal evidence of a map's table in words: per label of the learned 2-layer runs, how
+    many runs and the median cost of cutting layer 0 out of layer 1's keys (``kcut``) and
+    queries (``qcut``) on their training distribution and on the panel's longer blocks, and the
+    median count of heads each carrying more than ``MARGIN`` of the loss (``ablate.heads``).
+    Empty where the table has no such columns.
+
+    ``table``: the map's table (one row per run, with its ``state`` and ``label``)."""
+    if "kcut.train" not in table or "state" not in table:
+        return ""
+    learned = table[(table["state"].astype(str) == LEARNED) & table["kcut.train"].notna()]
+    parts = []
+    for label, runs in learned.groupby(learned["label"].astype(str), sort=True):
+        cuts = [f"{c} {runs[f'{c}.{s}'].median():.2f}" for c in ("kcut", "qcut")
+                for s in ("train", "longer") if f"{c}.{s}" in runs and runs[f"{c}.{s}"].notna().any()]
+        heads = runs["ablate.heads"].median() if "ablate.heads" in runs else float("nan")
+        parts.append(f"{label} ({len(runs)} runs): " + ", ".join(cuts)
+                     + (f", heads carrying the loss {heads:g}" if heads == heads else ""))
+    if not parts:
+        return ""
+    return ("Causal evidence, median over the learned 2-layer runs of each label (nats of loss "
+            "added when layer 0 is cut out of layer 1's keys, kcut, or queries, qcut, on the "
+            "run's own sequences (train) and the panel's longer blocks): " + "; ".join(parts) + ".")
+
+
 def map_check(size: str) -> None:
     """Refuse (ValueError) a setting ``size`` (a map cell's variant) that ``map_row`` could not
     measure, before anything trains: the run's own sets and a panel of the cell alone are drawn
@@ -158,4 +183,4 @@ def map_check(size: str) -> None:
 
 
 __all__ = ["LEARNED", "MAP_EVAL_N", "MAP_LABEL", "MapPanel", "STILL_LEARNING", "UNTRAINED",
-           "map_check", "map_panel", "map_row"]
+           "map_check", "map_evidence", "map_panel", "map_row"]
