@@ -170,3 +170,38 @@ def test_summaries_keep_the_seed_count_and_count_below_apart():
     said = scorecard_sentence(card)
     assert "1 consistent (1 seed)" in said and "1 below the source's setting" in said
     assert "consistent (1 seed) at a scaled setting" in said
+
+
+OUR_TEST = Claim("ours", "a is below b (our test)", "ours: the source never ran it", "a < b",
+                 value=lambda n: n["b"] - n["a"], holds=lambda n: n["a"] < n["b"],
+                 setting={"steps": 2000, "width": 64, "data": "d"}, ours=True)
+
+
+@pytest.mark.parametrize("per_seed, expected", [
+    ([{"a": 0.0, "b": 1.0}] * 3, "holds (our test)"),
+    ([{"a": 1.0, "b": 0.0}] * 3, "does not hold (our test)"),
+    ([{"a": 1.0, "b": 0.0}] * 2, "does not hold (our test) (2 seeds)"),
+    ([{"a": 0.0, "b": 1.0}] * 2, "consistent (2 seeds)"),
+    ([{"a": 0.0, "b": 1.0}, {"a": 1.0, "b": 0.0}, {"a": 1.0, "b": 0.0}], "mixed"),
+])
+def test_a_test_of_ours_never_reads_reproduced(per_seed, expected):
+    """A claim of ours (``ours``: a test the source never ran) reads "holds (our test)" /
+    "does not hold (our test)", in ``assess`` and in the scorecard, at the source's setting and
+    at a scaled one; the same numbers on a source's claim read "reproduced"."""
+    assert assess(OUR_TEST, per_seed).verdict == expected
+    card = scorecard([OUR_TEST, CLAIM], per_seed, "paper", list(range(len(per_seed))), SETTINGS)
+    said = card.loc["a is below b (our test)", "verdict"]
+    assert said == expected and "reproduced" not in said
+    if expected == "holds (our test)":
+        assert card.loc["a is below b", "verdict"] == "reproduced"
+
+
+def test_no_study_claim_of_ours_reads_reproduced_on_source_like_numbers():
+    from toymech.studies import protocol
+    import importlib
+    for name in protocol.STUDIES:
+        cl = importlib.import_module(f"toymech.studies.{name}.claims")
+        n = cl.source_like()
+        for c in protocol.study(name).CLAIMS:
+            v = assess(c, [n] * 3).verdict
+            assert ("reproduced" in v) != c.ours, (c.key, v)

@@ -1,8 +1,9 @@
 """Claims that can fail, over the registry (``protocol.STUDIES`` and the template): each
 study's claims against its own source-like numbers (every claim holds), NaN / missing numbers
 (not measured), at-chance numbers and the null world (untrained models at each size's own
-settings through the study's own ``measure_seed``: every claim reads "not reproduced", or
-"below the source's setting" while the seeds alone say "not reproduced", unless the row
+settings through the study's own ``measure_seed``: every claim reads "not reproduced" ("does not
+hold (our test)" for a test of ours), or "below the source's setting" while the seeds alone say
+so, unless the row
 declares why it cannot be shown to fail). Two seeds per size: a claim an untrained seed passes
 reads "consistent" or "mixed" there, so it fails the test."""
 
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 import pytest
 
 from toymech.studies import protocol
-from toymech.studies.claims import BELOW, Claim, Measured, assess
+from toymech.studies.claims import BELOW, Claim, Measured, assess, verdict_words
 from toymech.studies.settings import KINDS, missing
 
 NAMES = (*protocol.STUDIES, protocol.TEMPLATE)
@@ -56,7 +57,7 @@ def test_each_claim_holds_on_source_like_numbers(name, claim):
     assert claim.holds(Measured(n)) is True
     assert math.isfinite(claim.value(Measured(n)))
     a = assess(claim, [n] * 3)
-    assert a.verdict == "reproduced" and a.agree == 3
+    assert a.verdict == verdict_words(claim)[0] and a.agree == 3
 
 
 @pytest.mark.parametrize("name, claim", _claims(), ids=lambda x: getattr(x, "key", x))
@@ -87,9 +88,9 @@ def test_at_chance_numbers_pass_no_claim(name):
     ``at_chance``): no trained claim passes, none reads mixed or unresolved."""
     st, cl = _study(name)
     chance = cl.at_chance(cl.source_like())
-    said = {c.key: assess(c, [chance] * 3).verdict for c in st.claims
+    said = {c.key: (assess(c, [chance] * 3).verdict, verdict_words(c)[1]) for c in st.claims
             if c.trained and not c.null_exempt}  # what the seeds say, whatever the setting
-    assert all(v.startswith("not reproduced") for v in said.values()), said
+    assert all(v.startswith(fails) for v, fails in said.values()), said
 
 
 # --- the null world: untrained models at each size's own settings, the study's own code ---------
@@ -114,8 +115,8 @@ def test_null_world(name, size):
         v, raw = card.loc[c.statement, "verdict"], assess(c, per_seed).verdict
         if c.null_exempt:
             continue
-        ok = raw.startswith("not reproduced") and (v.startswith("not reproduced")
-                                                    or v.startswith(BELOW))
+        fails = verdict_words(c)[1]
+        ok = raw.startswith(fails) and (v.startswith(fails) or v.startswith(BELOW))
         if not ok:
             bad.append(f"{c.key}: {v} (the seeds alone: {raw})")
     assert not bad, "\n".join(bad)

@@ -413,3 +413,22 @@ def map_block_of(table):
         path = Path(tmp) / "s1-evidence.csv"
         table.to_csv(path, index=False)
         return map_block(path)
+def test_a_table_from_a_tree_with_local_changes_says_it_is_not_rebuildable(tmp_path):
+    """A run's ``commit`` ends with " + local changes" (``core.source_commit``) when the tree it
+    ran from differed from its commit: the page and the results block say the table cannot be
+    rebuilt from a commit, and a clean table says which commit rebuilds it."""
+    from toymech.maps.page import provenance
+    clean = _table()
+    dirty = clean.assign(commit=["abc + local changes"] + ["abc"] * (len(clean) - 1))
+    assert "Not rebuildable" not in provenance(clean) and "commit abc" in provenance(clean)
+    said = provenance(dirty)
+    assert said.startswith("Not rebuildable from a commit: 1 of ") and "local changes" in said
+    assert "not rebuildable" in provenance(clean.assign(commit="")).lower()
+    assert MapPage.of(dirty).provenance == said
+    for table, expected in ((dirty, True), (clean, False)):
+        path = tmp_path / "s1-demo.csv"
+        table.to_csv(path, index=False)
+        _, block = map_block(path)
+        assert ("Not rebuildable from a commit" in block) is expected, block
+    nb = (Path(__file__).resolve().parents[1] / "toymech" / "maps" / "map.ipynb").read_text()
+    assert "page.provenance" in nb  # the page shows it beside the finding

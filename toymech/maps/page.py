@@ -3,7 +3,9 @@ read back, summarised per cell and drawn, through the thin notebook ``map.ipynb`
 module, executed and rendered like every report (``build_reports``) and listed in the index.
 
 The page opens with the map's finding, computed from the table (``maps.summary.finding``: in which cells
-the study's ``map_label`` holds on every seed, on some, on none); then the figure
+the study's ``map_label`` holds on every seed, on some, on none), and where its rows come from
+(``provenance``: a table whose runs recorded a commit "+ local changes" says it is not
+rebuildable from a commit); then the figure
 (``maps.figure.map_figure``: the share of seeds with the label per cell, the median of the map's
 number and "held of runs" as each cell's text, each seed's value on hover, the source's setting
 as a star); then other works' predictions judged on the map (the study's ``MAP_PREDICTIONS``,
@@ -159,6 +161,27 @@ def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
+LOCAL_CHANGES = " + local changes"  # what ``core.source_commit`` appends for a dirty tree
+
+
+def provenance(table: pd.DataFrame) -> str:
+    """Where the rows of a map ``table`` come from, in a sentence: the commits its runs recorded
+    and, where any recorded `` + local changes`` (``core.source_commit``: a tree whose tracked
+    files differed from its commit), that those rows are not rebuildable from a commit."""
+    commits = (table["commit"].dropna().astype(str).str.strip() if "commit" in table
+               else pd.Series(dtype=str))
+    commits = commits[commits != ""]
+    names = sorted(set(commits))
+    if commits.empty:
+        return "The table records no commit: its rows are not rebuildable from a commit."
+    dirty = commits[commits.str.endswith(LOCAL_CHANGES)]
+    if dirty.empty:
+        return f"Rows from commit {', '.join(names)}: rebuildable from that code."
+    return (f"Not rebuildable from a commit: {len(dirty)} of {len(commits)} rows were written "
+            f"from a tree with local changes ({', '.join(sorted(set(dirty)))}), so the code that "
+            "made them is in no commit; re-run the map from a clean checkout to record one.")
+
+
 def source_of(study, dims: list[str]) -> dict[str, str]:
     """The source's value of each knob of ``dims``, as the table writes it."""
     return {d: study.knobs[d].text(study.knobs[d].source) for d in dims if d in study.knobs}
@@ -194,6 +217,11 @@ class MapPage:
     def read(cls, path: str | Path, label: str | None = None,
              number: str | None = None) -> "MapPage":
         return cls.of(read_table(path), label, number)
+
+    @property
+    def provenance(self) -> str:
+        """``provenance`` of the table: its commits, and whether its rows are rebuildable."""
+        return provenance(self.table)
 
     @property
     def seeds(self) -> list[int]:
@@ -288,7 +316,7 @@ def map_block(path: str | Path) -> tuple[str, str]:
              f"{len(page.table)} runs over {len(page.cells)} cells at size "
              f"`{', '.join(sorted(set(page.table['size'].astype(str))))}`, commit "
              f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).", "",
-             page.finding, ""]
+             page.provenance, "", page.finding, ""]
     lines += [f"Where the commonest outcome changes between neighbouring cells: "
               f"{'; '.join(page.changes)}.", ""] if page.changes else []
     lines += [page.evidence, ""] if page.evidence else []
@@ -327,4 +355,4 @@ def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
     return entry
 
 
-__all__ = ["MapPage", "build_map_report", "map_block", "map_blocks", "map_tables", "read_maps", "cell_frame", "open_line", "read_table", "study_for"]
+__all__ = ["MapPage", "build_map_report", "provenance", "map_block", "map_blocks", "map_tables", "read_maps", "cell_frame", "open_line", "read_table", "study_for"]

@@ -67,7 +67,8 @@ def _agreeing(cell: str) -> str:
 
 
 def mixed_and_not_reproduced(body: str) -> str:
-    """"Four rows are mixed (A: 3 of 10; ...) and four are not reproduced (...)"."""
+    """"Four rows are mixed (A: 3 of 10; ...) and four are not reproduced (...)", and, where
+    some are, "; three of our own tests, which the source never ran, do not hold (...)"."""
     parts = []
     for word in ("mixed", "not reproduced"):
         rows = verdict_rows(body, word)
@@ -77,6 +78,11 @@ def mixed_and_not_reproduced(body: str) -> str:
         parts.append(f"{_count(len(rows))} {noun} {verb} {word}" + (f" ({listed})" if rows
                                                                     else ""))
     text = " and ".join(parts)
+    ours = verdict_rows(body, "does not hold (our test)")  # tests of ours, never "reproduced"
+    if ours:
+        listed = "; ".join(f"{claim}: {_agreeing(seeds)}" for claim, seeds in ours)
+        text += (f"; {_count(len(ours))} of our own tests, which the source never ran, "
+                 f"{'does' if len(ours) == 1 else 'do'} not hold ({listed})")
     return text[0].upper() + text[1:] + "."
 
 

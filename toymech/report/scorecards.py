@@ -21,11 +21,13 @@ from html.parser import HTMLParser
 SCORECARD_TAG = "scorecard"
 # Display order of the verdict words; "consistent (k seeds)" sorts by k after "reproduced".
 # A variant's rows are properties, not verdicts: "holds", "holds on" (some seeds), "does not hold".
-VERDICT_ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "holds", "holds on",
-                 "does not hold", "unresolved", "not measured", "below the source's setting",
-                 "pipeline check", "other")
+# A test of ours that the source never ran: "holds (our test)", "does not hold (our test)".
+VERDICT_ORDER = ("reproduced", "holds (our test)", "consistent", "mixed", "not reproduced",
+                 "does not hold (our test)", "holds", "holds on", "does not hold", "unresolved",
+                 "not measured", "below the source's setting", "pipeline check", "other")
 _KNOWN = {"reproduced", "mixed", "not reproduced", "unresolved", "not measured", "pipeline check",
-          "below the source's setting", "holds", "holds on", "does not hold"}
+          "below the source's setting", "holds", "holds on", "does not hold", "holds (our test)",
+          "does not hold (our test)"}
 _CONSISTENT = re.compile(r"^(consistent \((\d+) seeds?\))")
 
 
@@ -124,7 +126,7 @@ def verdict_word(text: str) -> str:
         return match.group(1) + scaled
     # A known word followed by detail ("pipeline check: holds 0/2") counts as that word.
     for known in sorted(_KNOWN, key=len, reverse=True):
-        if re.match(rf"{re.escape(known)}(\b|$)", word):
+        if re.match(rf"{re.escape(known)}(?!\w)", word):
             return known + scaled
     return "other"
 
@@ -160,7 +162,7 @@ def verdict_class(text: str) -> str:
     """CSS class of a verdict cell: ``toymech-verdict-not-reproduced``, ``...-consistent``."""
     word = verdict_word(text).removesuffix(" (scaled)")
     word = "consistent" if _CONSISTENT.match(word) else word
-    return "toymech-verdict-" + re.sub(r"[^a-z0-9]+", "-", word)
+    return "toymech-verdict-" + re.sub(r"[^a-z0-9]+", "-", word).strip("-")
 
 
 def scorecard_table_html(card: dict) -> str:

@@ -32,7 +32,9 @@ elsewhere it reads "below the source's setting" and quotes what the scaled run s
               not measured or unresolved counts against it); "not reproduced" when some seed
               measured and none agrees; measured 1-2 with all of them agreeing: "consistent (1
               seed)" / "consistent (2 seeds)"; else "mixed" ("(k seeds)" when measured < 3);
-              measured 0: "unresolved" when some seed was unresolved, else "not measured".
+              measured 0: "unresolved" when some seed was unresolved, else "not measured". A
+              claim of ours (``ours``: a test the source never ran) reads "holds (our test)" and
+              "does not hold (our test)" in place of "reproduced" and "not reproduced".
 
 A size marked as a pipeline check (``smoke``: models trained for seconds) gets no verdict words:
 its verdict column reads "pipeline check: holds k/n" (or "not measured"), and the scorecard's title
@@ -67,11 +69,18 @@ LEGEND = (f". \"Reproduced\" needs at least {REPRODUCED_SEEDS} seeds measured an
           "\"unresolved\": measured but undecided. \"Below the source's setting\": our run is "
           "smaller than the source's (the parameters and the command that reaches it are "
           "given), so the row is not judged. \"Chance / null\" is the reference named in the "
-          "row (chance, a trivial predictor, a ceiling, an untrained model); a dash there: the "
+          "row (chance: a uniform guess; a threshold derived from it; a trivial predictor, a "
+          "ceiling, an untrained model); a dash there: the "
           "claim compares two of our measurements, or ours with the source's number, so no "
-          "single reference applies. Each claim's "
+          "single reference applies. \"Holds (our test)\" / \"does not hold (our test)\": "
+          "a test of ours that the source never ran, so never \"reproduced\". Each claim's "
           "setting, test and tolerance: docs/sources.md.")
-NULLS = ("chance", "trivial predictor", "ceiling", "untrained model", "unpatched run")
+# "chance" is a uniform guess over the task's answers and nothing else; a line derived from it
+# (half of it, the midpoint of it and the floor) is a "threshold".
+NULLS = ("chance", "threshold", "trivial predictor", "ceiling", "untrained model",
+         "unpatched run")
+OURS_HOLDS = "holds (our test)"  # a claim of ours (``ours``): never "reproduced"
+OURS_FAILS = "does not hold (our test)"
 NO_NULL = "—"  # the null cell of a claim with no single reference number (the legend says why)
 
 
@@ -90,7 +99,8 @@ class Claim:
     why: str = ""         # why that tolerance (a measured spread, a null, the size we run at)
     reference: Callable[[Numbers], float | None] | None = None  # chance / null, same instance
     trained: bool = True  # False: a property of the initialisation, not of training
-    ours: bool = False    # the number compared with is ours, not the source's
+    ours: bool = False    # our test, which the source never ran (the number compared with is
+    #  ours): its verdict reads "holds (our test)", never "reproduced"
     setting: Parameters = field(default_factory=dict)  # where the source states it
     numeric: bool = True  # a number (a loss, an accuracy); False: a mechanism, order, preference
     scaled: str = ""      # why this qualitative claim may be judged below the source's setting
@@ -197,10 +207,12 @@ def _seeds(n: int) -> str:
 
 
 def verdict(agree: int, measured: int, unresolved: int = 0, pipeline: bool = False,
-            requested: int | None = None) -> str:
+            requested: int | None = None, ours: bool = False) -> str:
     """The verdict for ``agree`` seeds out of ``measured``, with ``unresolved`` seeds, over
     ``requested`` seeds (None: measured + unresolved); ``pipeline``: a pipeline-check size (no
-    verdict words). See the module docstring."""
+    verdict words); ``ours``: a test of ours the source never ran, which reads "holds (our
+    test)" / "does not hold (our test)" where a source's claim reads "reproduced" / "not
+    reproduced". See the module docstring."""
     check(isinstance(measured, int) and measured >= 0, "measured", measured, "an integer >= 0")
     check(isinstance(agree, int) and 0 <= agree <= measured, "agree", agree,
           f"an integer in 0..measured={measured}")
@@ -213,12 +225,19 @@ def verdict(agree: int, measured: int, unresolved: int = 0, pipeline: bool = Fal
         return f"pipeline check: holds {agree}/{measured}"
     few = f" ({_seeds(measured)})" if measured < REPRODUCED_SEEDS else ""
     if agree == 0:
-        return "not reproduced" + few
+        return (OURS_FAILS if ours else "not reproduced") + few
     if measured >= REPRODUCED_SEEDS and agree / requested >= REPRODUCED_SHARE:
-        return "reproduced"
+        return OURS_HOLDS if ours else "reproduced"
     if few and agree == measured:
         return "consistent" + few
     return "mixed" + few
+
+
+def verdict_words(claim: Claim) -> tuple[str, str]:
+    """The words ``claim``'s verdict uses where every seed agrees / none does: "reproduced" /
+    "not reproduced" for a source's claim, "holds (our test)" / "does not hold (our test)" for a
+    test of ours (``ours``)."""
+    return (OURS_HOLDS, OURS_FAILS) if claim.ours else ("reproduced", "not reproduced")
 
 
 def holds_per_seed(claim: Claim, per_seed: Sequence[Numbers]) -> list[bool | None]:
@@ -257,7 +276,7 @@ def assess(claim: Claim, per_seed: Sequence[Numbers], pipeline: bool = False,
     agree = sum(held)
     med = statistics.median(values) if values else float("nan")
     low, high = (min(values), max(values)) if values else (float("nan"), float("nan"))
-    said = verdict(agree, len(held), unresolved, pipeline, len(per_seed))
+    said = verdict(agree, len(held), unresolved, pipeline, len(per_seed), claim.ours)
     short = shortfall(claim.setting, settings.of(size)) if settings and size else ()
     if short and not pipeline:
         if claim.scaled and settings.scaled_shown(size, claim.key):

@@ -10,11 +10,12 @@ from typing import Sequence
 import pandas as pd
 
 from ..core import Setting, check
-from .claims import BELOW, is_pipeline
+from .claims import BELOW, OURS_FAILS, OURS_HOLDS, is_pipeline
 from .settings import Parameters, StudySettings, shortfall
 
-ORDER = ("reproduced", "consistent", "mixed", "not reproduced", "holds on", "holds",
-         "does not hold", "unresolved", "not measured", BELOW, "pipeline check")
+ORDER = ("reproduced", OURS_HOLDS, "consistent", "mixed", "not reproduced", OURS_FAILS,
+         "holds on", "holds", "does not hold", "unresolved", "not measured", BELOW,
+         "pipeline check")
 
 
 class Findings:
@@ -82,7 +83,9 @@ def scorecard_sentence(card: pd.DataFrame) -> str:
 
 
 _PLURAL = {"holds": "hold on every seed", "holds on": "hold on some seeds",
-           "does not hold": "hold on no seed"}  # a variant's properties, counted
+           "does not hold": "hold on no seed",  # a variant's properties, counted
+           OURS_HOLDS: "hold as tests of ours (the source never ran them)",
+           OURS_FAILS: "do not hold as tests of ours (the source never ran them)"}
 
 
 def _said(word: str) -> str:
@@ -93,15 +96,19 @@ def _said(word: str) -> str:
 
 
 def misses(card: pd.DataFrame, most: int = 3) -> str:
-    """The claims that did not reproduce, by their statements (at most ``most``)."""
+    """The claims that did not reproduce, and our own tests that do not hold, by their
+    statements (at most ``most`` of each)."""
     if is_pipeline(card.attrs.get("size")):
         return ""
-    rows = [claim + (" (at our scaled setting)" if "(scaled:" in str(v) else "")
-            for claim, v in card["verdict"].items() if str(v).startswith("not reproduced")]
-    if not rows:
-        return ""
-    more = f" and {len(rows) - most} more" if len(rows) > most else ""
-    return "Not reproduced: " + "; ".join(rows[:most]) + more + "."
+    said = []
+    for word, opening in (("not reproduced", "Not reproduced: "),
+                          (OURS_FAILS, "Our tests (the source never ran them) that do not hold: ")):
+        rows = [claim + (" (at our scaled setting)" if "(scaled:" in str(v) else "")
+                for claim, v in card["verdict"].items() if str(v).startswith(word)]
+        if rows:
+            more = f" and {len(rows) - most} more" if len(rows) > most else ""
+            said.append(opening + "; ".join(rows[:most]) + more + ".")
+    return " ".join(said)
 
 
 def at_setting(settings: StudySettings, size: str, source: Parameters, whose: str) -> str:

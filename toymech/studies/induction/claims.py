@@ -209,10 +209,11 @@ def _mechanism(short: str) -> Claim:
                  "5 back', 'the first instance of the next token')",
                  value=lambda n: max(need(n, [f"{short}.{s}" for s in sets[1:]])),
                  holds=lambda n: _content_based(n, short), unit="nats (worst mechanism set)",
-                 reference=lambda n: n["chance.loss"] / 2, null="chance",
-                 null_detail="half a uniform guess, the 'solved' line",
+                 reference=lambda n: n["chance.loss"] / 2, null="threshold",
+                 null_detail="half a uniform guess (ln 26 / 2), the 'solved' line",
                  test="loss on shifted, 5- and 7-letter blocks each below ln 26 / 2",
-                 why="half of a uniform guess (chance): a model copying by absolute position "
+                 why="half of a uniform guess (chance is the guess itself, ln 26; this line, "
+                     "half of it, is a threshold): a model copying by absolute position "
                      "fails the shifted and the other lengths (near or above chance); an "
                      "untrained model is at chance", ours=True, scaled=True)
 
@@ -240,7 +241,7 @@ CLAIMS: tuple[Claim, ...] = (
                            and max(n["smeared.test"], n["2l.test"])
                            <= (n["chance.loss"] + n["floor.loss"]) / 2),
           unit="nats apart", reference=lambda n: (n["chance.loss"] + n["floor.loss"]) / 2,
-          null="chance", null_detail="the midpoint of the loss floor and a uniform guess",
+          null="threshold", null_detail="the midpoint of the loss floor and a uniform guess",
           test=f"|difference| <= {TOL['tie']} nats, both below the midpoint of floor and chance",
           why=DERIVATION["tie"] + " (the reference shown: that midpoint, 1.98)"),
     _post("2l-option1", "out of distribution the 2-layer model prefers option 1 (copy the "

@@ -163,7 +163,7 @@ def _table1(task: str) -> dict:
 # What ``chance.<task>`` is (``analysis.chance_levels``), in a reader's words: the best trivial
 # predictor on the same test set; for the needle, guessing a value listed in the context can beat
 # a constant answer, and trained models below it have not learned the retrieval.
-CHANCE = {"modular_addition": ("chance", "the most common answer, about 1/p"),
+CHANCE = {"modular_addition": ("trivial predictor", "the most common answer, about 1/p"),
           "needle": ("trivial predictor", "a value listed in the context"),
           "decimal_addition": ("trivial predictor", "the most common sum"),
           "parentheses": ("trivial predictor", "always the more common answer")}
