@@ -38,8 +38,8 @@ def uniform_guesses(name: str, size: str) -> set[float]:
     here from the tasks themselves (not from the study's numbers)."""
     st = protocol.study(name)
     out: set[float] = set()
-    made = [named.make(size, 0).task for named in st.EXPERIMENTS.values()]
-    spec = st.SIZES[size]  # tasks a size names beside its experiments (study 3's side tasks)
+    made = [named.make(size, 0).task for named in st.named_experiments.values()]
+    spec = st.sizes[size]  # tasks a size names beside its experiments (study 3's side tasks)
     made += [tasks.get(t, **params) for t, params in (getattr(spec, "tasks", None) or {}).items()]
     for task in made:
         out |= _guesses(task.d_vocab, getattr(task, "n_letters", None))
@@ -102,7 +102,7 @@ def test_every_scorecards_chance_is_the_uniform_guess_of_its_task(name):
     seeds = st.seeds_of("smoke", 0, 1)
     per_seed = [st.untrained_numbers("smoke", s) for s in seeds]
     guesses = uniform_guesses(name, "smoke")
-    for c in st.CLAIMS:  # the reference itself, unrounded
+    for c in st.claims:  # the reference itself, unrounded
         ref = _call(c.reference, per_seed[0])
         if c.null == "chance" and ref is not None:
             assert any(math.isclose(ref, g, rel_tol=1e-3) for g in guesses), (c.key, ref)

@@ -202,6 +202,6 @@ def test_no_study_claim_of_ours_reads_reproduced_on_source_like_numbers():
     for name in protocol.STUDIES:
         cl = importlib.import_module(f"toymech.studies.{name}.claims")
         n = cl.source_like()
-        for c in protocol.study(name).CLAIMS:
+        for c in protocol.study(name).claims:
             v = assess(c, [n] * 3).verdict
             assert ("reproduced" in v) != c.ours, (c.key, v)

@@ -58,7 +58,7 @@ def _claims(notebook: str) -> _Claims:
     """The claims of the registered study shown by ``notebook`` (its file stem), by statement."""
     for name, path in protocol.STUDIES.items():
         if Path(path).stem == notebook:
-            return _Claims(protocol.study(name).CLAIMS)
+            return _Claims(protocol.study(name).claims)
     return _Claims(())
 
 
