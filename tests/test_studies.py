@@ -40,6 +40,7 @@ SIGNATURES = {
     "map_row": (("run", P, False), ("size", P, False), ("seed", P, False)),
     "map_check": (("size", P, False),),
     "map_panel": (("sizes", P, False),),
+    "map_evidence": (("table", P, False),),
 }
 OPEN_ENDED = ("validate", "describe", "probe_data", "eval_sets",  # may add keyword-only options
               "map_row")
