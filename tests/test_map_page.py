@@ -400,8 +400,8 @@ def test_where_the_outcome_changes_and_the_causal_evidence_are_computed_from_the
                                                 "ablate.heads": 2})
     measured.loc[measured["label"] == "position", "kcut.train"] = 0.0
     said = map_evidence(measured)
-    assert "content (5 runs): kcut 1.00, qcut 0.50, heads carrying the loss 2" in said
-    assert "position (4 runs): kcut 0.00" in said
+    assert "content (5 runs): kcut 1.00 (train), qcut 0.50 (train), heads carrying the loss 2" in said
+    assert "position (4 runs): kcut 0.00 (train)" in said
     assert map_evidence(measured.assign(state="untrained")) == ""
     _, block = map_block_of(measured)
     assert said in block and "Where the commonest outcome changes" in block

@@ -312,6 +312,10 @@ def verify_rows(table: pd.DataFrame, path: Path | str, study) -> None:
                 raise bad(f"{c}={short_repr(text)} is not written as toymech writes it "
                           f"({knob.text(parsed)!r})")
             values[k] = parsed
+        steps = row.get("steps")  # a run the budget policy continued: its steps are not a knob column
+        if "steps" not in values and "steps" in study.knobs and isinstance(steps, (int, float)) \
+                and not isinstance(steps, bool) and math.isfinite(float(steps)):
+            values["steps"] = int(steps)
         cell = (name, str(row.get("size")), tuple(sorted((k, str(v)) for k, v in values.items())))
         try:
             if cell not in sizes:

@@ -324,6 +324,7 @@ def map_block(path: str | Path) -> tuple[str, str]:
     if not page.predictions.empty:
         lines += ["", "Predictions from other work, judged on this map (our setting, not the source's):", ""]
         lines += [f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. {r['counts']}"
+                  + (f" Not computed here: {r['not computed']}." if r.get("not computed") else "")
                   for _, r in page.predictions.iterrows()]
     return key, "\n".join(lines + [END]) + "\n"
 

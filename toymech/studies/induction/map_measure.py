@@ -159,8 +159,10 @@ def map_evidence(table) -> str:
     learned = table[(table["state"].astype(str) == LEARNED) & table["kcut.train"].notna()]
     parts = []
     for label, runs in learned.groupby(learned["label"].astype(str), sort=True):
-        cuts = [f"{c} {runs[f'{c}.{s}'].median():.2f}" for c in ("kcut", "qcut")
-                for s in ("train", "longer") if f"{c}.{s}" in runs and runs[f"{c}.{s}"].notna().any()]
+        cuts = [f"{c} " + " and ".join(f"{runs[f'{c}.{s}'].median():.2f} ({s})"
+                                        for s in ("train", "longer")
+                                        if f"{c}.{s}" in runs and runs[f"{c}.{s}"].notna().any())
+                for c in ("kcut", "qcut") if f"{c}.train" in runs]
         heads = runs["ablate.heads"].median() if "ablate.heads" in runs else float("nan")
         parts.append(f"{label} ({len(runs)} runs): " + ", ".join(cuts)
                      + (f", heads carrying the loss {heads:g}" if heads == heads else ""))
