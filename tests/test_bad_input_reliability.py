@@ -50,6 +50,7 @@ def _edit(table: Path, change) -> None:
 
 def _set(column, value):
     def change(frame):
+        assert column in frame, (column, list(frame))  # an edit of a column the table has
         frame.loc[0, column] = value
         return frame
     return change
@@ -162,7 +163,7 @@ EDITS = {
     # name: (edit of the table, fragments of the line naming the row)
     "damage: a label changed to content (published before)": (
         _set("label", "content"), ["row 1", "row_sha256"]),
-    "damage: a loss set to NaN (counted before)": (_set("loss.test", "nan"), ["row 1", "row_sha256"]),
+    "damage: a loss set to NaN (counted before)": (_set("loss.train", "nan"), ["row 1", "row_sha256"]),
     "damage: a seed of -7": (_set("seed", "-7"), ["row 1", "seed=-7"]),
     "damage: a knob value 99-1": (_set("knob.block_len", "99-1"), ["row 1", "knob.block_len='99-1'"]),
     "damage: a duplicated row": (_duplicate, ["row 2", "the same run as row 1"]),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...core import check
+from ...sweep.table import knob_column, knob_columns
 from ..states import LEARNED
 from .claims import COMPARABLE, FORMED
 
@@ -56,8 +57,9 @@ def _states(runs: pd.DataFrame) -> str:
 
 def _cells(table: pd.DataFrame) -> list[tuple[dict[str, str], pd.DataFrame]]:
     """({knob: value}, runs) per cell of the map (its knob columns), in the table's order."""
-    columns = [c for c in table.columns if c.startswith("knob.")]
-    return [(dict(zip([c[5:] for c in columns], (k if isinstance(k, tuple) else (k,)))), runs)
+    named = knob_columns(table)  # {knob: its column}
+    columns = list(named.values())
+    return [(dict(zip(list(named), (k if isinstance(k, tuple) else (k,)))), runs)
             for k, runs in table.astype({c: str for c in columns}).groupby(columns, sort=False)]
 
 
@@ -101,7 +103,7 @@ def arm_markdown(table: pd.DataFrame) -> str:
 def _cell(table: pd.DataFrame, **knobs: str) -> pd.DataFrame:
     mask = pd.Series(True, index=table.index)
     for k, v in knobs.items():
-        mask &= table[f"knob.{k}"].astype(str) == v
+        mask &= table[knob_column(k)].astype(str) == v
     return table[mask]
 
 
@@ -115,7 +117,7 @@ def _learned(r: pd.Series) -> bool:
 
 
 def _lr(rows: pd.DataFrame) -> str:
-    return "/".join(sorted({str(v) for v in rows["knob.lr"]}))
+    return "/".join(sorted({str(v) for v in rows[knob_column("lr")]}))
 
 
 def compare(table: pd.DataFrame, a: dict[str, str], b: dict[str, str], need_formed: bool
@@ -172,7 +174,7 @@ def design_answer(table: pd.DataFrame) -> str:
         f"{_arm(dict(r))}: {r['in-context head']} ({r['runs']})"
         for _, r in arms.iterrows()) + "."]
     mixed = []
-    for ff in sorted(set(_cell(table, data="mixed")["knob.ff"].astype(str)),
+    for ff in sorted(set(_cell(table, data="mixed")[knob_column("ff")].astype(str)),
                      key=["none", "first", "last", "both"].index):
         c = compare(table, {"data": "mixed", "ff": ff, "embeddings": "trained"},
                     {"data": "mixed", "ff": ff, "embeddings": "frozen"}, need_formed=False)

@@ -54,6 +54,7 @@ from transformer_lens import HookedTransformer
 from ...analysis.dynamics import history_still_learning
 from ..states import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED
 from ...models import build_model
+from ...sweep.table import knob_column, knob_columns
 from ...tasks.bigram_triggers import BLIND_CACHES, trigger_blind_metrics
 from ...training import Experiment
 from ...zoo import ZooEntry
@@ -178,8 +179,8 @@ def calibrated_lr(table: pd.DataFrame, knob: str = "lr") -> dict[tuple, float]:
     judged runs read "still learning"). Returns {arm: lr}, the arm as the tuple of its knob
     columns' values in the table's order (``lr`` excluded); an arm every run of which diverged
     is left out."""
-    column = f"knob.{knob}"
-    arms = [c for c in table.columns if c.startswith("knob.") and c != column]
+    column = knob_column(knob)
+    arms = [c for c in knob_columns(table).values() if c != column]
     ok = table[(table["status"] == "ok") & table["icl_acc"].notna()] if "status" in table \
         else table[table["icl_acc"].notna()]
     out: dict[tuple, float] = {}

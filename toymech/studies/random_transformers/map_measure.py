@@ -60,7 +60,9 @@ from ...analysis.chance import listed_value_accuracy, sequence_constant_accuracy
 from ...analysis.dynamics import history_still_learning
 from ...core import check
 from ..states import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED
+from ...sweep.table import knob_columns
 from ...tasks.base import Batch, Task
+from ...tasks.parentheses import CLOSE, OPEN, QUERY, YES
 from ...training import Experiment
 from .measure import eval_sets, row_for
 from .over_seeds import solved_label
@@ -80,7 +82,6 @@ def counts_accuracy(batch: Batch, ends: bool = False) -> float:
     """Parentheses: the accuracy of answering "balanced" iff the string has as many ``(`` as
     ``)`` (the best order-blind predictor, see the module docstring) on ``batch``; with ``ends``
     also requiring it to open with ``(`` and close with ``)`` (a partial balance check)."""
-    from ...tasks.parentheses import CLOSE, OPEN, QUERY, YES
     tokens = batch.tokens.cpu()
     guess = (tokens == OPEN).sum(1) == (tokens == CLOSE).sum(1)
     if ends:
@@ -259,8 +260,9 @@ def state_table(table) -> str:
     the best baseline's median, the runs labelled ``solved`` and each state's runs (a run without
     a ``state``, or a sweep status other than ``ok``, is counted by its status). The record quotes
     it (tested against the table)."""
-    knobs = [c for c in table.columns if c.startswith("knob.")]
-    lines = ["| " + " | ".join([*(k[len("knob."):] for k in knobs), "mode",
+    named = knob_columns(table)  # {knob: its column}
+    knobs = list(named.values())
+    lines = ["| " + " | ".join([*named, "mode",
                                  "acc min / median / max", "baseline", "solved", "states"]) + " |",
              "| " + " | ".join(["---"] * (len(knobs) + 5)) + " |"]
     for _, runs in table.groupby(["experiment", *knobs], sort=False, dropna=False):
