@@ -340,5 +340,8 @@ def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
     assert by_seed.loc[1, "state"] == "still learning" and pd.isna(by_seed.loc[1, "label"])
     cell = maps.summary.cell_groups(table)[0]
     assert cell.n == 2 and cell.held("content") == 1 and cell.states() == {"still learning": 1}
+    again = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
+                         log=None)  # read again: the continued runs' shorter rows stay replaced
+    assert sorted(again["seed"]) == [0, 1] and again["steps"].tolist() == [80, 80]
     with pytest.raises(ValueError, match="until_converged"):
         maps.run_map({**spec, "knobs": {"steps": [40]}}, cache_dir=zoo, log=None)

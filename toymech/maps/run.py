@@ -182,6 +182,8 @@ def _until_converged(spec, study, folder, path, table, log, how) -> pd.DataFrame
         for i, (part, refined) in enumerate(parts):
             got += _measured(part, study, folder / f"{spec['name']}.converge-{round_}-{i}.runs.csv",
                              table, refined, **how)
+        if not got:  # nothing measured anew (every continued run known): nothing to continue
+            return table
         table = _save(folder, path, spec, study, got, log, replace=True)
 
 
@@ -250,6 +252,10 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
                        progress=live is not None and (backend == "ray" or address is not None),
                        log=log)
     known = set(done["zoo_key"]) if "zoo_key" in done else set()
+    # under the budget policy a run continued past its first steps has a row of the longer run
+    # (another zoo key): the shorter run's row is not added back when the map is read again
+    longer = ({_run_of(r): int(r["steps"]) for r in done.to_dict("records")}
+              if spec.get("until_converged") and "steps" in done else {})
     commit = source_commit()
     rows = []
     for i, trial in enumerate(result.trials):
@@ -266,6 +272,8 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
                                "seed": trial.seed, "size": str(trial.size),
                                "steps": int(trial.exp.train.steps), "zoo_key": key,
                                "commit": commit, "refined": refined}
+        if longer.get(_run_of(row), -1) >= row["steps"]:
+            continue
         status = result.table.loc[result.table.index[i], "status"]
         if status != "ok":
             row.update({"status": status, "label": "not measured"})
