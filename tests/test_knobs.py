@@ -237,13 +237,20 @@ def test_variant_scorecard_counts_seeds_as_properties():
 def test_induction_labels():
     from toymech.studies.induction.measure import mechanism_label
 
-    chance = 3.258
+    base = {"predictable": {"copier": 1.85, "best": 0.0}, "shifted": {"copier": 2.0, "best": 0.0},
+            "shorter": {"copier": 1.65, "best": 1.65}, "longer": {"copier": 2.0, "best": 2.0}}
     solved = {"predictable": 0.1, "shifted": 0.2, "shorter": 0.3, "longer": 0.3}
-    assert mechanism_label(solved, chance) == "content"
-    assert mechanism_label({**solved, "shorter": 4.0}, chance) == "position"
-    assert mechanism_label({**solved, "shifted": 2.9}, chance) == "position"
-    assert mechanism_label({k: 3.3 for k in solved}, chance) == "neither"  # at chance
-    assert mechanism_label({}, chance) == "neither"
+    assert mechanism_label(solved, base) == "content"
+    assert mechanism_label({**solved, "shorter": 4.0}, base) == "position"
+    assert mechanism_label({**solved, "shifted": 2.9}, base) == "position"
+    assert mechanism_label({k: 3.3 for k in solved}, base) == "neither"  # at chance
+    assert mechanism_label({}, base) == "neither"
+    assert mechanism_label(solved, {}) == "neither"  # no predictor measured: never content
+    # block_len=3: 2- and 4-letter blocks at 1.2 pass half a uniform guess (1.63), not a
+    # frequency copier at 0.75 / 1.15
+    short = {**base, "shorter": {"copier": 0.75, "best": 0.75},
+             "longer": {"copier": 1.15, "best": 1.15}}
+    assert mechanism_label({**solved, "shorter": 1.2, "longer": 1.2}, short) == "position"
 
 
 def test_induction_labels_untrained_are_never_content():

@@ -21,7 +21,8 @@ from .dynamics import dynamics_metrics, probe_data, through_training
 from .predictions import MAP_PREDICTIONS
 from .measure import (MECHANISM_SETS, POST_SETS, ablation_table, algorithms_text, attention_view,
                       chance_loss, copy_table, describe, eigenvalue_sets, load_models,
-                      loss_table, measure_all, mechanism_table, path_table, training_summary)
+                      loss_table, measure_all, mechanism_bars, mechanism_baselines,
+                      mechanism_table, path_table, training_summary)
 from .map_measure import MAP_LABEL, map_check, map_evidence, map_panel, map_row
 from .over_seeds import (findings, load_seeds, measure_seed, measure_seeds, seed_table,
                     untrained_numbers)
@@ -51,7 +52,8 @@ __all__ = [
     # what notebook 01 calls (and the benchmarks: ``experiment``)
     "MECHANISM_SETS", "POST", "POST_SETS", "ablation_table", "algorithms_text", "attention_view",
     "causal", "chance_loss", "copy_table", "eigenvalue_sets", "experiment", "findings",
-    "load_models", "load_seeds", "loss_table", "measure_all", "measure_seeds", "mechanism_table",
+    "load_models", "load_seeds", "loss_table", "measure_all", "measure_seeds", "mechanism_bars",
+    "mechanism_baselines", "mechanism_table",
     "not_run", "path_table", "seed_table", "training_summary", "twins",
     # what a map measures each run with (toymech.maps), and other works' predictions judged on it
     "MAP_LABEL", "map_row", "map_check", "map_panel", "map_evidence", "MAP_PREDICTIONS",

@@ -11,6 +11,9 @@ claim over seeds (``toymech.studies.claims``). Keys, per model ``m`` in 1l, smea
     m.copying_heads, m.suppressing_heads        heads with copy metric > COPYING / < SUPPRESSING
     2l.prev_token_max.L0                        best previous-token pattern score in layer 0
     2l.path.<direct|k|q|both>                   loss with layer-1 Q/K inputs cut from layer 0
+    base.<set>, base.<set>.copier               per mechanism set: the better predictor without
+                                                induction and the in-context frequency copier
+                                                (``measure.mechanism_baselines``; no model's)
     chance.loss, floor.loss                     ln 26 (a uniform guess) and the task's floor
 
 The post numbers its layers and heads from 1 ("layer 1" of the 2-layer model is our layer 0,
@@ -29,22 +32,24 @@ from ..claims import Claim, Numbers, need, scorecard as _scorecard
 from .causal import CAUSAL_CLAIMS
 from ..settings import StudySettings
 from .design import CALIBRATION, COST, POST_SETTING, SHORT, setting
+from .panel import MARGIN, own_bars, solved
 
 # The study's settings per size, what reaching each costs, and its calibration seeds.
 # The scaled claims whose verdict at default (2,000 steps) was the verdict at the post's setting
 # (paper, 10,000 steps, 10 seeds) in the recorded runs; tests/test_scaled_evidence.py re-reads
-# that record, so this set cannot claim more than the record shows. The other four scaled
-# claims read "below the source's setting" at default.
+# that record, so this set cannot claim more than the record shows (a claim counts by its
+# statement: the copies-by-content claims' current test has no such record). The other six
+# scaled claims read "below the source's setting" at default.
 SCALED_SHOWN = frozenset({
     "2l-option1", "smeared-option2", "behave-differently", "direct-suppresses-all",
     "2l-layer0-suppresses", "1l-heads-copy", "2l-previous-token-head", "2l-needs-k-composition",
-    "2l-copies-by-content", "smeared-copies-by-content", "causal-layer1-copies-first-block",
-    "causal-anti-induction"})
+    "causal-layer1-copies-first-block", "causal-anti-induction"})
 SETTINGS = StudySettings.of_sizes(setting, COST, CALIBRATION,
     evidence={"default": SCALED_SHOWN},
     evidence_record="at default only where the default run's verdict was the paper run's (docs/"
                     "results.md, block '01_induction_repeated_blocks size=default vs size=paper': "
-                    "12 of the 16 scaled claims)",
+                    "10 of the 16 scaled claims; the copies-by-content claims' current test "
+                    "has no such record)",
     calibrated="at default, the causal thresholds (seen seed 0) and the tolerances these replaced "
                "(seeds 0-2); at paper the same seeds, whose first 2,000 steps are those default "
                "runs",
@@ -118,10 +123,14 @@ SCALED = ("a mechanism's presence (which way a circuit's metric points, which bl
 
 def numbers(measured: Mapping[str, Any]) -> dict[str, float]:
     """One seed's named numbers (see the module docstring) from ``measured``:
-    ``{"models": {name: Model}, "chance": ln 26, "floor": the task's floor}``, each ``Model``
-    with its losses, copy scores and (2-layer) pattern scores and path losses filled in."""
+    ``{"models": {name: Model}, "chance": ln 26, "floor": the task's floor, "base": the
+    predictors without induction on the mechanism sets}`` (``base``, optional:
+    ``measure.mechanism_baselines``), each ``Model`` with its losses, copy scores and (2-layer)
+    pattern scores and path losses filled in."""
     out: dict[str, float] = {"chance.loss": float(measured["chance"]),
                              "floor.loss": float(measured["floor"])}
+    for s, b in measured.get("base", {}).items():
+        out[f"base.{s}"], out[f"base.{s}.copier"] = float(b["best"]), float(b["copier"])
     for name, m in measured["models"].items():
         short = SHORT.get(name)
         if short is None:
@@ -192,30 +201,71 @@ def _doubled(short: str, source_value: str) -> Claim:
                  why=DERIVATION["doubled_pct"])
 
 
+MECHANISM = ("predictable", "shifted", "shorter", "longer")  # panel.OWN_SETS' order
+
+
+def baselines_of(n: Numbers) -> dict[str, dict[str, float]]:
+    """The predictors without induction of one seed's numbers ``n`` (``base.<set>``: the better
+    predictor; ``base.<set>.copier``: the in-context frequency copier), shaped as
+    ``panel.set_baselines`` gives them: {set: {"best", "copier"}} for the mechanism sets that
+    have both (a set not measured is left out)."""
+    return {s: {"best": n[f"base.{s}"], "copier": n[f"base.{s}.copier"]} for s in MECHANISM
+            if f"base.{s}" in n and f"base.{s}.copier" in n}
+
+
+def _mechanism_numbers(n: Numbers, short: str) -> tuple[dict[str, float],
+                                                         dict[str, dict[str, float]]]:
+    """(the model's losses, the predictors without induction) on every mechanism set; KeyError
+    (not measured) where any is missing or NaN."""
+    need(n, [f"base.{s}{c}" for s in MECHANISM for c in ("", ".copier")])
+    return dict(zip(MECHANISM, need(n, [f"{short}.{s}" for s in MECHANISM]))), baselines_of(n)
+
+
+def _worst_margin(n: Numbers, short: str) -> float:
+    """The smallest margin (nats) by which the model beats its bar (``panel.own_bars``) on the
+    sets outside training (shifted, shorter, longer); negative where a predictor without
+    induction does better."""
+    losses, base = _mechanism_numbers(n, short)
+    bars = own_bars(base)
+    return min(bars[s] - losses[s] for s in MECHANISM[1:])
+
+
 def _content_based(n: Numbers, short: str) -> bool:
-    """The mechanism check: solved (below half of ln 26) with a shifted start AND with other
-    block lengths, as an induction head does and a positional shortcut does not."""
-    half = n["chance.loss"] / 2
-    return all(n[f"{short}.{s}"] < half for s in ("predictable", "shifted", "shorter", "longer"))
+    """The mechanism check (``panel.solved``, the maps' rule, ``MARGIN`` below each bar): the
+    training distribution learned (below the in-context frequency copier), a shifted start
+    below it too, and other block lengths below the better of it and the position-only copier,
+    as an induction head does and a positional shortcut does not."""
+    return all(solved(*_mechanism_numbers(n, short)).values())
 
 
 def _mechanism(short: str) -> Claim:
-    sets = ("predictable", "shifted", "shorter", "longer")
     return _post(f"{short}-copies-by-content",
-                 f"{_label(short)}: predicts the repeats by induction (content), so a shifted "
-                 "start and other block lengths are solved too",
+                 f"{_label(short)}: copies by content (induction): beyond the predictors "
+                 "without induction with a shifted start and other block lengths",
                  f"{OURS} (the post, 3) algorithms in words / 2B; the post never evaluates a "
                  "shifted start or another block length)", "induction heads ('copy the letter "
                  "5 back', 'the first instance of the next token')",
-                 value=lambda n: max(need(n, [f"{short}.{s}" for s in sets[1:]])),
-                 holds=lambda n: _content_based(n, short), unit="nats (worst mechanism set)",
-                 reference=lambda n: n["chance.loss"] / 2, null="threshold",
-                 null_detail="half a uniform guess (ln 26 / 2), the 'solved' line",
-                 test="loss on shifted, 5- and 7-letter blocks each below ln 26 / 2",
-                 why="half of a uniform guess (chance is the guess itself, ln 26; this line, "
-                     "half of it, is a threshold): a model copying by absolute position "
-                     "fails the shifted and the other lengths (near or above chance); an "
-                     "untrained model is at chance", ours=True, scaled=True)
+                 value=lambda n: _worst_margin(n, short),
+                 holds=lambda n: _content_based(n, short),
+                 unit="nats beyond the predictors without induction (worst mechanism set)",
+                 reference=lambda n: MARGIN, null="threshold",
+                 null_detail=f"{MARGIN} nats beyond the predictors without induction: the "
+                             "in-context frequency copier, and on other block lengths the "
+                             "position-only copier fitted on the run's own predictable letters",
+                 test=f"loss on the predictable letters and on a shifted start each below the "
+                      f"in-context frequency copier's by > {MARGIN} nats, and on shorter and "
+                      f"longer blocks each below the better of that copier and the "
+                      f"position-only copier by > {MARGIN} nats",
+                 why="the maps' rule (study 1's panel): a model with no induction does at best "
+                     "what one of these predictors does, each fitted to the data (the "
+                     "frequency copier to the set, the position copier's sources to the run's "
+                     "own training data), so beating them says more than either can do; on a "
+                     "shifted start with the trained block length the position copier (a fixed "
+                     "offset back) is exact, so there the bar is the frequency copier; "
+                     f"{MARGIN} nats is a likelihood gain of e^0.1 = 1.1 per letter, the "
+                     "smallest we call using the mechanism, well above the predictors' own "
+                     "spread between independent sets; an untrained model is near a uniform "
+                     "guess, above both", ours=True, scaled=True)
 
 
 def _option(short: str, worse: str, better: str, n: Numbers) -> bool:
@@ -338,6 +388,9 @@ def source_like() -> dict[str, float]:
         n.update({f"{short}.test": test, f"{short}.doubled": doubled,
                   f"{short}.direct_copy": -0.99, f"{short}.predictable": 0.1,
                   f"{short}.shifted": 0.2, f"{short}.shorter": 0.3, f"{short}.longer": 0.3})
+    n.update({"base.predictable": 0.0, "base.predictable.copier": 1.85, "base.shifted": 0.0,
+              "base.shifted.copier": 2.0, "base.shorter": 1.65, "base.shorter.copier": 1.65,
+              "base.longer": 2.0, "base.longer.copier": 2.0})
     n.update({"smeared.option1": 0.99, "smeared.option2": 0.73, "2l.option1": 0.73,
               "2l.option2": 6.42, "2l.copy_max.L0": -0.93, "2l.copy_min.L0": -1.0,
               "2l.copy_max.L1": 1.0, "2l.copy_min.L1": 0.9, "smeared.copying_heads": 2.0,
@@ -355,9 +408,10 @@ LOSS_SETS = ("test", "doubled", "option1", "option2", "predictable", "shifted", 
 
 def at_chance(n: Mapping[str, float]) -> dict[str, float]:
     """``n`` moved to what a model that learned nothing gives: every loss at ln 26, copy metrics
-    and head counts 0, pattern scores at uniform attention (0.16), effects 0."""
+    and head counts 0, pattern scores at uniform attention (0.16), effects 0; the predictors
+    without induction (``base.*``, no model's) as they were."""
     def null(k: str, v: float) -> float:
-        if k.startswith(("chance.", "floor.")):
+        if k.startswith(("chance.", "floor.", "base.")):
             return v
         if k.split(".")[1] in LOSS_SETS or ".path." in k:
             return n["chance.loss"]

@@ -21,6 +21,7 @@ from ...sweep import train_missing
 from ...zoo import Zoo, ZooEntry
 from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
 from .design import experiment, seeds_of
+from .panel import MARGIN, own_bars, set_baselines, solved
 
 POST_SETS = ("test", "doubled", "option1", "option2")
 MECHANISM_SETS = ("predictable", "shifted", "shorter", "longer")
@@ -103,21 +104,48 @@ def copy_table(models: dict[str, Model]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("model").round(3)
 
 
-def mechanism_verdict(losses: dict[str, float], chance: float) -> str:
+def mechanism_baselines(task: RepeatedBlocks, sets: Mapping[str, Batch]
+                        ) -> dict[str, dict[str, float]]:
+    """The predictors without induction on the mechanism sets of ``sets`` (``MECHANISM_SETS``,
+    as ``eval_sets`` draws them for ``task``): {set: {"copier", "position", "best"}}
+    (``panel.set_baselines``: the in-context frequency copier, and the position-only copier
+    fitted on the run's own predictable letters, ``sets["predictable"]``, over ``task``'s
+    ``n_letters``). They do not depend on a model: computed once per set of sets, the bar every
+    model measured on them is judged against (``mechanism_verdict``, ``mechanism_label``)."""
+    check(isinstance(sets, Mapping) and "predictable" in sets, "sets",
+          sorted(sets) if isinstance(sets, Mapping) else sets,
+          "the study's eval_sets (with 'predictable', the run's own predictable letters)")
+    return set_baselines({k: sets[k] for k in MECHANISM_SETS if k in sets}, sets["predictable"],
+                         task.n_letters)
+
+
+def mechanism_bars(base: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """What each mechanism set's loss is judged against (``base``: ``mechanism_baselines``;
+    ``panel.OWN_SETS``): the in-context frequency copier on ``predictable`` and ``shifted`` (a
+    trained block length, which the position-only copier predicts), the better predictor without
+    induction on ``shorter`` and ``longer``; a loss ``MARGIN`` below its bar solves the set."""
+    return own_bars(base)
+
+
+def mechanism_verdict(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]]) -> str:
     """Which mechanism the losses on the mechanism sets point to.
 
-    A set counts as solved when its loss is below half the chance loss ln(n_letters). An
-    induction mechanism (content-based: attend after an earlier copy of the current letter)
-    solves a shifted start and other block lengths; a fixed offset back (relative position)
-    solves the shifted start only; absolute position solves neither.
+    ``losses``: {set: loss} on ``MECHANISM_SETS``; ``base``: the predictors without induction on
+    the same sets (``mechanism_baselines``). A set is solved when its loss is ``panel.MARGIN``
+    below its bar (``panel.solved``, the maps' rule): the in-context frequency copier on the
+    training distribution (``predictable``) and on the shifted start, the better of it and the
+    position-only copier on the other block lengths. An induction mechanism (content-based:
+    attend after an earlier copy of the current letter) solves a shifted start and other block
+    lengths; a fixed offset back (relative position) solves the shifted start only; absolute
+    position solves neither.
     """
-    solved = {k: losses.get(k, math.inf) < chance / 2 for k in MECHANISM_SETS}
-    if not solved["predictable"]:
+    ok = solved(losses, base)
+    if not ok["predictable"]:
         return "not solved in distribution yet"
-    other = solved["shorter"] and solved["longer"]
-    if solved["shifted"] and other:
+    other = ok["shorter"] and ok["longer"]
+    if ok["shifted"] and other:
         return "content-based (induction): solves other block lengths and a shifted start"
-    if solved["shifted"]:
+    if ok["shifted"]:
         return "relative position (a fixed offset back): shifted start ok, other block lengths fail"
     if other:
         return "mixed: other block lengths ok, shifted start fails"
@@ -127,30 +155,42 @@ def mechanism_verdict(losses: dict[str, float], chance: float) -> str:
 LABELS = ("content", "position", "neither")
 
 
-def mechanism_label(losses: Mapping[str, float], chance: float) -> str:
-    """The run's label from its losses on the mechanism sets (``task.mechanism_sets``, each
-    outside its training distribution), with the same cut as ``mechanism_verdict`` (solved:
-    below ``chance / 2``, half the loss of a uniform guess):
+def mechanism_label(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]]) -> str:
+    """The run's label from its losses on the mechanism sets (``losses``: {set: loss}; the sets
+    of ``task.mechanism_sets`` lie outside its training distribution), judged as
+    ``mechanism_verdict`` is, against the predictors without induction on the same sets
+    (``base``: ``mechanism_baselines``; ``panel.solved``):
 
     * ``"content"``: the training distribution (``predictable``) AND every mechanism set (a
       shifted start, shorter and longer blocks) solved: it copies by content (induction);
-    * ``"position"``: the training distribution solved, some mechanism set not: it predicts the
-      repeats from where they are (absolute or relative position), not from what came before;
-    * ``"neither"``: the training distribution not solved (or not measured).
+    * ``"position"``: the training distribution solved, some mechanism set not: there it does
+      no better than a predictor without induction;
+    * ``"neither"``: the training distribution not solved (or not measured): not learned.
     """
-    solved = {k: losses.get(k, math.inf) < chance / 2 for k in MECHANISM_SETS}
-    if not solved["predictable"]:
+    ok = solved(losses, base)
+    if not ok["predictable"]:
         return "neither"
-    return "content" if all(solved.values()) else "position"
+    return "content" if all(ok.values()) else "position"
 
 
-def mechanism_table(models: dict[str, Model], chance: float) -> pd.DataFrame:
+BAR_ROW = "predictor without induction (the bar)"
+
+
+def mechanism_table(models: dict[str, Model], base: Mapping[str, Mapping[str, float]]
+                    ) -> pd.DataFrame:
+    """Each model's loss on the mechanism sets and its ``mechanism_verdict``, under a last row
+    (``BAR_ROW``) with the bar of each set (``mechanism_bars`` of ``base``, the
+    ``mechanism_baselines`` of the sets the models were measured on)."""
     rows = []
     for name, m in models.items():
         row: dict[str, Any] = {"model": name}
         row.update({k: m.losses.get(k) for k in MECHANISM_SETS})
-        row["verdict"] = mechanism_verdict(m.losses, chance)
+        row["verdict"] = mechanism_verdict(m.losses, base)
         rows.append(row)
+    rows.append({"model": BAR_ROW, **mechanism_bars(base),
+                 "verdict": f"solved {MARGIN} nats below it (predictable, shifted: the "
+                            "in-context frequency copier; shorter, longer: the better of it and "
+                            "the position-only copier)"})
     return pd.DataFrame(rows).set_index("model").round(3)
 
 
@@ -213,8 +253,12 @@ def path_table(model: HookedTransformer, batch: Batch) -> pd.DataFrame:
     return pd.DataFrame({"loss (nats)": ours, "post's code": POST_PATHS}).round(3)
 
 
-def algorithm_in_words(m: Model, chance: float, two_layer_baseline: float | None = None) -> str:
-    """A short description of the model's algorithm, derived only from the measured numbers."""
+def algorithm_in_words(m: Model, base: Mapping[str, Mapping[str, float]],
+                       two_layer_baseline: float | None = None) -> str:
+    """A short description of the model ``m``'s algorithm, derived only from the measured
+    numbers; ``base``: the predictors without induction on the sets ``m`` was measured on
+    (``mechanism_baselines``, for the mechanism check); ``two_layer_baseline``: the
+    K-composition score of random matrices (None: computed here for a 2-layer model)."""
     k_comp = k_baseline = None
     if m.model.cfg.n_layers == 2:
         k_comp = float(analysis.composition_scores(m.model, "K").max())
@@ -254,7 +298,7 @@ def algorithm_in_words(m: Model, chance: float, two_layer_baseline: float | None
                     key=lambda k: m.ablations[k]["predictable"] - base)
         sents.append(f"Ablating {worst} hurts most: predictable-letter loss {base:.2f} -> "
                      f"{m.ablations[worst]['predictable']:.2f} nats.")
-    sents.append(f"Mechanism check: {mechanism_verdict(m.losses, chance)}.")
+    sents.append(f"Mechanism check: {mechanism_verdict(m.losses, base)}.")
     return " ".join(sents)
 
 
@@ -309,12 +353,14 @@ def measure_all(models: dict[str, Model], sets: dict[str, Batch], n_pattern: int
     return {name: measure(m, sets, sets["test"].tokens[:n_pattern]) for name, m in models.items()}
 
 
-def algorithms_text(models: dict[str, Model], chance: float, k_baseline: float | None) -> str:
-    """``algorithm_in_words`` for every model, one paragraph each."""
-    return "\n\n".join(f"{name}:\n  {algorithm_in_words(m, chance, k_baseline)}"
+def algorithms_text(models: dict[str, Model], base: Mapping[str, Mapping[str, float]],
+                    k_baseline: float | None) -> str:
+    """``algorithm_in_words`` for every model of ``models``, one paragraph each (``base``: the
+    ``mechanism_baselines`` of their sets; ``k_baseline``: the random K-composition score)."""
+    return "\n\n".join(f"{name}:\n  {algorithm_in_words(m, base, k_baseline)}"
                        for name, m in models.items())
 
 
 def chance_loss(task: RepeatedBlocks) -> float:
-    """ln(n_letters): the loss of a uniform guess, the scale of the mechanism check."""
+    """ln(n_letters): the loss of a uniform guess (``task``'s letters)."""
     return math.log(task.n_letters)

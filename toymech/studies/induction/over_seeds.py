@@ -9,8 +9,6 @@ the notebook's seed is never trained twice, and a run with more seeds reuses the
 
 from __future__ import annotations
 
-import math
-
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -28,10 +26,11 @@ from ..claims import verdict_table
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from ..grid_training import train_grid
 from .causal import causal_numbers
-from .claims import CLAIMS, SETTINGS, SHORT, floor_and_chance, numbers
+from .claims import CLAIMS, SETTINGS, SHORT, baselines_of, floor_and_chance, numbers
 from .design import MAIN, POST_SETTING, experiment, seeds_of
 from .dynamics import InductionProbeData, probe_data
-from .measure import MECHANISM_SETS, POST_SETS, Model, mechanism_label, mechanism_verdict
+from .measure import (MECHANISM_SETS, POST_SETS, Model, mechanism_baselines, mechanism_label,
+                      mechanism_verdict)
 
 
 def load_seeds(size: str, seed: int, device: torch.device, cache_dir: str | Path | None = None,
@@ -84,12 +83,14 @@ def measure_seed(runs: Mapping[str, Model | HookedTransformer], data: InductionP
                  ) -> dict[str, float]:
     """One seed's named numbers (``claims.numbers``): each model's losses on the post's sets and
     the mechanism sets, copy metrics, and for 2-layer models the layer-0 previous-token scores
-    and the composition path losses. ``runs``: {name: Model or HookedTransformer} of one seed;
+    and the composition path losses; and the predictors without induction on the mechanism sets
+    (``base.*``: ``measure.mechanism_baselines``, once per seed: no model's). ``runs``: {name: Model or HookedTransformer} of one seed;
     ``data``: that seed's ``probe_data`` (its ``eval`` stream; pattern scores on
     ``data.pattern_tokens``). Cheaper than ``measure``: no ablations. ``runs`` are left as they are."""
     models = {name: _measured_for_claims(_as_model(name, r), data) for name, r in runs.items()}
     floor, chance = floor_and_chance(data.task)
-    out = numbers({"models": models, "chance": chance, "floor": floor})
+    base = mechanism_baselines(data.task, data.sets) if "predictable" in data.sets else {}
+    out = numbers({"models": models, "chance": chance, "floor": floor, "base": base})
     if data.causal is not None:  # the causal tests (``causal.causal_numbers``)
         out.update(causal_numbers({n: m.model for n, m in models.items()}, data.causal))
     return out
@@ -118,11 +119,17 @@ def _prefers(n: Mapping[str, float], short: str) -> str:
     return "option 1" if o1 < o2 else "option 2"
 
 
+def _mechanism_of(n: Mapping[str, float], short: str) -> tuple[dict[str, float],
+                                                                dict[str, dict[str, float]]]:
+    """(the model ``short``'s losses on the mechanism sets, the predictors without induction on
+    them) from one seed's numbers ``n``; what was not measured is left out."""
+    return {k: n[f"{short}.{k}"] for k in MECHANISM_SETS if f"{short}.{k}" in n}, baselines_of(n)
+
+
 def labels(n: Mapping[str, float]) -> dict[str, str]:
-    """One seed's mechanism label per model (``measure.mechanism_label``): {short name: label}."""
-    return {short: mechanism_label({k: n[f"{short}.{k}"] for k in MECHANISM_SETS
-                                    if f"{short}.{k}" in n}, n.get("chance.loss", math.inf))
-            for short in SHORT.values()}
+    """One seed's mechanism label per model (``measure.mechanism_label`` against the seed's
+    predictors without induction, ``base.*``): {short name: label}."""
+    return {short: mechanism_label(*_mechanism_of(n, short)) for short in SHORT.values()}
 
 
 def seed_table(per_seed: Mapping[int, Mapping[str, float]]) -> pd.DataFrame:
@@ -167,9 +174,8 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
     measured = list(per_seed.values())  # each seed's numbers
     at = at_setting(SETTINGS, size, POST_SETTING, "the post's")
     for short, label in (("2l", "The 2-layer model"), ("smeared", "The 1-layer smeared model")):
-        verdicts = [mechanism_verdict({k: n[f"{short}.{k}"] for k in MECHANISM_SETS
-                                       if f"{short}.{k}" in n}, n["chance.loss"])
-                    for n in measured if "chance.loss" in n]
+        verdicts = [mechanism_verdict(*_mechanism_of(n, short))
+                    for n in measured if "base.predictable.copier" in n]
         if verdicts:
             top, count = max(((v, verdicts.count(v)) for v in set(verdicts)), key=lambda x: x[1])
             key = next(k for k in _MECHANISM if top.startswith(k))

@@ -32,6 +32,12 @@ Judging a run (``judge``), with the cut fixed here before any map is run:
   the mechanism. It is well above the noise of the bar itself: either predictor's loss moves by
   far less than a third of it between two panels of 512 sequences drawn independently
   (``tests/test_induction_panel.py`` measures that spread and fails if it reaches a third).
+
+The same tests (``learned``: below the frequency copier on the training distribution; ``beaten``:
+below a predictor without the mechanism on a set, each by ``MARGIN``) judge a single run's own
+sets (``set_baselines`` on the task's ``eval_sets``; ``solved`` and ``OWN_SETS``): the notebook's
+mechanism check (``measure.mechanism_verdict``), the per-seed labels (``measure.mechanism_label``)
+and the copies-by-content claims (``claims``), so notebook, scorecard and maps use one rule.
 """
 
 from __future__ import annotations
@@ -101,14 +107,69 @@ def build_panel(tasks: Sequence[RepeatedBlocks], n: int, seed: int) -> Panel:
 def baselines(panel: Panel, trained_on: Batch, n_vocab: int) -> dict[str, dict[str, float]]:
     """Both predictors without the mechanism on every panel set and on the run's own training
     distribution (``"train"``): {set: {"copier", "position", "best"}}; the position copier is
-    fitted on ``trained_on`` (the cell's predictable letters), the frequency copier on each set."""
+    fitted on ``trained_on`` (the cell's predictable letters), the frequency copier on each set.
+    ``n_vocab``: the letters the predictors spread over (the task's ``n_letters``)."""
     sets = {"train": trained_on, **{k: _cut(b, trained_on.tokens.shape[1]) for k, b in panel.sets.items()}}
+    return set_baselines(sets, trained_on, n_vocab)
+
+
+def set_baselines(sets: Mapping[str, Batch], trained_on: Batch, n_vocab: int
+                  ) -> dict[str, dict[str, float]]:
+    """Both predictors without the mechanism on each of ``sets`` (batches as long as
+    ``trained_on``'s): {set: {"copier", "position", "best"}}, the in-context frequency copier
+    fitted on each set, the position-only copier's sources fitted on ``trained_on`` (the run's
+    own predictable letters), ``"best"`` the lower loss of the two. ``n_vocab``: the letters the
+    predictors spread over (the task's ``n_letters``)."""
     out = {}
     for name, batch in sets.items():
         copier = context_frequency_loss(batch, n_vocab)
         position = position_copy_loss(batch, n_vocab, fit_on=trained_on)
         out[name] = {"copier": copier, "position": position, "best": min(copier, position)}
     return out
+
+
+def learned(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]],
+            name: str = "train", margin: float = MARGIN) -> bool:
+    """Whether a run learned its own training distribution: its loss on ``name`` (the training
+    distribution's predictable letters) below the frequency copier's there (``base[name]
+    ["copier"]``) by more than ``margin``. ``losses``: {set: the run's loss}; ``base``:
+    ``baselines`` / ``set_baselines``. A set not measured (or NaN) has not been learned."""
+    return beaten(losses, base, [name], margin, against="copier") == [name]
+
+
+def beaten(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]],
+           names: Sequence[str], margin: float = MARGIN, against: str = "best") -> list[str]:
+    """The sets of ``names`` on which the run's loss (``losses``) is below the predictor
+    ``against`` of ``base[set]`` (``"best"``: the better predictor without the mechanism;
+    ``"copier"``: the frequency copier) by more than ``margin``; a set not measured (in
+    ``losses`` or ``base``) or NaN is not beaten."""
+    check(against in ("best", "copier", "position"), "against", against,
+          "'best', 'copier' or 'position'")
+    return [k for k in names if k in losses and k in base
+            and bool(losses[k] < base[k][against] - margin)]
+
+
+# A run's own mechanism sets (``RepeatedBlocks.eval_sets``) and the predictor each is judged
+# against. ``predictable`` and ``shifted`` keep a trained block length: the position-only copier
+# (a fixed offset back, fitted on the training data) predicts them, so there the bar is the
+# frequency copier (the run predicts from where letters repeat, and a shifted start did not
+# break it); ``shorter`` and ``longer`` change the block length, where only content copying
+# beats both: the bar is the better of the two (as ``judge``'s block-length sets).
+OWN_SETS = {"predictable": "copier", "shifted": "copier", "shorter": "best", "longer": "best"}
+
+
+def solved(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]],
+           margin: float = MARGIN) -> dict[str, bool]:
+    """Which of a run's own mechanism sets (``OWN_SETS``) it solves: {set: its loss is below the
+    set's predictor by more than ``margin``}. ``losses``: {set: the run's loss};
+    ``base``: ``set_baselines`` of the same sets (a set missing from either is not solved)."""
+    return {k: bool(beaten(losses, base, [k], margin, against)) for k, against in OWN_SETS.items()}
+
+
+def own_bars(base: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """The loss each of a run's own mechanism sets is judged against (``OWN_SETS``; ``base``:
+    ``set_baselines``): solved ``MARGIN`` below it."""
+    return {k: base[k][against] for k, against in OWN_SETS.items() if k in base}
 
 
 def _cut(batch: Batch, length: int) -> Batch:
@@ -128,14 +189,14 @@ def judge(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]],
     (``analysis.dynamics.still_learning`` of its logged loss: True, or None where the log cannot
     tell). A panel set the run was not measured on counts as not beaten."""
     gaps = {f"gap.{k}": losses[k] - base[k]["best"] for k in base if k in losses}
-    if "train" not in losses or not losses["train"] < base["train"]["copier"] - margin:
+    if not learned(losses, base, "train", margin):
         return {"state": "untrained", "label": None, **gaps}
     if learning is not False:
         return {"state": "still learning", "label": None, **gaps}
     tested = [k for k in BLOCK_LENGTH_SETS if k in base]
-    beaten = [k for k in tested if k in losses and losses[k] < base[k]["best"] - margin]
-    label = ("content" if tested and len(beaten) == len(tested)
-             else "position" if not beaten else "partial")
+    won = beaten(losses, base, tested, margin)
+    label = ("content" if tested and len(won) == len(tested)
+             else "position" if not won else "partial")
     return {"state": "learned", "label": label, **gaps}
 
 
