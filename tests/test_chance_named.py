@@ -96,6 +96,24 @@ def test_the_recorded_scorecards_say_what_the_claims_say_now():
     assert record_cells.stale_cells(text) == [], "run: python -m toymech.report.record_cells"
 
 
+def test_a_retired_tests_rows_stay_as_recorded_and_name_no_current_claim():
+    """A row of a retired test (``record_cells.RETIRED``) is neither rewritten nor unmatched; a
+    row naming nothing else is still unmatched; no retired statement is a current claim's."""
+    old = sorted(record_cells.RETIRED)[0]
+    block = ("<!-- toymech-results 01_induction_repeated_blocks size=paper -->\n"
+             "| claim | source's value | ours | chance / null | seeds agreeing | verdict |\n"
+             "| --- | --- | --- | --- | --- | --- |\n"
+             f"| {old} | x | 3.45 nats | 1.63 (threshold: half a uniform guess) | 0/10 | "
+             "not reproduced |\n<!-- /toymech-results -->")
+    assert record_cells.unmatched(block) == [] and record_cells.refresh_cells(block) == block
+    other = block.replace(old, "a statement no claim ever made")
+    assert record_cells.unmatched(other) == ["a statement no claim ever made"]
+    current = {c.statement for name in protocol.STUDIES for c in protocol.study(name).claims}
+    assert not record_cells.RETIRED & current
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert all(s in text for s in record_cells.RETIRED)  # each names rows of the record
+
+
 @pytest.mark.parametrize("name", list(protocol.STUDIES))
 def test_every_scorecards_chance_is_the_uniform_guess_of_its_task(name):
     st = protocol.study(name)

@@ -171,3 +171,11 @@ def test_measure_returns_a_new_model_and_leaves_its_input_as_it_was():
         measured.losses = {}
     data = study.probe_data(RepeatedBlocks(), "smoke", 0)
     assert study.measure_seed({"induction-2l": measured}, data) == study.measure_seed({"induction-2l": loaded}, data)
+    # the notebook's mechanism check on it, against the bars of its sets: untrained, no verdict
+    bars = study.mechanism_baselines(RepeatedBlocks(), sets)
+    text = study.algorithms_text({"induction-2l": measured}, bars, None)
+    assert "Mechanism check: not solved in distribution yet." in text
+    table = study.mechanism_table({"induction-2l": measured}, bars)
+    assert table.loc["induction-2l", "verdict"] == "not solved in distribution yet"
+    assert table.iloc[-1]["shorter"] == round(bars["shorter"]["best"], 3)
+    assert table.iloc[-1]["shifted"] == round(bars["shifted"]["copier"], 3)

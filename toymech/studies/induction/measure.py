@@ -292,11 +292,11 @@ def algorithm_in_words(m: Model, base: Mapping[str, Mapping[str, float]],
                      f"({k_baseline:.2f}).")
     if m.paths:
         sents.append(_path_sentence(m.paths))
-    base = m.ablations.get("none", {}).get("predictable")
-    if base is not None:
+    intact = m.ablations.get("none", {}).get("predictable")
+    if intact is not None:
         worst = max((k for k in m.ablations if k != "none"),
-                    key=lambda k: m.ablations[k]["predictable"] - base)
-        sents.append(f"Ablating {worst} hurts most: predictable-letter loss {base:.2f} -> "
+                    key=lambda k: m.ablations[k]["predictable"] - intact)
+        sents.append(f"Ablating {worst} hurts most: predictable-letter loss {intact:.2f} -> "
                      f"{m.ablations[worst]['predictable']:.2f} nats.")
     sents.append(f"Mechanism check: {mechanism_verdict(m.losses, base)}.")
     return " ".join(sents)
