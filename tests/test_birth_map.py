@@ -214,6 +214,10 @@ def test_the_design_answer_is_computed_from_the_table():
     assert "not judged: 3 of 3 (seed 3: learned / untrained" in none
     arms = arm_table(_design_rows(0.3))
     assert arms["in-context head"].tolist() == ["3 of 3"] * 4 and len(arms) == 4
+    assert "steps" not in arms  # a table without the column (written before it) shows none
+    shuffled = _design_rows(0.3).assign(steps=[400, 800, 1600] * 4).iloc[::-1]
+    steps = arm_table(shuffled)["steps"]  # per run in seed order, whatever the table's order
+    assert steps.tolist() == ["400, 800, 1600"] * 4  # arms end at different steps
 
 
 DESIGN_TABLE = Path(__file__).resolve().parents[1] / "docs" / "maps" / "s2-design-calibrated-default-cpu.csv"

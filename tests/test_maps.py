@@ -345,3 +345,20 @@ def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
     assert sorted(again["seed"]) == [0, 1] and again["steps"].tolist() == [80, 80]
     with pytest.raises(ValueError, match="until_converged"):
         maps.run_map({**spec, "knobs": {"steps": [40]}}, cache_dir=zoo, log=None)
+
+
+def test_the_budget_policy_refuses_a_still_learning_row_without_steps():
+    """A table written before the ``steps`` column (an old row, its cell empty) cannot say how far
+    its run trained: the budget policy refuses it naming the column, never a bare ``int`` error;
+    a row with its steps is continued (steps doubled)."""
+    from toymech.maps import run as map_run
+
+    row = {"study": "induction", "experiment": "induction-2l", "knob.block_len": "6", "seed": 0,
+           "state": "still learning", "zoo_key": "k0"}
+    spec = {**SPEC, "knobs": {"block_len": [6]}, "until_converged": 80}
+    with pytest.raises(ValueError, match="steps"):
+        map_run._still_learning(pd.DataFrame([{**row, "steps": float("nan")}]), spec)
+    with pytest.raises(ValueError, match="steps"):
+        map_run._still_learning(pd.DataFrame([{**row, "steps": ""}]), spec)
+    [(part, refined)] = map_run._still_learning(pd.DataFrame([{**row, "steps": 40.0}]), spec)
+    assert part["knobs"]["steps"] == [80] and part["seeds"] == [0] and not refined

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ..core import check_int, source_commit
+from ..core import check, check_int, source_commit
 from ..grid import expand_grid, run_sweep
 from ..studies import protocol
 from ..sweep import train_missing
@@ -156,7 +156,12 @@ def _still_learning(table: pd.DataFrame, spec: dict[str, Any]) -> list[tuple[dic
     parts = []
     columns = knob_columns(table)
     for _, row in table[table["state"].astype(str) == STILL_LEARNING].iterrows():
-        steps = int(row["steps"])
+        steps = row["steps"]
+        check(not pd.isna(steps) and str(steps).strip() != "", "steps", steps,
+              f"the budget policy (until_converged) continues a run from its row's steps column, "
+              f"which run {row.get('zoo_key')}'s row lacks (a table written before the column): "
+              f"measure the map again into an empty out folder, its runs are read from the zoo")
+        steps = int(float(steps))
         if steps >= cap:
             continue
         knobs = {k: [str(row[c])] for k, c in columns.items() if str(row[c]) != "nan"}

@@ -65,18 +65,23 @@ def _cells(table: pd.DataFrame) -> list[tuple[dict[str, str], pd.DataFrame]]:
 
 def arm_table(table: pd.DataFrame) -> pd.DataFrame:
     """One row per arm (cell) of the design map's ``table``: its knobs, its runs' states, the
-    seeds with the in-context head (of every run), and over its measured runs the in-context
-    accuracy, its gap to the best baseline, the best baseline (the trigger-blind predictor), the
-    W_K² and W_O² probes with how many tokens each recalls of those it reads, the W_K¹ probe and
+    steps each run trained (where every row says them), the seeds with the in-context head (of
+    every run), and over its measured runs the in-context accuracy, its gap to the best
+    baseline, the best baseline (the trigger-blind predictor), the W_K² and W_O² probes with how
+    many tokens each recalls of those it reads (per-run lists in seed order), the W_K¹ probe and
     the matrices the probes read through."""
     check(isinstance(table, pd.DataFrame) and "state" in table, "table", type(table).__name__,
           "a Birth map table with a state column (map_measure.map_row)")
     rows = []
     for knobs, runs in _cells(table):
+        runs = runs.sort_values("seed", kind="stable") if "seed" in runs else runs
         ok = runs[runs["status"] == "ok"] if "status" in runs else runs
         learned = ok[ok["state"] == LEARNED]
         head = int(learned["label"].astype(str).str.startswith("in-context head").sum())
-        row = {**knobs, "runs": _states(runs), "in-context head": f"{head} of {len(runs)}",
+        row = {**knobs, "runs": _states(runs)}
+        if "steps" in runs and runs["steps"].notna().all():  # under a budget policy arms differ
+            row["steps"] = ", ".join(str(int(float(s))) for s in runs["steps"])
+        row = {**row, "in-context head": f"{head} of {len(runs)}",
                "in-context acc": _span(ok.get("icl_acc", [])),
                "beyond baseline": _span(ok.get("beyond_baseline", [])),
                "trigger-blind": _span(ok.get("blind.icl_acc", []))}
