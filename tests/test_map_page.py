@@ -407,6 +407,17 @@ def test_where_the_outcome_changes_and_the_causal_evidence_are_computed_from_the
     assert said in block and "Where the commonest outcome changes" in block
 
 
+def test_the_outcome_changes_only_between_neighbouring_values_of_a_knob():
+    """Along a numeric knob with three values, only consecutive values are neighbours: 16 -> 64
+    is not a change when 32 lies between them (in numeric order, whatever the table's)."""
+    rows = [{"experiment": "e", "knob.width": w, "seed": s, "status": "ok", "label": lab,
+             "state": "learned"}
+            for w, lab in (("64", "solved"), ("16", "not solved"), ("32", "solved"))
+            for s in (3, 4)]
+    said = maps.summary.changes(pd.DataFrame(rows))
+    assert said == ["width 16 -> 32: not solved (2 of 2) -> solved (2 of 2)"], said
+
+
 def map_block_of(table):
     import tempfile
 

@@ -91,3 +91,21 @@ def test_the_readmes_sentences_match_the_records_blocks():
     readme = (RECORD.parents[1] / "README.md").read_text(encoding="utf-8")
     assert rp.stale_sentences(readme, RECORD.read_text(encoding="utf-8")) == [], \
         "run: python -m toymech.report.record_prose docs/results.md README.md"
+
+
+def test_where_a_map_changes_and_its_evidence_are_read_from_its_block():
+    """The ``map-changes`` and ``map-evidence`` sentences are the block's own paragraphs; a
+    block without them reads "nowhere" / "none recorded", and an edited sentence is stale."""
+    block = MAP.replace("| block_len |", "Where the commonest outcome changes between neighbouring "
+                        "cells: block_len 6 -> 4-8 (at d_model 32): position (2 of 3) -> partial "
+                        "(2 of 3).\n\nCausal evidence, median over the learned runs: content (1 "
+                        "runs): kcut 1.50 (train).\n\n| block_len |")
+    body = rp.blocks(block)["map s1-demo"]
+    assert rp.map_changes(body) == ("block_len 6 -> 4-8 (at d_model 32): position (2 of 3) -> "
+                                    "partial (2 of 3)")
+    assert rp.map_evidence(body) == "median over the learned runs: content (1 runs): kcut 1.50 (train)"
+    assert rp.map_changes(rp.blocks(MAP)["map s1-demo"]) == "nowhere"
+    assert rp.map_evidence(rp.blocks(MAP)["map s1-demo"]) == "none recorded"
+    said = _marked("map-changes", "map s1-demo", "block_len 6 -> 4-8: content")
+    assert len(rp.stale_sentences(said, block)) == 1
+    assert rp.stale_sentences(rp.refresh_sentences(said, block), block) == []

@@ -165,13 +165,17 @@ def test_state_table_counts_every_run_by_state():
 BUDGET_MAP = Path(__file__).resolve().parents[1] / "docs" / "maps" / "s3-budget-parentheses-default-cpu.csv"
 
 
-def test_the_record_quotes_the_budget_map_as_its_table_says():
-    """docs/results.md's table of the budget map is ``state_table`` of the shipped table."""
+WIDTH_MAP = BUDGET_MAP.with_name("s3-width-parentheses-default-cpu.csv")
+
+
+@pytest.mark.parametrize("shipped", [BUDGET_MAP, WIDTH_MAP], ids=["budget", "width"])
+def test_the_record_quotes_the_study_3_maps_as_their_tables_say(shipped):
+    """docs/results.md's table of each shipped study-3 map is ``state_table`` of its table."""
     from toymech.maps import read_table
 
-    record = (BUDGET_MAP.parents[1] / "results.md").read_text(encoding="utf-8")
+    record = (shipped.parents[1] / "results.md").read_text(encoding="utf-8")
     lines = "\n".join(line.strip() for line in record.splitlines())  # quoted inside a list item
-    assert mm.state_table(read_table(BUDGET_MAP)) in lines
+    assert mm.state_table(read_table(shipped)) in lines
 
 
 def test_the_record_s_budget_map_numbers_are_the_table_s():

@@ -182,22 +182,45 @@ def outcome(cell: Cell) -> tuple[str, int]:
     return best, seen[best]
 
 
+def _line(cell: Cell, knob: str) -> tuple:
+    """The cells that differ from ``cell`` in ``knob`` only share this key."""
+    return (cell.experiment, knob, *sorted((k, v) for k, v in cell.knobs.items() if k != knob))
+
+
+def _neighbours(values: list[str], a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are next to each other among ``values`` (a line's values of one
+    knob): in numeric order where every value is a number, else in the table's order."""
+    try:
+        order = sorted(values, key=float)
+    except ValueError:
+        order = values
+    return abs(order.index(a) - order.index(b)) == 1
+
+
 def changes(table: pd.DataFrame) -> list[str]:
-    """Where the map's answer changes, in words: for every two cells of one experiment that differ
-    in one knob only, whose commonest outcomes (``outcome``) differ, one sentence naming the
+    """Where the map's answer changes, in words: for every two neighbouring cells of one
+    experiment (they differ in one knob only, and no cell of the map has a value of that knob
+    between theirs), whose commonest outcomes (``outcome``) differ, one sentence naming the
     knob, its two values, the other knobs and both outcomes with their counts. Empty where no
     neighbouring cells differ.
 
     ``table``: the map's table (one row per run)."""
     groups = cell_groups(table)
     several = len({c.experiment for c in groups}) > 1
+    lines: dict[tuple, list[str]] = {}  # the values of one knob along a line of cells
+    for c in groups:
+        for k in c.knobs:
+            line = lines.setdefault(_line(c, k), [])
+            if c.knobs[k] not in line:
+                line.append(c.knobs[k])
     out = []
     for i, a in enumerate(groups):
         for b in groups[i + 1:]:
             if a.experiment != b.experiment or a.knobs.keys() != b.knobs.keys():
                 continue
             differ = [k for k in a.knobs if a.knobs[k] != b.knobs[k]]
-            if len(differ) != 1:
+            if len(differ) != 1 or not _neighbours(lines[_line(a, differ[0])], a.knobs[differ[0]],
+                                                   b.knobs[differ[0]]):
                 continue
             (oa, na), (ob, nb) = outcome(a), outcome(b)
             if oa == ob:

@@ -170,7 +170,30 @@ def map_cells(body: str) -> str:
     return f"seeds '{label}' per cell: " + "; ".join(cells)
 
 
+def _paragraph(body: str, opening: str) -> str:
+    """The paragraph of a map block that begins with ``opening``, without it ("" if none)."""
+    for paragraph in body.split("\n\n"):
+        text = " ".join(paragraph.split())
+        if text.startswith(opening):
+            return text[len(opening):].strip()
+    return ""
+
+
+def map_changes(body: str) -> str:
+    """Where a map's commonest outcome changes between neighbouring cells, as its block says
+    (``maps.summary.changes``), or "nowhere" when the block names no change."""
+    return _paragraph(body, "Where the commonest outcome changes between neighbouring cells:") \
+        .rstrip(".") or "nowhere"
+
+
+def map_evidence(body: str) -> str:
+    """A map block's causal evidence (its study's ``map_evidence`` line), or "none recorded"."""
+    return _paragraph(body, "Causal evidence,").rstrip(".") or "none recorded"
+
+
 SENTENCES: dict[str, Callable[[str], str]] = {
+    "map-changes": map_changes,
+    "map-evidence": map_evidence,
     "map-outcomes": map_outcomes,
     "mixed-and-not-reproduced": mixed_and_not_reproduced,
     "ladder-seeds-solving": ladder_seeds_solving,
