@@ -343,6 +343,10 @@ def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
     again = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
                          log=None)  # read again: the continued runs' shorter rows stay replaced
     assert sorted(again["seed"]) == [0, 1] and again["steps"].tolist() == [80, 80]
+    more = maps.run_map({**spec, "seeds": [0, 1, 2]}, cache_dir=zoo, backend="local",
+                        device="cpu", progress=False, log=None)  # a later invocation continues
+    assert sorted(more["seed"]) == [0, 1, 2] and set(more["steps"]) == {80}  # another run: its
+    assert len(list((zoo / "maps").glob("*.converge-*.runs.csv"))) == 3  # own file, none lost
     with pytest.raises(ValueError, match="until_converged"):
         maps.run_map({**spec, "knobs": {"steps": [40]}}, cache_dir=zoo, log=None)
 

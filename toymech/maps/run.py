@@ -20,6 +20,7 @@ label, the median of each number. The figure is drawn from the table, never the 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -134,9 +135,9 @@ def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataF
     table = _save(folder, path, spec, study, rows, log)
     table = _until_converged(spec, study, folder, path, table, log, how)
     added = 0
-    for i, part in enumerate(refinements(table, spec, refine) if refine else []):
-        got = _measured(part, study, folder / f"{spec['name']}.refine-{i}.runs.csv", table, True,
-                        **how)
+    for part in (refinements(table, spec, refine) if refine else []):
+        got = _measured(part, study, _part_file(folder, spec["name"], "refine", part), table,
+                        True, **how)
         added += len(got)
         table = _save(folder, path, spec, study, got, log)
         table = _until_converged(spec, study, folder, path, table, log, how)
@@ -184,12 +185,21 @@ def _until_converged(spec, study, folder, path, table, log, how) -> pd.DataFrame
             log(f"map {spec['name']}: {len(parts)} run(s) still learning, continued "
                 f"(round {round_}, cap {spec['until_converged']} steps)")
         got = []
-        for i, (part, refined) in enumerate(parts):
-            got += _measured(part, study, folder / f"{spec['name']}.converge-{round_}-{i}.runs.csv",
+        for part, refined in parts:
+            got += _measured(part, study, _part_file(folder, spec["name"], "converge", part),
                              table, refined, **how)
         if not got:  # nothing measured anew (every continued run known): nothing to continue
             return table
         table = _save(folder, path, spec, study, got, log, replace=True)
+
+
+def _part_file(folder: Path, name: str, kind: str, part: dict[str, Any]) -> Path:
+    """The runs table of one part of a map (a refinement or a continued run): named by what it
+    runs (experiment, seeds, knobs, steps), so no later round, refinement or invocation of the
+    map writes over another part's file."""
+    what = json.dumps({k: part[k] for k in ("experiment", "seeds", "knobs")}, sort_keys=True,
+                      default=str)
+    return folder / f"{name}.{kind}-{hashlib.sha256(what.encode()).hexdigest()[:12]}.runs.csv"
 
 
 def _read(path: Path, study) -> pd.DataFrame:
