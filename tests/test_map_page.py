@@ -436,6 +436,8 @@ def test_a_table_from_a_tree_with_local_changes_says_it_is_not_rebuildable(tmp_p
     said = provenance(dirty)
     assert said.startswith("Not rebuildable from a commit: 1 of ") and "local changes" in said
     assert "not rebuildable" in provenance(clean.assign(commit="")).lower()
+    two = provenance(clean.assign(commit=["def"] + ["abc"] * (len(clean) - 1)))
+    assert two.startswith(f"Rows from commits abc ({len(clean) - 1} rows), def (1 rows)"), two
     assert MapPage.of(dirty).provenance == said
     for table, expected in ((dirty, True), (clean, False)):
         path = tmp_path / "s1-demo.csv"

@@ -316,6 +316,24 @@ def test_a_grid_with_knobs_keeps_the_trial_ids_and_zoo_keys_of_the_previous_main
                                               "knob.block_len"]
 
 
+def test_a_continued_run_takes_its_shorter_row_s_place(tmp_path, monkeypatch):
+    """The longer run's row replaces the shorter one where it stood, so the table keeps the
+    grid's order of cells and seeds (which the page and the findings read)."""
+    from toymech.studies import induction
+
+    def seed_0_learns_slowly(run, size, seed, panel=None):
+        still = seed == 0 and int(run.meta["train"]["steps"]) < 80
+        return {"state": "still learning" if still else "learned",
+                "label": None if still else "content"}
+
+    monkeypatch.setitem(protocol._REGISTERED, "induction",
+                        dataclasses.replace(induction.STUDY, map_row=seed_0_learns_slowly))
+    spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [0, 1], "until_converged": 80}
+    table = maps.run_map(spec, cache_dir=tmp_path / "zoo", backend="local", device="cpu",
+                         progress=False, log=None)
+    assert table["seed"].tolist() == [0, 1] and table["steps"].tolist() == [80, 40]
+
+
 def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
     """The budget policy (``until_converged``): a run its study calls still learning is continued
     (steps doubled, at most the cap) and its row replaced by the longer run's; one that is still
@@ -342,7 +360,7 @@ def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
     assert cell.n == 2 and cell.held("content") == 1 and cell.states() == {"still learning": 1}
     again = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
                          log=None)  # read again: the continued runs' shorter rows stay replaced
-    assert sorted(again["seed"]) == [0, 1] and again["steps"].tolist() == [80, 80]
+    assert again["seed"].tolist() == [0, 1] and again["steps"].tolist() == [80, 80]  # in place
     more = maps.run_map({**spec, "seeds": [0, 1, 2]}, cache_dir=zoo, backend="local",
                         device="cpu", progress=False, log=None)  # a later invocation continues
     assert sorted(more["seed"]) == [0, 1, 2] and set(more["steps"]) == {80}  # another run: its

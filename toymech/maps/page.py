@@ -176,7 +176,11 @@ def provenance(table: pd.DataFrame) -> str:
         return "The table records no commit: its rows are not rebuildable from a commit."
     dirty = commits[commits.str.endswith(LOCAL_CHANGES)]
     if dirty.empty:
-        return f"Rows from commit {', '.join(names)}: rebuildable from that code."
+        if len(names) == 1:
+            return f"Rows from commit {names[0]}: rebuildable from that code."
+        counts = commits.value_counts()
+        return ("Rows from commits " + ", ".join(f"{c} ({counts[c]} rows)" for c in names)
+                + ": each row rebuildable from the code of its own commit (its `commit` column).")
     return (f"Not rebuildable from a commit: {len(dirty)} of {len(commits)} rows were written "
             f"from a tree with local changes ({', '.join(sorted(set(dirty)))}), so the code that "
             "made them is in no commit; re-run the map from a clean checkout to record one.")

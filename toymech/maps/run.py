@@ -228,10 +228,20 @@ def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict
         known = set(current["zoo_key"]) if "zoo_key" in current else set()
         new = [r for r in rows if r["zoo_key"] not in known]
         if replace and new and len(current):
-            longer = {_run_of(r): int(r["steps"]) for r in new}
-            keep = [not (_run_of(r) in longer and int(r.get("steps", 0)) < longer[_run_of(r)])
-                    for r in current.to_dict("records")]
-            current = current[keep].reset_index(drop=True)
+            # each longer run takes the place of its shorter row: the table keeps its cells'
+            # order (the grid's), which the page and the findings read
+            longer = {_run_of(r): r for r in new}
+            rows, placed = [], set()
+            for r in current.to_dict("records"):
+                run = _run_of(r)
+                if run in longer and int(r.get("steps", 0)) < int(longer[run]["steps"]):
+                    rows.append(longer[run])
+                    placed.add(run)
+                else:
+                    rows.append(r)
+            new = [r for r in new if _run_of(r) not in placed]
+            current = pd.DataFrame(rows, columns=list(dict.fromkeys(
+                [*current.columns, *(c for r in rows for c in r)])))
         table = pd.concat([current, pd.DataFrame(new)], ignore_index=True) if new else current
         write_table(table, path)
         ledger.record(folder, spec)
