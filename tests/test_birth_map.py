@@ -240,3 +240,24 @@ def test_the_results_record_quotes_the_design_map_as_computed():
     assert arms, "docs/results.md quotes the design map's arms between their markers"
     quoted = "\n".join(line.strip() for line in arms.group(1).strip().splitlines())
     assert quoted == arm_markdown(read_table(DESIGN_TABLE))
+
+
+FIRST_DESIGN = DESIGN_TABLE.with_name("s2-design-default-cpu.csv")
+
+
+def test_the_results_record_quotes_the_first_design_map_as_computed():
+    """The record's per-arm table of the first design map (one learning rate for every arm) is
+    ``arm_markdown`` of its shipped table."""
+    import re
+
+    from toymech.maps import read_table
+    from toymech.studies.birth.design_map import arm_markdown
+
+    if not FIRST_DESIGN.exists():
+        pytest.skip("map not shipped")
+    text = (FIRST_DESIGN.parents[1] / "results.md").read_text(encoding="utf-8")
+    arms = re.search(r"<!-- birth-design-first-arms -->\n(.*?)\n\s*<!-- /birth-design-first-arms -->",
+                     text, re.S)
+    assert arms, "docs/results.md quotes the first design map's arms between their markers"
+    quoted = "\n".join(line.strip() for line in arms.group(1).strip().splitlines())
+    assert quoted == arm_markdown(read_table(FIRST_DESIGN))

@@ -87,6 +87,8 @@ def arm_table(table: pd.DataFrame) -> pd.DataFrame:
                "trigger-blind": _span(ok.get("blind.icl_acc", []))}
         for m in PROBES:
             row[f"{SUB[m]} probe"] = _span(ok.get(f"probe.{m}.final", []))
+            if f"probe.{m}.recalled" in table:  # "–" where no run of the arm was measured
+                row[f"{SUB[m]} recalls"] = "–"
             if f"probe.{m}.recalled" in ok and len(ok):
                 reads = int(ok[f"probe.{m}.reads"].iloc[0])
                 got = ", ".join(str(int(v)) for v in ok[f"probe.{m}.recalled"])
