@@ -261,3 +261,21 @@ def test_the_results_record_quotes_the_first_design_map_as_computed():
     assert arms, "docs/results.md quotes the first design map's arms between their markers"
     quoted = "\n".join(line.strip() for line in arms.group(1).strip().splitlines())
     assert quoted == arm_markdown(read_table(FIRST_DESIGN))
+
+
+def test_the_readme_s_birth_row_gives_the_design_map_s_verdict():
+    """README's study-2 row names the verdict on the reviewer's 'very different behaviour' that
+    ``design_answer`` computes from the shipped calibrated design map."""
+    import re
+
+    from toymech.maps import read_table
+    from toymech.studies.birth.design_map import design_answer
+
+    if not DESIGN_TABLE.exists():
+        pytest.skip("map not shipped")
+    verdict = re.search(r"'very different behaviour': (.+?) on this map",
+                        design_answer(read_table(DESIGN_TABLE))).group(1)
+    readme = (DESIGN_TABLE.parents[2] / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if "02_birth_of_a_transformer" in line)
+    said = re.search(r"'very different behaviour' [^:]*: (holds|does not hold|mixed|not judged)", row)
+    assert said and said.group(1) == verdict, (said and said.group(1), verdict)
