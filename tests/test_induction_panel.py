@@ -98,3 +98,33 @@ def test_bad_cells_are_refused_by_name():
         panel.panel_shapes([])
     with pytest.raises(ValueError, match="tasks"):
         panel.panel_shapes(["block_len=6"])
+
+
+def test_the_record_s_reading_of_the_panel_s_3_letter_set_is_the_tables():
+    """docs/results.md reads the study-1 maps with the panel's flaw: for a run trained on fixed
+    6-letter blocks the position-only copier solves the 3-letter set (copying 6 back), so only
+    the 9-letter sets can tell; the numbers the prose quotes are recomputed here from the
+    shipped tables."""
+    from pathlib import Path
+
+    from toymech.maps import read_table
+
+    maps_dir = Path(__file__).resolve().parents[1] / "docs" / "maps"
+    capacity = read_table(maps_dir / "s1-capacity-default-cpu.csv")
+    smeared = read_table(maps_dir / "s1-smeared-default-cpu.csv")
+    for table in (capacity, smeared):
+        fixed = table[table["knob.block_len"].astype(str) == "6"]
+        varied = table[table["knob.block_len"].astype(str) == "4-8"]
+        assert round(float(fixed["base.shorter"].max()), 2) == 0.47
+        assert round(float(varied["base.shorter"].min()), 2) == 1.14
+        # no fixed-length run beats the 3-letter set's best baseline by the margin
+        assert (fixed["loss.shorter"] >= fixed["base.shorter"] - panel.MARGIN).all()
+    wide = capacity[(capacity["knob.block_len"].astype(str) == "6")
+                    & (capacity["knob.offset"].astype(str) == "0-3")
+                    & (capacity["knob.d_model"].astype(str) == "64")]
+    for s in ("longer", "far"):  # "beyond both predictors by about a nat on the two that can"
+        beyond = wide[f"base.{s}"] - wide[f"loss.{s}"]
+        assert len(wide) == 3 and beyond.min() > 0.75 and beyond.max() < 1.35, beyond.tolist()
+    smeared_fixed = smeared[smeared["knob.block_len"].astype(str) == "6"]
+    for s in ("longer", "far"):
+        assert (smeared_fixed[f"loss.{s}"] < smeared_fixed[f"base.{s}"] - panel.MARGIN).all()
