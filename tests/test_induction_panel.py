@@ -93,6 +93,50 @@ def test_a_content_copier_is_labelled_content_and_gaps_are_reported():
     assert panel.median_gap([{}], "longer") is None
 
 
+def _fixed_and_varied():
+    """A map of fixed 6-letter and varied 4-8-letter cells (its shorter set: blocks of 3, which
+    copying 6 back solves) and the baselines of a run of each."""
+    cells = [RepeatedBlocks(block_len=6), RepeatedBlocks(block_len=(4, 8), offset=(0, 3), length=24)]
+    p = panel.build_panel(cells, 512, seed=11)
+    bases = []
+    for i, task in enumerate(cells):
+        train = task.predictable(512, torch.Generator().manual_seed(20 + i))
+        bases.append(panel.baselines(p, train, V))
+    return p, bases
+
+
+def test_a_set_that_the_position_copier_solves_does_not_judge_the_run():
+    p, (fixed, varied) = _fixed_and_varied()
+    assert p.shapes["shorter"][0] == 3
+    # copying 6 back solves blocks of 3: that set cannot tell for a run trained on blocks of 6
+    assert fixed["shorter"]["position"] < fixed["shorter"]["copier"] - panel.MARGIN
+    assert panel.telling(fixed) == ["longer", "far"]
+    assert panel.telling(varied) == ["shorter", "longer", "far"]  # no one distance back solves 3 there
+    # a run that copies by content on every set that can tell, short of the 3-letter bar: content
+    content = {"train": 0.2, "shifted": 0.3, "shorter": fixed["shorter"]["best"], "longer": 0.5, "far": 0.6}
+    verdict = panel.judge(content, fixed)
+    assert verdict["label"] == "content" and verdict["judged_on"] == ("longer", "far")
+    # the same losses for a run trained on varied blocks: the 3-letter set tells there, and fails
+    assert panel.judge({**content, "shorter": varied["shorter"]["best"]}, varied)["label"] == "partial"
+    # the null world: the position copier and the frequency copier stay without a content label
+    position = {k: b["position"] for k, b in fixed.items()}
+    assert panel.judge(position, fixed)["label"] == "position"
+    assert panel.judge({k: b["copier"] for k, b in fixed.items()}, fixed)["state"] == "untrained"
+    for base in (fixed, varied):
+        best = {k: b["best"] for k, b in base.items()}
+        assert panel.judge(best, base)["label"] != "content"
+
+
+def test_a_learned_run_with_no_set_that_can_tell_gets_no_label():
+    p, (fixed, _) = _fixed_and_varied()
+    only = {k: fixed[k] for k in ("train", "shifted", "shorter")}
+    assert panel.telling(only) == []
+    verdict = panel.judge({"train": 0.1, "shifted": 0.1, "shorter": 0.0}, only)
+    assert verdict["state"] == "learned" and verdict["label"] is None and verdict["judged_on"] == ()
+    nan = {**fixed, "longer": {"copier": math.nan, "position": math.nan, "best": math.nan}}
+    assert "longer" not in panel.telling(nan)
+
+
 def test_bad_cells_are_refused_by_name():
     with pytest.raises(ValueError, match="tasks"):
         panel.panel_shapes([])

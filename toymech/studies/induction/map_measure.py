@@ -38,7 +38,7 @@ from ...tasks.repeated_blocks import RepeatedBlocks
 from ..states import LEARNED, STILL_LEARNING, UNTRAINED
 from .design import experiment
 from .dynamics import probe_data
-from .panel import BLOCK_LENGTH_SETS, MARGIN, Panel, baselines, build_panel, judge, panel_shapes
+from .panel import MARGIN, Panel, baselines, build_panel, judge, panel_shapes
 
 MAP_LABEL = "content"  # the label of a map row that says the mechanism (induction by content) holds
 MAP_EVAL_N = 512  # sequences per set a map measures each run on
@@ -117,9 +117,10 @@ def map_row(run, size: str, seed: int, *, panel: MapPanel | None = None) -> dict
     (``loss.train``: the predictable letters) and on every set of the map's ``panel``
     (``loss.<set>``), the best predictor without the mechanism on each (``base.<set>``), the
     run's ``state`` (learned / untrained / still learning), its ``label`` (content / partial /
-    position, for learned runs only: ``panel.judge``), ``beyond_baseline`` (the smallest margin,
-    in nats, by which it beats the best predictor without the mechanism on the sets that change
-    the block length: above ``MARGIN`` on all of them is ``content``), the panel it was judged on
+    position, for learned runs only: ``panel.judge``), the block-length sets that can tell
+    content from position for it (``judged_on``: ``panel.telling``), ``beyond_baseline`` (the
+    smallest margin, in nats, by which it beats the best predictor without the mechanism on
+    those sets: above ``MARGIN`` on all of them is ``content``), the panel it was judged on
     (``panel``) and the causal columns (module docstring).
 
     ``run``: a zoo entry or a bare model (never trained: judged untrained); ``size``: the run's
@@ -138,7 +139,8 @@ def map_row(run, size: str, seed: int, *, panel: MapPanel | None = None) -> dict
     row["panel"] = panel.describe()
     row["state"] = verdict["state"]
     row["label"] = verdict["label"] or ""
-    tested = [k for k in BLOCK_LENGTH_SETS if k in base and k in losses]
+    tested = [k for k in verdict["judged_on"] if k in losses]
+    row["judged_on"] = " ".join(verdict["judged_on"])
     row["beyond_baseline"] = (round(min(base[k]["best"] - losses[k] for k in tested), 4)
                               if tested else float("nan"))
     row["beyond.train"] = round(base["train"]["copier"] - losses["train"], 4)

@@ -22,10 +22,20 @@ Judging a run (``judge``), with the cut fixed here before any map is run:
   (predictable letters) is not below the in-context frequency copier's by ``MARGIN``
   (``analysis.baselines``: a predictor with no induction and no position);
 * a run that learned is ``content`` when, on every panel set that changes the block length
-  (``shorter``, ``longer``, ``far``), its loss is below BOTH predictors without the mechanism by
-  ``MARGIN``: the frequency copier and the position-only copier fitted on the run's own training
-  data (a model that learned where the repeats are, not what they are); ``position`` when it beats
-  them on none of those sets; ``partial`` in between.
+  (``shorter``, ``longer``, ``far``) and can tell for it (below), its loss is below BOTH
+  predictors without the mechanism by ``MARGIN``: the frequency copier and the position-only
+  copier fitted on the run's own training data (a model that learned where the repeats are, not
+  what they are); ``position`` when it beats them on none of those sets; ``partial`` in between.
+* a set can tell content from position for a run only where the position-only copier fitted on
+  the run's own training data does not solve it, i.e. does not beat the frequency copier there by
+  ``MARGIN`` (``telling``). Copying a trained distance back solves every block length that
+  divides it (copying 6 back solves blocks of 3 and of 2), so a run trained on 6-letter blocks
+  is not judged on a 3-letter set: there a position-only model is already at 0.47 nats, and a
+  run that copies by content for every other block length could fail that bar while still being
+  no position copier. The rule reads the predictors only, never a run's losses; a learned run
+  with no set that can tell gets no label (its row says ``judged_on`` is empty). This rule was
+  added after the first study-1 maps ran (their fixed-6 cells showed the 3-letter set cannot
+  tell): the record says so where it reads them.
 * a run whose loss was still falling when it stopped (``analysis.dynamics.still_learning``) is
   ``still learning`` and gets no label either: train it longer (the map's steps axis continues it).
 * ``MARGIN`` = 0.1 nats: a likelihood gain of e^0.1 = 1.1 per letter, the smallest we call using
@@ -172,6 +182,17 @@ def own_bars(base: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     return {k: base[k][against] for k, against in OWN_SETS.items() if k in base}
 
 
+def telling(base: Mapping[str, Mapping[str, float]], names: Sequence[str] = BLOCK_LENGTH_SETS,
+            margin: float = MARGIN) -> list[str]:
+    """The sets of ``names`` that can tell content from position for a run (module docstring):
+    those of ``base`` (``baselines`` / ``set_baselines``, the position copier fitted on the
+    run's own training data) where the position-only copier does not beat the frequency copier
+    by more than ``margin``. A set whose predictors are NaN is left out."""
+    return [k for k in names if k in base and base[k]["position"] == base[k]["position"]
+            and base[k]["copier"] == base[k]["copier"]
+            and not base[k]["position"] < base[k]["copier"] - margin]
+
+
 def _cut(batch: Batch, length: int) -> Batch:
     """The panel's sequences are as long as the map's shortest; a cell's own are never shorter."""
     return batch if batch.tokens.shape[1] <= length else Batch(batch.tokens[:, :length], batch.scored[:, :length])
@@ -187,17 +208,20 @@ def judge(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]],
     ``base``: ``baselines(...)``. A run that did not learn gets no label (None): not learning is
     a state of the run, never evidence of a mechanism; nor does one still ``learning``
     (``analysis.dynamics.still_learning`` of its logged loss: True, or None where the log cannot
-    tell). A panel set the run was not measured on counts as not beaten."""
+    tell). A panel set the run was not measured on counts as not beaten. Only the block-length
+    sets that can tell for the run (``telling``) are judged; ``"judged_on"`` names them (a learned
+    run with none gets no label)."""
     gaps = {f"gap.{k}": losses[k] - base[k]["best"] for k in base if k in losses}
+    tested = telling(base, BLOCK_LENGTH_SETS, margin)
+    shown = {"judged_on": tuple(tested), **gaps}
     if not learned(losses, base, "train", margin):
-        return {"state": "untrained", "label": None, **gaps}
+        return {"state": "untrained", "label": None, **shown}
     if learning is not False:
-        return {"state": "still learning", "label": None, **gaps}
-    tested = [k for k in BLOCK_LENGTH_SETS if k in base]
+        return {"state": "still learning", "label": None, **shown}
     won = beaten(losses, base, tested, margin)
-    label = ("content" if tested and len(won) == len(tested)
+    label = (None if not tested else "content" if len(won) == len(tested)
              else "position" if not won else "partial")
-    return {"state": "learned", "label": label, **gaps}
+    return {"state": "learned", "label": label, **shown}
 
 
 def median_gap(rows: Sequence[Mapping[str, object]], name: str) -> float | None:
