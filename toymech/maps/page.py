@@ -303,6 +303,12 @@ def _header(path: Path) -> list[str]:
         return []
 
 
+def _sentence(text: Any) -> str:
+    """``text`` ending as a sentence does (a full stop added where it has none)."""
+    text = str(text).rstrip()
+    return text if not text or text.endswith((".", "!", "?")) else text + "."
+
+
 def map_block(path: str | Path) -> tuple[str, str]:
     """(key, markdown) of a map for the results record (``toymech results --maps``): its name,
     study, size, runs and commit, its finding and one row per cell (``MapPage.cell_table``
@@ -327,7 +333,7 @@ def map_block(path: str | Path) -> tuple[str, str]:
     lines += markdown_table(list(shown.columns), rows)
     if not page.predictions.empty:
         lines += ["", "Predictions from other work, judged on this map (our setting, not the source's):", ""]
-        lines += [f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. {r['counts']}"
+        lines += [f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. {_sentence(r['counts'])}"
                   + (f" Not computed here: {r['not computed']}." if r.get("not computed") else "")
                   for _, r in page.predictions.iterrows()]
     return key, "\n".join(lines + [END]) + "\n"
