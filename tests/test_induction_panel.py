@@ -235,3 +235,24 @@ def test_the_record_s_reading_of_the_causal_evidence_is_the_tables():
     assert abs(med.loc["content", "kcut.train"] - med.loc["position", "kcut.train"]) < 0.25
     assert med.loc["content", "qcut.longer"] > med.loc["position", "qcut.longer"]
     assert med.loc["content", "qcut.train"] < med.loc["position", "qcut.train"]
+
+
+def test_a_run_s_own_sets_follow_the_same_rule():
+    """The notebook's mechanism check (``solved``, ``measure.mechanism_label``) leaves out a
+    block-length set the position-only copier solves, as the maps' ``judge`` does; baselines as
+    the scorecard records them (no position loss of its own) are read the same way."""
+    from toymech.studies.induction.measure import mechanism_label, mechanism_verdict
+
+    tells = {"best": 2.0, "copier": 2.0}
+    base = {"predictable": {"best": 0.0, "copier": 1.8}, "shifted": {"best": 0.0, "copier": 2.2},
+            "shorter": {"best": 0.4, "copier": 1.1}, "longer": tells}  # shorter: copying back solves it
+    losses = {"predictable": 0.2, "shifted": 0.3, "shorter": 1.05, "longer": 0.5}
+    assert panel.telling(base, ["shorter", "longer"]) == ["longer"]
+    assert panel.solved(losses, base) == {"predictable": True, "shifted": True, "longer": True}
+    assert mechanism_label(losses, base) == "content"
+    assert mechanism_verdict(losses, base).startswith("content-based")
+    told = {**base, "shorter": {"best": 1.1, "copier": 1.1}}  # the same set where it can tell
+    assert mechanism_label(losses, told) == "position"
+    assert mechanism_label({**losses, "longer": 1.95}, base) == "position"  # longer still judges
+    assert mechanism_label({k: base[k]["best"] for k in base}, base) != "content"  # the predictors
+    assert mechanism_label({k: base[k]["copier"] for k in base}, base) == "neither"

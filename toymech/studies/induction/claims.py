@@ -227,7 +227,8 @@ def _worst_margin(n: Numbers, short: str) -> float:
     induction does better."""
     losses, base = _mechanism_numbers(n, short)
     bars = own_bars(base)
-    return min(bars[s] - losses[s] for s in MECHANISM[1:])
+    judged = solved(losses, base)  # the sets that can tell (``panel.telling``)
+    return min(bars[s] - losses[s] for s in MECHANISM[1:] if s in judged)
 
 
 def _content_based(n: Numbers, short: str) -> bool:

@@ -142,7 +142,7 @@ def mechanism_verdict(losses: Mapping[str, float], base: Mapping[str, Mapping[st
     ok = solved(losses, base)
     if not ok["predictable"]:
         return "not solved in distribution yet"
-    other = ok["shorter"] and ok["longer"]
+    other = all(v for k, v in ok.items() if k in ("shorter", "longer"))  # those that can tell
     if ok["shifted"] and other:
         return "content-based (induction): solves other block lengths and a shifted start"
     if ok["shifted"]:

@@ -44,8 +44,9 @@ Judging a run (``judge``), with the cut fixed here before any map is run:
   (``tests/test_induction_panel.py`` measures that spread and fails if it reaches a third).
 
 The same tests (``learned``: below the frequency copier on the training distribution; ``beaten``:
-below a predictor without the mechanism on a set, each by ``MARGIN``) judge a single run's own
-sets (``set_baselines`` on the task's ``eval_sets``; ``solved`` and ``OWN_SETS``): the notebook's
+below a predictor without the mechanism on a set, each by ``MARGIN``; ``telling``: only the
+block-length sets that can tell) judge a single run's own sets (``set_baselines`` on the task's
+``eval_sets``; ``solved`` and ``OWN_SETS``): the notebook's
 mechanism check (``measure.mechanism_verdict``), the per-seed labels (``measure.mechanism_label``)
 and the copies-by-content claims (``claims``), so notebook, scorecard and maps use one rule.
 """
@@ -172,8 +173,12 @@ def solved(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]],
            margin: float = MARGIN) -> dict[str, bool]:
     """Which of a run's own mechanism sets (``OWN_SETS``) it solves: {set: its loss is below the
     set's predictor by more than ``margin``}. ``losses``: {set: the run's loss};
-    ``base``: ``set_baselines`` of the same sets (a set missing from either is not solved)."""
-    return {k: bool(beaten(losses, base, [k], margin, against)) for k, against in OWN_SETS.items()}
+    ``base``: ``set_baselines`` of the same sets (a set missing from either is not solved). A
+    block-length set (judged against the better predictor) that cannot tell content from
+    position for the run (``telling``: the position-only copier fitted on its training data
+    solves it) judges nothing and is left out, as ``judge`` leaves it out on a map's panel."""
+    return {k: bool(beaten(losses, base, [k], margin, against)) for k, against in OWN_SETS.items()
+            if against != "best" or k not in base or telling(base, [k], margin)}
 
 
 def own_bars(base: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
@@ -187,10 +192,13 @@ def telling(base: Mapping[str, Mapping[str, float]], names: Sequence[str] = BLOC
     """The sets of ``names`` that can tell content from position for a run (module docstring):
     those of ``base`` (``baselines`` / ``set_baselines``, the position copier fitted on the
     run's own training data) where the position-only copier does not beat the frequency copier
-    by more than ``margin``. A set whose predictors are NaN is left out."""
-    return [k for k in names if k in base and base[k]["position"] == base[k]["position"]
+    by more than ``margin``. Read from ``"best"`` and ``"copier"`` (the better predictor is the
+    position copier exactly when it beats the frequency copier), so baselines recorded without
+    the position copier's own loss are read the same way. A set whose predictors are NaN is left
+    out."""
+    return [k for k in names if k in base and base[k]["best"] == base[k]["best"]
             and base[k]["copier"] == base[k]["copier"]
-            and not base[k]["position"] < base[k]["copier"] - margin]
+            and not base[k]["best"] < base[k]["copier"] - margin]
 
 
 def _cut(batch: Batch, length: int) -> Batch:
