@@ -256,3 +256,31 @@ def test_a_run_s_own_sets_follow_the_same_rule():
     assert mechanism_label({**losses, "longer": 1.95}, base) == "position"  # longer still judges
     assert mechanism_label({k: base[k]["best"] for k in base}, base) != "content"  # the predictors
     assert mechanism_label({k: base[k]["copier"] for k in base}, base) == "neither"
+
+
+def test_the_prose_quotes_the_paper_scorecard_s_mechanism_rows():
+    """docs/results.md and docs/studies/induction.md quote the two copies-by-content rows of the
+    study's `paper` scorecard (median [low, high] beyond the predictors without induction, seeds
+    agreeing): recomputed here from the block, so a new run cannot leave the prose behind."""
+    import re
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    record = (docs / "results.md").read_text(encoding="utf-8")
+    block = record.split("<!-- toymech-results 01_induction_repeated_blocks size=paper -->")[1]
+    block = block.split("<!-- /toymech-results -->")[0]
+    rows = {}
+    for who in ("2-layer model", "1-layer smeared model"):
+        line = next(x for x in block.splitlines() if x.startswith(f"| {who}: copies by content"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        med, low, high = (float(v) for v in re.match(r"(\S+) \[(\S+), (\S+)\]", cells[2]).groups())
+        rows[who] = (med, low, high, cells[4])
+    med, low, high, agree = rows["2-layer model"]
+    assert med < 0 and agree == "0/10"
+    worse = f"{-med:.2f} [{-high:.2f}, {-low:.2f}] nats worse than the better predictor"
+    med, low, high, agree = rows["1-layer smeared model"]
+    assert med > panel.MARGIN and agree == "10/10"
+    beyond = f"{med:.2f} [{low:.2f}, {high:.2f}]"
+    page = (docs / "studies" / "induction.md").read_text(encoding="utf-8")
+    for text in (" ".join(record.split()), " ".join(page.split())):
+        assert worse in text and beyond in text
