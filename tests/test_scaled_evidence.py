@@ -77,3 +77,19 @@ def test_a_scaled_claim_without_evidence_reads_below_the_sources_setting():
     assert assess(_claim(False), seeds, settings=shown, size="default").verdict.startswith(BELOW)
     # at the source's setting the verdict stands either way
     assert assess(_claim(True), seeds, settings=none, size="paper").verdict == "reproduced"
+
+
+def test_the_record_s_count_of_agreeing_scaled_verdicts_is_its_block():
+    """The prose above study 1's comparison block quotes how many scaled verdicts agree; it is the
+    block's own count, and the study lists exactly the agreeing claims as shown."""
+    import re
+
+    text = RECORD.read_text(encoding="utf-8")
+    block = text.split("<!-- toymech-results 01_induction_repeated_blocks size=default vs size=paper -->", 1)[1]
+    agree, total = (int(x) for x in re.search(r"(\d+) of (\d+) claims judged", block).groups())
+    prose = " ".join(text.split("**Do the scaled verdicts at `default` stand in")[1].split("**")[1].split())
+    assert f"{agree} of {total} agree" in prose
+    same = _same_column(protocol.STUDIES["induction"], "default")
+    study = protocol.study("induction")
+    shown = {c.statement for c in study.claims if c.key in study.settings.evidence["default"]}
+    assert shown == {k for k, v in same.items() if v == "yes"} and len(shown) == agree
