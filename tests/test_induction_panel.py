@@ -284,3 +284,28 @@ def test_the_prose_quotes_the_paper_scorecard_s_mechanism_rows():
     page = (docs / "studies" / "induction.md").read_text(encoding="utf-8")
     for text in (" ".join(record.split()), " ".join(page.split())):
         assert worse in text and beyond in text
+
+
+def test_the_variant_page_quotes_the_variant_scorecard():
+    """docs/variants.md quotes the study-1 variant's copies-by-content rows (block_len=4-8,
+    offset=0-3 at default) and its count of properties holding on every seed / on none."""
+    import re
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    record = (docs / "results.md").read_text(encoding="utf-8")
+    key = "<!-- toymech-results 01_induction_repeated_blocks size=default variant=block_len=4-8,offset=0-3 -->"
+    block = record.split(key)[1].split("<!-- /toymech-results -->")[0]
+    page = " ".join((docs / "variants.md").read_text(encoding="utf-8").split())
+    cells = {}
+    for who in ("2-layer model", "1-layer smeared model"):
+        line = next(x for x in block.splitlines() if x.startswith(f"| {who}: copies by content"))
+        c = [x.strip() for x in line.strip("|").split("|")]
+        cells[who] = (re.match(r"(\S+) \[(\S+), (\S+)\]", c[2]).groups(), c[4])
+    (med, low, high), agree = cells["1-layer smeared model"]
+    assert f"by {med} [{low}, {high}] nats on its worst set" in page and agree == "3/3"
+    (med, low, high), agree = cells["2-layer model"]
+    assert f"{med.lstrip('-')} [{high.lstrip('-')}, {low.lstrip('-')}] nats worse" in page and agree == "0/3"
+    every = block.count("| 3/3 | holds")
+    none = block.count("| 0/3 | does not hold")
+    assert f"{every} properties holding on every seed, {none} on none" in page
