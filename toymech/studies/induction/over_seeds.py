@@ -84,9 +84,10 @@ def measure_seed(runs: Mapping[str, Model | HookedTransformer], data: InductionP
     """One seed's named numbers (``claims.numbers``): each model's losses on the post's sets and
     the mechanism sets, copy metrics, and for 2-layer models the layer-0 previous-token scores
     and the composition path losses; and the predictors without induction on the mechanism sets
-    (``base.*``: ``measure.mechanism_baselines``, once per seed: no model's). ``runs``: {name: Model or HookedTransformer} of one seed;
-    ``data``: that seed's ``probe_data`` (its ``eval`` stream; pattern scores on
-    ``data.pattern_tokens``). Cheaper than ``measure``: no ablations. ``runs`` are left as they are."""
+    (``base.*``: ``measure.mechanism_baselines``, once per seed: no model's). ``runs``: {name:
+    Model or HookedTransformer} of one seed; ``data``: that seed's ``probe_data`` (its ``eval``
+    stream; pattern scores on ``data.pattern_tokens``). Cheaper than ``measure``: no ablations.
+    ``runs`` are left as they are."""
     models = {name: _measured_for_claims(_as_model(name, r), data) for name, r in runs.items()}
     floor, chance = floor_and_chance(data.task)
     base = mechanism_baselines(data.task, data.sets) if "predictable" in data.sets else {}

@@ -53,6 +53,7 @@ and the copies-by-content claims (``claims``), so notebook, scorecard and maps u
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -196,8 +197,8 @@ def telling(base: Mapping[str, Mapping[str, float]], names: Sequence[str] = BLOC
     position copier exactly when it beats the frequency copier), so baselines recorded without
     the position copier's own loss are read the same way. A set whose predictors are NaN is left
     out."""
-    return [k for k in names if k in base and base[k]["best"] == base[k]["best"]
-            and base[k]["copier"] == base[k]["copier"]
+    return [k for k in names if k in base
+            and not math.isnan(base[k]["best"]) and not math.isnan(base[k]["copier"])
             and not base[k]["best"] < base[k]["copier"] - margin]
 
 
