@@ -91,8 +91,8 @@ def main() -> None:
     row("patching effects (one snapshot)",
         seconds(lambda: icausal.causal_metrics(models["induction-2l"], data), 3), ref, snaps,
         "snapshots of one run")
-    est, per, steps = llc_seconds(models["induction-2l"], icausal.llc_pool(exp.task, size, 0),
-                                  icausal.LLC_SETTINGS[size])
+    pool = induction.STUDY.llc_pool(exp.task, size, 0)
+    est, per, steps = llc_seconds(models["induction-2l"], pool, icausal.LLC_SETTINGS[size])
     print(f"  LLC chain step {per * 1000:.1f} ms ({per / ref:.2f} x step), {steps} per estimate")
     row("learning coefficient (one snapshot)", est, ref, snaps, "snapshots of one run")
 
@@ -107,7 +107,7 @@ def main() -> None:
         seeds, "seeds")
     row(f"patching effects (one snapshot, {bdyn.N_CAUSAL} seqs)",
         seconds(lambda: bcausal.causal_metrics(model, small)), ref, snaps, "snapshots of one run")
-    est, per, steps = llc_seconds(model, bcausal.llc_pool(bexp.task, size, 0),
+    est, per, steps = llc_seconds(model, birth.STUDY.llc_pool(bexp.task, size, 0),
                                   bcausal.LLC_SETTINGS[size], tuple(bexp.train.freeze))
     print(f"  LLC chain step {per * 1000:.1f} ms ({per / ref:.2f} x step), {steps} per estimate")
     row("learning coefficient (one snapshot)", est, ref, snaps, "snapshots of one run")

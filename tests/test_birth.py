@@ -343,17 +343,17 @@ def test_zoo_round_trip_rebuilds_the_variant(tmp_path, tied):
 # --- seed streams -------------------------------------------------------------------------------------
 def test_evaluation_batches_follow_the_run_seed():
     task = tasks.get("bigram_triggers", length=16, trigger_mode="random", n_ood=8)
-    a, b = birth.eval_sets(task, "smoke", 0, n=8), birth.eval_sets(task, "smoke", 1, n=8)
+    a, b = birth.STUDY.eval_sets(task, "smoke", 0, n=8), birth.STUDY.eval_sets(task, "smoke", 1, n=8)
     assert set(a) == {"test", "ood"}
     assert not torch.equal(a["test"].tokens, b["test"].tokens)
     assert not torch.equal(a["ood"].tokens, b["ood"].tokens)
-    assert torch.equal(a["test"].tokens, birth.eval_sets(task, "smoke", 0, n=8)["test"].tokens)
+    assert torch.equal(a["test"].tokens, birth.STUDY.eval_sets(task, "smoke", 0, n=8)["test"].tokens)
     # the evaluation stream is not the training stream of the same seed, nor the example stream
     train_batch = task.sample(8, torch.Generator().manual_seed(0))
     assert not torch.equal(a["test"].tokens, train_batch.tokens)
     assert not torch.equal(birth.example_batch(task, 0, 8).tokens, a["test"].tokens)
     assert not torch.equal(birth.example_batch(task, 0).tokens, birth.example_batch(task, 1).tokens)
-    shared = birth.eval_sets(task, "smoke", 0, n=8, pools={"non-top-K": bmeasure.shared_pool(task, 8)})
+    shared = birth.STUDY.eval_sets(task, "smoke", 0, n=8, pools={"non-top-K": bmeasure.shared_pool(task, 8)})
     trig = shared["non-top-K"].extras["outputs"] >= 0
     assert not (trig & ~bmeasure.shared_pool(task, 8)).any()
     assert birth.bigram_baseline(task, "smoke", 0) != birth.bigram_baseline(task, "smoke", 1)
@@ -416,7 +416,7 @@ def test_main_runs_reuse_the_notebooks_seed_and_measure_each_seed(tmp_path):
 def test_freezing_rows_name_their_freezing_and_feed_the_claims(tmp_path):
     table = bmeasure.freezing_comparison(Zoo(tmp_path), "smoke", 0, steps=2, device="cpu", log=None)
     assert list(table["freezing"]) == ["paper", "learned_pos", "none"]
-    n = birth.numbers({"history": [{"step": 0}, {"step": 1}], "baseline": {}, "d_vocab": 65,
+    n = bclaims.numbers({"history": [{"step": 0}, {"step": 1}], "baseline": {}, "d_vocab": 65,
                        "freezing": table})
     assert {"freeze.paper.icl_acc", "freeze.none.probe_wk2"} <= set(n)
 

@@ -14,7 +14,8 @@ from toymech.maps import finding
 from toymech.maps.summary import LEARNED, STILL_LEARNING, UNTRAINED, cell_groups
 from toymech.models import build_model
 from toymech.studies.birth.claims import CLAIMS, source_like
-from toymech.studies.birth.design import experiment, with_knobs
+from toymech.studies.birth import STUDY
+from toymech.studies.birth.design import experiment
 from toymech.studies.birth.map_measure import (MAP_LABEL, UNTRAINED_MARGIN, calibrated_lr, head_formed, judge, map_row,
                                                through)
 from toymech.studies.birth.measure import eval_sets
@@ -44,13 +45,13 @@ def test_the_trigger_blind_predictor_beats_the_bigram_model_and_reads_no_order()
 def test_untrained_models_are_untrained_with_no_label_on_every_data():
     """The null world: a bare model (it never trained) on the paper's data, random triggers and
     trigger-only data is ``untrained``: no label, its gap to the best baseline negative."""
-    for size in ("smoke", "default", with_knobs("default", {"trigger_mode": "random"})):
+    for size in ("smoke", "default", STUDY.with_knobs("default", {"trigger_mode": "random"})):
         exp = experiment(size, 3)
         row = map_row(build_model(exp.model), size, 3)
         assert row["state"] == UNTRAINED and row["label"] == "", size
         assert row["beyond_baseline"] < UNTRAINED_MARGIN and row["in_context_head"] == "no"
         assert row["still_learning"] == "unknown"  # no log: judged on its level alone
-    only = with_knobs("smoke", {"data": "only_triggers"})
+    only = STUDY.with_knobs("smoke", {"data": "only_triggers"})
     row = map_row(build_model(experiment(only, 3).model), only, 3)
     assert row["state"] == UNTRAINED and row["label"] == ""
 
@@ -104,10 +105,10 @@ def test_probe_coverage_and_what_the_probes_read_through():
     assert fixed["probe.W_K2.reads"] == 3 and fixed["probe.W_O2.reads"] == 65
     assert fixed["probe.W_K1.reads"] == experiment("smoke", 3).task.seq_len - 1
     assert fixed["probes.through"] == "frozen W_E, OV¹, W_U, W_pos"
-    random = with_knobs("smoke", {"trigger_mode": "random"})
+    random = STUDY.with_knobs("smoke", {"trigger_mode": "random"})
     rnd = map_row(build_model(experiment(random, 3).model), random, 3)
     assert rnd["probe.W_K2.reads"] == 65
-    trained = experiment(with_knobs("smoke", {"embeddings": "trained", "positions": "learned"}), 3)
+    trained = experiment(STUDY.with_knobs("smoke", {"embeddings": "trained", "positions": "learned"}), 3)
     assert through(trained.train.freeze) == "trained W_E, W_U, W_pos; frozen OV¹"
     assert through(()) == "trained W_E, OV¹, W_U, W_pos"
 

@@ -67,7 +67,7 @@ def test_the_content_claims_are_judged_against_the_predictors_without_induction(
     from toymech.studies.claims import Measured, assess
     from toymech.studies.induction.panel import MARGIN
 
-    claim = next(c for c in study.CLAIMS if c.key == key)
+    claim = next(c for c in study.STUDY.claims if c.key == key)
     strong = _numbers({"predictable": 0.05, "shifted": 0.1, "shorter": 0.3, "longer": 0.4}, BASE)
     assert claim.holds(Measured(strong)) and claim.value(Measured(strong)) == pytest.approx(1.35)
     assert claim.reference(Measured(strong)) == MARGIN and claim.null == "threshold"
@@ -91,12 +91,12 @@ def test_the_content_claims_are_judged_against_the_predictors_without_induction(
 def test_untrained_models_are_neither_and_their_bars_are_measured_once_per_seed():
     from toymech.studies.induction.over_seeds import labels
 
-    n = study.untrained_numbers("smoke", 0)
+    n = study.STUDY.untrained_numbers("smoke", 0)
     for s in study.MECHANISM_SETS:
         assert 0 <= n[f"base.{s}"] <= n[f"base.{s}.copier"] < CHANCE
     assert set(labels(n).values()) == {"neither"}
     for key in ("2l-copies-by-content", "smeared-copies-by-content"):
-        claim = next(c for c in study.CLAIMS if c.key == key)
+        claim = next(c for c in study.STUDY.claims if c.key == key)
         from toymech.studies.claims import Measured
         assert not claim.holds(Measured(n)) and claim.value(Measured(n)) < 0
 
@@ -134,7 +134,7 @@ def test_seeds_train_once_and_are_measured_per_seed(tmp_path):
     assert per_seed[3]["2l.option1"] != per_seed[4]["2l.option1"]
     assert per_seed[3]["smeared.copying_heads"] + per_seed[3]["smeared.suppressing_heads"] <= 4
     assert per_seed[3]["2l.test"] == pytest.approx(
-        study.measure_seed(again, study.probe_data(task, "smoke", 3, dev))["2l.test"], abs=1e-6)
+        study.STUDY.measure_seed(again, study.probe_data(task, "smoke", 3, dev))["2l.test"], abs=1e-6)
     table = study.seed_table(per_seed)
     assert list(table.index) == [3, 4] and "2l-option1" in table.columns
 
@@ -170,7 +170,7 @@ def test_measure_returns_a_new_model_and_leaves_its_input_as_it_was():
     with pytest.raises(dataclasses.FrozenInstanceError):
         measured.losses = {}
     data = study.probe_data(RepeatedBlocks(), "smoke", 0)
-    assert study.measure_seed({"induction-2l": measured}, data) == study.measure_seed({"induction-2l": loaded}, data)
+    assert study.STUDY.measure_seed({"induction-2l": measured}, data) == study.STUDY.measure_seed({"induction-2l": loaded}, data)
     # the notebook's mechanism check on it, against the bars of its sets: untrained, no verdict
     bars = study.mechanism_baselines(RepeatedBlocks(), sets)
     text = study.algorithms_text({"induction-2l": measured}, bars, None)

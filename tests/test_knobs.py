@@ -139,7 +139,7 @@ def test_study_3_plan_knobs_reach_the_plan_through_their_declaration():
     from toymech.studies import random_transformers as rt
     from toymech.studies.random_transformers.design import FREEZE_MODES
 
-    k = rt.KNOBS
+    k = rt.STUDY.knobs
     assert k["width"].plan and k["recipe_width"].plan and k["trains"].plan
     assert k["width"].overrides is None and k["recipe_width"].overrides is None
     base = rt.plan("paper")

@@ -35,7 +35,7 @@ def _key(block_len: str, offset: str, seed: int) -> str:
     from toymech.studies import induction
 
     size = induction.with_knobs("smoke", {"block_len": block_len, "offset": offset})
-    return induction.EXPERIMENTS["induction-2l"].make(size, seed).key("")
+    return induction.STUDY.named_experiments["induction-2l"].make(size, seed).key("")
 
 
 def _table(labels=LABELS) -> pd.DataFrame:
@@ -387,7 +387,7 @@ def test_every_view_counts_each_state_of_run_alike(tmp_path):
 
 
 def test_where_the_outcome_changes_and_the_causal_evidence_are_computed_from_the_table():
-    from toymech.studies.induction import map_evidence
+    from toymech.studies.induction.map_measure import map_evidence
 
     table = _table()
     page = MapPage.of(table)

@@ -189,18 +189,18 @@ def test_untrained_runs_map_to_no_mechanism():
     from toymech.studies import birth, induction, random_transformers as rt
     from toymech.zoo.store import ZooEntry
 
-    one = induction.map_row(build_model(induction.experiment("induction-2l", "smoke", 3).model),
+    one = induction.STUDY.map_row(build_model(induction.experiment("induction-2l", "smoke", 3).model),
                             "smoke", 3)
     assert one["label"] == "" and one["state"] == "untrained" and one["beyond_baseline"] < 0
-    two = birth.map_row(build_model(birth.experiment("smoke", 3).model), "smoke", 3)
-    assert two["state"] == "untrained" and two["label"] == "" != birth.MAP_LABEL
+    two = birth.STUDY.map_row(build_model(birth.experiment("smoke", 3).model), "smoke", 3)
+    assert two["state"] == "untrained" and two["label"] == "" != birth.STUDY.map_label
     assert two["probe.W_O2.init"] == two["probe.W_O2.final"]
     exp = experiments.get("rt-modular_addition-random", size="smoke", seed=3)
-    three = rt.map_row(ZooEntry(build_model(exp.model), exp.to_dict(), False, Path(".")),
+    three = rt.STUDY.map_row(ZooEntry(build_model(exp.model), exp.to_dict(), False, Path(".")),
                        "smoke", 3)
     assert three["label"] == "" and three["state"] == "untrained" and three["solved"] == "no"
     with pytest.raises(ValueError, match="run='HookedTransformer' is not allowed"):
-        rt.map_row(build_model(exp.model), "smoke", 3)
+        rt.STUDY.map_row(build_model(exp.model), "smoke", 3)
 
 
 def _d_model_table(labels: dict[str, list[str]]) -> pd.DataFrame:

@@ -5,9 +5,11 @@ this test process stays the package's own."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 MODULE = textwrap.dedent('''
     from dataclasses import dataclass
@@ -30,11 +32,14 @@ MODULE = textwrap.dedent('''
             s[:, 3:] = True
             return Batch(t, s)
 
-    # --- the study: a Study object, registered once ---
-    import dataclasses
-    from toymech.studies._template import STUDY as TEMPLATE
-    protocol.register_study(dataclasses.replace(TEMPLATE, name="mystudy",
-                                                notebook="notebooks/mine.ipynb"))
+    # --- the study: an instance of a Study subclass, registered once ---
+    from toymech.studies._template.study import TemplateStudy
+
+    class MyStudy(TemplateStudy):
+        name = "mystudy"
+        notebook = "notebooks/mine.ipynb"
+
+    protocol.register_study(MyStudy())
 ''')
 
 
@@ -103,24 +108,15 @@ EXT_STUDY = textwrap.dedent('''
     from toymech.models import ModelConfig, build_model
     from toymech.training import Experiment, Named, TrainConfig, evaluate
     from toymech.studies import knobs
-    from toymech.studies.claims import Claim, scorecard as _scorecard
+    from toymech.studies.claims import Claim
     from toymech.studies.knobs import Knob
-    from toymech.studies.params import optional_runs_for, validate_run
-    from toymech.studies.protocol import StudySize, seeds_for, size_of
-    from toymech.studies.trajectory import flat_patterns, through_training_for
+    from toymech.studies.protocol import ProbeData, Study, StudySize, size_of
 
     @dataclass(frozen=True)
     class ExtSize(StudySize):
         steps: int = 100
 
-    TITLE = "extlab: repeating the first token"
-    SOURCE = "extlab's own question"
     SIZES = {"smoke": ExtSize(1, 10), "default": ExtSize(2, 200), "paper": ExtSize(3, 400)}
-    seeds_of = seeds_for(SIZES)
-    OPTIONAL_RUNS = ()
-    optional_runs = optional_runs_for(OPTIONAL_RUNS)
-    KNOBS = knobs.table(Knob("first_width", "int", (4, 256), 16, "the model's width",
-                             ("model.d_model",)))
 
     def experiment(size="default", seed=0):
         task = tasks.get("first_token_ext")
@@ -128,70 +124,64 @@ EXT_STUDY = textwrap.dedent('''
                             n_ctx=task.seq_len, seed=seed)
         train = TrainConfig(steps=size_of(SIZES, size).steps, batch_size=32, lr=1e-3, seed=seed,
                             eval_every=10, eval_size=64)
-        return Experiment(task, model, train, "extlab-first")
+        return knobs.apply_knobs(KNOBS, Experiment(task, model, train, "extlab-first"),
+                                 knobs.variant_values(KNOBS, size))
 
-    EXPERIMENTS = {"extlab-first": Named("extlab-first", "extlab's model", experiment, "extstudy")}
-    with_knobs = knobs.with_knobs_for(KNOBS, "extstudy", "extlab", lambda size: [experiment(size)])
-    CLAIMS = (Claim("repeats", "the model repeats the first token", "extlab", "100 %",
-                    value=lambda n: n["acc"], holds=lambda n: n["acc"] >= 0.95,
-                    reference=lambda n: n["chance"], null="chance", unit="accuracy",
-                    test="accuracy >= 0.95", why="extlab's own bar",
-                    setting={"steps": 400, "d_model": 16, "first_token_task": 5}),)
+    KNOBS = knobs.table(Knob("first_width", "int", (4, 256), 16, "the model's width",
+                             ("model.d_model",)))
 
-    def validate(size, seed, device="auto", *, n_seeds=None, cache_dir=None, threads=None,
-                 also=()):
-        optional_runs(also)
-        return validate_run(size, seed, device, n_seeds, cache_dir, threads)
+    @dataclass(frozen=True)
+    class ExtData(ProbeData):
+        sets: dict
+        example: torch.Tensor
 
-    def experiments(size, seeds):
-        return [experiment(size, s) for s in seeds]
+    class ExtStudy(Study):
+        name = "extstudy"
+        title = "extlab: repeating the first token"
+        source = "extlab's own question"
+        sizes = SIZES
+        named_experiments = {"extlab-first": Named("extlab-first", "extlab's model", experiment,
+                                                   "extstudy")}
+        knobs = KNOBS
+        claims = (Claim("repeats", "the model repeats the first token", "extlab", "100 %",
+                        value=lambda n: n["acc"], holds=lambda n: n["acc"] >= 0.95,
+                        reference=lambda n: n["chance"], null="chance", unit="accuracy",
+                        test="accuracy >= 0.95", why="extlab's own bar",
+                        setting={"steps": 400, "d_model": 16, "first_token_task": 5}),)
+        settings = None
+        notebook = "notebooks/ext.ipynb"
+        dynamics_names = ("test_acc",)
 
-    def eval_sets(task, size, seed, device="cpu"):
-        return task.eval_sets(64, make_generator(seed_for(seed, "eval"), torch.device(device)))
+        def experiments(self, size, seeds):
+            return [experiment(size, s) for s in seeds]
 
-    def probe_data(task, size, seed, device="cpu"):
-        return {"task": task, "sets": eval_sets(task, size, seed, device)}
+        def eval_sets(self, task, size, seed, device="cpu"):
+            return task.eval_sets(64, make_generator(seed_for(seed, "eval"), torch.device(device)))
 
-    def numbers(measured):
-        return {"acc": float(measured["acc"]), "chance": float(measured["chance"])}
+        def probe_data(self, task, size, seed, device="cpu"):
+            sets = self.eval_sets(task, size, seed, device)
+            return ExtData(task, sets, sets["test"].tokens[0])
 
-    @torch.no_grad()
-    def measure_seed(runs, data):
-        model = getattr(runs["model"], "model", runs["model"])
-        test = data["sets"]["test"]
-        return numbers({"acc": evaluate(model, data["task"], test)["acc"],
-                        "chance": chance_levels(data["task"], test)["acc"]})
+        @torch.no_grad()
+        def measure_seed(self, runs, data):
+            model = getattr(runs["model"], "model", runs["model"])
+            test = data.sets["test"]
+            return {"acc": float(evaluate(model, data.task, test)["acc"]),
+                    "chance": float(chance_levels(data.task, test)["acc"])}
 
-    def untrained_numbers(size, seed):
-        exp = experiment(size, seed)
-        return measure_seed({"model": build_model(exp.model, "cpu").eval()},
-                            probe_data(exp.task, size, seed))
+        def untrained_numbers(self, size, seed):
+            exp = experiment(size, seed)
+            return self.measure_seed({"model": build_model(exp.model, "cpu").eval()},
+                                     self.probe_data(exp.task, size, seed))
 
-    def scorecard(per_seed, size, seeds=None):
-        return _scorecard(CLAIMS, per_seed, size, seeds)
+        @torch.no_grad()
+        def dynamics_metrics(self, model, data):
+            return {"test_acc": evaluate(model, data.task, data.sets["test"])["acc"]}
 
-    @torch.no_grad()
-    def dynamics_metrics(model, data):
-        return {"test_acc": evaluate(model, data["task"], data["sets"]["test"])["acc"]}
+        def describe(self, size, seed, device, *, n_seeds=None):
+            return f"size {size} on {device}"
 
-    through_training = through_training_for(
-        dynamics_metrics, lambda model, data: flat_patterns(model, data["task"],
-                                                            data["sets"]["test"].tokens[0]),
-        ("test_acc",))
-
-    def describe(size, seed, device):
-        return f"size {size} on {device}"
-
-    from toymech.studies.protocol import COMMON_OPTIONS, Study
-    STUDY = Study(
-        name="extstudy", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
-        claims=CLAIMS, settings=None, knobs=KNOBS, notebook="notebooks/ext.ipynb",
-        notebook_options=COMMON_OPTIONS, module=__name__, validate=validate, seeds_of=seeds_of,
-        experiments=experiments, eval_sets=eval_sets, measure_seed=measure_seed,
-        untrained_numbers=untrained_numbers, numbers=numbers, scorecard=scorecard,
-        probe_data=probe_data, dynamics_metrics=dynamics_metrics,
-        through_training=through_training, describe=describe, with_knobs=with_knobs,
-        optional_runs=optional_runs, optional_run_names=OPTIONAL_RUNS)
+    STUDY = ExtStudy()
 ''')
 
 
@@ -261,3 +251,102 @@ def test_a_broken_installed_plugin_is_one_line_naming_its_entry_point(tmp_path):
                      "RuntimeError", "extlab licence server unreachable", "extlab_studies.py",
                      "fix or uninstall its package"):
         assert fragment in lines[0], (fragment, lines[0])
+
+
+# --- CONTRIBUTING's walk-throughs on a copy of the template, outside the package -------------
+TEMPLATE = Path(__file__).resolve().parents[1] / "toymech" / "studies" / "_template"
+# "Add a knob": one declaration in the study's KNOBS.
+NEW_KNOB = ('    Knob("n_heads", "int", (1, 16), 4, "attention heads per layer", '
+            '("model.n_heads",)),\n')
+# "Add a map measure": one method of the study (and the label that says the mechanism holds).
+MAP_MEASURE = textwrap.indent(textwrap.dedent('''
+    map_label = "solves"
+
+    def map_row(self, run, size, seed):
+        exp = design.experiment(size, seed)
+        n = self.measure_seed({"model": run}, self.probe_data(exp.task, size, seed))
+        beyond = n["acc"] - n["chance"]
+        return {**n, "beyond_baseline": beyond, "state": LEARNED if beyond > 0 else UNTRAINED,
+                "label": "solves" if n["acc"] >= SOLVED else "does not solve"}
+'''), "    ")
+LAB_MAP = """study: labstudy
+experiment: labstudy-parentheses
+size: smoke
+seeds: [0]
+knobs:
+  n_heads: [2, 4]
+name: lab-heads
+"""
+
+
+def _template_copy(folder, name):
+    """CONTRIBUTING's "Add a study" outside the package: the template copied to ``folder/name``
+    with its ``NAME``, its named experiment and its notebook renamed, a knob added (one
+    declaration) and a map measure (one method), registered by ``<name>_plugin`` (the module
+    ``toymech --import`` loads)."""
+    shutil.copytree(TEMPLATE, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+    design, study = folder / name / "design.py", folder / name / "study.py"
+    text = design.read_text()
+    assert text.count('NAME = "_template"') == 1 and text.count("KNOBS = knobs.table(\n") == 1
+    design.write_text(text.replace('NAME = "_template"', f'NAME = "{name}"')
+                      .replace("template-parentheses", f"{name}-parentheses")
+                      .replace("KNOBS = knobs.table(\n", "KNOBS = knobs.table(\n" + NEW_KNOB))
+    text = study.read_text()
+    notebook = 'notebook = "toymech/studies/_template/notebook.ipynb"'
+    assert text.count(notebook) == 1
+    study.write_text(text.replace(notebook, f'notebook = "notebooks/90_{name}.ipynb"')
+                     .replace("from .claims import", "from toymech.studies.states import "
+                              "LEARNED, UNTRAINED\nfrom .claims import SOLVED,")
+                     + MAP_MEASURE)
+    (folder / f"{name}_plugin.py").write_text(
+        f"from toymech.studies import protocol\nfrom {name} import STUDY\n"
+        "protocol.register_study(STUDY)\n")
+
+
+def test_a_copy_of_the_template_outside_the_package_is_a_study(tmp_path):
+    """The template copied out of the package (CONTRIBUTING: "Add a study", "Add a knob", "Add
+    a map measure") is a study the CLI takes by its name: its knobs are listed and change its
+    runs, its named experiment trains, its smoke runs are measured and scored in process, and a
+    map over its new knob labels every run."""
+    _template_copy(tmp_path, "labstudy")
+    zoo = str(tmp_path / "zoo")
+    got = _toymech(tmp_path, "--import", "labstudy_plugin", "list", "knobs", "labstudy")
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert "labstudy:" in got.stdout and "n_heads" in got.stdout and "d_model" in got.stdout
+    got = _toymech(tmp_path, "--import", "labstudy_plugin", "train", "labstudy-parentheses",
+                   "--size", "smoke", "--set", "n_heads=2", "--cache", zoo, "-q")
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert got.stdout.startswith("labstudy-parentheses [n_heads=2]: trained")
+    run = textwrap.dedent('''
+        import labstudy_plugin  # noqa: F401  registers it
+        from toymech.studies import protocol
+        study = protocol.study("labstudy")
+        assert study.maps and not protocol.study("_template").maps
+        two = study.with_knobs("smoke", {"n_heads": 2})
+        assert study.experiments(two, [0])[0].model.n_heads == 2
+        assert not study.with_knobs("smoke", {"n_heads": 4}).knobs  # the source's value
+        dev = study.validate("smoke", 0, "cpu", cache_dir=ZOO)
+        from labstudy.measure import load_seeds
+        runs = load_seeds("smoke", 0, dev, ZOO)
+        task = study.experiments("smoke", [0])[0].task
+        per_seed = [study.measure_seed({"model": e}, study.probe_data(task, "smoke", s))
+                    for s, e in runs.items()]
+        card = study.scorecard(per_seed, "smoke", list(runs))
+        assert card["verdict"].iloc[0].startswith("pipeline check")
+        path = study.through_training(runs[0], study.probe_data(task, "smoke", 0))
+        assert len(path.steps) >= 2
+        print("ok", len(runs))
+    ''').replace("ZOO", repr(zoo))
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    got = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True,
+                         env=environ, cwd=tmp_path)
+    assert got.returncode == 0 and "ok 2" in got.stdout.splitlines(), got.stderr[-2000:]
+    (tmp_path / "lab.yaml").write_text(LAB_MAP)
+    got = _toymech(tmp_path, "--import", "labstudy_plugin", "map", "lab.yaml", "--cache", zoo,
+                   "--backend", "local", "--no-progress")
+    assert got.returncode == 0, got.stderr[-2000:]
+    import pandas as pd
+    table = pd.read_csv(tmp_path / "zoo" / "maps" / "lab-heads.csv")
+    assert len(table) == 2 and set(table["status"]) == {"ok"}
+    assert set(table["label"]) <= {"solves", "does not solve"} and "acc" in table

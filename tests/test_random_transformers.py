@@ -12,6 +12,7 @@ import toymech.experiments
 from toymech.analysis.subspace import concentration, explained_variance, hidden_states
 from toymech.models import BaselineConfig, build_model
 from toymech.studies import random_transformers as rt
+from toymech.studies.random_transformers import claims as rtc
 from toymech.studies.random_transformers import design as rtd, measure as rtm, tables as rtt
 from toymech.studies.random_transformers.over_seeds import measure_data, recipe_experiment
 from toymech.training import train, train_stacked
@@ -88,7 +89,7 @@ def test_validate_parameters():
 
 def test_seeds_give_different_evaluation_batches():
     task = rt.task_for("needle", "smoke")
-    a, b, a2 = (rt.eval_sets(task, "smoke", s, n=64)["test"] for s in (0, 1, 0))
+    a, b, a2 = (rt.STUDY.eval_sets(task, "smoke", s, n=64)["test"] for s in (0, 1, 0))
     assert torch.equal(a.tokens, a2.tokens)  # a seed's evaluation set is fixed
     assert not torch.equal(a.tokens, b.tokens)  # another seed's differs
     # and they come from the eval stream, not from the training streams
@@ -261,14 +262,14 @@ def test_every_plan_builds_valid_experiments(size):
     for tw in p.circuit_target_widths:
         exp = rt.experiment("circuit_imitation", p.circuit_student_width, "random", size,
                             task_overrides={"target_width": tw})
-        assert exp.train.steps == rt.SIZES[size].side_steps
+        assert exp.train.steps == rt.STUDY.sizes[size].side_steps
     rt.experiment("char_lm", p.lm_width, "normal", size)
     assert len(names) == 4 * 2 * 2
     for task, width, lr in p.short_budget:  # a raised lr is a different zoo entry, same name
         exp = rt.experiment(task, width, "random", size, lr=lr)
         assert exp.train.lr == lr != rt.experiment(task, width, "random", size).train.lr
     if size == "default":  # the sweep over the size's seeds, the table over the first
-        assert rt.SIZES[size].n_seeds >= 3 and p.table_n_seeds >= 1 and p.table_steps
+        assert rt.STUDY.sizes[size].n_seeds >= 3 and p.table_n_seeds >= 1 and p.table_steps
     if size == "paper":
         exp = rt.experiment("modular_addition", 1024, "random", "paper")
         assert (exp.task.p, exp.train.steps, exp.train.warmup_steps) == (199, 50_000, 500)
@@ -290,19 +291,19 @@ def test_numbers_from_tables_per_seed():
                          "seed": 0, "layer": ["layer 1", "layer 2"] * 2, "basis": "principal",
                          "ev": [0.2, 0.4, 0.5, 0.7]})
     tables = dict(main=main, widths=(16, 64), mem=mem, circ=circ, conc=conc)
-    n0 = rt.numbers({**tables, "seed": 0})
+    n0 = rtc.numbers({**tables, "seed": 0})
     assert n0["acc.needle.random.small"] == 0.4 and n0["acc.needle.random.large"] == 0.97
     assert n0["mem.bits.normal"] == 1.0 and n0["circuit.gap.widest"] == pytest.approx(0.3)
     assert n0["conc.memorization.random"] == pytest.approx(0.6)
-    n1 = rt.numbers({**tables, "seed": 1})
+    n1 = rtc.numbers({**tables, "seed": 1})
     assert n1["acc.needle.normal.small"] == 0.7 and "circuit.gap.widest" not in n1
-    run = rt.numbers({"main": main, "widths": (16, 64), "mem": mem})
+    run = rtc.numbers({"main": main, "widths": (16, 64), "mem": mem})
     assert run["acc.needle.random.small"] == pytest.approx(0.5)
     card = rt.scorecard([n0, n1], "smoke")  # a pipeline check: the raw counts
     # no chance column in these rows: "solves" cannot be decided against chance
-    assert card.loc[next(c.statement for c in rt.CLAIMS if c.key == "random-solves-needle"),
+    assert card.loc[next(c.statement for c in rt.STUDY.claims if c.key == "random-solves-needle"),
                     "verdict"] == "not measured"
-    assert card.loc[next(c.statement for c in rt.CLAIMS if c.key == "bits-normal-above-random"),
+    assert card.loc[next(c.statement for c in rt.STUDY.claims if c.key == "bits-normal-above-random"),
                     "seeds agreeing"] == "1/2"  # seed 0: 1.0 < 2.0; seed 1: 3.0 vs 0.5
 
 
@@ -326,7 +327,7 @@ def test_numbers_per_seed_over_the_table_the_sweep_and_the_short_budget_runs():
                                acc=a, train_acc=1.0, chance=0.04) for s in range(3, 6)
                           for w, a in ((64, 0.3), (128, 0.9 + (s - 3) / 20))])
     rows = pd.concat([main, sweep]).drop_duplicates(["task", "width", "mode", "seed"])
-    per_seed = [rt.numbers({"widths": p.widths, "seed": s, "main": rows, "short": short})
+    per_seed = [rtc.numbers({"widths": p.widths, "seed": s, "main": rows, "short": short})
                 for s in (3, 4, 5)]
     assert len(per_seed) == 3
     assert per_seed[0]["acc.needle.random.large"] == 0.6 and "acc.needle.random.large" not in per_seed[1]
@@ -334,7 +335,7 @@ def test_numbers_per_seed_over_the_table_the_sweep_and_the_short_budget_runs():
     assert [n["acc.modular_addition.random.short"] for n in per_seed] == pytest.approx(
         [0.9, 0.95, 1.0])  # the widest short-budget run is the claim's number
     card = rt.scorecard(per_seed, "default", [3, 4, 5])
-    by_key = {c.key: c.statement for c in rt.CLAIMS}
+    by_key = {c.key: c.statement for c in rt.STUDY.claims}
     assert card.loc[by_key["random-solves-parentheses"], "seeds agreeing"] == "2/3"
     assert card.loc[by_key["random-solves-needle"], "seeds agreeing"] == "0/1 (2 not measured)"
     # width 64 at default is far below the paper's 1,024: no verdict, the gap named instead
@@ -397,7 +398,7 @@ def test_measure_seeds_from_the_zoo_equals_the_notebooks_tables(tmp_path):
         base=rt.baseline_grid(rt.BASELINE_KINDS, p.baseline_tasks, p.baseline_width, size,
                               seeds, zoo),
         short=rtm.short_budget_grid(p, size, zoo, "cpu", seed, n_seeds=1), calibration=recorded)
-    old = rt.numbers({"widths": p.widths, "seed": seed, **tables})
+    old = rtc.numbers({"widths": p.widths, "seed": seed, **tables})
     [new] = rt.measure_seeds(zoo, size, seed, "cpu", n_seeds=1, recorded=recorded)
     assert "acc.parentheses.random.recipe" in old and "conc.needle.random" in old
     assert new.keys() == old.keys() and new == pytest.approx(old, abs=1e-9)

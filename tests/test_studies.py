@@ -1,9 +1,9 @@
-"""Every study is a ``Study`` (``toymech.studies.protocol``), the template included, whose
-functions have the protocol's signatures (checked here with ``inspect.signature``: the
-conformance check lives in the tests, not in the package); the registry is the one list of
-studies."""
+"""Every study is an instance of a subclass of the abstract ``Study``
+(``toymech.studies.protocol``), the template included: a subclass without one of the abstract
+methods cannot be made, a table that breaks a rule is refused when the study is made, and the
+rules that hold over the registry are checked here; the registry is the one list of studies."""
 
-import dataclasses
+import ast
 import inspect
 import re
 from pathlib import Path
@@ -12,66 +12,12 @@ import pytest
 
 from toymech import core, experiments
 from toymech.studies import protocol
-from toymech.studies.protocol import STUDIES
+from toymech.studies.protocol import STUDIES, Study
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL = [*STUDIES, protocol.TEMPLATE]
-
-# name -> the parameters every study's function starts with: (name, kind, has a default). A
-# study may add keyword-only parameters with defaults after these where OPEN_ENDED says.
-P, K = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
-SIGNATURES = {
-    "validate": (("size", P, False), ("seed", P, False), ("device", P, True),
-                 ("n_seeds", K, True), ("cache_dir", K, True), ("threads", K, True)),
-    "seeds_of": (("size", P, False), ("seed", P, False), ("n_seeds", P, True)),
-    "experiments": (("size", P, False), ("seeds", P, False)),
-    "eval_sets": (("task", P, False), ("size", P, False), ("seed", P, False), ("device", P, True)),
-    "measure_seed": (("runs", P, False), ("data", P, False)),
-    "untrained_numbers": (("size", P, False), ("seed", P, False)),
-    "numbers": (("measured", P, False),),
-    "scorecard": (("per_seed", P, False), ("size", P, False), ("seeds", P, True)),
-    "probe_data": (("task", P, False), ("size", P, False), ("seed", P, False), ("device", P, True)),
-    "dynamics_metrics": (("model", P, False), ("data", P, False)),
-    "through_training": (("entry", P, False), ("data", P, False), ("name", P, True)),
-    "describe": (("size", P, False), ("seed", P, False), ("device", P, False)),
-    "optional_runs": (("also", P, True),),
-    "with_knobs": (("size", P, False), ("variant", P, True)),
-    "llc_on": (("size", P, False), ("also", P, True)),
-    "map_row": (("run", P, False), ("size", P, False), ("seed", P, False)),
-    "map_check": (("size", P, False),),
-    "map_panel": (("sizes", P, False),),
-    "map_evidence": (("table", P, False),),
-}
-OPEN_ENDED = ("validate", "describe", "probe_data", "eval_sets",  # may add keyword-only options
-              "map_row")
-
-
-def surface_problems(study: protocol.Study) -> list[str]:
-    """What ``study``'s functions state differently from the protocol (empty: it conforms)."""
-    problems = []
-    for name in protocol.surface(study):
-        fn, want = getattr(study, name), SIGNATURES[name]
-        params = list(inspect.signature(fn).parameters.values())
-        head = [(p.name, p.kind, p.default is not inspect.Parameter.empty)
-                for p in params[:len(want)]]
-        if head != list(want):
-            problems.append(f"{name}{inspect.signature(fn)} does not start with "
-                            f"({', '.join(n for n, _, _ in want)}) as the protocol states")
-            continue
-        extra = params[len(want):]
-        if extra and name not in OPEN_ENDED:
-            problems.append(f"{name} has extra parameters {[p.name for p in extra]}")
-        for p in extra:
-            if p.kind not in (K, inspect.Parameter.VAR_KEYWORD) or (
-                    p.kind == K and p.default is inspect.Parameter.empty):
-                problems.append(f"{name}: extra parameter {p.name!r} must be keyword-only "
-                                "with a default")
-    options = {n for n in inspect.signature(study.validate).parameters
-               if n not in ("size", "seed", "device")}
-    if options != set(study.notebook_options):
-        problems.append(f"notebook_options {sorted(study.notebook_options)} are not the options "
-                        f"validate takes ({sorted(options)})")
-    return problems
+ABSTRACT = {"experiments", "eval_sets", "probe_data", "dynamics_metrics", "measure_seed",
+            "untrained_numbers", "describe"}
 
 
 def test_the_registry_lists_the_studies_and_their_notebooks():
@@ -84,11 +30,10 @@ def test_the_registry_lists_the_studies_and_their_notebooks():
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_protocol_surface_and_signatures(name):
+def test_each_study_is_one_instance_of_its_subclass(name):
     study = protocol.study(name)
-    assert isinstance(study, protocol.Study) and study.name == name
-    assert protocol.study(name) is study  # built once
-    assert surface_problems(study) == []
+    assert isinstance(study, Study) and type(study) is not Study and study.name == name
+    assert protocol.study(name) is study  # made once
     assert set(study.sizes) == set(core.SIZES)
     assert study.claims and all(c.statement and c.source_value and c.test and c.why
                                 for c in study.claims)
@@ -99,37 +44,84 @@ def test_protocol_surface_and_signatures(name):
         study.validate("huge", 0, "cpu")
     with pytest.raises(ValueError, match="n_seeds=0"):
         study.validate("smoke", 0, "cpu", n_seeds=0)
+    with pytest.raises(ValueError, match="option='colour' is not allowed"):
+        study.validate("smoke", 0, "cpu", colour="red")
     assert study.seeds_of("default", 4) == tuple(range(4, 4 + study.sizes["default"].n_seeds))
     assert study.seeds_of("smoke", 2, n_seeds=4) == (2, 3, 4, 5)
     assert all(e.train.seed in (7, 8) for e in study.experiments("smoke", (7, 8)))
+    with pytest.raises(AttributeError, match="a study holds no state"):
+        study.name = "other"
 
 
-def test_a_changed_signature_fails_the_protocol():
-    study = protocol.study("induction")
+@pytest.mark.parametrize("name", ALL)
+def test_the_notebooks_options_are_the_studys_own_options(name):
+    """Every option of a notebook's parameters cell but ``variant`` is one of the study's
+    ``notebook_options``, and ``validate`` takes them as the cell sets them (``toymech report``
+    passes them so): the study's declared ``own_options`` and what its ``check_options`` takes
+    agree."""
+    from toymech.report.checks import parameters_cell
 
-    def validate(size, seed, device, cache_dir=None, threads=None):  # positional, as it was
-        return None
-
-    assert any("validate" in p for p in surface_problems(
-        dataclasses.replace(study, validate=validate)))
-    wider = dataclasses.replace(study, measure_seed=lambda runs, data, extra: None)
-    assert any("measure_seed" in p for p in surface_problems(wider))
-    assert any("notebook_options" in p for p in surface_problems(
-        dataclasses.replace(study, notebook_options=study.notebook_options | {"colour"})))
-    with pytest.raises(ValueError, match="measure_seed"):  # a function the protocol needs
-        dataclasses.replace(study, measure_seed=None)
-    with pytest.raises(ValueError, match="llc_on"):  # "llc" named, no curve to run
-        dataclasses.replace(study, llc_on=None)
-    with pytest.raises(ValueError, match="map_label"):  # a map row says which label holds
-        dataclasses.replace(study, map_label=None)
-    with pytest.raises(ValueError, match="sizes"):
-        dataclasses.replace(study, sizes={"smoke": study.sizes["smoke"]})
+    study = protocol.study(name)
+    notebook = ROOT / STUDIES.get(name, "toymech/studies/_template/notebook.ipynb")
+    given = parameters_cell(notebook, ["size", "seed"])
+    assert set(given) - {"size", "seed", "device", "variant"} <= study.notebook_options
+    options = {k: ast.literal_eval(v) for k, v in given.items() if k in study.own_options}
+    assert study.validate("smoke", 0, "cpu", **options).type == "cpu"
 
 
-def test_seeds_of_is_defined_once():
+def _declared(**changes):
+    """A subclass of the template's study with ``changes`` to its class attributes or methods."""
+    from toymech.studies._template.study import TemplateStudy
+
+    return type("Changed", (TemplateStudy,), changes)
+
+
+def test_a_subclass_without_an_abstract_method_cannot_be_made():
+    assert set(Study.__abstractmethods__) == ABSTRACT
+    for missing in sorted(ABSTRACT):
+        cls = type("Partial", (Study,), {n: lambda self, *a, **k: None
+                                         for n in ABSTRACT - {missing}})
+        with pytest.raises(TypeError, match=f"abstract method.*{missing}"):
+            cls()
+    _declared()()  # the template's own methods: complete
+
+
+def test_a_study_whose_tables_break_a_rule_is_refused_when_made():
+    template = protocol.study(protocol.TEMPLATE)
+    with pytest.raises(ValueError, match="^sizes="):
+        _declared(sizes={"smoke": template.sizes["smoke"]})()
+    with pytest.raises(ValueError, match="^study name='my study'"):
+        _declared(name="my study")()
+    with pytest.raises(ValueError, match="^llc_on_sizes="):  # "llc" named, no curve to run
+        _declared(optional_run_names=("llc",))()
+    with pytest.raises(ValueError, match="^map_label="):  # a map row says which label holds
+        _declared(map_row=lambda self, run, size, seed: {})()
+    with pytest.raises(ValueError, match="^map_label="):  # a label, no map row
+        _declared(map_label="content")()
+    with pytest.raises(ValueError, match="^own_options="):
+        _declared(own_options=frozenset({"also"}))()
+    with pytest.raises(ValueError, match="^calibration="):
+        _declared(calibration={"huge": (0,)})()
+    maps = _declared(map_row=lambda self, run, size, seed: {"label": "x"}, map_label="x")()
+    assert maps.maps and not template.maps
+    assert template.map_panel([]) is None and template.map_evidence(None) == ""
+
+
+def test_what_every_study_shares_is_defined_once():
+    """``seeds_of`` and the other shared methods live on ``Study`` alone: no study module defines
+    them, and no closure factory binds them by hand."""
     hits = [p for p in (ROOT / "toymech").rglob("*.py") if re.search(r"^\s*def seeds_of\b",
                                                                      p.read_text(), re.M)]
     assert [p.name for p in hits] == ["protocol.py"]
+    factories = re.compile(r"\b(seeds_for|optional_runs_for|llc_on_for|through_training_for|"
+                           r"llc_for)\b")
+    assert [str(p) for p in (ROOT / "toymech").rglob("*.py") if factories.search(p.read_text())] \
+        == []
+    shared = ("validate", "seeds_of", "optional_runs", "llc_on", "llc_pool", "llc_curve",
+              "with_knobs", "scorecard", "through_training")
+    for name in ALL:
+        cls = type(protocol.study(name))
+        assert not [m for m in shared if m in vars(cls)], cls
 
 
 def test_study_experiments_are_registered_by_name():
@@ -162,14 +154,15 @@ def test_template_runs_at_smoke(tmp_path):
     import torch
 
     from toymech.studies import _template as t
-    dev = t.validate("smoke", 0, "cpu")
+    study = t.STUDY
+    dev = study.validate("smoke", 0, "cpu")
     runs = t.load_seeds("smoke", 0, dev, tmp_path)
     task = t.experiment("smoke", 0).task
-    per_seed = [t.measure_seed({"model": e}, t.probe_data(task, "smoke", s))
+    per_seed = [study.measure_seed({"model": e}, study.probe_data(task, "smoke", s))
                 for s, e in runs.items()]
-    card = t.scorecard(per_seed, "smoke", list(runs))
+    card = study.scorecard(per_seed, "smoke", list(runs))
     assert card["verdict"].iloc[0].startswith("pipeline check") and dev == torch.device("cpu")
-    path = t.through_training(runs[0], t.probe_data(task, "smoke", 0))
+    path = study.through_training(runs[0], study.probe_data(task, "smoke", 0))
     assert len(path.steps) >= 2 and path.figure().layout.sliders
 
 
@@ -185,7 +178,7 @@ def test_template_notebook_runs_at_smoke(tmp_path):
 
 @pytest.mark.parametrize("name", ALL)
 def test_one_switch_turns_every_optional_comparison_on(name):
-    study, module = protocol.study(name), _module(name)
+    study = protocol.study(name)
     assert study.optional_runs("all") == tuple(study.optional_run_names)
     assert study.optional_runs(()) == ()
     study.validate("smoke", 0, "cpu", also="all")  # accepted by every notebook's study
@@ -194,15 +187,16 @@ def test_one_switch_turns_every_optional_comparison_on(name):
     with pytest.raises(ValueError, match=r"also\[0\]='nope'"):
         study.optional_runs(["nope"])
     if "llc" in study.optional_run_names:  # the curve: on where LLC_ON says, or asked for
-        for size, on in module.LLC_ON.items():
+        for size, on in study.llc_on_sizes.items():
             assert study.llc_on(size) is on and study.llc_on(size, ("llc",)) is True
             assert study.llc_on(size, "all") is True
+    else:  # no curve to draw, whatever is asked
+        assert not any(study.llc_on(size, "all") for size in core.SIZES)
 
 
 def _uses(code: str, study: str) -> set[str]:
     """The names read as ``<alias>.<name>`` from the study package in ``code`` (python source),
     ``<alias>`` being what ``code`` imports it as."""
-    import ast
     tree = ast.parse(code)
     aliases = set()
     for node in ast.walk(tree):
@@ -224,51 +218,33 @@ def _notebook_code(notebook: Path) -> str:
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_each_study_exports_the_protocol_and_what_its_notebook_calls(name):
-    """A study's ``__all__`` is exactly the protocol's names and those its notebook (and the
-    benchmarks) read from the package; its namespace holds nothing else but its modules. Code
-    that needs a deeper name imports it from the module (``from toymech.studies.birth.measure
-    import x``)."""
-    study = _module(name)
+def test_each_package_names_its_study_and_what_its_notebook_reads(name):
+    """A study's package holds ``STUDY`` (and its class) and exactly the names its notebook (and
+    the benchmarks) read from it (``<alias>.<name>``), besides its modules; a name that is one of the study's
+    methods is that method of ``STUDY``. Code that needs a deeper name imports it from the
+    module (``from toymech.studies.birth.measure import x``)."""
+    package = _package(name)
     notebook = ROOT / STUDIES.get(name, "toymech/studies/_template/notebook.ipynb")
     used = _uses(_notebook_code(notebook), name)
     for bench in sorted((ROOT / "benchmarks").glob("*.py")):
         used |= _uses(bench.read_text(), name)
-    protocol_names = _protocol_names(protocol.study(name))
-    assert len(set(study.__all__)) == len(study.__all__), "a name exported twice"
-    assert set(study.__all__) == protocol_names | used, (
-        f"exported, never called: {sorted(set(study.__all__) - protocol_names - used)}"
-        f"; called, not exported: {sorted(used - set(study.__all__))}")
-    public = {k for k, v in vars(study).items()
+    public = {k for k, v in vars(package).items()
               if not k.startswith("_") and not inspect.ismodule(v)}
-    assert public == {k for k in study.__all__ if not inspect.ismodule(getattr(study, k))}
+    used = {k for k in used if not inspect.ismodule(getattr(package, k, None))}
+    study = package.STUDY
+    own = {"STUDY", type(study).__name__}  # the instance and its class
+    assert public == own | used, (f"named, never read: {sorted(public - used - own)}"
+                                  f"; read, not named: {sorted(used - public)}")
+    assert study is protocol.study(name)
+    for attr in public:
+        if inspect.ismethod(getattr(study, attr, None)):
+            assert getattr(package, attr) == getattr(study, attr), attr
 
 
-def _module(name: str):
+def _package(name: str):
     """The study's package (its notebook's names), imported by the test, never by toymech."""
     import importlib
-    return importlib.import_module(protocol.study(name).module)
-
-
-def _protocol_names(study: protocol.Study) -> set[str]:
-    """The module names a study package exports for its ``Study``: ``STUDY``, its tables and
-    its functions (each the same object as the Study's field)."""
-    module = _module(study.name)
-    tables = {"TITLE": study.title, "SOURCE": study.source, "SIZES": study.sizes,
-              "EXPERIMENTS": study.named_experiments, "CLAIMS": study.claims,
-              "OPTIONAL_RUNS": study.optional_run_names, "KNOBS": study.knobs}
-    if study.llc_on is not None:
-        tables["LLC_ON"] = module.LLC_ON
-    if study.maps:
-        tables["MAP_LABEL"] = study.map_label
-    if study.map_predictions:
-        tables["MAP_PREDICTIONS"] = study.map_predictions
-    for attr, value in tables.items():
-        assert getattr(module, attr) == value, attr
-    for attr in protocol.surface(study):
-        assert getattr(module, attr) is getattr(study, attr), attr
-    assert module.STUDY is study
-    return {"STUDY", *tables, *protocol.surface(study)}
+    return importlib.import_module(f"toymech.studies.{name}")
 
 
 def test_generic_code_never_inspects_or_names_a_study_module():
@@ -286,7 +262,8 @@ def test_register_study_takes_a_study_object_under_a_free_name():
     with pytest.raises(ValueError, match=r"^study='str' is not allowed: a Study"):
         protocol.register_study("induction")
     with pytest.raises(ValueError, match=r"^study='induction' is not allowed: a name not yet "):
-        protocol.register_study(dataclasses.replace(study))  # another study, a taken name
+        protocol.register_study(type(study)())  # another study, a taken name
+    mine = type("Mine", (type(study),), {"name": "_mine"})
     with pytest.raises(ValueError, match=r"^study='_mine' is not allowed: a name not starting"):
-        protocol.register_study(dataclasses.replace(study, name="_mine"))
+        protocol.register_study(mine())
     assert protocol.study("induction") is study and "_mine" not in STUDIES

@@ -3,7 +3,6 @@ promised keys, finite values, patterns that are causal distributions, a loss tha
 training, and known answers on hand-built weights."""
 
 import copy
-import importlib
 import math
 
 import numpy as np
@@ -23,6 +22,7 @@ from toymech.studies.induction import dynamics as idyn
 from toymech.studies.induction import experiment as induction_experiment
 from toymech.studies.random_transformers import dynamics as rdyn
 from toymech.studies.random_transformers.design import experiment as rt_experiment
+from toymech.studies.trajectory import example_patterns
 from toymech.training import train
 
 
@@ -117,9 +117,9 @@ def test_induction_metrics_on_hand_built_weights(ind):
 def test_induction_patterns_and_probe_data(ind):
     data, model, after = ind
     T = IND_EXP.task.seq_len
-    check_patterns(idyn.dynamics_patterns(after, data), 8, T,
+    check_patterns(example_patterns(after, data), 8, T,
                    IND_EXP.task.str_tokens(data.example))
-    pats = idyn.dynamics_patterns(after, data)[0]
+    pats = example_patterns(after, data)[0]
     np.testing.assert_allclose(pats[5], attention_patterns(after, data.example)[1, 1].numpy())
     block = data.example[:IND_EXP.task.block_len].tolist()
     assert len(set(block)) == len(block)  # an unambiguous example: distinct letters
@@ -172,14 +172,14 @@ def test_birth_output_memory_probe_on_the_papers_construction():
 def test_birth_patterns_window_and_example(birth):
     data, model, after = birth
     T = BIRTH_EXP.task.seq_len  # 16 at smoke: the whole sequence
-    check_patterns(bdyn.dynamics_patterns(after, data), 2, T,
+    check_patterns(example_patterns(after, data), 2, T,
                    BIRTH_EXP.task.str_tokens(data.example))
     # longer sequences: the first 64 positions, the patterns of the full sequence's first rows
     task = tasks.get("bigram_triggers", length=100)
     long = bdyn.probe_data(task, "smoke", 0, eval_n=8)
     assert long.example.shape == (bdyn.WINDOW,)
     model = build_model(simplified_config(task, d_model=16, seed=0))
-    pats = bdyn.dynamics_patterns(model, long)[0]
+    pats = example_patterns(model, long)[0]
     check_patterns((pats, [f"L{i}H0" for i in range(2)], ["x"] * 64), 2, 64)
     full = example_batch(task, 0, 8).tokens
     row = next(i for i in range(8) if torch.equal(full[i, :64], long.example))
@@ -231,7 +231,7 @@ def test_random_transformer_concentration_known_cases(rt):
 
 def test_random_transformer_patterns_and_example(rt):
     data, _, after = rt
-    check_patterns(rdyn.dynamics_patterns(after, data), 8, len(data.example),
+    check_patterns(example_patterns(after, data), 8, len(data.example),
                    RT_EXP.task.str_tokens(data.example))
     assert data.example[-2] == RT_EXP.task.vocab.index("?")  # cut right after the answer
     needle = rt_experiment("needle", 16, "random", "smoke", 0).task
@@ -278,9 +278,8 @@ def test_through_training_walks_the_zoo_snapshots(tmp_path, study):
     final = mod.dynamics_metrics(entry.model, data)
     last = path.curves.iloc[-1]
     assert all(math.isclose(last[k], v, rel_tol=1e-5, abs_tol=1e-6) for k, v in final.items())
-    dynamics = importlib.import_module(f"{mod.module}.dynamics")  # the study's module, by the test
-    assert set(path.transitions["metric"]) <= set(dynamics.DYNAMICS_METRICS) | set(path.shown)
-    assert set(path.shown) == set(getattr(dynamics, "CAUSAL_SHOWN", ())) & set(path.curves)
+    assert set(path.transitions["metric"]) <= set(mod.dynamics_names) | set(path.shown)
+    assert set(path.shown) == set(mod.dynamics_shown) & set(path.curves)
     assert path.sentence().startswith("run:")
     fig = path.figure()
     assert len(fig.layout.sliders[0].steps) == len(path.steps)
@@ -326,7 +325,7 @@ def test_the_scrubber_draws_the_patching_effects_with_their_transitions(dyn):
             return self.models[step]
 
     data = dyn.probe_data(exp.task, "smoke", 0)
-    path = trajectory(Snapshots(), "test", dyn.dynamics_metrics, dyn.dynamics_patterns, data,
+    path = trajectory(Snapshots(), "test", dyn.dynamics_metrics, example_patterns, data,
                       dyn.DYNAMICS_METRICS, shown=dyn.CAUSAL_SHOWN)
     assert path.shown == dyn.CAUSAL_SHOWN and not set(path.shown) & set(path.metrics)
     assert set(dyn.CAUSAL_SHOWN) <= set(path.transitions["metric"])

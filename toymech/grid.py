@@ -152,7 +152,8 @@ def _knob_axes(given: Any, names: list[str], registry) -> dict[str, list[Any]]:
     study = study_protocol.study(study_name)
     for key in given:
         if key not in study.knobs:
-            study_knobs.parse_variant(study.knobs, {key: None}, study_name)
+            study_knobs.parse_variant(study.knobs, {key: None}, study_name,
+                                      study_protocol.every_study_knobs())
     return {k: _axis(f"knobs[{k!r}]", v, scalar_ok=False) for k, v in given.items()}
 
 

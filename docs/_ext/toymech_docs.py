@@ -3,9 +3,9 @@
 - ``toymech-knobs``: a directive that writes a study's knob table from its registry (the rows
   ``toymech list knobs STUDY`` prints), so the site never disagrees with the code.
 - ``toymech-api``: a directive that writes an autodoc entry for every public name of a module;
-  ``toymech-studies``: the same for every registered study's protocol functions.
+  ``toymech-studies``: the same for every registered study's class (a ``Study`` subclass).
 - The public surface check: every public function and class of the modules in ``SURFACE`` (and
-  every study's protocol functions) must be documented on an API page, with a docstring that
+  every study's class) must be documented on an API page, with a docstring that
   names each of its parameters. A gap is a Sphinx warning, so ``sphinx -W`` (``./run.sh docs``,
   ``tests/test_docs.py``) fails on it.
 """
@@ -52,7 +52,7 @@ def _public_names(module) -> list[str]:
 
 def surface() -> Iterator[tuple[str, Any]]:
     """(dotted name, object) of every public callable the reference must document: the names
-    of ``SURFACE`` and each registered study's protocol functions (``protocol.surface``)."""
+    of ``SURFACE`` and each registered study's class (a ``protocol.Study`` subclass)."""
     for name in SURFACE:
         module = importlib.import_module(name)
         if callable(module) and name == "toymech.explore":  # the module is callable; its names
@@ -62,11 +62,8 @@ def surface() -> Iterator[tuple[str, Any]]:
             if inspect.isclass(obj) or inspect.isfunction(obj):
                 yield f"{name}.{attr}", obj
     from toymech.studies import protocol
-    for study in protocol.all_studies():  # each function under the name its package exports
-        for attr in protocol.surface(study):
-            obj = getattr(study, attr)
-            if inspect.isfunction(obj):
-                yield f"{study.module}.{attr}", obj
+    for study in protocol.all_studies():  # each study's class, where its module defines it
+        yield _where(type(study)), type(study)
 
 
 def _parameters(fn) -> list[str]:
@@ -226,8 +223,9 @@ class ModuleApi(Directive):
 
 
 class StudiesApi(Directive):
-    """``toymech-studies``: for every registered study, its protocol functions as that study
-    defines them (``protocol.surface``), so a new study is in the reference without an edit."""
+    """``toymech-studies``: for every registered study, its class (a subclass of
+    ``protocol.Study``) with the methods it defines, so a new study is in the reference without
+    an edit."""
 
     def run(self):
         from docutils.statemachine import StringList
@@ -235,11 +233,9 @@ class StudiesApi(Directive):
 
         lines = ["```{eval-rst}"]
         for study in protocol.all_studies():
-            lines += [f".. rubric:: ``{study.module}``: {study.title}", "",
-                      f".. currentmodule:: {study.module}", ""]
-            for attr in protocol.surface(study):
-                if inspect.isfunction(getattr(study, attr)):
-                    lines += [f".. autofunction:: {study.module}.{attr}", ""]
+            cls = type(study)
+            lines += [f".. rubric:: ``{cls.__module__}``: {study.title}", "",
+                      f".. autoclass:: {_where(cls)}", "   :members:", ""]
         lines.append("```")
         node = nodes.container()
         self.state.nested_parse(StringList(lines, source="<toymech-studies>"), 0, node)

@@ -77,8 +77,9 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
     check(isinstance(given, dict) and len(given) >= 1, "knobs", given,
           "a mapping of the study's knobs to lists of values, e.g. {'block_len': [6, '4-8']}")
     for key, values in given.items():
-        study_knobs.parse_variant(study.knobs, {key: None} if key not in study.knobs else {},
-                                  study_name)
+        if key not in study.knobs:  # refused, naming the study whose knob it is
+            study_knobs.parse_variant(study.knobs, {key: None}, study_name,
+                                      protocol.every_study_knobs())
         check(isinstance(values, list) and len(values) >= 1, f"knobs[{key!r}]", values,
               "a non-empty list of values")
         seen: dict[Any, Any] = {}

@@ -1,7 +1,7 @@
-"""Studies: one package per study, each building one ``protocol.Study`` (its tables, notebook and
-functions: the protocol of ``toymech.studies.protocol``, signatures checked by a test),
-registered in ``protocol.STUDIES``; ``study(name)`` returns it; ``toymech/studies/_template`` is
-the one to copy.
+"""Studies: one package per study, each a subclass of the abstract ``protocol.Study`` (what it
+declares as class attributes, what it computes as methods, what every study shares inherited)
+whose one instance its package makes, registered in ``protocol.STUDIES``; ``study(name)``
+returns it; ``toymech/studies/_template`` is the one to copy.
 
 Studies import tasks, models, training, analysis and plots; nothing below imports them.
 """

@@ -52,7 +52,6 @@ from typing import Any, Callable, Iterable, Mapping
 from ..core import Setting, check, is_int
 from ..training import Experiment
 from ..training.experiment import SECTIONS, apply_overrides
-from .protocol import STUDIES, study
 
 KINDS = ("int", "ints", "float", "choice", "bool")
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -218,8 +217,7 @@ def parse_variant(knobs: Mapping[str, Knob], variant: Any, study: str = "",
           "a mapping of knob names to values, e.g. {'block_len': '4-8'}")
     for name in variant:
         if name not in knobs:
-            others = every_study_knobs() if others is None else others
-            owner = [s for s, names in others.items() if name in names and s != study]
+            owner = [s for s, names in (others or {}).items() if name in names and s != study]
             where = f" (a knob of study {owner[0]!r}, not of {study!r})" if owner else ""
             listed = f" ('toymech list knobs {study}')" if study else ""
             check(False, "knob", name, f"one of {', '.join(knobs) or '(none)'}{where}{listed}")
@@ -287,14 +285,13 @@ def with_knobs_for(knobs: Mapping[str, Knob], study: str, source: str,
                    others: Callable[[], Mapping[str, Iterable[str]]] | None = None,
                    limit: Callable[[Experiment, Mapping[str, Any]], None] | None = None
                    ) -> Callable[..., Setting]:
-    """A study's ``with_knobs(size, variant=None)`` over its ``KNOBS`` (the one definition of
-    it), for the study named ``study``, whose source is called ``source`` in its messages
+    """``with_knobs(size, variant=None)`` over a study's ``KNOBS`` (what ``Study.with_knobs``
+    calls), for the study named ``study``, whose source is called ``source`` in its messages
     ("the post"). ``build(setting)``: the study's experiments at a ``Setting`` (every
     combination is checked by building them); ``others()``: every study's knob names, to name
-    the study an unknown knob belongs to (default: every registered study's ``KNOBS``);
+    the study an unknown knob belongs to (``protocol.every_study_knobs``; None: not named);
     ``limit(experiment, values)``: a study's own bounds on a built experiment (ValueError naming
     the knobs)."""
-    others = others or every_study_knobs
 
     def with_knobs(size: Any, variant: Any = None) -> Setting:
         """The ``Setting`` of ``size`` (a size name, or a Setting whose knobs are kept) with the
@@ -348,7 +345,3 @@ def apply_to_plan(knobs: Mapping[str, Knob], plan: Any, size: Any) -> Any:
             plan = knobs[key].plan(value, plan)
     return plan
 
-
-def every_study_knobs() -> dict[str, list[str]]:
-    """Every registered study's knob names (to say which study an unknown knob belongs to)."""
-    return {name: list(study(name).knobs) for name in STUDIES}

@@ -12,13 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Callable, Mapping
+from typing import Any
 
 import torch
 
 from ..core import check, check_int, check_path_writable_dir, check_seed, size_name
 from ..devices import apply_threads, resolve_device
-from .protocol import check_n_seeds
+
+MAX_SEEDS = 1000  # the most seeds a study's claims are assessed over
+
+
+def check_n_seeds(n_seeds: Any) -> int | None:
+    """``n_seeds`` checked: None (the size's default) or a count of seeds in 1..MAX_SEEDS."""
+    return None if n_seeds is None else check_int("n_seeds", n_seeds, 1, MAX_SEEDS)
 
 
 def validate_run(size: str, seed: int, device: str | torch.device = "auto",
@@ -65,31 +71,3 @@ def check_options(name: str, values, allowed) -> tuple[str, ...]:
         check(isinstance(v, str) and v in allowed, f"{name}[{i}]", v,
               f"one of {', '.join(allowed) or '(none)'}")
     return tuple(values)
-
-
-def optional_runs_for(runs: tuple[str, ...]) -> Callable[..., tuple[str, ...]]:
-    """A study's ``optional_runs`` over its ``OPTIONAL_RUNS`` (the one definition of it)."""
-    runs = tuple(runs)
-
-    def optional_runs(also=()) -> tuple[str, ...]:
-        """The optional comparisons ``also`` names (``"all"``: every one of the study's
-        ``OPTIONAL_RUNS``); a name outside them: ValueError. The notebook's ``also`` after its
-        setup cell."""
-        return check_options("also", also, runs)
-
-    return optional_runs
-
-
-def llc_on_for(runs: tuple[str, ...], sizes: Mapping[str, bool]) -> Callable[..., bool]:
-    """A study's ``llc_on`` over its ``OPTIONAL_RUNS`` (which name ``"llc"``) and its ``LLC_ON``
-    table (size -> whether the curve runs without being asked for)."""
-    runs, sizes = tuple(runs), dict(sizes)
-    check("llc" in runs, "OPTIONAL_RUNS", runs, "a tuple naming \"llc\" (the study's LLC curve)")
-
-    def llc_on(size: str, also=()) -> bool:
-        """Whether the notebook estimates the learning coefficient through training at
-        ``size``: at the sizes the study's ``LLC_ON`` turns on, or where ``also`` names
-        ``"llc"`` (or is ``"all"``)."""
-        return sizes[size_name(size)] or "llc" in check_options("also", also, runs)
-
-    return llc_on

@@ -1,9 +1,11 @@
 """A run through training, the same way for every study: the study's metrics at every snapshot,
 each metric's transition step, and the attention patterns for the scrubber figure.
 
-A study supplies three pure functions of a model (its ``dynamics`` module): ``metrics(model,
-data) -> {name: value}``, ``patterns(model, data) -> ([heads, T, T], head labels, token labels)``
-and the names whose transition steps are compared (``DYNAMICS_METRICS``). ``trajectory`` walks the
+A study supplies two pure functions of a model (its ``dynamics_metrics(model, data) -> {name:
+value}`` and ``dynamics_patterns(model, data) -> ([heads, T, T], head labels, token labels)``,
+by default ``example_patterns``) and the names whose transition steps are compared
+(``Study.dynamics_names``: its ``DYNAMICS_METRICS``); ``Study.through_training`` calls
+``trajectory`` with them. ``trajectory`` walks the
 entry's snapshots once (``ZooEntry.model_at``) and computes both; ``over_seeds`` summarises the
 transition steps of several seeds (median, spread, how often the order holds).
 """
@@ -109,19 +111,11 @@ def flat_patterns(model: Any, task: Any, tokens: Any) -> tuple[np.ndarray, list[
             task.str_tokens(tokens))
 
 
-def through_training_for(metrics_fn: Callable[[Any, Any], Mapping[str, float]],
-                         patterns_fn: Callable[[Any, Any], tuple], metrics: Sequence[str],
-                         shown: Sequence[str] = ()) -> Callable[..., Trajectory]:
-    """A study's ``through_training(entry, data, name="")``: ``trajectory`` with its metrics,
-    patterns, the names whose transition steps it compares and those it also shows."""
-    def through_training(entry: Any, data: Any, name: str = "") -> Trajectory:
-        """The run ``entry`` (trained with snapshots) through training: the study's metrics and
-        attention patterns at every snapshot, measured on the probe data ``data``
-        (``probe_data``), and each compared metric's transition step; ``name`` titles it
-        (default: the entry's name). Returns a ``Trajectory`` (``.figure()``: the scrubber)."""
-        return trajectory(entry, name or entry.meta.get("name", ""), metrics_fn, patterns_fn,
-                          data, metrics, shown=shown)
-    return through_training
+def example_patterns(model: Any, data: Any) -> tuple[np.ndarray, list[str], list[str]]:
+    """Every head's attention on ``data.example``, the one sequence of a study's probe data
+    shown through training (``flat_patterns`` with ``data.task``): a ``Study``'s default
+    ``dynamics_patterns``."""
+    return flat_patterns(model, data.task, data.example)
 
 
 def over_seeds(trajectories: Sequence[Trajectory], tol: float = 1e-3) -> pd.DataFrame:

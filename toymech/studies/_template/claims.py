@@ -9,12 +9,11 @@ that noise cannot produce.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-import pandas as pd
+from toymech.studies.claims import Claim
+from toymech.studies.settings import StudySettings
 
-from ..claims import Claim, scorecard as _scorecard
-from ..settings import StudySettings
 from .design import CALIBRATION, COST, SOURCE_SETTING, setting
 
 SOURCE = "the source's authors, title, year and link (add it to docs/sources.md)"
@@ -30,7 +29,7 @@ CLAIMS = (
               "is about 0.56 here", setting=SOURCE_SETTING),
 )
 # Each size's setting in the parameters the claims name, what reaching each costs, the seeds
-# thresholds were chosen on (never judged: seeds_of passes over them).
+# thresholds were chosen on (never judged: ``seeds_of`` passes over them).
 SETTINGS = StudySettings.of_sizes(setting, COST, CALIBRATION, calibrated="nothing",
                                   judged="the seeds of seeds_of")
 
@@ -49,7 +48,3 @@ def numbers(measured: Mapping[str, Any]) -> dict[str, float]:
     """One seed's named numbers, the only input of the claims."""
     return {"acc": float(measured["acc"]), "chance": float(measured["chance"])}
 
-
-def scorecard(per_seed: Sequence[Mapping[str, float]], size: str,
-              seeds: Sequence[int] | None = None) -> pd.DataFrame:
-    return _scorecard(CLAIMS, per_seed, size, seeds, SETTINGS)

@@ -1,8 +1,9 @@
-"""The study's sizes (the one place they live), named experiments and parameter checks.
+"""The study's sizes (the one place they live), knobs, named experiments, evaluation sets and
+the line that describes a run.
 
 Copy this folder to ``toymech/studies/<study>/``, set ``NAME`` below to ``<study>``, register it
-in ``protocol.STUDIES`` (one line), and edit. Keep every signature of
-``toymech.studies.protocol``'s table: a test checks them.
+in ``protocol.STUDIES`` (one line), and edit. The study's class (``study.py``) names the tables
+and functions of this module; ``toymech.studies.protocol.Study`` says what each must do.
 """
 
 from __future__ import annotations
@@ -11,16 +12,15 @@ from dataclasses import dataclass
 
 import torch
 
-from ... import tasks
-from ...core import seed_for
-from ...devices import make_generator
-from ...models import ModelConfig
-from ...tasks import Batch
-from ...training import Experiment, Named, TrainConfig
-from .. import knobs
-from ..knobs import Knob
-from ..params import optional_runs_for, validate_run
-from ..protocol import StudySize, seeds_for, size_of
+from toymech import tasks
+from toymech.core import Setting, seed_for
+from toymech.devices import make_generator
+from toymech.models import ModelConfig
+from toymech.tasks import Batch, Task
+from toymech.training import Experiment, Named, TrainConfig
+from toymech.studies import knobs
+from toymech.studies.knobs import Knob
+from toymech.studies.protocol import StudySize, judged_seeds, size_of
 
 
 @dataclass(frozen=True)
@@ -42,22 +42,21 @@ SIZES = {
 SOURCE_SETTING = {"steps": 5000, "batch": 256, "d_model": 32, "max_len": 16}
 CALIBRATION: dict[str, tuple[int, ...]] = {}  # size -> seeds thresholds were chosen on
 COST = {"smoke": "seconds", "default": "about a minute on a CPU", "paper": "minutes on a CPU"}
-seeds_of = seeds_for(SIZES, CALIBRATION)  # the one definition of seeds_of, bound to these sizes
 # The notebook's ``also``: the optional comparisons, off unless asked for (``"all"``: every one).
 # A study with a learning-coefficient curve names "llc" here and adds ``LLC_ON`` (size -> on
-# without being asked) and ``llc_on = params.llc_on_for(OPTIONAL_RUNS, LLC_ON)``.
+# without being asked), and ``LLC_SETTINGS`` and ``LLC_POOL`` in a ``causal.py``, all three
+# named by its class (``llc_on_sizes``, ``llc_settings``, ``llc_pool_sizes``).
 OPTIONAL_RUNS: tuple[str, ...] = ()
-optional_runs = optional_runs_for(OPTIONAL_RUNS)
 
 
-def setting(size: str) -> dict:
+def setting(size: Setting | str) -> dict:
     """What ``size`` trains, in ``SOURCE_SETTING``'s parameters."""
     s, exp = size_of(SIZES, size), experiment(size)
     return {"steps": s.steps, "batch": s.batch, "d_model": exp.model.d_model,
             "max_len": exp.task.max_len}
 
 
-def experiment(size: str = "default", seed: int = 0) -> Experiment:
+def experiment(size: Setting | str = "default", seed: int = 0) -> Experiment:
     """The study's model at ``size``, seeded with ``seed`` (snapshots for ``through_training``)."""
     s = size_of(SIZES, size)
     task = tasks.get("parentheses", max_len=16)
@@ -85,7 +84,7 @@ KNOBS = knobs.table(
 )
 
 
-def experiments(size: str, seeds) -> list[Experiment]:
+def experiments(size: Setting | str, seeds) -> list[Experiment]:
     """What the study trains for ``seeds`` at ``size``."""
     return [experiment(size, s) for s in seeds]
 
@@ -96,29 +95,17 @@ def experiments(size: str, seeds) -> list[Experiment]:
 NAME = "_template"
 EXPERIMENTS = {"template-parentheses": Named("template-parentheses", "template study's model",
                                              experiment, NAME)}
-# ``with_knobs(size, variant)``: the ``core.Setting`` of a size with a variant's knobs on top,
-# every knob checked (``experiment`` applies them)
-with_knobs = knobs.with_knobs_for(KNOBS, NAME, "the source",
-                                  lambda setting: [experiment(setting)])
 
 
-def validate(size: str, seed: int, device: str | torch.device = "auto", *,
-             n_seeds: int | None = None, cache_dir: str | None = None,
-             threads: int | None = None, also=()) -> torch.device:
-    """Check the notebook's parameters (one clear ValueError each); resolve the device once."""
-    dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
-    optional_runs(also)
-    return dev
-
-
-def eval_sets(task, size: str, seed: int, device: str | torch.device = "cpu") -> dict[str, Batch]:
+def eval_sets(task: Task, size: Setting | str, seed: int, device: str | torch.device = "cpu"
+              ) -> dict[str, Batch]:
     """The evaluation sets of a run with seed ``seed``: its own ``eval`` stream."""
     gen = make_generator(seed_for(seed, "eval"), torch.device(device))
     return task.eval_sets(size_of(SIZES, size).eval_n, gen)
 
 
-def describe(size: str, seed: int, device, *, n_seeds: int | None = None) -> str:
+def describe(size: Setting | str, seed: int, device, *, n_seeds: int | None = None) -> str:
     """The run's settings in words, from the size (never typed into the notebook)."""
-    s, seeds = size_of(SIZES, size), seeds_of(size, seed, n_seeds)
+    s, seeds = size_of(SIZES, size), judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
     return (f"size {size} on {device}: {s.steps:,} steps of batch {s.batch}, "
             f"{len(seeds)} seeds ({', '.join(map(str, seeds))})")

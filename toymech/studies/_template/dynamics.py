@@ -2,30 +2,39 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from ...training import evaluate
-from ..trajectory import flat_patterns, through_training_for
+from toymech.core import Setting
+from toymech.tasks import Batch
+from toymech.training import evaluate
+from toymech.studies.protocol import ProbeData
+
 from .design import eval_sets
 
+# Whose transition steps are compared through training (the study's ``dynamics_names``).
 DYNAMICS_METRICS = ("test_acc", "test_loss")
 
 
-def probe_data(task, size: str, seed: int, device: str | torch.device = "cpu") -> dict:
+@dataclass(frozen=True)
+class TemplateProbeData(ProbeData):
+    """What every snapshot is measured on: the run's evaluation ``sets`` and one ``example``
+    sequence [seq] (the attention shown through training)."""
+
+    sets: dict[str, Batch]
+    example: torch.Tensor
+
+
+def probe_data(task, size: Setting | str, seed: int, device: str | torch.device = "cpu"
+               ) -> TemplateProbeData:
     """The fixed data every snapshot is measured on (the run's ``eval`` stream)."""
     sets = eval_sets(task, size, seed, device)
-    return {"task": task, "sets": sets, "example": sets["test"].tokens[0]}
+    return TemplateProbeData(task=task, sets=sets, example=sets["test"].tokens[0])
 
 
 @torch.no_grad()
-def dynamics_metrics(model, data) -> dict[str, float]:
+def dynamics_metrics(model, data: TemplateProbeData) -> dict[str, float]:
     """Test accuracy and loss of one snapshot."""
-    m = evaluate(model, data["task"], data["sets"]["test"].to(next(model.parameters()).device))
+    m = evaluate(model, data.task, data.sets["test"].to(next(model.parameters()).device))
     return {"test_acc": m["acc"], "test_loss": m["loss"]}
-
-
-def dynamics_patterns(model, data):
-    return flat_patterns(model, data["task"], data["example"])
-
-
-through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYNAMICS_METRICS)

@@ -34,7 +34,6 @@ from ...core import check, seed_for
 from ...devices import make_generator
 from ...tasks.bigram_triggers import BigramTriggers
 from ..claims import Claim
-from ..learning_coefficient import llc_for
 
 # Thresholds of the claims (ours; the paper gives none for patching). Chance for "the
 # prediction is a" is 1/N (N = 65 characters); a working induction head moves most sequences.
@@ -254,4 +253,3 @@ LLC_SETTINGS = {
 }
 LLC_POOL = {"smoke": 32, "default": 256, "paper": 256}
 LLC_ON = {"smoke": True, "default": False, "paper": True}
-llc_pool, llc_curve = llc_for(LLC_SETTINGS, LLC_POOL)  # over the main run's snapshots

@@ -2,7 +2,7 @@
 from our numbers.
 
 ``numbers(measured)`` flattens one seed's measurements into a dict of named numbers; each
-``Claim`` reads from it; ``scorecard(per_seed, size, seeds)`` assesses every claim over seeds
+``Claim`` reads from it; ``Study.scorecard`` assesses every claim over seeds
 (``toymech.studies.claims``). A number that was not measured is absent from the dict, and a claim
 that needs it reads "not measured". Keys:
 
@@ -33,10 +33,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-import pandas as pd
-
 from ...analysis.dynamics import transition_step
-from ..claims import Claim, Numbers, need, scorecard as _scorecard
+from ..claims import Claim, Numbers, need
 from ..settings import StudySettings
 from .causal import CAUSAL_CLAIMS
 from .design import CALIBRATION, COST, PAPER_SETTING, setting
@@ -363,11 +361,3 @@ def at_chance(n: Mapping[str, float]) -> dict[str, float]:
             return 0.01
         return n["chance.acc"] if "acc" in k or "probe" in k or k.startswith("sweep.") else v
     return {k: null(k, v) for k, v in n.items()}
-
-
-def scorecard(per_seed: Sequence[Mapping[str, float]], size: str,
-              seeds: Sequence[int] | None = None) -> pd.DataFrame:
-    """The study's claims assessed over seeds at ``size``: ``per_seed`` holds one dict of
-    ``numbers`` per seed, ``seeds`` names them (never a calibration seed). Returns the
-    scorecard (one row per claim; ``attrs["title"]`` names the size and seeds)."""
-    return _scorecard(CLAIMS, per_seed, size, seeds, SETTINGS)

@@ -26,17 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 from ... import tasks
-from ...core import check, check_int
+from ...core import Setting, check, check_int
 from ...models import ModelConfig
 from ...models.variants import BIRTH_SIMPLIFIED, SIMPLIFIED_DEFAULTS, simplified_options
 from .. import knobs
 from ..knobs import Knob
-from ..params import llc_on_for, optional_runs_for, validate_run
 from .causal import LLC_ON, PAPER_SETTING  # noqa: F401 (the claims read it here)
-from ..protocol import StudySize, seeds_for, size_of
+from ..protocol import StudySize, size_of
 from ...training import Experiment, Named, TrainConfig
 
 # --- freezing as data ------------------------------------------------------------------------
@@ -151,7 +148,6 @@ CALIBRATION = {"default": (0, 1, 2)}
 COST = {"smoke": "seconds", "default": "about 13 minutes on a 2-core CPU",
         "paper": "estimated many hours on a CPU (10 seeds x 10,000 steps of 512 x 256 tokens); "
                  "a GPU"}
-seeds_of = seeds_for(SIZES, CALIBRATION)
 
 
 def setting(size: str) -> dict:
@@ -328,12 +324,11 @@ KNOBS = knobs.table(
 )
 
 
-def _every_run(size: str) -> list[Experiment]:
+def every_run(size: Setting | str) -> list[Experiment]:
+    """The runs a knob is judged by at ``size``: the main run, the control and the freezing
+    comparison's rows (seed 0)."""
     return [experiment(size), experiment(size, model="control", freezing="none"),
             *(experiment(size, freezing=f) for f in FREEZINGS if f != "paper")]
-
-
-with_knobs = knobs.with_knobs_for(KNOBS, "birth", "the paper", _every_run)
 
 
 def truncated(exp: Experiment, steps: int) -> Experiment:
@@ -371,30 +366,22 @@ EXPERIMENTS = {name: Named(name, description, _maker(name, kwargs), "birth")
 # The learning coefficient of the main run through training: ``causal.LLC_ON`` (smoke and
 # paper; ``also=("llc",)`` at default).
 OPTIONAL_RUNS = ("tied", "control", "extremes", "optimizers", "llc")
-optional_runs = optional_runs_for(OPTIONAL_RUNS)
-llc_on = llc_on_for(OPTIONAL_RUNS, LLC_ON)
+# The notebook's options besides the common ones (``check_options``).
+OPTIONS = frozenset({"trigger_mode", "n_triggers", "sweep_ks", "sweep_steps"})
 
 
-def experiments(size: str, seeds) -> list[Experiment]:
+def experiments(size: Setting | str, seeds) -> list[Experiment]:
     """The main run (the simplified model, fixed triggers, K = 3) at ``size`` for every seed of
     ``seeds``."""
     return [experiment(size, s) for s in seeds]
 
 
-def validate(size: str, seed: int, device: str | torch.device = "auto", *,
-             n_seeds: int | None = None, cache_dir: str | None = None,
-             threads: int | None = None, trigger_mode: str = "fixed", n_triggers: int = 3,
-             sweep_ks: Any = None, sweep_steps: int | None = None,
-             also: Any = ()) -> torch.device:
-    """Check the notebook's parameters (a ValueError names the bad one), set torch's CPU threads
-    (``threads``; None: the thread policy of ``toymech.devices``) and resolve the device, once
-    (``toymech.studies.params.validate_run``): ``size`` (a size name or a variant), ``seed``
-    (the first judged seed), ``device`` (``"auto"``: CUDA, else MPS, else CPU), ``n_seeds``
-    (None: the size's), ``cache_dir`` (the zoo), ``trigger_mode`` and ``n_triggers`` (the main
-    run's triggers), ``sweep_ks`` and ``sweep_steps`` (the trigger sweep's K values and steps;
-    None: the size's), ``also`` (optional comparisons of ``OPTIONAL_RUNS``). Returns the
-    device."""
-    dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
+def check_options(size: Setting | str, seed: int, *, trigger_mode: str = "fixed",
+                  n_triggers: int = 3, sweep_ks: Any = None, sweep_steps: int | None = None
+                  ) -> None:
+    """Check the notebook's own options (a ValueError names the bad one): ``trigger_mode`` and
+    ``n_triggers`` (the main run's triggers at ``size``, seed ``seed``), ``sweep_ks`` and
+    ``sweep_steps`` (the trigger sweep's K values and steps; None: the size's)."""
     vocab = experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers).task.d_vocab
     sweep_ks = size_of(SIZES, size).sweep_ks if sweep_ks is None else sweep_ks
     check(isinstance(sweep_ks, (list, tuple)) and len(sweep_ks) >= 1, "sweep_ks", sweep_ks,
@@ -403,5 +390,3 @@ def validate(size: str, seed: int, device: str | torch.device = "auto", *,
         check_int(f"sweep_ks[{i}]", k, 1, vocab)
     if sweep_steps is not None:
         check_int("sweep_steps", sweep_steps, 1, 10**8)
-    optional_runs(also)
-    return dev

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from transformer_lens import HookedTransformer
 
@@ -25,7 +24,6 @@ from .causal import BirthCausalData, causal_data, causal_metrics
 from .design import SIZES
 from ..protocol import ProbeData, size_of
 from .measure import eval_sets, example_batch
-from ..trajectory import flat_patterns, through_training_for
 
 # The paper's order of formation (global bigram first, then the induction head top-down: output
 # memory W_O², induction key W_K², previous-token key W_K¹), then in-context accuracy.
@@ -141,19 +139,3 @@ def dynamics_metrics(model: HookedTransformer, data: BirthProbeData) -> dict[str
         out.update({f"causal_{k}": v for k, v in causal_metrics(model, data.causal).items()})
     return out
 
-
-def dynamics_patterns(model: HookedTransformer, data: BirthProbeData
-                      ) -> tuple[np.ndarray, list[str], list[str]]:
-    """Attention of every head on ``data.example``: the first ``WINDOW`` (64) positions of one
-    example sequence, chosen for its many in-context targets (a trigger's second and later
-    occurrences, where layer 1 should attend right after the earlier occurrence). Returns
-    (float32 [n_layers * n_heads, T, T] (query, key), head labels ``"L0H0"``, the T token
-    strings (characters; space and newline shown as ␣ and ⏎)).
-
-    The model reads only the window (causal attention: positions < T never see later tokens, so
-    these are the patterns of the full sequence's first T rows, unchanged)."""
-    return flat_patterns(model, data.task, data.example)
-
-
-through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYNAMICS_METRICS,
-                                        CAUSAL_SHOWN)

@@ -29,12 +29,12 @@ from ...training import Experiment
 from ...zoo import Zoo, ZooEntry
 from ..claims import assess, by_key, verdict_table
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
-from ..protocol import size_of
+from ..protocol import judged_seeds, size_of
 from .callbacks import PROBE_TAG, birth_callback
 from .causal import causal_data, causal_numbers
 from .claims import CLAIMS, HALF, MAIN_CLAIMS, MIN_RISE, SETTINGS, numbers, span
 from .dynamics import BirthProbeData, probe_data
-from .design import PAPER_SETTING, SIZES, experiment, seeds_of
+from .design import CALIBRATION, PAPER_SETTING, SIZES, experiment
 from .measure import (bigram_baseline, extremes_experiments, extremes_rows, freezing_experiments,
                       freezing_rows, sweep_experiments, sweep_rows)
 from .map_measure import mechanism_label
@@ -47,7 +47,7 @@ def main_runs(zoo: Zoo, size: str, seed: int, device="auto", *, n_seeds: int | N
     """The main run (``main_run``'s experiment, probe callback) for every seed: {seed: entry};
     ``optimizer`` ("adam" / "sgd"; None: the size's) trains it with another optimizer."""
     dev = resolve_device(device)
-    seeds = seeds_of(size, seed, n_seeds)
+    seeds = judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
     exps = [experiment(size, s, trigger_mode=trigger_mode, n_triggers=n_triggers,
                        optimizer=optimizer) for s in seeds]
     missing = [e for e in exps if not zoo.has(e, PROBE_TAG)]

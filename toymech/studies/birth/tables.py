@@ -12,7 +12,8 @@ from transformer_lens import HookedTransformer
 from ... import tasks
 from ...analysis import probes
 from .claims import half_and_rise
-from .design import experiment, seeds_of
+from ..protocol import judged_seeds
+from .design import CALIBRATION, SIZES, experiment
 
 History = Sequence[Mapping[str, float]]
 
@@ -201,7 +202,7 @@ def describe(size: str, seed: int, device, *, n_seeds: int | None = None,
     the main run's ``trigger_mode`` and ``n_triggers``."""
     exp = experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers)
     task, train = exp.task, exp.train
-    seeds = seeds_of(size, seed, n_seeds)
+    seeds = judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
     return (f"size {size} on {device}: sequences of T={task.seq_len}, batch {train.batch_size}, "
             f"width d={exp.model.d_model}, {train.steps:,} steps of {train.optimizer} (lr "
             f"{train.lr:g}; the paper: SGD, lr 0.2, 10,000 steps of batch 512 at T=256); "

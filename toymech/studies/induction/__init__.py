@@ -1,60 +1,38 @@
 """Study 1: induction heads on repeated letter blocks (the blog post and its code; see
 docs/sources.md, study 1).
 
-The package exports the study protocol (``toymech.studies.protocol``) and what notebook 01 and
-the benchmarks call, nothing else (tests/test_studies.py checks it); everything else is read from
-its module. Modules: ``design`` (sizes, the post's models and their twins, named experiments,
-optional runs), ``measure`` (train/load the models, measure them, the tables), ``claims`` (the
-post's claims), ``over_seeds`` (the models over seeds: ``measure_seed``, the null world, the
-findings), ``dynamics`` (the probe data, through training), ``causal`` (the post's algorithms as
-activation and path patching), ``predictions`` (other works' predictions judged on its maps). ``map_measure`` (one run's row and label for a map).
+The study is ``InductionStudy`` (``study.py``), of which this package makes the one instance,
+``STUDY``; besides it the package names only what notebook 01 and the benchmarks read (its
+other names are read from their modules). Modules: ``study`` (the class), ``design`` (sizes,
+the post's models and their twins, knobs, named experiments, optional runs), ``measure``
+(train/load the models, measure them, the tables), ``claims`` (the post's claims), ``over_seeds``
+(the models over seeds: ``measure_seed``, the null world, the findings), ``dynamics`` (the probe
+data, through training), ``causal`` (the post's algorithms as activation and path patching),
+``panel`` (the test panel of the mechanism label), ``map_measure`` (one run's row and label for
+a map), ``predictions`` (other works' predictions judged on its maps).
 """
 
-from .. import protocol
-from . import claims
 from ..findings import not_run
-from . import causal
-from .claims import CLAIMS, POST, SOURCE, numbers, scorecard
-from .design import (EXPERIMENTS, KNOBS, LLC_ON, OPTIONAL_RUNS, SIZES, eval_sets, experiment,
-                     experiments, llc_on, optional_runs, seeds_of, twins, validate, with_knobs)
-from .dynamics import dynamics_metrics, probe_data, through_training
-from .predictions import MAP_PREDICTIONS
+from .claims import POST
+from .design import SIZES, experiment, twins
 from .measure import (MECHANISM_SETS, POST_SETS, ablation_table, algorithms_text, attention_view,
-                      chance_loss, copy_table, describe, eigenvalue_sets, load_models,
-                      loss_table, measure_all, mechanism_bars, mechanism_baselines,
-                      mechanism_table, path_table, training_summary)
-from .map_measure import MAP_LABEL, map_check, map_evidence, map_panel, map_row
-from .over_seeds import (findings, load_seeds, measure_seed, measure_seeds, seed_table,
-                    untrained_numbers)
+                      chance_loss, copy_table, eigenvalue_sets, load_models, loss_table,
+                      measure_all, mechanism_bars, mechanism_baselines, mechanism_table,
+                      path_table, training_summary)
+from .over_seeds import findings, load_seeds, measure_seeds, seed_table
+from .study import InductionStudy
 
-TITLE = "Induction heads on repeated letter blocks"
+STUDY = InductionStudy()
 
-STUDY = protocol.Study(
-    name="induction", title=TITLE, source=SOURCE, sizes=SIZES, named_experiments=EXPERIMENTS,
-    claims=CLAIMS, settings=claims.SETTINGS, knobs=KNOBS,
-    notebook="notebooks/01_induction_repeated_blocks.ipynb",
-    notebook_options=protocol.COMMON_OPTIONS, module=__name__,
-    validate=validate, seeds_of=seeds_of, experiments=experiments, eval_sets=eval_sets,
-    measure_seed=measure_seed, untrained_numbers=untrained_numbers, numbers=numbers,
-    scorecard=scorecard, probe_data=probe_data, dynamics_metrics=dynamics_metrics,
-    through_training=through_training, describe=describe, with_knobs=with_knobs,
-    optional_runs=optional_runs, optional_run_names=OPTIONAL_RUNS,
-    llc_on=llc_on, map_row=map_row, map_label=MAP_LABEL, map_check=map_check,
-    map_panel=map_panel, map_evidence=map_evidence, map_predictions=MAP_PREDICTIONS)
-
-__all__ = [
-    # the study (``toymech.studies.protocol.Study``) and the protocol's names, for the notebook
-    "STUDY",
-    "TITLE", "SOURCE", "SIZES", "EXPERIMENTS", "CLAIMS", "OPTIONAL_RUNS", "LLC_ON", "validate",
-    "seeds_of", "experiments", "eval_sets", "measure_seed", "untrained_numbers", "numbers",
-    "scorecard", "probe_data", "dynamics_metrics", "through_training", "describe",
-    "optional_runs", "llc_on", "KNOBS", "with_knobs",
-    # what notebook 01 calls (and the benchmarks: ``experiment``)
-    "MECHANISM_SETS", "POST", "POST_SETS", "ablation_table", "algorithms_text", "attention_view",
-    "causal", "chance_loss", "copy_table", "eigenvalue_sets", "experiment", "findings",
-    "load_models", "load_seeds", "loss_table", "measure_all", "measure_seeds", "mechanism_bars",
-    "mechanism_baselines", "mechanism_table",
-    "not_run", "path_table", "seed_table", "training_summary", "twins",
-    # what a map measures each run with (toymech.maps), and other works' predictions judged on it
-    "MAP_LABEL", "map_row", "map_check", "map_panel", "map_evidence", "MAP_PREDICTIONS",
-]
+# What notebook 01 reads: the study's methods, then its own functions and tables (above).
+validate = STUDY.validate
+with_knobs = STUDY.with_knobs
+optional_runs = STUDY.optional_runs
+llc_on = STUDY.llc_on
+llc_curve = STUDY.llc_curve
+seeds_of = STUDY.seeds_of
+describe = STUDY.describe
+eval_sets = STUDY.eval_sets
+probe_data = STUDY.probe_data
+through_training = STUDY.through_training
+scorecard = STUDY.scorecard

@@ -47,7 +47,6 @@ from ...core import check, seed_for
 from ...devices import make_generator
 from ...tasks.repeated_blocks import RepeatedBlocks
 from ..claims import Claim
-from ..learning_coefficient import llc_for
 from .design import POST_SETTING, SHORT
 
 PATHS = ("q", "k", "v", "qkv")
@@ -309,7 +308,6 @@ LLC_SETTINGS = {
                           batch_size=32),
 }
 LLC_POOL = {"smoke": 64, "default": 1024, "paper": 1024}  # sequences (nβ depends on it)
-llc_pool, llc_curve = llc_for(LLC_SETTINGS, LLC_POOL)  # e.g. over the 2-layer model's snapshots
 
 
 def head_effect_table(models: Mapping[str, HookedTransformer], data: CausalData) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """Study 1's claims: what the post says, as data, with verdicts computed from our numbers.
 
 ``numbers(measured)`` flattens one seed's measurements (``seeds.measure_seed``) into a dict of
-named numbers; each ``Claim`` reads from it; ``scorecard(per_seed, size, seeds)`` assesses every
+named numbers; each ``Claim`` reads from it; ``Study.scorecard`` assesses every
 claim over seeds (``toymech.studies.claims``). Keys, per model ``m`` in 1l, smeared, 2l:
 
     m.test, m.doubled, m.option1, m.option2     cross-entropy (nats) on the post's four sets
@@ -24,11 +24,9 @@ every claim, its test and why).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-import pandas as pd
-
-from ..claims import Claim, Numbers, need, scorecard as _scorecard
+from ..claims import Claim, Numbers, need
 from .causal import CAUSAL_CLAIMS
 from ..settings import StudySettings
 from .design import CALIBRATION, COST, POST_SETTING, SHORT, setting
@@ -418,14 +416,6 @@ def at_chance(n: Mapping[str, float]) -> dict[str, float]:
             return n["chance.loss"]
         return 0.16 if "prev_token" in k else 0.0
     return {k: null(k, v) for k, v in n.items()}
-
-
-def scorecard(per_seed: Sequence[Mapping[str, float]], size: str,
-              seeds: Sequence[int] | None = None) -> pd.DataFrame:
-    """The study's claims assessed over seeds at ``size``: ``per_seed`` holds one dict of
-    ``numbers`` per seed, ``seeds`` names them (never a calibration seed). Returns the
-    scorecard (one row per claim; ``attrs["title"]`` names the size and seeds)."""
-    return _scorecard(CLAIMS, per_seed, size, seeds, SETTINGS)
 
 
 def floor_and_chance(task) -> tuple[float, float]:

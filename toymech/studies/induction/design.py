@@ -22,15 +22,14 @@ from typing import Callable
 import torch
 
 from ... import tasks
-from ...core import check, check_seed, seed_for
+from ...core import Setting, check, check_seed, seed_for
 from ...devices import make_generator
 from ...models import ModelConfig
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
 from .. import knobs
 from ..knobs import Knob
-from ..params import llc_on_for, optional_runs_for, validate_run
-from ..protocol import StudySize, seeds_for, size_of
+from ..protocol import StudySize, size_of
 from ...training import Experiment, Named, TrainConfig
 
 # The one place the study's sizes live: training and evaluation per size, how many seeds the
@@ -72,13 +71,10 @@ CALIBRATION = {"default": (0, 1, 2), "paper": (0, 1, 2)}
 # measured it are in docs/results.md).
 COST = {"smoke": "seconds", "default": "about 5-13 minutes on a 2-core CPU",
         "paper": "about 43 minutes on a 2-core CPU (about 95,000 reference steps), less on a GPU"}
-seeds_of = seeds_for(SIZES, CALIBRATION)
 # The notebook's ``also``: the textbook / learned-position twins; the learning coefficient
 # through training (on at smoke, a pipeline check, and at paper: ``llc_on``).
 OPTIONAL_RUNS = ("twins", "llc")
 LLC_ON = {"smoke": True, "default": False, "paper": True}
-optional_runs = optional_runs_for(OPTIONAL_RUNS)
-llc_on = llc_on_for(OPTIONAL_RUNS, LLC_ON)
 
 # ModelConfig options of each family. The post's alpha = 1.0 is an initial sigmoid of
 # sigmoid(1.0) = 0.731 (smear_init is the initial sigmoid; its logit is stored as 1.0).
@@ -166,13 +162,13 @@ KNOBS = knobs.table(
 )
 
 
-def twins(size: str) -> tuple[str, ...]:
+def twins(size: Setting | str) -> tuple[str, ...]:
     """The textbook- and learned-position models the mechanism check trains at ``size``."""
     every = TEXTBOOK + LEARNED
     return every if size_of(SIZES, size).twins == "all" else tuple(n for n in every if "-2l-" in n)
 
 
-def experiment(name: str, size: str = "default", seed: int = 0) -> Experiment:
+def experiment(name: str, size: Setting | str = "default", seed: int = 0) -> Experiment:
     """One of the study's models (``MODELS``) at ``size``, seeded with ``seed``."""
     check(name in MODELS, "name", name, f"one of {', '.join(MODELS)}")
     n_layers, smear, options, _ = MODELS[name]
@@ -192,42 +188,28 @@ EXPERIMENTS = {name: Named(name, spec[3], _maker(name), "induction")
                for name, spec in MODELS.items()}
 
 
-def _every_model(size: str) -> list[Experiment]:
+def every_model(size: Setting | str) -> list[Experiment]:
+    """Every model of ``MODELS`` at ``size``, seed 0: the runs a knob is judged by."""
     return [experiment(name, size) for name in MODELS]
 
 
 MAX_SEQ_LEN = 1024  # the longest sequence a variant of this study trains on
 
 
-def _limit(exp: Experiment, values: dict) -> None:
+def check_length(exp: Experiment, values: dict) -> None:
+    """A variant's sequences of at most ``MAX_SEQ_LEN`` letters (ValueError naming the knobs
+    ``values`` that made ``exp``'s longer)."""
     check(exp.task.seq_len <= MAX_SEQ_LEN, ", ".join(values), exp.task.seq_len,
           f"sequences of at most {MAX_SEQ_LEN} letters (the knobs "
           f"{', '.join(f'{k}={v}' for k, v in values.items())} give {exp.task.seq_len})")
 
 
-with_knobs = knobs.with_knobs_for(KNOBS, "induction", "the post", _every_model, limit=_limit)
-
-
-def experiments(size: str, seeds) -> list[Experiment]:
+def experiments(size: Setting | str, seeds) -> list[Experiment]:
     """The post's three models (``MAIN``) for every seed of ``seeds``, at ``size``."""
     return [experiment(name, size, s) for s in seeds for name in MAIN]
 
 
-def validate(size: str, seed: int, device: str | torch.device = "auto", *,
-             n_seeds: int | None = None, cache_dir: str | None = None,
-             threads: int | None = None, also=()) -> torch.device:
-    """Check the notebook's parameters (clear ValueErrors: ``also`` a list of
-    ``OPTIONAL_RUNS``), apply the thread policy and resolve the device, once
-    (``toymech.studies.params.validate_run``): ``size`` (a size name or a variant), ``seed``
-    (the first judged seed), ``device`` (``"auto"``: CUDA, else MPS, else CPU), ``n_seeds``
-    (None: the size's), ``cache_dir`` (the zoo; None: ``$TOYMECH_CACHE``), ``threads`` (torch
-    threads; None: the automatic share of the free cores). Returns the device."""
-    dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
-    optional_runs(also)
-    return dev
-
-
-def setting(size: str) -> dict:
+def setting(size: Setting | str) -> dict:
     """The setting ``size`` trains the post's models at, in ``POST_SETTING``'s parameters."""
     exp = experiment("induction-2l", size)
     post = exp.model.positions == POST_CODE["positions"] and exp.model.init == POST_CODE["init"]
@@ -246,8 +228,8 @@ def data_text(task: RepeatedBlocks) -> str:
     return f"{task.n_blocks} blocks of {lengths} letters (of {task.n_letters}) {start}"
 
 
-def eval_sets(task: RepeatedBlocks, size: str, seed: int, device: str | torch.device = "cpu"
-              ) -> dict[str, Batch]:
+def eval_sets(task: RepeatedBlocks, size: Setting | str, seed: int,
+              device: str | torch.device = "cpu") -> dict[str, Batch]:
     """The study's evaluation sets of ``task`` at ``size`` (its ``eval_n`` sequences each), drawn
     from the ``eval`` stream of the run with seed ``seed``, on ``device``."""
     return task.eval_sets(size_of(SIZES, size).eval_n,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from transformer_lens import HookedTransformer
 
@@ -24,7 +23,6 @@ from ..protocol import ProbeData
 from .causal import CausalData, causal_data, causal_metrics
 from .design import eval_sets
 from .measure import POST_SETS
-from ..trajectory import flat_patterns, through_training_for
 
 # Whose transition steps the notebook compares ("which circuit forms first"). ``kcomp_max``
 # exists for 2-layer models only: keep the names a model's curves have.
@@ -130,14 +128,3 @@ def dynamics_metrics(model: HookedTransformer, data: InductionProbeData) -> dict
     out["repeat_loss"] = float(per_position[first:].mean())
     return out
 
-
-def dynamics_patterns(model: HookedTransformer, data: InductionProbeData
-                      ) -> tuple[np.ndarray, list[str], list[str]]:
-    """Attention of every head on ``data.example`` (the whole sequence, no cropping):
-    (patterns float32 [n_layers * n_heads, seq, seq] (query, key), head labels ``"L0H1"``,
-    token strings of the sequence (letters; they repeat, so plot by position))."""
-    return flat_patterns(model, data.task, data.example)
-
-
-through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYNAMICS_METRICS,
-                                        CAUSAL_SHOWN)

@@ -20,7 +20,8 @@ from ...tasks.repeated_blocks import RepeatedBlocks
 from ...sweep import train_missing
 from ...zoo import Zoo, ZooEntry
 from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
-from .design import experiment, seeds_of
+from ..protocol import judged_seeds
+from .design import CALIBRATION, SIZES, experiment
 from .panel import MARGIN, own_bars, set_baselines, solved
 
 POST_SETS = ("test", "doubled", "option1", "option2")
@@ -324,7 +325,7 @@ def describe(size: str, seed: int, device: str | torch.device, *, n_seeds: int |
     ``seed`` (None: the size's count)."""
     exp = experiment("induction-2l", size, seed)
     task, train = exp.task, exp.train
-    seeds = seeds_of(size, seed, n_seeds)
+    seeds = judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
     example = task.sample(1, make_generator(seed_for(seed, "example"), torch.device("cpu")))
     setting = Setting.of(size)
     variant = f"{setting.described}. " if setting.knobs else ""

@@ -27,7 +27,8 @@ from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from ..grid_training import train_grid
 from .causal import causal_numbers
 from .claims import CLAIMS, SETTINGS, SHORT, baselines_of, floor_and_chance, numbers
-from .design import MAIN, POST_SETTING, experiment, seeds_of
+from ..protocol import judged_seeds
+from .design import CALIBRATION, MAIN, POST_SETTING, SIZES, experiment
 from .dynamics import InductionProbeData, probe_data
 from .measure import (MECHANISM_SETS, POST_SETS, Model, mechanism_baselines, mechanism_label,
                       mechanism_verdict)
@@ -38,7 +39,7 @@ def load_seeds(size: str, seed: int, device: torch.device, cache_dir: str | Path
                progress: bool = False) -> dict[int, dict[str, Model]]:
     """The models ``names`` for every seed of ``seeds_of(size, seed, n_seeds)``:
     {seed: {name: Model}}."""
-    zoo, seeds = Zoo(cache_dir), seeds_of(size, seed, n_seeds)
+    zoo, seeds = Zoo(cache_dir), judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
     out: dict[int, dict[str, Model]] = {s: {} for s in seeds}
     # what is missing trains first: on a CPU one process per free core, one run each, the
     # longest first (train_missing); on a GPU as one sweep, seeds stacked where that pays

@@ -2,7 +2,7 @@
 our numbers.
 
 ``numbers(measured)`` flattens one seed's tables into a dict of named numbers; each ``Claim``
-reads from it; ``scorecard(per_seed, size, seeds)`` assesses every claim over seeds
+reads from it; ``Study.scorecard`` assesses every claim over seeds
 (``toymech.studies.claims``). Keys (accuracies are fractions in [0, 1]; for decimal addition the
 whole-sum accuracy, every digit right, with the per-digit accuracy under ``digit_acc``):
 
@@ -40,9 +40,7 @@ import math
 import statistics
 from typing import Any, Mapping, Sequence
 
-import pandas as pd
-
-from ..claims import Claim, Numbers, need, scorecard as _scorecard
+from ..claims import Claim, Numbers, need
 from ..settings import StudySettings
 from .design import ALGORITHMIC, CALIBRATION, COST, SIZES, setting
 from .named import numbers  # noqa: F401 (the study's numbers, re-exported)
@@ -505,11 +503,3 @@ def at_chance(n: Mapping[str, float]) -> dict[str, float]:
             return v
         return n[f"chance.{task}"] if task else n["lm.chance"] if k.startswith("lm.") else 0.0
     return {k: null(k, v) for k, v in n.items()}
-
-
-def scorecard(per_seed: Sequence[Mapping[str, Any]], size: str,
-              seeds: Sequence[int] | None = None) -> pd.DataFrame:
-    """The study's claims assessed over seeds at ``size``: ``per_seed`` holds one dict of
-    ``numbers`` per seed, ``seeds`` names them (never a calibration seed). Returns the
-    scorecard (one row per claim; ``attrs["title"]`` names the size and seeds)."""
-    return _scorecard(CLAIMS, per_seed, size, seeds, SETTINGS)

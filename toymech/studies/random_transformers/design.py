@@ -27,8 +27,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
 from ... import tasks
 from ...core import Setting, check, size_name
 from ...models import BaselineConfig, ModelConfig
@@ -36,8 +34,7 @@ from ...models.variants import GPT2_SCALED
 from ...tasks.base import Task
 from .. import knobs
 from ..knobs import Knob
-from ..params import optional_runs_for, validate_run
-from ..protocol import StudySize, seeds_for
+from ..protocol import StudySize
 from ...training import Experiment, Named, TrainConfig
 
 FREEZE_MODES: dict[str, tuple[str, ...]] = {
@@ -170,7 +167,6 @@ CALIBRATION = {"default": (0, 1, 2), "paper": (0, 1, 2)}
 # What ``./run.sh report --size <size>`` costs for this study (estimates).
 COST = {"smoke": "seconds", "default": "about 15 minutes on a 2-core CPU",
         "paper": "estimated days on a CPU; many GPU-hours (10 seeds, widths to 1,024, 50k steps)"}
-seeds_of = seeds_for(SIZES, CALIBRATION)
 
 
 def setting(size: str) -> dict:
@@ -346,7 +342,7 @@ KNOBS = knobs.table(
 
 def table_runs(size: str) -> list[Experiment]:
     """The accuracy table's runs at ``size`` (with the named recipe runs, what a knob is judged
-    by: ``recipes.with_knobs``)."""
+    by: ``recipes.knob_runs``)."""
     return [experiment(t, w, m, size) for t in ALGORITHMIC for w in plan(size).widths
             for m in ("random", "normal")]
 
@@ -377,18 +373,4 @@ def experiments(size: str, seeds) -> list[Experiment]:
 # (docs/calibration.md) or ``paper``'s. ``also="all"`` is accepted so that one switch serves
 # every notebook.
 OPTIONAL_RUNS: tuple[str, ...] = ()
-optional_runs = optional_runs_for(OPTIONAL_RUNS)
 
-
-def validate(size: str, seed: int, device: str | torch.device = "auto", *,
-             n_seeds: int | None = None, cache_dir: str | None = None,
-             threads: int | None = None, also=()) -> torch.device:
-    """Check the notebook's parameters (ValueError naming the bad one), set the number of torch
-    CPU threads (``threads``; None: the thread policy of ``toymech.devices``) and resolve the
-    device (``toymech.studies.params.validate_run``): ``size`` (a size name or a variant),
-    ``seed`` (the first judged seed), ``device`` (``"auto"``: CUDA, else MPS, else CPU),
-    ``n_seeds`` (None: the size's), ``cache_dir`` (the zoo), ``also`` (optional comparisons of
-    ``OPTIONAL_RUNS``). Returns the device."""
-    dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
-    optional_runs(also)
-    return dev

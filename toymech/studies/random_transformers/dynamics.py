@@ -27,7 +27,7 @@ from .design import Plan, experiment, size_spec
 from .measure import eval_sets, plan_seeds, top_k
 from .recipes import table_experiment
 from ..protocol import ProbeData
-from ..trajectory import Trajectory, flat_patterns, over_seeds, through_training_for
+from ..trajectory import Trajectory, example_patterns, over_seeds, trajectory
 
 # Task accuracy and loss against concentration: does the subspace concentrate before or after
 # the task is solved?
@@ -111,17 +111,6 @@ def dynamics_metrics(model: HookedTransformer, data: RandomTransformersProbeData
     return out
 
 
-def dynamics_patterns(model: HookedTransformer, data: RandomTransformersProbeData
-                      ) -> tuple[np.ndarray, list[str], list[str]]:
-    """Attention of every head on ``data.example`` (one task sequence up to its last scored
-    target, at most ``WINDOW`` positions from the start): (float32 [n_layers * n_heads, T, T]
-    (query, key), head labels ``"L0H0"``, the T token strings of the task's vocabulary)."""
-    return flat_patterns(model, data.task, data.example)
-
-
-through_training = through_training_for(dynamics_metrics, dynamics_patterns, DYNAMICS_METRICS)
-
-
 def dynamics_grid(plan: Plan, size: str, zoo: Zoo, device: str | torch.device = "cpu",
                   seed: int = 0, task_name: str | None = None, eval_n: int = 512,
                   n_seeds: int | None = None) -> dict[str, list[Trajectory]]:
@@ -139,7 +128,8 @@ def dynamics_grid(plan: Plan, size: str, zoo: Zoo, device: str | torch.device = 
         entries = zoo.get_or_train_many(exps, device=device)
         data = probe_data(exps[0].task, size, seed, device, eval_n=eval_n,
                           probe_n=min(eval_n, size_spec(size).probe_n))
-        out[mode] = [through_training(e, data, f"{task_name} {mode} w{width} seed {s}")
+        out[mode] = [trajectory(e, f"{task_name} {mode} w{width} seed {s}", dynamics_metrics,
+                                example_patterns, data, DYNAMICS_METRICS)
                      for e, s in zip(entries, seeds)]
     return out
 

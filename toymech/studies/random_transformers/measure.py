@@ -21,8 +21,9 @@ from ..grid_training import train_grid
 from ...training import Experiment, evaluate
 from ...zoo import Zoo, ZooEntry
 from .claims import PAPER_LINEARISED_W512
-from .design import (Plan, baseline_experiment, experiment, mode_of, plan, seeds_of,
-                          size_spec, task_for)
+from ..protocol import judged_seeds
+from .design import (CALIBRATION, SIZES, Plan, baseline_experiment, experiment, mode_of, plan,
+                     size_spec, task_for)
 from .recipes import table_experiment
 
 
@@ -113,7 +114,7 @@ def plan_seeds(size: str, seed: int, which: str = "table", n_seeds: int | None =
     the width sweep and the short-budget runs (``which="sweep"``), the first ``table_n_seeds`` of
     them for the accuracy table, the ablations and the side studies (``"table"``)."""
     check(which in ("table", "sweep"), "which", which, "'table' or 'sweep'")
-    seeds = list(seeds_of(size, seed, n_seeds))
+    seeds = list(judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds))
     return seeds if which == "sweep" else seeds[:plan(size).table_n_seeds]
 
 

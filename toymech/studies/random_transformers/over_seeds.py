@@ -29,7 +29,9 @@ from ..claims import Measured
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from .calibration import run_row
 from .claims import SETTINGS, TABLE1, W16, task_solved, numbers
-from .design import ALGORITHMIC, FREEZE_MODES, experiment, plan, seeds_of, size_spec, task_for
+from ..protocol import judged_seeds
+from .design import (ALGORITHMIC, CALIBRATION, FREEZE_MODES, SIZES, experiment, plan, size_spec,
+                     task_for)
 from .measure import (BASELINE_KINDS, baseline_exp, baseline_row, circuit_experiments,
                       circuit_row, concentration_rows, plan_seeds, row_for)
 from .recipes import calibrated, recipe, table_experiment
@@ -210,7 +212,7 @@ def measure_seeds(zoo: Zoo, size: str, seed: int, device: str | torch.device = "
     others the width sweep's."""
     table = plan_seeds(size, seed, "table", n_seeds)
     out = []
-    for s in seeds_of(size, seed, n_seeds):
+    for s in judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds):
         data = measure_data(size, s, "table" if s in table else "sweep")
         out.append(measure_seed(seed_runs(zoo, data, device, recorded), data))
     return out

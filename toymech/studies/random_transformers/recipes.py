@@ -23,8 +23,7 @@ import pandas as pd
 
 from ...core import Setting, check, size_name
 from ...training import Experiment, Named
-from .. import knobs
-from .design import ALGORITHMIC, KNOBS, experiment, plan, table_runs
+from .design import ALGORITHMIC, experiment, plan, table_runs
 
 # The metric that says a task is solved: the whole answer on held-out examples (all digits of
 # a decimal sum; the paper's single query of the needle).
@@ -126,14 +125,11 @@ def calibrated(task_name: str, mode: str = "random", size: str | Setting = "defa
     return exp
 
 
-def _knob_runs(size: str) -> list[Experiment]:
-    """The runs a knob is judged by (``with_knobs``): the accuracy table's and the named recipe
-    runs (``recipe_width`` changes only those)."""
+def knob_runs(size: Setting | str) -> list[Experiment]:
+    """The runs a knob is judged by (``Study.with_knobs``): the accuracy table's and the named
+    recipe runs (``recipe_width`` changes only those)."""
     return [*table_runs(size),
             *(calibrated(t, m, size) for t in ALGORITHMIC for m in ("random", "normal"))]
-
-
-with_knobs = knobs.with_knobs_for(KNOBS, "random_transformers", "the paper", _knob_runs)
 
 
 def _named(task_name: str, mode: str):

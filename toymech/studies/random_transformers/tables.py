@@ -13,7 +13,8 @@ from ...devices import make_generator
 from ...tasks.base import Task
 from .claims import (ALGORITHMIC, CHANCE, PAPER_ABLATIONS, PAPER_ACCURACY,
                      PAPER_BITS_PER_PARAM, SOLVED)
-from .design import Plan, seeds_of, size_spec, task_for
+from ..protocol import judged_seeds
+from .design import CALIBRATION, SIZES, Plan, size_spec, task_for
 from .measure import summarize
 
 
@@ -34,7 +35,7 @@ def describe(size: str, seed: int, device, *, n_seeds: int | None = None) -> str
     """The run's settings in words (from the size and its plan, not typed): at ``size``, on
     ``device``, the ``n_seeds`` seeds from ``seed`` (None: the size's count)."""
     s, p = size_spec(size), size_spec(size).plan
-    seeds = seeds_of(size, seed, n_seeds)
+    seeds = judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
     table = seeds[:p.table_n_seeds]
     return (f"size {size} on {device}: {s.steps:,} training steps per run (language modelling and "
             f"circuit imitation {s.side_steps:,}; the paper: ~50,000), batch {s.batch}; widths "
