@@ -211,11 +211,10 @@ class MapPage:
            number: str | None = None) -> "MapPage":
         label, number = label_of(table, label), number_of(table, number)
         dims, study = dims_of(table), study_for(table)
-        evidence = study.map_evidence
         return cls(table, label, number, cell_frame(table, label, number), dims,
                    source_of(study, dims), finding(table, label),
                    prediction_rows(study.map_predictions, table),
-                   changes(table), evidence(table) if callable(evidence) else "")
+                   changes(table), study.map_evidence(table))
 
     @classmethod
     def read(cls, path: str | Path, label: str | None = None,

@@ -101,14 +101,11 @@ def _settings(spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _check_measurable(spec: dict[str, Any], study) -> None:
-    """Every cell's setting through the study's ``map_check`` (where it has one) before
-    anything trains: a cell its measurement would refuse is refused now, naming its knobs."""
-    measurable = study.map_check
-    if measurable is None:
-        return
+    """Every cell's setting through the study's ``map_check`` before anything trains: a cell
+    its measurement would refuse is refused now, naming its knobs."""
     for size, knobs in _settings(spec):
         try:
-            measurable(study.with_knobs(size, knobs))
+            study.map_check(study.with_knobs(size, knobs))
         except ValueError as exc:
             given = ", ".join(f"{k}={_cell_text(study, k, v)}" for k, v in knobs.items())
             raise ValueError(f"knobs {given} cannot be measured by the {spec['study']} map "
@@ -125,7 +122,7 @@ def _panel(spec: dict[str, Any], study):
     """The map's one test panel, built from every cell of ``spec`` (the study's ``map_panel``),
     or None for a study whose rows need none: every run of the map, refinements and runs
     continued by the budget policy included, is judged on it."""
-    return study.map_panel(_cells(spec, study)) if study.map_panel is not None else None
+    return study.map_panel(_cells(spec, study))
 
 
 def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataFrame:
