@@ -326,7 +326,7 @@ def test_a_copy_of_the_template_outside_the_package_is_a_study(tmp_path):
         assert study.experiments(two, [0])[0].model.n_heads == 2
         assert not study.with_knobs("smoke", {"n_heads": 4}).knobs  # the source's value
         dev = study.validate("smoke", 0, "cpu", cache_dir=ZOO)
-        from labstudy.measure import load_seeds
+        from labstudy.over_seeds import load_seeds
         runs = load_seeds("smoke", 0, dev, ZOO)
         task = study.experiments("smoke", [0])[0].task
         per_seed = [study.measure_seed({"model": e}, study.probe_data(task, "smoke", s))

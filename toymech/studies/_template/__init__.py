@@ -7,14 +7,14 @@ and computes, each naming the table or function of its modules), of which this p
 the one instance, ``STUDY``: what the CLI, maps and reports ask. Besides it, the package names
 only what its notebook reads. Six modules and the notebook skeleton, the same files in every
 study: ``study.py`` (the class), ``design`` (sizes, knobs, experiments, evaluation sets, the
-run's description), ``claims`` (the source's claims, one seed's named numbers), ``measure``
+run's description), ``claims`` (the source's claims, one seed's named numbers), ``over_seeds``
 (train/load, ``measure_seed``, the null world, the findings), ``dynamics`` (the probe data, the
 numbers through training) and ``notebook.ipynb`` (move the copy's to
 ``notebooks/NN_<study>.ipynb``).
 """
 
 from .design import experiment
-from .measure import findings, load_seeds
+from .over_seeds import findings, load_seeds
 from .study import TemplateStudy
 
 STUDY = TemplateStudy()

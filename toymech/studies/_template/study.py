@@ -12,7 +12,7 @@ from toymech.tasks import Batch, Task
 from toymech.training import Experiment
 from toymech.studies.protocol import Study
 
-from . import design, dynamics, measure
+from . import design, dynamics, over_seeds
 from .claims import CLAIMS, SETTINGS, SOURCE
 
 
@@ -54,7 +54,7 @@ class TemplateStudy(Study):
 
     def measure_seed(self, runs: Mapping[str, Any], data: dynamics.TemplateProbeData
                      ) -> dict[str, float]:
-        return measure.measure_seed(runs, data)
+        return over_seeds.measure_seed(runs, data)
 
     def untrained_numbers(self, size: Setting | str, seed: int) -> dict[str, float]:
-        return measure.untrained_numbers(size, seed)
+        return over_seeds.untrained_numbers(size, seed)
