@@ -33,7 +33,7 @@ from ...models.variants import BIRTH_SIMPLIFIED, SIMPLIFIED_DEFAULTS, simplified
 from .. import knobs
 from ..knobs import Knob
 from .causal import LLC_ON, PAPER_SETTING  # noqa: F401 (the claims read it here)
-from ..protocol import StudySize, size_of
+from ..protocol import StudySize, judged_seeds, size_of
 from ...training import Experiment, Named, TrainConfig
 
 # --- freezing as data ------------------------------------------------------------------------
@@ -390,3 +390,18 @@ def check_options(size: Setting | str, seed: int, *, trigger_mode: str = "fixed"
         check_int(f"sweep_ks[{i}]", k, 1, vocab)
     if sweep_steps is not None:
         check_int("sweep_steps", sweep_steps, 1, 10**8)
+
+
+def describe(size: str, seed: int, device, *, n_seeds: int | None = None,
+             trigger_mode: str = "fixed", n_triggers: int = 3) -> str:
+    """The run's settings in words (from the size, not typed), for the notebook's first output:
+    at ``size``, on ``device``, the ``n_seeds`` seeds from ``seed`` (None: the size's count),
+    the main run's ``trigger_mode`` and ``n_triggers``."""
+    exp = experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers)
+    task, train = exp.task, exp.train
+    seeds = judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
+    return (f"size {size} on {device}: sequences of T={task.seq_len}, batch {train.batch_size}, "
+            f"width d={exp.model.d_model}, {train.steps:,} steps of {train.optimizer} (lr "
+            f"{train.lr:g}; the paper: SGD, lr 0.2, 10,000 steps of batch 512 at T=256); "
+            f"{task.trigger_mode} triggers, K={task.n_triggers}; vocabulary N={task.d_vocab}; "
+            f"the main run over {len(seeds)} seeds ({', '.join(map(str, seeds))})")

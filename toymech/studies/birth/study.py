@@ -11,7 +11,7 @@ from ...core import Setting
 from ...tasks import Batch, Task
 from ...training import Experiment
 from ..protocol import Study
-from . import causal, design, dynamics, map_measure, measure, over_seeds, tables
+from . import causal, design, dynamics, map_measure, measure, over_seeds
 from .claims import CLAIMS, SETTINGS, SOURCE
 
 
@@ -54,7 +54,7 @@ class BirthStudy(Study):
 
     def describe(self, size: Setting | str, seed: int, device: Any, *,
                  n_seeds: int | None = None, **options: Any) -> str:
-        return tables.describe(size, seed, device, n_seeds=n_seeds, **options)
+        return design.describe(size, seed, device, n_seeds=n_seeds, **options)
 
     def probe_data(self, task: Task, size: Setting | str, seed: int,
                    device: str | torch.device = "cpu", **options: Any

@@ -12,8 +12,6 @@ from transformer_lens import HookedTransformer
 from ... import tasks
 from ...analysis import probes
 from .claims import half_and_rise
-from ..protocol import judged_seeds
-from .design import CALIBRATION, SIZES, experiment
 
 History = Sequence[Mapping[str, float]]
 
@@ -193,18 +191,3 @@ def construction_kcomp(model: HookedTransformer, task: tasks.Task) -> float:
     ov1 = model.OV[0, 0].AB.detach().cpu()
     qk2 = probes.construction(model, task.pi_b, _triggers(task))["W_K2 (induction key)"]
     return float((ov1 @ qk2.T).norm() / (ov1.norm() * qk2.norm()))
-
-
-def describe(size: str, seed: int, device, *, n_seeds: int | None = None,
-             trigger_mode: str = "fixed", n_triggers: int = 3) -> str:
-    """The run's settings in words (from the size, not typed), for the notebook's first output:
-    at ``size``, on ``device``, the ``n_seeds`` seeds from ``seed`` (None: the size's count),
-    the main run's ``trigger_mode`` and ``n_triggers``."""
-    exp = experiment(size, seed, trigger_mode=trigger_mode, n_triggers=n_triggers)
-    task, train = exp.task, exp.train
-    seeds = judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
-    return (f"size {size} on {device}: sequences of T={task.seq_len}, batch {train.batch_size}, "
-            f"width d={exp.model.d_model}, {train.steps:,} steps of {train.optimizer} (lr "
-            f"{train.lr:g}; the paper: SGD, lr 0.2, 10,000 steps of batch 512 at T=256); "
-            f"{task.trigger_mode} triggers, K={task.n_triggers}; vocabulary N={task.d_vocab}; "
-            f"the main run over {len(seeds)} seeds ({', '.join(map(str, seeds))})")

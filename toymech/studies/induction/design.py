@@ -29,7 +29,7 @@ from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
 from .. import knobs
 from ..knobs import Knob
-from ..protocol import StudySize, size_of
+from ..protocol import StudySize, judged_seeds, size_of
 from ...training import Experiment, Named, TrainConfig
 
 # The one place the study's sizes live: training and evaluation per size, how many seeds the
@@ -234,3 +234,21 @@ def eval_sets(task: RepeatedBlocks, size: Setting | str, seed: int,
     from the ``eval`` stream of the run with seed ``seed``, on ``device``."""
     return task.eval_sets(size_of(SIZES, size).eval_n,
                           make_generator(seed_for(seed, "eval"), torch.device(device)))
+
+
+def describe(size: str, seed: int, device: str | torch.device, *, n_seeds: int | None = None
+             ) -> str:
+    """The run's settings in words (from the size, not typed), and one training sequence: at
+    ``size`` (a variant names its knobs), on ``device``, for the ``n_seeds`` seeds from
+    ``seed`` (None: the size's count)."""
+    exp = experiment("induction-2l", size, seed)
+    task, train = exp.task, exp.train
+    seeds = judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
+    example = task.sample(1, make_generator(seed_for(seed, "example"), torch.device("cpu")))
+    setting = Setting.of(size)
+    variant = f"{setting.described}. " if setting.knobs else ""
+    return (f"{variant}size {size} on {device}: {train.steps:,} training steps of batch "
+            f"{train.batch_size} per model (the post: 10,000 of 256), {len(seeds)} seeds "
+            f"({', '.join(map(str, seeds))}); loss floor {task.loss_floor:.3f} nats, uniform guess "
+            f"{math.log(task.n_letters):.3f}. A training sequence: "
+            f"{task.decode(example.tokens[0])}")

@@ -12,16 +12,15 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ... import analysis
-from ...core import Setting, check, seed_for
-from ...devices import initial_threads, make_generator
+from ...core import check
+from ...devices import initial_threads
 from ...display import attention_caption, attention_view as view, focus_head
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
 from ...sweep import train_missing
 from ...zoo import Zoo, ZooEntry
 from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
-from ..protocol import judged_seeds
-from .design import CALIBRATION, SIZES, experiment
+from .design import experiment
 from .panel import MARGIN, own_bars, set_baselines, solved
 
 POST_SETS = ("test", "doubled", "option1", "option2")
@@ -316,24 +315,6 @@ def _path_sentence(p: Mapping[str, float]) -> str:
             f"only the direct path (not layer 0's output) raises it by {keys:.2f} nats, doing so "
             f"for the queries by {queries:.2f}, and for both by {both:.2f}: layer 1 reads layer 0 "
             f"through {more}.")
-
-
-def describe(size: str, seed: int, device: str | torch.device, *, n_seeds: int | None = None
-             ) -> str:
-    """The run's settings in words (from the size, not typed), and one training sequence: at
-    ``size`` (a variant names its knobs), on ``device``, for the ``n_seeds`` seeds from
-    ``seed`` (None: the size's count)."""
-    exp = experiment("induction-2l", size, seed)
-    task, train = exp.task, exp.train
-    seeds = judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
-    example = task.sample(1, make_generator(seed_for(seed, "example"), torch.device("cpu")))
-    setting = Setting.of(size)
-    variant = f"{setting.described}. " if setting.knobs else ""
-    return (f"{variant}size {size} on {device}: {train.steps:,} training steps of batch "
-            f"{train.batch_size} per model (the post: 10,000 of 256), {len(seeds)} seeds "
-            f"({', '.join(map(str, seeds))}); loss floor {task.loss_floor:.3f} nats, uniform guess "
-            f"{math.log(task.n_letters):.3f}. A training sequence: "
-            f"{task.decode(example.tokens[0])}")
 
 
 def training_summary(models: dict[str, Model]) -> str:

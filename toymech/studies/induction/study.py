@@ -12,7 +12,7 @@ from ...core import Setting
 from ...tasks import Batch, Task
 from ...training import Experiment
 from ..protocol import Study
-from . import causal, design, dynamics, map_measure, measure, over_seeds
+from . import causal, design, dynamics, map_measure, over_seeds
 from .claims import CLAIMS, SETTINGS, SOURCE
 from .predictions import MAP_PREDICTIONS
 
@@ -56,7 +56,7 @@ class InductionStudy(Study):
 
     def describe(self, size: Setting | str, seed: int, device: Any, *,
                  n_seeds: int | None = None) -> str:
-        return measure.describe(size, seed, device, n_seeds=n_seeds)
+        return design.describe(size, seed, device, n_seeds=n_seeds)
 
     def probe_data(self, task: Task, size: Setting | str, seed: int,
                    device: str | torch.device = "cpu", **options: Any

@@ -34,7 +34,7 @@ from ...models.variants import GPT2_SCALED
 from ...tasks.base import Task
 from .. import knobs
 from ..knobs import Knob
-from ..protocol import StudySize
+from ..protocol import StudySize, judged_seeds
 from ...training import Experiment, Named, TrainConfig
 
 FREEZE_MODES: dict[str, tuple[str, ...]] = {
@@ -374,3 +374,16 @@ def experiments(size: str, seeds) -> list[Experiment]:
 # every notebook.
 OPTIONAL_RUNS: tuple[str, ...] = ()
 
+
+def describe(size: str, seed: int, device, *, n_seeds: int | None = None) -> str:
+    """The run's settings in words (from the size and its plan, not typed): at ``size``, on
+    ``device``, the ``n_seeds`` seeds from ``seed`` (None: the size's count)."""
+    s, p = size_spec(size), size_spec(size).plan
+    seeds = judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
+    table = seeds[:p.table_n_seeds]
+    return (f"size {size} on {device}: {s.steps:,} training steps per run (language modelling and "
+            f"circuit imitation {s.side_steps:,}; the paper: ~50,000), batch {s.batch}; widths "
+            f"{p.widths[0]} and {p.widths[1]} for the accuracy table (the paper: 16 to 1024); the "
+            f"width sweep ({', '.join(map(str, p.sweep_widths))}) and the short-budget runs over "
+            f"{len(seeds)} seeds, the table and side studies over {len(table)} "
+            f"({', '.join(map(str, table))})")

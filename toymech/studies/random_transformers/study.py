@@ -11,7 +11,7 @@ from ...core import Setting
 from ...tasks import Batch, Task
 from ...training import Experiment
 from ..protocol import Study
-from . import design, dynamics, map_measure, measure, over_seeds, recipes, tables
+from . import design, dynamics, map_measure, measure, over_seeds, recipes
 from .claims import CLAIMS, SETTINGS, SOURCE
 
 
@@ -46,7 +46,7 @@ class RandomTransformersStudy(Study):
 
     def describe(self, size: Setting | str, seed: int, device: Any, *,
                  n_seeds: int | None = None) -> str:
-        return tables.describe(size, seed, device, n_seeds=n_seeds)
+        return design.describe(size, seed, device, n_seeds=n_seeds)
 
     def probe_data(self, task: Task, size: Setting | str, seed: int,
                    device: str | torch.device = "cpu", **options: Any

@@ -13,8 +13,7 @@ from ...devices import make_generator
 from ...tasks.base import Task
 from .claims import (ALGORITHMIC, CHANCE, PAPER_ABLATIONS, PAPER_ACCURACY,
                      PAPER_BITS_PER_PARAM, SOLVED)
-from ..protocol import judged_seeds
-from .design import CALIBRATION, SIZES, Plan, size_spec, task_for
+from .design import Plan, size_spec, task_for
 from .measure import summarize
 
 
@@ -29,20 +28,6 @@ def task_examples(size: str, seed: int = 0) -> pd.DataFrame:
                      "vocab": task.d_vocab, "example": task.decode(batch.tokens[0], sep)[:70],
                      "scored positions": batch.scored[0].nonzero().flatten().tolist()[:12]})
     return pd.DataFrame(rows)
-
-
-def describe(size: str, seed: int, device, *, n_seeds: int | None = None) -> str:
-    """The run's settings in words (from the size and its plan, not typed): at ``size``, on
-    ``device``, the ``n_seeds`` seeds from ``seed`` (None: the size's count)."""
-    s, p = size_spec(size), size_spec(size).plan
-    seeds = judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
-    table = seeds[:p.table_n_seeds]
-    return (f"size {size} on {device}: {s.steps:,} training steps per run (language modelling and "
-            f"circuit imitation {s.side_steps:,}; the paper: ~50,000), batch {s.batch}; widths "
-            f"{p.widths[0]} and {p.widths[1]} for the accuracy table (the paper: 16 to 1024); the "
-            f"width sweep ({', '.join(map(str, p.sweep_widths))}) and the short-budget runs over "
-            f"{len(seeds)} seeds, the table and side studies over {len(table)} "
-            f"({', '.join(map(str, table))})")
 
 
 def zoo_note(df: pd.DataFrame) -> str:
