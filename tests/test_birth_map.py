@@ -18,7 +18,7 @@ from toymech.studies.birth import STUDY
 from toymech.studies.birth.design import experiment
 from toymech.studies.birth.map_measure import (MAP_LABEL, UNTRAINED_MARGIN, calibrated_lr, head_formed, judge, map_row,
                                                through)
-from toymech.studies.birth.measure import eval_sets
+from toymech.studies.birth.design import eval_sets
 from toymech.tasks.bigram_triggers import (bigram_predictor_metrics, context_caches,
                                            trigger_blind_metrics)
 

@@ -24,12 +24,16 @@ each changes is said where they are declared.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
+
+import torch
 
 from ... import tasks
-from ...core import Setting, check, check_int
+from ...core import Setting, check, check_int, seed_for
+from ...devices import make_generator, resolve_device
 from ...models import ModelConfig
 from ...models.variants import BIRTH_SIMPLIFIED, SIMPLIFIED_DEFAULTS, simplified_options
+from ...tasks import Batch
 from .. import knobs
 from ..knobs import Knob
 from .causal import LLC_ON, PAPER_SETTING  # noqa: F401 (the claims read it here)
@@ -405,3 +409,22 @@ def describe(size: str, seed: int, device, *, n_seeds: int | None = None,
             f"{train.lr:g}; the paper: SGD, lr 0.2, 10,000 steps of batch 512 at T=256); "
             f"{task.trigger_mode} triggers, K={task.n_triggers}; vocabulary N={task.d_vocab}; "
             f"the main run over {len(seeds)} seeds ({', '.join(map(str, seeds))})")
+
+
+def eval_sets(task: tasks.Task, size: str, seed: int, device: str | torch.device = "cpu", *,
+              n: int | None = None, pools: Mapping[str, torch.Tensor] | None = None
+              ) -> dict[str, Batch]:
+    """The evaluation sets of a run with seed ``seed``: ``task.eval_sets`` (test, and ood where
+    the task has held-out triggers; ``n`` sequences each, None: the size's ``eval_n``), then one
+    set per ``pools`` entry (random triggers drawn from that [N] bool mask), all from one
+    generator of the run's 'eval' stream, on ``device``."""
+    gen = make_generator(seed_for(seed, "eval"), resolve_device(device))
+    n = _eval_n(size, n)
+    sets = task.eval_sets(n, gen)
+    for name, pool in (pools or {}).items():
+        sets[name] = task.sample_from_pool(n, gen, pool)
+    return sets
+
+
+def _eval_n(size: str, eval_n: int | None) -> int:
+    return size_of(SIZES, size).eval_n if eval_n is None else eval_n

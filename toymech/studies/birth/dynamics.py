@@ -21,9 +21,9 @@ from ...tasks import Batch
 from ...tasks.bigram_triggers import BigramTriggers
 from .callbacks import trigger_sets
 from .causal import BirthCausalData, causal_data, causal_metrics
-from .design import SIZES
+from .design import SIZES, eval_sets
 from ..protocol import ProbeData, size_of
-from .measure import eval_sets, example_batch
+from .measure import example_batch
 
 # The paper's order of formation (global bigram first, then the induction head top-down: output
 # memory W_O², induction key W_K², previous-token key W_K¹), then in-context accuracy.

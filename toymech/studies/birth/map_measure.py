@@ -61,8 +61,8 @@ from ...zoo import ZooEntry
 from ..protocol import size_of
 from .callbacks import birth_callback, trigger_sets
 from .claims import ABOVE_BASELINE, FORMED, HALF, MARGIN, MIN_RISE, numbers, span
-from .design import SIZES, experiment
-from .measure import bigram_baseline, eval_sets
+from .design import SIZES, eval_sets, experiment
+from .measure import bigram_baseline
 
 MEMORIES = ("W_O2", "W_K2", "W_K1")
 UNTRAINED_MARGIN = MARGIN  # accuracy points beyond the best baseline (module docstring)

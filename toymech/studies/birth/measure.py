@@ -26,28 +26,13 @@ from ...zoo import Zoo, ZooEntry
 from ..grid_training import train_grid
 from .callbacks import PROBE_TAG, birth_callback
 from ..protocol import size_of
-from .design import SIZES, experiment, truncated
+from .design import SIZES, eval_sets, experiment, truncated
 from .tables import before_step
 
 N_OOD_RANDOM = 16  # tokens the random-trigger runs of the sweep hold out of their trigger pool
 
 
 # --- batches -------------------------------------------------------------------------------------
-def eval_sets(task: tasks.Task, size: str, seed: int, device: str | torch.device = "cpu", *,
-              n: int | None = None, pools: Mapping[str, torch.Tensor] | None = None
-              ) -> dict[str, Batch]:
-    """The evaluation sets of a run with seed ``seed``: ``task.eval_sets`` (test, and ood where
-    the task has held-out triggers; ``n`` sequences each, None: the size's ``eval_n``), then one
-    set per ``pools`` entry (random triggers drawn from that [N] bool mask), all from one
-    generator of the run's 'eval' stream, on ``device``."""
-    gen = make_generator(seed_for(seed, "eval"), resolve_device(device))
-    n = _eval_n(size, n)
-    sets = task.eval_sets(n, gen)
-    for name, pool in (pools or {}).items():
-        sets[name] = task.sample_from_pool(n, gen, pool)
-    return sets
-
-
 def example_batch(task: tasks.Task, seed: int, n: int = 2,
                   device: str | torch.device = "cpu") -> Batch:
     """``n`` sequences to show (figures, attention views), from the run's 'example' stream."""
@@ -104,10 +89,6 @@ def _train_grid(zoo: Zoo, exps, device, log) -> None:
     missing = [e for e in exps if not zoo.has(e, PROBE_TAG) and not zoo.has(e)]
     if missing:
         train_grid(missing, zoo, resolve_device(device), log=log)
-
-
-def _eval_n(size: str, eval_n: int | None) -> int:
-    return size_of(SIZES, size).eval_n if eval_n is None else eval_n
 
 
 def snapshots(zoo: Zoo, exp: Experiment, main: ZooEntry, device="auto",

@@ -27,11 +27,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from ... import tasks
-from ...core import Setting, check, size_name
+from ...core import Setting, check, seed_for, size_name
+from ...devices import make_generator
 from ...models import BaselineConfig, ModelConfig
 from ...models.variants import GPT2_SCALED
-from ...tasks.base import Task
+from ...tasks.base import Batch, Task
 from .. import knobs
 from ..knobs import Knob
 from ..protocol import StudySize, judged_seeds
@@ -387,3 +390,11 @@ def describe(size: str, seed: int, device, *, n_seeds: int | None = None) -> str
             f"width sweep ({', '.join(map(str, p.sweep_widths))}) and the short-budget runs over "
             f"{len(seeds)} seeds, the table and side studies over {len(table)} "
             f"({', '.join(map(str, table))})")
+
+
+def eval_sets(task: Task, size: str, seed: int, device: str | torch.device = "cpu", *,
+              n: int | None = None) -> dict[str, Batch]:
+    """The task's evaluation sets for a run with seed ``seed`` (its ``eval`` stream; ``n``
+    sequences, None: the size's ``eval_n``) at ``size``, on ``device``."""
+    n = size_spec(size).eval_n if n is None else n
+    return task.eval_sets(n, make_generator(seed_for(seed, "eval"), torch.device(device)))

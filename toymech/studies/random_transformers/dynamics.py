@@ -23,8 +23,8 @@ from ...devices import make_generator
 from ...tasks.base import Batch, Task
 from ...training import evaluate
 from ...zoo import Zoo
-from .design import Plan, experiment, size_spec
-from .measure import eval_sets, plan_seeds, top_k
+from .design import Plan, eval_sets, experiment, size_spec
+from .measure import plan_seeds, top_k
 from .recipes import table_experiment
 from ..protocol import ProbeData
 from ..trajectory import Trajectory, example_patterns, over_seeds, trajectory
@@ -39,7 +39,7 @@ WINDOW = 64  # most positions shown by ``dynamics_patterns``
 class RandomTransformersProbeData(ProbeData):
     """What every snapshot is measured on.
 
-    sets: the task's evaluation sets (``measure.eval_sets``: ``test``, and e.g. ``train`` for
+    sets: the task's evaluation sets (``design.eval_sets``: ``test``, and e.g. ``train`` for
         modular addition, ``all`` for memorization). probe_tokens: [probe_n, seq] the test
         sequences whose hidden states the concentration reads. example: [<= WINDOW] one sequence
         shown by ``dynamics_patterns``.

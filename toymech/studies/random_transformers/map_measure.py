@@ -64,7 +64,8 @@ from ...sweep.table import knob_columns
 from ...tasks.base import Batch, Task
 from ...tasks.parentheses import CLOSE, OPEN, QUERY, YES
 from ...training import Experiment
-from .measure import eval_sets, row_for
+from .design import eval_sets
+from .measure import row_for
 from .over_seeds import solved_label
 
 MAP_LABEL = "solved"  # the label of a map row that says the run solved its task

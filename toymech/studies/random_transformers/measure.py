@@ -16,23 +16,15 @@ from ...analysis.chance import chance_levels
 from ...analysis.subspace import concentration
 from ...core import check, seed_for
 from ...devices import make_generator, resolve_device
-from ...tasks.base import Batch, Task
+from ...tasks.base import Task
 from ..grid_training import train_grid
 from ...training import Experiment, evaluate
 from ...zoo import Zoo, ZooEntry
 from .claims import PAPER_LINEARISED_W512
 from ..protocol import judged_seeds
-from .design import (CALIBRATION, SIZES, Plan, baseline_experiment, experiment, mode_of, plan,
-                     size_spec, task_for)
+from .design import (CALIBRATION, SIZES, Plan, baseline_experiment, eval_sets, experiment,
+                     mode_of, plan, size_spec, task_for)
 from .recipes import table_experiment
-
-
-def eval_sets(task: Task, size: str, seed: int, device: str | torch.device = "cpu", *,
-              n: int | None = None) -> dict[str, Batch]:
-    """The task's evaluation sets for a run with seed ``seed`` (its ``eval`` stream; ``n``
-    sequences, None: the size's ``eval_n``) at ``size``, on ``device``."""
-    n = size_spec(size).eval_n if n is None else n
-    return task.eval_sets(n, make_generator(seed_for(seed, "eval"), torch.device(device)))
 
 
 @torch.no_grad()

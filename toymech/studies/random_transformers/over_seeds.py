@@ -56,7 +56,7 @@ class MeasureData:
     """What ``measure_seed`` measures one seed's runs on: the size, the seed, the plan's
     (small, large) widths, the runs by name, and the concentration probe's models by (task,
     mode) -> the name of a run among ``runs``. Each run's evaluation sets come from its own
-    ``eval`` stream (``measure.eval_sets``), the probe's from the seed's ``probe`` stream."""
+    ``eval`` stream (``design.eval_sets``), the probe's from the seed's ``probe`` stream."""
 
     size: str
     seed: int

@@ -11,7 +11,7 @@ from ...core import Setting
 from ...tasks import Batch, Task
 from ...training import Experiment
 from ..protocol import Study
-from . import design, dynamics, map_measure, measure, over_seeds, recipes
+from . import design, dynamics, map_measure, over_seeds, recipes
 from .claims import CLAIMS, SETTINGS, SOURCE
 
 
@@ -42,7 +42,7 @@ class RandomTransformersStudy(Study):
 
     def eval_sets(self, task: Task, size: Setting | str, seed: int,
                   device: str | torch.device = "cpu", **options: Any) -> dict[str, Batch]:
-        return measure.eval_sets(task, size, seed, device, **options)
+        return design.eval_sets(task, size, seed, device, **options)
 
     def describe(self, size: Setting | str, seed: int, device: Any, *,
                  n_seeds: int | None = None) -> str:
