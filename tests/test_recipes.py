@@ -112,7 +112,7 @@ def test_calibration_figures(smoke_calibration):
 def test_the_recipe_claim_reads_the_recipes_own_run_not_the_best_setting():
     """``acc.<task>.random.recipe`` from a calibration table: the run at the recipe's width,
     learning rate and step budget (the longest one), however well other settings did."""
-    from toymech.studies.random_transformers.named import _recipe_run_accuracy
+    from toymech.studies.random_transformers.claims import _recipe_run_accuracy
 
     r = recipes.recipe("decimal_addition", "random")
     rows = pd.DataFrame([

@@ -7,7 +7,7 @@ instance, ``STUDY``; besides it the package names only what notebook 03 and the 
 (sizes, freezing modes, configs, knobs, the plans), ``recipes`` (the calibrated CPU recipes and
 the named experiments), ``calibration`` (the calibration sweeps read back), ``ladder`` (the
 width ladder), ``measure`` (train/load a grid, one row per run), ``tables`` (what the notebook
-shows), ``named`` (one seed's tables -> named numbers), ``claims`` (the paper's claims),
+shows), ``claims`` (the paper's claims; ``numbers``: one seed's tables -> named numbers),
 ``over_seeds`` (one seed's runs -> ``measure_seed``, the null world, the findings), ``dynamics``
 (through training), ``causal`` (the causal tests), ``map_measure`` (one run's row and label for
 a map).
