@@ -243,7 +243,7 @@ CAUSAL_CLAIMS: tuple[Claim, ...] = (
 # 2 chains x 150 draws after 50 burn-in steps, batches of 16: lr 3e-5, γ 300 -> 17.8 (flat,
 # healthy); ``choose`` takes the smallest healthy γ, then lr. One chain step costs about 25
 # times study 1's (T = 64, d = 128, the hooked forward), so at ``default`` the curve is off by
-# default (``LLC_ON``); at ``paper`` it runs.
+# default (``design.LLC_ON``); at ``paper`` it runs.
 LLC_SETTINGS = {
     "smoke": SGLDSettings(lr=3e-5, gamma=300.0, chains=1, draws=24, burnin=4, batch_size=8),
     "default": SGLDSettings(lr=3e-5, gamma=300.0, chains=2, draws=150, burnin=50,
@@ -252,4 +252,3 @@ LLC_SETTINGS = {
                           batch_size=16),
 }
 LLC_POOL = {"smoke": 32, "default": 256, "paper": 256}
-LLC_ON = {"smoke": True, "default": False, "paper": True}

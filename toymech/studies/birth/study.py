@@ -32,7 +32,7 @@ class BirthStudy(Study):
     notebook = "notebooks/02_birth_of_a_transformer.ipynb"
     own_options = design.OPTIONS
     optional_run_names = design.OPTIONAL_RUNS
-    llc_on_sizes = causal.LLC_ON
+    llc_on_sizes = design.LLC_ON
     llc_settings = causal.LLC_SETTINGS
     llc_pool_sizes = causal.LLC_POOL
     dynamics_names = dynamics.DYNAMICS_METRICS
