@@ -4,7 +4,6 @@ and per-cell summary, and its bad input refused before any work."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import subprocess
@@ -227,6 +226,12 @@ def test_refinements_add_seeds_where_a_cell_splits_then_midpoints():
     assert maps.refinements(calm, spec, 9) == []
 
 
+def _measured_by(study, map_row):
+    """``study`` with its map measurement replaced by the function ``map_row``: an instance of a
+    subclass of its class."""
+    return type("Measured", (type(study),), {"map_row": lambda self, *a, **k: map_row(*a, **k)})()
+
+
 def test_refine_trains_more_seeds_and_marks_them(tmp_path, monkeypatch):
     """``run_map(refine=N)`` on a cell whose seeds split: N more runs trained and measured, each
     row marked refined; the page's cell says so; a rerun adds nothing unasked."""
@@ -237,7 +242,7 @@ def test_refine_trains_more_seeds_and_marks_them(tmp_path, monkeypatch):
         return {"loss.test": float(seed), "label": "content" if seed % 2 else "neither"}
 
     monkeypatch.setitem(protocol._REGISTERED, "induction",  # the registered Study's measurement
-                        dataclasses.replace(induction.STUDY, map_row=by_parity))
+                        _measured_by(induction.STUDY, by_parity))
     spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [3, 4]}
     zoo = tmp_path / "zoo"
     table = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
@@ -327,7 +332,7 @@ def test_a_continued_run_takes_its_shorter_row_s_place(tmp_path, monkeypatch):
                 "label": None if still else "content"}
 
     monkeypatch.setitem(protocol._REGISTERED, "induction",
-                        dataclasses.replace(induction.STUDY, map_row=seed_0_learns_slowly))
+                        _measured_by(induction.STUDY, seed_0_learns_slowly))
     spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [0, 1], "until_converged": 80}
     table = maps.run_map(spec, cache_dir=tmp_path / "zoo", backend="local", device="cpu",
                          progress=False, log=None)
@@ -347,7 +352,7 @@ def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
                 "label": None if still else "content"}
 
     monkeypatch.setitem(protocol._REGISTERED, "induction",  # the registered Study's measurement
-                        dataclasses.replace(induction.STUDY, map_row=learns_until_80))
+                        _measured_by(induction.STUDY, learns_until_80))
     spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [0, 1], "until_converged": 80}
     zoo = tmp_path / "zoo"
     table = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
