@@ -57,8 +57,8 @@ def test_each_study_is_one_instance_of_its_subclass(name):
 def test_the_notebooks_options_are_the_studys_own_options(name):
     """Every option of a notebook's parameters cell but ``variant`` is one of the study's
     ``notebook_options``, and ``validate`` takes them as the cell sets them (``toymech report``
-    passes them so): the study's declared ``own_options`` and what its ``check_options`` takes
-    agree."""
+    passes them so): the study's declared ``own_options`` and what its ``check_own_options``
+    takes agree."""
     from toymech.report.checks import parameters_cell
 
     study = protocol.study(name)
@@ -220,8 +220,8 @@ def _notebook_code(notebook: Path) -> str:
 @pytest.mark.parametrize("name", ALL)
 def test_each_package_names_its_study_and_what_its_notebook_reads(name):
     """A study's package holds ``STUDY`` (and its class) and exactly the names its notebook (and
-    the benchmarks) read from it (``<alias>.<name>``), besides its modules; a name that is one of the study's
-    methods is that method of ``STUDY``. Code that needs a deeper name imports it from the
+    the benchmarks) read from it (``<alias>.<name>``), besides its modules; a name that is one
+    of the study's methods is that method of ``STUDY``. Code that needs a deeper name imports it from the
     module (``from toymech.studies.birth.measure import x``)."""
     package = _package(name)
     notebook = ROOT / STUDIES.get(name, "toymech/studies/_template/notebook.ipynb")

@@ -126,7 +126,7 @@ class Study(abc.ABC):
                             settings name, the report's cost and the calibration seeds
     ``notebook``            the path of its notebook
     ``own_options``         the notebook options ``validate`` takes besides ``COMMON_OPTIONS``
-                            (checked by ``check_options``)
+                            (checked by ``check_own_options``)
     ``optional_run_names``  the optional comparisons a notebook's ``also`` may name
     ``llc_on_sizes``        where ``optional_run_names`` has ``"llc"``: size -> whether the
                             learning-coefficient curve runs without being asked
@@ -149,7 +149,7 @@ class Study(abc.ABC):
       ``describe(size, seed, device, *, n_seeds, **own options)`` (a study's method may add
       keyword-only options with defaults: ``probe_data(..., eval_n=None)``);
     * with a default a study may override: ``knob_runs(size)`` (the runs a knob is judged by),
-      ``check_knobs(experiment, values)``, ``check_options(size, seed, **own options)``,
+      ``check_knobs(experiment, values)``, ``check_own_options(size, seed, **own options)``,
       ``dynamics_patterns(model, data)``; for a map, ``map_row(run, size, seed)`` (a study
       "maps" when it overrides it: ``maps``), ``map_check(size)``, ``map_panel(sizes)``,
       ``map_evidence(table)``;
@@ -290,7 +290,7 @@ class Study(abc.ABC):
         """The study's own bounds on ``experiment`` built with the knob ``values`` (a
         ValueError naming the knobs). Default: none."""
 
-    def check_options(self, size: Setting | str, seed: int, **options: Any) -> None:
+    def check_own_options(self, size: Setting | str, seed: int, **options: Any) -> None:
         """Check the study's own notebook ``options`` (``own_options``) at ``size`` and
         ``seed``: a ValueError naming the bad one. Default: a study without options."""
 
@@ -344,12 +344,12 @@ class Study(abc.ABC):
         CUDA, else MPS, else CPU), ``n_seeds`` (None: the size's), ``cache_dir`` (the zoo;
         None: ``$TOYMECH_CACHE``), ``threads`` (torch threads; None: the automatic share of
         the free cores), ``also`` (optional comparisons of ``optional_run_names``) and the
-        study's own ``options`` (``own_options``, ``check_options``). Returns the device."""
+        study's own ``options`` (``own_options``, ``check_own_options``). Returns the device."""
         dev = validate_run(size, seed, device, n_seeds, cache_dir, threads)
         for key in options:
             check(key in self.own_options, "option", key,
                   f"one of {', '.join(sorted(self.notebook_options))}")
-        self.check_options(size, seed, **options)
+        self.check_own_options(size, seed, **options)
         self.optional_runs(also)
         return dev
 

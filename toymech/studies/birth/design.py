@@ -371,7 +371,7 @@ EXPERIMENTS = {name: Named(name, description, _maker(name, kwargs), "birth")
 # paper; ``also=("llc",)`` at default).
 OPTIONAL_RUNS = ("tied", "control", "extremes", "optimizers", "llc")
 LLC_ON = {"smoke": True, "default": False, "paper": True}
-# The notebook's options besides the common ones (``check_options``).
+# The notebook's options besides the common ones (``check_own_options``).
 OPTIONS = frozenset({"trigger_mode", "n_triggers", "sweep_ks", "sweep_steps"})
 
 
@@ -381,9 +381,9 @@ def experiments(size: Setting | str, seeds) -> list[Experiment]:
     return [experiment(size, s) for s in seeds]
 
 
-def check_options(size: Setting | str, seed: int, *, trigger_mode: str = "fixed",
-                  n_triggers: int = 3, sweep_ks: Any = None, sweep_steps: int | None = None
-                  ) -> None:
+def check_own_options(size: Setting | str, seed: int, *, trigger_mode: str = "fixed",
+                      n_triggers: int = 3, sweep_ks: Any = None, sweep_steps: int | None = None
+                      ) -> None:
     """Check the notebook's own options (a ValueError names the bad one): ``trigger_mode`` and
     ``n_triggers`` (the main run's triggers at ``size``, seed ``seed``), ``sweep_ks`` and
     ``sweep_steps`` (the trigger sweep's K values and steps; None: the size's)."""

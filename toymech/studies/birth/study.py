@@ -45,8 +45,8 @@ class BirthStudy(Study):
     def knob_runs(self, size: Setting | str) -> list[Experiment]:
         return design.every_run(size)
 
-    def check_options(self, size: Setting | str, seed: int, **options: Any) -> None:
-        design.check_options(size, seed, **options)
+    def check_own_options(self, size: Setting | str, seed: int, **options: Any) -> None:
+        design.check_own_options(size, seed, **options)
 
     def eval_sets(self, task: Task, size: Setting | str, seed: int,
                   device: str | torch.device = "cpu", **options: Any) -> dict[str, Batch]:
