@@ -388,7 +388,7 @@ def test_every_view_counts_each_state_of_run_alike(tmp_path):
             for b, runs in (("6", fixed), ("4-8", varied))
             for s, (status, label, state) in zip(range(3, 9), runs)]
     table = pd.DataFrame(rows)
-    without = "1 failed, 1 diverged, 1 not measured, 1 still learning, 1 untrained"
+    without = "1 failed, 1 diverged, 1 not measured, 1 untrained, 1 still learning"
     groups = {c.knobs["block_len"]: c for c in cell_groups(table)}
     assert (groups["6"].n, groups["6"].held("position")) == (6, 1)
     assert (groups["4-8"].n, groups["4-8"].held("content")) == (5, 3)

@@ -122,11 +122,9 @@ class Cell:
 
     def states(self) -> dict[str, int]:
         """{state: runs} of the runs that carry no label (failed, diverged, not measured, the
-        studies' and the map's states), the states in their one order (``states.STATES``)
-        after the sweep's."""
-        counts = self.runs["state"][self.runs["state"] != MEASURED].value_counts(sort=False)
-        rank = {s: i for i, s in enumerate(STATES)}
-        return {s: int(counts[s]) for s in sorted(counts.index, key=lambda s: rank.get(s, -1))}
+        studies' and the map's states), in the order they first appear."""
+        return {s: int(n) for s, n in self.runs["state"][self.runs["state"] != MEASURED]
+                .value_counts(sort=False).items()}
 
     def states_text(self) -> str:
         """The runs without a label in words: ``1 failed, 2 diverged`` (empty where none)."""

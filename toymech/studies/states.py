@@ -25,8 +25,8 @@ UNDECIDED = "undecided"
 BUDGET_EXHAUSTED = "budget exhausted"
 BEYOND = "beyond_baseline"
 
-# Every state a study or a map writes, in the order ``state_of`` decides them (the page lists a
-# cell's states in this order too): the learning states before the level, the label last.
+# Every state a study or a map writes, in the order ``state_of`` decides them: the learning
+# states before the level, the label last.
 STATES = (STILL_LEARNING, BUDGET_EXHAUSTED, UNTRAINED, UNDECIDED, LEARNED)
 
 
