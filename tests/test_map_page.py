@@ -21,7 +21,8 @@ from toymech.report import external_loads
 from toymech.maps.page import MapPage, build_map_report, map_block, open_line
 from toymech.analysis.exact import interval_text
 from toymech.studies.induction.predictions import KAWATA, KAWATA_SOURCE
-from toymech.studies.predictions import AGAINST_VERDICT, CONSISTENT, UNDECIDED, UNJUDGED, MapPrediction
+from toymech.studies.predictions import (AGAINST_VERDICT, CONSISTENT, UNDECIDED, UNJUDGED,
+                                        MapPrediction)
 
 CELLS = [("6", "0"), ("6", "0-3"), ("4-8", "0"), ("4-8", "0-3")]
 # per cell: the labels of seeds 3, 4, 5 and their test losses

@@ -187,8 +187,10 @@ def still_learning(steps: Sequence[float], losses: Sequence[float],
     (``STILL_LEARNING_SLOPE``)."""
     s = np.asarray(steps, dtype=float)
     v = np.asarray(losses, dtype=float)
-    check(s.ndim == 1 and s.shape == v.shape, "losses", len(v), f"one loss per step ({len(s)} steps)")
-    check(len(s) == 0 or bool(np.all(np.diff(s) > 0)), "steps", list(s)[:8], "strictly increasing steps")
+    check(s.ndim == 1 and s.shape == v.shape, "losses", len(v),
+          f"one loss per step ({len(s)} steps)")
+    check(len(s) == 0 or bool(np.all(np.diff(s) > 0)), "steps", list(s)[:8],
+          "strictly increasing steps")
     check(bool(np.all(np.isfinite(v))), "losses", "a non-finite value", "finite numbers")
     check(isinstance(window, int) and not isinstance(window, bool) and window >= 1, "window",
           window, "a whole number of steps >= 1")

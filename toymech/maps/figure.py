@@ -11,12 +11,11 @@ of a run without one).
 Two or more dimensions: the phase diagram, a heatmap over the first two, each cell coloured by
 its phase (one colour per label, the states in greys and warm tones, named on the colour bar;
 text: the median number, "held of runs" with the exact 95 % interval of that share and the runs
-without a label), one panel per value of
-the others. A frame without ``phase`` (a table written before the states) is coloured by the
-share of seeds with the label. One dimension: the share as a curve over it with its exact 95 % interval
-as error bars (the frame's ``low`` and ``high``), each point's text the same, each point's phase
-on hover. The source's setting, where the map has its value, is
-outlined in red (a star on a curve).
+without a label), one panel per value of the others. A frame without ``phase`` (a table written
+before the states) is coloured by the share of seeds with the label. One dimension: the share as
+a curve over it with its exact 95 % interval as error bars (the frame's ``low`` and ``high``),
+each point's text the same, each point's phase on hover. The source's setting, where the map has
+its value, is outlined in red (a star on a curve).
 """
 
 from __future__ import annotations

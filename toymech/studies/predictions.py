@@ -168,7 +168,8 @@ class MapPrediction:
         for name in ("name", "statement", "source"):
             value = getattr(self, name)
             check(isinstance(value, str) and value.strip() != "", name, value, "a non-empty string")
-        check(callable(self.rule), "rule", self.rule, "a function of a map's cells returning a Judgement")
+        check(callable(self.rule), "rule", self.rule,
+              "a function of a map's cells returning a Judgement")
         check(isinstance(self.not_computed, str) and self.not_computed.strip() != "",
               "not_computed", self.not_computed,
               "a non-empty string: what of the source's result the rule does not compute")
