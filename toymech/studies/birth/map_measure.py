@@ -67,6 +67,9 @@ from .measure import bigram_baseline, eval_sets
 MEMORIES = ("W_O2", "W_K2", "W_K1")
 UNTRAINED_MARGIN = MARGIN  # accuracy points beyond the best baseline (module docstring)
 STILL_LEARNING_KEY = "eval_loss"  # the logged loss the still-learning rule reads
+# The study's runs are shorter than the generic 1,000-step window (400 steps at default): its
+# window, fixed once for every run it judges (the tolerance per 1,000 steps is the generic one)
+STILL_LEARNING_WINDOW = 200
 # what each probe reads through: {memory: {matrix: parameter names}}
 THROUGH = {"W_K2": {"W_E": ("embed.W_E",), "OV¹": ("blocks.0.attn.W_V", "blocks.0.attn.W_O")},
            "W_O2": {"W_E": ("embed.W_E",), "W_U": ("unembed.W_U",)},
@@ -163,7 +166,7 @@ def _still(history: Sequence[Mapping[str, float]] | None) -> bool | None:
     if not history:
         return None
     try:
-        return history_still_learning(history, STILL_LEARNING_KEY)
+        return history_still_learning(history, STILL_LEARNING_KEY, STILL_LEARNING_WINDOW)
     except ValueError:  # a non-finite loss: a diverged run, which the sweep calls so
         return None
 
