@@ -144,7 +144,7 @@ def test_behavioural_evaluation():
         analysis.head_ablation_hooks([(2, 0)], 2, 4)
 
 
-# --- recall margins and subspace overlap (Birth) ---------------------------------------------------
+# --- recall margins and subspace overlap (Birth) ------------------------------------------------
 def test_recall_margin_on_hand_built_scores():
     from toymech.analysis import probes
 
@@ -196,7 +196,8 @@ def test_memory_reading_puts_a_memory_between_the_null_and_the_construction():
     with torch.no_grad():  # write the construction into the model: it is its own reference
         model.blocks[1].attn.W_O.copy_(built["W_O2 (output copy)"][None])
     read = probes.memory_reading(model, pi_b=exp.task.pi_b, triggers=exp.task.fixed_triggers)
-    assert read["W_O2"]["share"] == pytest.approx(1.0) and read["W_O2"]["cosine"] == pytest.approx(1.0)
+    assert read["W_O2"]["share"] == pytest.approx(1.0)
+    assert read["W_O2"]["cosine"] == pytest.approx(1.0)
     for m in ("W_K1", "W_K2"):  # random memories: near the null, unrelated to the construction
         assert abs(read[m]["share"]) < 0.25 and abs(read[m]["cosine"]) < 0.05
         assert read[m]["built"] > 3.0 > -1.0 > read[m]["null"]

@@ -112,10 +112,10 @@ def arm_table(table: pd.DataFrame) -> pd.DataFrame:
     """One row per arm (cell) of the design map's ``table``: its knobs, its runs' states, the
     steps each run trained (where every row says them), the matrices it trained, the seeds with
     the in-context head (of every run), and over its measured runs the in-context accuracy, its
-    gap to the best predictor without the mechanism and that predictor's accuracy (the null
-    family's best), per memory the recall margin's share of the way to the construction and the
-    cosine with it (each "own matrices / initial matrices"), and the W_E / W_pos overlap with
-    its random-subspace null."""
+    gap to the best predictor without the mechanism (``beyond_baseline``, as the row measured it)
+    and the null family's best accuracy, the argmax recall probes (which stop at 1.00), per memory
+    the recall margin's share of the way to the construction and the cosine with it (each "own
+    matrices / initial matrices"), and the W_E / W_pos overlap with its random-subspace null."""
     check(isinstance(table, pd.DataFrame) and "state" in table, "table", type(table).__name__,
           "a Birth map table with a state column (map_measure.map_row)")
     rows = []
@@ -129,8 +129,10 @@ def arm_table(table: pd.DataFrame) -> pd.DataFrame:
             row["steps"] = ", ".join(str(int(float(s))) for s in runs["steps"])
         row = {**row, "trained": _trained(ok), "in-context head": f"{head} of {len(runs)}",
                "in-context acc": _span(_col(ok, "icl_acc")),
-               "beyond best null": _span(_col(ok, "beyond_baseline")),
-               "best null": _span(_col(ok, "null.icl_acc"))}
+               "beyond baseline": _span(_col(ok, "beyond_baseline")),
+               "best null": _span(_col(ok, "null.icl_acc")),
+               "argmax recall W_K¹; W_K²; W_O²": "; ".join(
+                   _span(_col(ok, f"probe.{m}.final")) for m in PROBED)}
         for m in PROBED:
             row[f"{SUB[m]} margin share (own / initial)"] = (
                 f"{_span(_col(ok, f'share.{m}'))} / {_span(_col(ok, f'share.{m}.init_parts'))}")
@@ -348,5 +350,6 @@ def design_answer(table: pd.DataFrame, calibration: pd.DataFrame | None = None) 
     return " ".join(parts)
 
 
-__all__ = ["MEASURES", "MEASURES_SAID", "REVIEWER", "VERDICTS", "arm_markdown", "arm_table", "compare",
-           "design_answer", "own_lrs", "reviewer_comparisons", "reviewer_headline", "verdict"]
+__all__ = ["MEASURES", "MEASURES_SAID", "REVIEWER", "VERDICTS", "arm_markdown", "arm_table",
+           "compare", "design_answer", "own_lrs", "reviewer_comparisons", "reviewer_headline",
+           "verdict"]

@@ -36,12 +36,12 @@ to the construction, cosines with it, read through the run's own and its initial
 overlap of the token and position embeddings; the exact lists of matrices trained and frozen)
 are what the design map's comparisons read (``design_map``); the label does not.
 
-The argmax probes and what they cover (columns, per row): the W_K² probe reads the triggers only when
-the triggers are fixed (``probe.W_K2.reads``: 3 tokens of 65 at K = 3, so one trigger is a third
-of its range) and every token otherwise; W_O² every token; W_K¹ every position. Each reads
-through matrices the run may have trained (``probes.through``): W_K² through W_E and OV¹
-(layer 0's W_V W_O), W_O² through W_E and W_U, W_K¹ through W_pos. ``probe.<m>.recalled`` is how
-many of the tokens (positions) it reads are recalled at the end.
+The argmax probes and what they cover (columns, per row): the W_K² probe reads the triggers
+only when the triggers are fixed (``probe.W_K2.reads``: 3 tokens of 65 at K = 3, so one trigger
+is a third of its range) and every token otherwise; W_O² every token; W_K¹ every position. Each
+reads through matrices the run may have trained (``probes.through``): W_K² through W_E and OV¹
+(layer 0's W_V W_O), W_O² through W_E and W_U, W_K¹ through W_pos. ``probe.<m>.recalled`` is
+how many of the tokens (positions) it reads are recalled at the end.
 """
 
 from __future__ import annotations

@@ -32,8 +32,10 @@ random positions), so no copier by absolute position is listed.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -143,7 +145,7 @@ def _key(metrics: dict[str, float]) -> float:
     """What a member is ranked by: in-context accuracy, or accuracy where the set has no
     in-context target (a plain bigram chain)."""
     icl = metrics["icl_acc"]
-    return icl if icl == icl else metrics["acc"]
+    return metrics["acc"] if math.isnan(icl) else icl
 
 
 @torch.no_grad()
@@ -171,5 +173,5 @@ def best_null(task: BigramTriggers, batch: Batch) -> dict[str, Any]:
     return {**top, "member": top["member"] + (f" ({top['param']})" if top["param"] else "")}
 
 
-__all__ = ["COPY_BACK", "NULL_FAMILY", "NullMember", "RECENCY", "best_null", "copy_back",
+__all__ = ["COPY_BACK", "NULL_FAMILY", "RECENCY", "NullMember", "best_null", "copy_back",
            "member_scores", "recency_cache"]

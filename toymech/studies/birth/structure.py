@@ -23,13 +23,15 @@ each in three readings, so that two arms are compared through the same matrices:
 W_F keeps its KL probe (``kl.W_F``, through the own parts) and gets its cosine. Beside them, the
 **overlap** of the token embeddings' and the positions' top directions (``overlap_k``: half
 the width; ``analysis.subspace_overlap``, its random-subspace null k/d in ``overlap.null``), at
-the end and at init, and the exact list of matrices the run trained and kept frozen (``trained_lists``).
+the end and at init, and the exact list of matrices the run trained and kept frozen
+(``trained_lists``).
 """
 
 from __future__ import annotations
 
 import fnmatch
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from transformer_lens import HookedTransformer
@@ -70,7 +72,7 @@ def _order(param: str) -> tuple:
     the unembedding (the order the residual stream meets them)."""
     parts = param.split(".")
     if parts[0] == "blocks":
-        return (1, int(parts[1]), "W_Q W_K W_V W_O W_F".split().index(parts[-1])
+        return (1, int(parts[1]), ["W_Q", "W_K", "W_V", "W_O", "W_F"].index(parts[-1])
                 if parts[-1] in ("W_Q", "W_K", "W_V", "W_O", "W_F") else 9)
     return ({"embed": 0, "pos_embed": 0, "unembed": 2}.get(parts[0], 3),
             0 if parts[0] == "embed" else 1, 0)
