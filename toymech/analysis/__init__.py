@@ -22,7 +22,8 @@ from .patching import (Patched, composition_paths, downstream, logit_diff, patch
                        target_logprob)
 from .patterns import (DETECTORS, attention_patterns, detection_patterns, head_pattern_scores,
                        pattern_scores)
-from .subspace import BASES, concentration, explained_variance, hidden_states
+from .subspace import (BASES, concentration, explained_variance, hidden_states, overlap_null,
+                       subspace_overlap)
 
 __all__ = [
     "BASES", "COMPOSITION_MODES", "DETECTORS", "LLCCurve", "Patched", "SGLDSettings",
@@ -31,8 +32,10 @@ __all__ = [
     "detection_patterns", "direct_path", "direct_path_copy_score", "downstream", "eigenvalues",
     "estimate_llc", "explained_variance", "formation_order", "full_ov_circuits",
     "head_ablation_hooks", "head_label", "head_labels", "head_pattern_scores", "hidden_states",
-    "llc", "llc_through_training", "logit_diff", "order_agreement", "ov_copy_scores",
+    "llc", "llc_through_training", "logit_diff", "order_agreement", "overlap_null",
+    "ov_copy_scores",
     "patch_heads", "patch_inputs", "patch_layers", "path_patch", "patching", "pattern_scores",
     "per_position_loss", "position_copy_loss", "probes", "scored_loss", "set_losses", "spread", "stage_boundaries",
+    "subspace_overlap",
     "target_logprob", "task_llc", "transition_step", "transitions", "transitions_over_seeds",
 ]
