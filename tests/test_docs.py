@@ -159,6 +159,37 @@ def test_the_readme_example_runs_and_ends_with_a_figure(tmp_path):
     assert done.returncode == 0, done.stderr[-4000:]
 
 
+def test_the_readme_example_trains_on_the_thread_policys_threads(tmp_path):
+    """The README's example, run as plain Python (no command line, no notebook, no thread
+    setting in the environment), trains on the threads the package's policy chooses, as
+    ``toymech train`` would: here one core more than torch starts with, on a machine made quiet
+    (the policy's load readings replaced), so torch's own count cannot pass for it."""
+    blocks = python_blocks(README.read_text(encoding="utf-8"))
+    prelude = "\n".join([
+        "import torch",
+        "from toymech import devices",
+        "from toymech.training import loop",
+        "START = torch.get_num_threads()",
+        "devices.usable_cores = lambda: START + 1",
+        "devices.busy_elsewhere = lambda own_threads=0.0: (0.0, 'quiet (test)')",
+        "devices.claimed_by_others = lambda: 0",
+        "SEEN, _update = [], loop._update",
+        "loop._update = lambda lp, step: (SEEN.append(torch.get_num_threads()), _update(lp, step))[1]",
+    ])
+    check = "\nassert SEEN and set(SEEN) == {START + 1}, (START, sorted(set(SEEN)))\n"
+    path = tmp_path / "example.py"
+    path.write_text(prelude + "\n" + at_smoke(blocks) + check)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TOYMECH_THREADS", "TOYMECH_THREADS_AUTO", "OMP_NUM_THREADS",
+                        "MKL_NUM_THREADS")}
+    env.update(TOYMECH_CACHE=str(tmp_path / "zoo"),
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "[toymech] torch CPU threads:" in done.stdout  # the choice is said, as the CLI says it
+
+
 def test_the_readme_is_a_first_screen():
     text = README.read_text(encoding="utf-8")
     assert len(text.splitlines()) < 150

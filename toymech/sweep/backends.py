@@ -18,9 +18,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-import torch
-
 from ..core import check, check_float, check_int
+from ..devices import apply_threads
 from ..training import Experiment, TrainingDiverged
 from ..zoo import Zoo, ZooEntry
 
@@ -68,8 +67,8 @@ def run_job(exp_dicts: list[dict[str, Any]], cache_dir: str, device: str, tag: s
     ``Exception``."""
     started = time.perf_counter()
     try:
-        if threads is not None:
-            torch.set_num_threads(threads)
+        if threads is not None:  # explicit: the library's thread policy keeps it
+            apply_threads(threads, log=None)
         exps = [Experiment.from_dict(d) for d in exp_dicts]
         zoo = Zoo(cache_dir, lock_timeout=lock_timeout)
         make = resolve_callbacks(callbacks)
