@@ -146,6 +146,32 @@ def test_getting_started_runs(tmp_path):
     assert (tmp_path / "zoo" / "maps" / "first-map.csv").is_file()
 
 
+def test_your_own_task_guide_runs(tmp_path):
+    """``docs/own-task.md``: its module block is saved as the file it names, its command lines
+    run (at ``smoke``) in that folder, then its other Python blocks run as one script there."""
+    text = (DOCS / "own-task.md").read_text(encoding="utf-8")
+    blocks = python_blocks(text)
+    files = [b for b in blocks if re.match(r"# [\w.]+\.py\n", b)]
+    assert [b.split("\n", 1)[0] for b in files] == ["# my_tasks.py"]
+    (tmp_path / "my_tasks.py").write_text(files[0].split("\n", 1)[1])
+    commands = [line.split("#")[0].strip() for b in re.findall(r"^```bash\n(.*?)^```", text,
+                                                                re.M | re.S)
+                for line in b.splitlines() if line.startswith("PYTHONPATH=. toymech ")]
+    assert len(commands) >= 2 and any(" train " in c for c in commands)
+    env = {**os.environ, "TOYMECH_CACHE": str(tmp_path / "zoo"), "TOYMECH_THREADS": "1",
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    for command in commands:
+        command = command.replace("PYTHONPATH=. ", f"PYTHONPATH=.{os.pathsep}$PYTHONPATH ")
+        done = subprocess.run(command.replace("--size default", "--size smoke"), shell=True,
+                              cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, (command, done.stderr[-2000:])
+        assert "reverse_letters" in done.stdout, (command, done.stdout[-2000:])
+    done = _run_script(at_smoke([b for b in blocks if b not in files]), tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (tmp_path / "zoo" / "sweeps" / "reverse-depth-width.csv").is_file()
+
+
 def test_the_readme_example_runs_and_ends_with_a_figure(tmp_path):
     blocks = python_blocks(README.read_text(encoding="utf-8"))
     assert len(blocks) == 1

@@ -246,10 +246,95 @@ class StudiesApi(Directive):
         return node.children
 
 
+class CommandLine(Directive):
+    """``toymech-cli``: the command-line reference, read from the ``toymech`` parser
+    (``toymech.cli.parser.build_parser``) when the site is built: the program's own options,
+    then every subcommand (and ``zoo``'s actions) as a section of its own (anchor
+    ``toymech-<command>``) with its description, its usage and each argument with its help,
+    choices and default. A new option is in the reference without an edit here."""
+
+    WIDTH = 92  # the usage lines' width, whatever the terminal that builds the site
+
+    def run(self):
+        from toymech.cli.parser import build_parser
+
+        parser = build_parser()
+        return self._section(parser, "toymech", top=True)
+
+    def _section(self, parser, prog: str, top: bool = False) -> list:
+        import argparse
+
+        section = nodes.section(ids=[nodes.make_id(prog)], names=[nodes.fully_normalize_name(prog)])
+        section += nodes.title(text=prog)
+        if parser.description:
+            section += self._paragraph(parser.description)
+        formatter = argparse.HelpFormatter(prog, width=self.WIDTH)
+        formatter.add_usage(parser.usage, parser._actions, parser._mutually_exclusive_groups)
+        section += nodes.literal_block(text=formatter.format_help().strip(), language="text")
+        items = nodes.definition_list(classes=["toymech-cli"])
+        subparsers = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                subparsers.append(action)
+                continue
+            if isinstance(action, argparse._HelpAction):
+                continue
+            items += self._item(formatter, action)
+        if len(items):
+            section += items
+        out = [section]
+        for action in subparsers:
+            helps = {a.dest: a.help for a in action._choices_actions}
+            if top:
+                section += nodes.paragraph(text="Commands: " + ", ".join(action.choices) + ".")
+            for name, sub in action.choices.items():
+                child = self._section(sub, f"{prog} {name}")
+                if not sub.description and helps.get(name):
+                    child[0].insert(1, self._paragraph(helps[name]))
+                section += child
+        return out
+
+    @staticmethod
+    def _item(formatter, action) -> nodes.definition_list_item:
+        import argparse
+
+        item = nodes.definition_list_item()
+        term = nodes.term()
+        term += nodes.literal(text=formatter._format_action_invocation(action))
+        item += term
+        text = action.help or ""
+        if action.choices and action.metavar is not None:  # else the invocation lists them
+            listed = ", ".join(map(str, action.choices))
+            if listed not in text:
+                text += f" (one of: {listed})"
+        quiet = (None, False, [], argparse.SUPPRESS)
+        if action.option_strings and action.default not in quiet and "default" not in text:
+            text += f" (default: {action.default})"
+        definition = nodes.definition()
+        definition += CommandLine._paragraph(text.strip() or "(no help text)")
+        item += definition
+        return item
+
+    # options, environment variables and quoted commands in a help text: set as code, so the
+    # site neither turns "--" into a dash nor quotes into curly ones
+    _CODE = re.compile(r"(?<![\w])(--?[A-Za-z][\w-]*|\$[A-Z_]+)|'(toymech [^']+)'")
+
+    @staticmethod
+    def _paragraph(text: str) -> nodes.paragraph:
+        para, at = nodes.paragraph(), 0
+        for m in CommandLine._CODE.finditer(text):
+            para += nodes.Text(text[at:m.start()])
+            para += nodes.literal(text=m.group(1) or m.group(2))
+            at = m.end()
+        para += nodes.Text(text[at:])
+        return para
+
+
 def setup(app):
     app.add_directive("toymech-knobs", KnobTable)
     app.add_directive("toymech-api", ModuleApi)
     app.add_directive("toymech-studies", StudiesApi)
+    app.add_directive("toymech-cli", CommandLine)
     app.connect("env-check-consistency", check_surface)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
