@@ -65,8 +65,54 @@ def test_the_site_builds_strictly_with_every_page(site):
     for name in ["index", "getting-started", "variants", "maps", "zoo", "sweeps",
                  "through-training", "explorer", "claims", "threads", "offline", "notebooks",
                  "results", "benchmarks", "sources", "calibration", "api/index", "api/analysis",
-                 "studies/induction", "studies/birth", "studies/random-transformers"]:
+                 "studies/induction", "studies/birth", "studies/random-transformers", "cli",
+                 "own-task", "api/models", "api/core", "api/sweep", "api/report", "api/plugins"]:
         assert name in pages, name
+
+
+@ON_ONE_WORKER
+def test_the_command_line_reference_has_every_subcommand_and_option(site):
+    """``docs/cli.md`` is generated from the parser: each subcommand has its section (anchor
+    ``toymech-<command>``) with its description, and every option and positional argument is
+    listed with its help text."""
+    import argparse
+    import html as html_module
+
+    from toymech.cli.parser import build_parser
+
+    page = (site / "cli.html").read_text(encoding="utf-8")
+    text = html_module.unescape(re.sub(r"<[^>]+>", "", page))
+    text = " ".join(text.split())
+
+    def walk(parser, prog):
+        assert f'id="{prog.replace(" ", "-")}"' in page, prog
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, f"{prog} {name}")
+            elif not isinstance(action, argparse._HelpAction):
+                shown = action.option_strings[-1] if action.option_strings else action.dest
+                assert shown in text, (prog, shown)
+                words = " ".join((action.help or "").split())[:40].replace("'", "")
+                assert words.split("(")[0].strip()[:25] in text.replace("'", ""), (prog, words)
+
+    walk(build_parser(), "toymech")
+
+
+def test_every_api_pages_example_runs(tmp_path):
+    """Each API page opens with an example; run at ``smoke`` (its size line, where it has one),
+    every page's blocks in one script, in a folder of its own."""
+    scripts = []
+    for page in sorted((DOCS / "api").glob("*.md")):
+        blocks = python_blocks(page.read_text(encoding="utf-8"))
+        if page.name != "index.md":
+            assert blocks, f"{page.name} has no example"
+        scripts += ["\n".join(blocks).replace(SIZE_LINE, 'size = "smoke"')]
+    script = "\n".join(f"def page_{i}():\n" + "\n".join("    " + line for line in s.splitlines())
+                       + f"\n\npage_{i}()\n" for i, s in enumerate(scripts) if s.strip())
+    done = _run_script(script, tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (tmp_path / "my-reports" / "mine.html").is_file()
 
 
 def test_every_registered_study_has_its_page():

@@ -92,7 +92,8 @@ def process_alive(pid: int, host: str | None = HOST) -> bool | None:
 
 
 def make_generator(seed: int, device: torch.device) -> torch.Generator:
-    """A generator that lives on ``device``, so batches are drawn where they are used."""
+    """A generator seeded with ``seed`` that lives on ``device``, so batches are drawn where
+    they are used."""
     return torch.Generator(device=device).manual_seed(int(seed))
 
 

@@ -185,19 +185,29 @@ def build_reports(
     (``<name>``: the notebook's stem; a variant's report adds its knobs, ``report_name``, so it
     never replaces the plain report of the same notebook).
 
-    ``size`` (smoke, default or paper), ``device``, ``seed``, ``n_seeds`` (how many seeds the
-    claims run over, an integer >= 1, injected as the notebook's ``n_seeds`` or ``seeds``
-    parameter; None: the notebook's own default) and ``extra_parameters`` are injected into each notebook's cell tagged ``parameters``; all notebooks and arguments are
-    checked before any runs (``ValueError`` naming the problem). ``code=True`` keeps the code in
-    the pages (for authors); by default they are written for readers (``toymech.report.reader_page``).
-    ``kernel_name="python3"`` runs the notebooks in this Python environment. ``on_start(i,
-    path)`` / ``on_done(i, entry)`` report progress; ``progress`` (a ``LiveProgress``, or any object
-    with its ``start(i, previous, live_dir=...)``, ``cell``, ``done`` and ``close``) hears every
-    cell as it starts. Returns one entry per notebook, in order; a failed notebook has
+    The run's parameters are injected into each notebook's cell tagged ``parameters``; all
+    notebooks and arguments are checked before any runs (``ValueError`` naming the problem).
+    Returns one entry per notebook, in order; a failed notebook has
     ``entry.status == "failed"``.
 
-    ``jobs > 1`` executes that many notebooks at once, each kernel limited to its share of the
-    free cores (see ``_kernel_threads``) so they share the cores instead of fighting over them.
+    ``notebooks``: a notebook path or a list of them. ``out_dir``: the reports' folder (its
+    ``index.html`` lists them). ``size``: smoke, default or paper. ``device``: where models
+    train (``"auto"``: CUDA, else MPS, else CPU). ``seed``: the first seed. ``extra_parameters``:
+    any other notebook parameter, e.g. ``{"variant": {"block_len": "4-8"}}``. ``n_seeds``: how
+    many seeds the claims run over, an integer >= 1, injected as the notebook's ``n_seeds``
+    parameter (None: the notebook's own default). ``code``: keep the code in the pages (for
+    authors); by default they are written for readers (``toymech.report.reader_page``).
+    ``kernel_name``: the Jupyter kernel (``"python3"``: this Python environment). ``trust``:
+    sign the executed notebooks so JupyterLab runs their views' scripts. ``on_start``: called
+    as ``on_start(i, path)`` when notebook i starts. ``on_done``: called as
+    ``on_done(i, entry)`` when it is done. ``progress``: a ``LiveProgress``, or any object with
+    its ``start(i, previous, live_dir=...)``, ``cell``, ``done`` and ``close``, that hears every
+    cell as it starts. ``jobs``: notebooks executed at once, each kernel limited to its share
+    of the free cores (see ``_kernel_threads``) so they share the cores instead of fighting over
+    them. ``command``: the command line that asked for the run, shown on each page.
+
+    Example: ``build_reports(["notebooks/01_induction_repeated_blocks.ipynb"], "reports",
+    size="smoke")``.
     """
     jobs = check_int("jobs", jobs, 1, 256)
     code = check_bool("code", code)
