@@ -82,7 +82,7 @@ def test_the_command_line_reference_has_every_subcommand_and_option(site):
 
     page = (site / "cli.html").read_text(encoding="utf-8")
     text = html_module.unescape(re.sub(r"<[^>]+>", "", page))
-    text = " ".join(text.split())
+    text = re.sub(r"['\u2018\u2019\u201c\u201d\"]", "", " ".join(text.split()))
 
     def walk(parser, prog):
         assert f'id="{prog.replace(" ", "-")}"' in page, prog
@@ -93,8 +93,8 @@ def test_the_command_line_reference_has_every_subcommand_and_option(site):
             elif not isinstance(action, argparse._HelpAction):
                 shown = action.option_strings[-1] if action.option_strings else action.dest
                 assert shown in text, (prog, shown)
-                words = " ".join((action.help or "").split())[:40].replace("'", "")
-                assert words.split("(")[0].strip()[:25] in text.replace("'", ""), (prog, words)
+                words = re.sub(r"['\"]", "", " ".join((action.help or "").split()))
+                assert words.split("(")[0].strip()[:25] in text, (prog, words)
 
     walk(build_parser(), "toymech")
 
@@ -182,6 +182,28 @@ def test_the_surface_check_can_fail():
         f"bare: the docstring does not name the parameter {p!r}" for p in ("a", "b")]]
     assert toymech_docs.problems("told", told) == []
     assert toymech_docs.problems("half", half) == ["half: the docstring does not name the parameter 'b'"]
+
+
+def test_parameters_are_described_in_the_parameter_list():
+    """``param_fields``: a docstring's labelled clauses (``name``: text) move into ``:param:``
+    fields, a parameter only mentioned gets the sentence that mentions it, a literal block is
+    kept as it is."""
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import toymech_docs
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    doc = ["Train ``model`` on the task. ``steps``: how many steps (at least 1); ``log``: a",
+           "print-like function (None: quiet). Returns the history.", "", "Example::", "",
+           "    train(model, steps=3)"]
+    assert toymech_docs.param_fields(doc, ["model", "steps", "log"]) == [
+        "Train ``model`` on the task. Returns the history.", "", "Example::", "",
+        "    train(model, steps=3)", "",
+        ":param model: Train ``model`` on the task",
+        ":param steps: how many steps (at least 1)",
+        ":param log: a print-like function (None: quiet)"]
+    ready = ["Add.", "", ":param a: one number"]
+    assert toymech_docs.param_fields(ready, ["a"]) == ready  # fields given: kept as they are
 
 
 def test_getting_started_runs(tmp_path):
