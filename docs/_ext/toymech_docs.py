@@ -399,6 +399,39 @@ class StudiesApi(Directive):
         return node.children
 
 
+class CostTable(Directive):
+    """``toymech-costs``: the cost table shipped with the package
+    (``toymech/data/report_costs.json``, what ``toymech report`` estimates a first run from), one
+    row per notebook and size: the wall time of its measured run and the machine that ran it
+    (its reference steps per second, the notebooks that ran at once and the free cores), so
+    every report timing on the site is read from the table, never typed."""
+
+    def run(self):
+        from toymech.display import duration_text
+        from toymech.models.reference import SHIPPED_STEPS_PER_S
+        from toymech.report.costs import shipped_costs
+
+        columns = [("notebook", 30), ("run", 16), ("wall time", 12), ("measured on", 42)]
+        table = nodes.table(classes=["toymech-costs"])
+        group = nodes.tgroup(cols=len(columns))
+        table += group
+        for _, width in columns:
+            group += nodes.colspec(colwidth=width)
+        head, body = nodes.thead(), nodes.tbody()
+        group += head
+        group += body
+        head += KnobTable._row([c for c, _ in columns], literal=())
+        for stem, runs in sorted(shipped_costs().items()):
+            for key, row in sorted(runs.items()):
+                step_s = row.get("reference_step_s") or 1.0 / SHIPPED_STEPS_PER_S
+                where = (f"a CPU at {1.0 / step_s:.1f} reference steps/s, "
+                         f"{row.get('jobs', 1)} notebook(s) at once on {row.get('cores', '?')} "
+                         "free cores, an empty zoo")
+                body += KnobTable._row([f"{stem}.ipynb", key.replace(",", ", "),
+                                        duration_text(row["total_s"]), where], literal=(0, 1))
+        return [table]
+
+
 class CommandLine(Directive):
     """``toymech-cli``: the command-line reference, read from the ``toymech`` parser
     (``toymech.cli.parser.build_parser``) when the site is built: the program's own options,
@@ -488,6 +521,7 @@ def setup(app):
     app.add_directive("toymech-api", ModuleApi)
     app.add_directive("toymech-studies", StudiesApi)
     app.add_directive("toymech-cli", CommandLine)
+    app.add_directive("toymech-costs", CostTable)
     app.connect("env-check-consistency", check_surface)
     app.connect("autodoc-process-docstring", _fields_hook)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
