@@ -136,8 +136,7 @@ class LocalRunner:
         self.queue.clear()
 
     def close(self) -> None:
-        """Release what the runner holds (its processes, a Ray it started)."""
-        pass
+        """Release what the runner holds (nothing: the jobs ran in this process)."""
 
 
 class PoolRunner:
