@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 project = "toymech"
 author = "the toymech authors"
 copyright = "toymech authors, MIT licence"
-extensions = ["myst_parser", "sphinx.ext.autodoc", "toymech_docs"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "toymech_docs"]
 
 source_suffix = {".md": "markdown"}
 root_doc = "index"
