@@ -130,26 +130,28 @@ def test_map_page_is_built_and_listed_in_the_index(tmp_path):
     assert "map-s1-demo.html" in (tmp_path / "reports" / "index.html").read_text()
 
 
-def test_results_record_lists_each_maps_finding_and_cells(tmp_path, capsys):
-    """``toymech results --maps ZOO``: one block per map table of the zoo (a sweep's
-    ``.runs.csv`` beside it is not one), with the map's finding and a row per cell."""
+def test_results_pages_list_each_maps_finding_and_cells(tmp_path, capsys):
+    """``toymech results --pages --maps DIR``: a section per map table of the folder (a sweep's
+    ``.runs.csv`` beside it is not one) on its study's page, with the map's finding, a row per
+    cell and its figure."""
     from toymech.cli import main
 
     folder = tmp_path / "zoo" / "maps"
     folder.mkdir(parents=True)
     _table().to_csv(folder / "s1-demo.csv", index=False)
     pd.DataFrame({"trial": [0]}).to_csv(folder / "s1-demo.runs.csv", index=False)
-    record = tmp_path / "results.md"
-    record.write_text("# Results\n\nA person's prose.\n")
-    assert main(["results", "--maps", str(tmp_path / "zoo"), "--into", str(record)]) == 0
-    text = record.read_text()
-    assert "A person's prose." in text and text.count("<!-- toymech-results map ") == 1
-    assert "<!-- toymech-results map s1-demo -->" in text
+    site = tmp_path / "site"
+    assert main(["results", "--pages", "--maps", str(folder), "--data", str(tmp_path / "none"),
+                 "--out", str(site)]) == 0
+    text = (site / "induction.md").read_text()
+    assert text.count("### Map `") == 1 and "### Map `s1-demo`" in text
     assert maps.finding(_table(), "content") in text
     assert "| 4-8 | 0 | 2 of 3 | 2 content, 1 position | 0.7 | no |" in text
     assert "| 6 | 0-3 | 0 of 3 | 3 neither | 3.1 | no |" in text
-    assert main(["results", "--maps", str(tmp_path / "nothing.csv"), "--into", str(record)]) != 0
-    assert "is not allowed: a map table" in capsys.readouterr().err  # the path may be shortened
+    assert (site / "figures" / "induction-map-s1-demo.json").is_file()
+    assert main(["results", "--pages", "--maps", str(tmp_path / "nothing"), "--data",
+                 str(tmp_path / "none"), "--out", str(tmp_path / "site2")]) != 0
+    assert "--maps=" in capsys.readouterr().err and not (tmp_path / "site2").exists()
 
 
 def test_study_3s_map_reads_its_accuracy_and_label():
@@ -374,13 +376,13 @@ def test_every_view_counts_each_state_of_run_alike(tmp_path):
     ((verdict, counts),) = page.predictions[["on our map", "counts"]].itertuples(index=False)
     assert verdict == UNJUDGED  # the fixed cell: 1 of its 6 runs learned, not most
     assert counts == f"not judged: most runs without a label in (block_len 6, offset 0) 5 of 6 ({without})."
-    # toymech results --maps: the same finding, cells and counts
+    # toymech results --pages: the same finding, cells and counts
     folder = tmp_path / "maps"
     folder.mkdir()
     table.to_csv(folder / "s1-states.csv", index=False)
-    record = tmp_path / "results.md"
-    assert main(["results", "--maps", str(folder), "--into", str(record)]) == 0
-    text = record.read_text()
+    assert main(["results", "--pages", "--maps", str(folder), "--data", str(tmp_path / "none"),
+                 "--out", str(tmp_path / "site")]) == 0
+    text = (tmp_path / "site" / "induction.md").read_text()
     assert MapPage.of(table).finding in text  # the study's own label, content
     assert f"| 6 | 0 | 0 of 6 ({without}) |" in text and "| 4-8 | 0 | 3 of 5 (1 untrained) |" in text
     assert counts in text
