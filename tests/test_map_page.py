@@ -17,9 +17,18 @@ import pytest
 from toymech import maps
 from toymech.maps.figure import SOURCE_NAME, map_figure
 from toymech.report import external_loads
-from toymech.maps.page import MapPage, build_map_report, map_block, open_line
+from toymech.maps.page import MapPage, build_map_report, open_line
 from toymech.studies.induction.predictions import KAWATA, KAWATA_SOURCE
 from toymech.studies.predictions import FAILS, HOLDS, UNJUDGED, MapPrediction
+
+def map_block(path: Path) -> tuple[str, str]:
+    """(the table's name, the results page of its study) generated from the table's folder
+    (``report.pages``: the map's section with its finding, cells and predictions)."""
+    from toymech.report.pages import build_pages
+
+    files = build_pages(data_dir=path.parent / "no-records", maps=path.parent)
+    return path.stem, files["induction.md"]
+
 
 CELLS = [("6", "0"), ("6", "0-3"), ("4-8", "0"), ("4-8", "0-3")]
 # per cell: the labels of seeds 3, 4, 5 and their test losses

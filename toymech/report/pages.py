@@ -11,7 +11,10 @@ Outputs, under ``docs/results/``:
   figure (the first map's phase diagram, ``maps.figure``), then per scorecard and map its
   figure, table, the command that rebuilds it with its measured cost, and its commit;
 * ``_<study>-finding.md``: the finding box the study's own page and the landing page include;
-* ``index.md``: each study's headline with a link to its page;
+* ``_<study>-rerun.md``: the commands that rebuild them, with what each cost when it ran (the
+  study's page includes it);
+* ``index.md``: each study's headline with a link to its page; ``_headlines.md`` the same with
+  the first study's figure, for the landing page;
 * ``figures/*.json``: the figures (plotly JSON), drawn on the site by the ``toymech-figure``
   directive with the site's one copy of plotly.js.
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +44,7 @@ from ..studies import protocol
 from .costs import shipped_costs
 from .results import DATA_DIR, markdown_table, read_data, scaled_comparison
 from .scorecards import verdict_counts, verdict_word
+from .snapshot import png_of
 
 OUT_DIR = "docs/results"
 MAPS_DIR = "docs/maps"
@@ -148,10 +153,9 @@ class MapResult:
     page: MapPage
     name: str  # the spec's name where the study declares it, else the table's stem
     command: str
+    cost: dict | None = None  # its measured cost (a record of kind "map"), where one was kept
 
-    @property
-    def anchor(self) -> str:
-        return slug(self.path.stem)
+    anchor: str = ""  # its label on the page: the name, or the stem where two share a name
 
 
 @dataclass
@@ -184,7 +188,10 @@ def collect(data_dir: str | Path = DATA_DIR, maps: str | Path | None = MAPS_DIR,
     ``maps`` (a folder, or None for none), each table checked as it is read."""
     records = read_data(data_dir) if Path(data_dir).is_dir() else []
     out = {name: StudyResults(protocol.study(name)) for name in protocol.STUDIES}
+    costs = {rec["map"]: rec for rec in records if rec["kind"] == "map"}
     for rec in records:
+        if rec["kind"] == "map":
+            continue
         name = rec.get("study")
         if name not in out:
             raise ValueError(f"results data {rec['file']!r} is not allowed: a record of a "
@@ -202,11 +209,16 @@ def collect(data_dir: str | Path = DATA_DIR, maps: str | Path | None = MAPS_DIR,
         page = MapPage.read(path)
         results = out[study_for(page.table).name]
         name = _map_name(path.stem, results.study.results_maps)
-        results.maps.append(MapResult(path, page, name, _spec_command(name, Path(specs))))
+        results.maps.append(MapResult(path, page, name, costs.get(path.stem, {}).get("command")
+                                      or _spec_command(name, Path(specs)), costs.get(path.stem)))
     for results in out.values():
         declared = list(results.study.results_maps)
         results.maps.sort(key=lambda m: (declared.index(m.name) if m.name in declared
                                          else len(declared), m.path.stem))
+        taken: set[str] = set()
+        for m in results.maps:
+            m.anchor = slug(m.name if m.name not in taken else m.path.stem)
+            taken.add(m.name)
         results.cards.sort(key=lambda r: _size_rank(r["size"]))
         results.variants.sort(key=lambda r: (_size_rank(r["size"]), _variant_text(r["variant"])))
     return list(out.values())
@@ -273,6 +285,7 @@ class Figures:
 
     def __init__(self) -> None:
         self.files: dict[str, str] = {}
+        self.headlines: dict[str, str] = {}  # study page name -> its headline figure's file
 
     def add(self, name: str, fig) -> str:
         """Keep ``fig`` as ``figures/<name>.json``; returns the directive that draws it."""
@@ -351,8 +364,21 @@ def _map_section(m: MapResult, results: StudyResults, figures: Figures) -> list[
                       "source's):", ""]
         lines += [f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. "
                   f"{_sentence(r['counts'])}" for _, r in page.predictions.iterrows()]
-    lines += ["", f"Rebuild: `{m.command}` (into a zoo; the table lands in `<zoo>/maps/`), then "
-                  f"copy the table into `{MAPS_DIR}/` and run `toymech results --pages`.", ""]
+    lines += ["", f"- rebuild: `{m.command}` (the table lands in `<zoo>/maps/`; copy it into "
+                  f"`{MAPS_DIR}/`, then `toymech results --pages`)"]
+    lines += _map_cost_lines(m)
+    return lines + [""]
+
+
+def _map_cost_lines(m: MapResult) -> list[str]:
+    if not m.cost:
+        return ["- measured: not recorded with the table"]
+    rec = m.cost
+    lines = [f"- measured: {cost_text(rec)}; machine: {machine_text(rec.get('machine'))}"
+             + (f"; commit `{rec['commit']}`" if rec.get("commit") else "")
+             + (f", {rec['date']}" if rec.get("date") else "")]
+    lines += [f"- {_sentence(rec['note'])}"] if rec.get("note") else []
+    lines += [f"- {_sentence(rec['converted'])}"] if rec.get("converted") else []
     return lines
 
 
@@ -389,7 +415,33 @@ def _finding_box(results: StudyResults, figures: Figures) -> str:
     if results.maps:
         lines += [figures.add(f"{name}-map-{results.maps[0].path.stem}",
                               results.maps[0].page.figure()), ""]
+        figures.headlines[name] = f"{slug(f'{name}-map-{results.maps[0].path.stem}')}.json"
     return "\n".join(lines)
+
+
+def _rerun_box(results: StudyResults) -> str:
+    """The commands that rebuild a study's results, each with what it cost when it was run."""
+    rows = []
+    for rec in [*results.cards, *results.variants]:
+        variant = _variant_text(rec.get("variant") or {})
+        what = f"the scorecard at `{rec['size']}`" + (f", variant {variant}" if variant else "")
+        estimate = shipped_cost(rec["notebook"], rec["size"]) if not variant else ""
+        rows.append([f"`{rec.get('command') or 'not recorded'}`", what,
+                     f"{cost_text(rec)} ({machine_text(rec.get('machine'))}, "
+                     f"{str(rec.get('date') or '')[:10]})"
+                     + (f"; from an empty zoo: {estimate}" if estimate else "")])
+    for m in results.maps:
+        cost = (f"{cost_text(m.cost)} ({machine_text(m.cost.get('machine'))}, "
+                f"{m.cost.get('date', '')})" if m.cost else "not recorded with the table")
+        rows.append([f"`{m.command}`", f"the map `{m.name}`", cost])
+    for rec in results.tables:
+        rows.append([f"`{rec.get('command') or 'not recorded'}`", rec["title"],
+                     f"{cost_text(rec)} ({machine_text(rec.get('machine'))})"])
+    body = (markdown_table(["command", "rebuilds", "what it cost when it ran"], rows) if rows
+            else ["Nothing recorded yet."])
+    return "\n".join([f"<!-- {GENERATED} -->", "", *body, "",
+                      "Each run's record, with its commit: [the results page]"
+                      f"(/results/{page_name(results.study)}.md).", ""])
 
 
 def study_page(results: StudyResults, figures: Figures) -> str:
@@ -433,6 +485,20 @@ def study_page(results: StudyResults, figures: Figures) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def headlines_box(all_results: list[StudyResults], figures: Figures) -> str:
+    """The landing page's part: each study's headline with a link to its page, and the first
+    study's headline figure."""
+    lines = [f"<!-- {GENERATED} -->", ""]
+    lines += [f"- {headline(r)} [Its results](/results/{page_name(r.study)}.md)."
+              for r in all_results]
+    first = next((r for r in all_results if r.maps), None)
+    if first is not None:
+        name = page_name(first.study)
+        lines += ["", figures.add(f"{name}-map-{first.maps[0].path.stem}",
+                                  first.maps[0].page.figure())]
+    return "\n".join(lines) + "\n"
+
+
 def index_page(all_results: list[StudyResults]) -> str:
     """The Markdown of the results index: each study's headline, linked."""
     lines = ["# Results", "", f"<!-- {GENERATED} -->", "",
@@ -450,22 +516,25 @@ def index_page(all_results: list[StudyResults]) -> str:
 
 
 def build_pages(data_dir: str | Path = DATA_DIR, maps: str | Path | None = MAPS_DIR,
-                specs: str | Path = SPECS_DIR) -> dict[str, str]:
-    """{path relative to the pages' folder: text} of every generated file (nothing written)."""
+                specs: str | Path = SPECS_DIR, figures: Figures | None = None) -> dict[str, str]:
+    """{path relative to the pages' folder: text} of every generated file (nothing written);
+    ``figures`` (a ``Figures``) receives the figures and which one heads each study."""
     all_results = collect(data_dir, maps, specs)
-    figures = Figures()
-    files = {"index.md": index_page(all_results)}
+    figures = figures if figures is not None else Figures()
+    files = {"index.md": index_page(all_results),
+             "_headlines.md": headlines_box(all_results, figures)}
     for results in all_results:
         name = page_name(results.study)
         files[f"{name}.md"] = study_page(results, figures)
         files[f"_{name}-finding.md"] = _finding_box(results, figures)
+        files[f"_{name}-rerun.md"] = _rerun_box(results)
     files.update({f"{FIGURE_DIR}/{k}": v for k, v in figures.files.items()})
     return files
 
 
 def _ours(path: Path) -> bool:
     """Whether ``path`` is a file this generator wrote (its figures, or a page with its mark)."""
-    if path.parent.name == FIGURE_DIR and path.suffix == ".json":
+    if path.parent.name == FIGURE_DIR and path.suffix in (".json", ".png"):
         return True
     try:
         return path.suffix == ".md" and GENERATED in path.read_text(encoding="utf-8")[:600]
@@ -474,21 +543,35 @@ def _ours(path: Path) -> bool:
 
 
 def write_pages(data_dir: str | Path = DATA_DIR, maps: str | Path | None = MAPS_DIR,
-                out: str | Path = OUT_DIR, specs: str | Path = SPECS_DIR) -> list[Path]:
+                out: str | Path = OUT_DIR, specs: str | Path = SPECS_DIR,
+                png: bool = True) -> list[Path]:
     """Generate the results pages (``build_pages``) into ``out`` and remove the files an earlier
     build wrote that this one does not; returns the paths written. Everything is computed
-    before anything is written, so a table that fails its check costs nothing."""
-    files = build_pages(data_dir, maps, specs)
+    before anything is written, so a table that fails its check costs nothing. With ``png``,
+    each study's headline figure is also drawn as ``figures/<study>-headline.png`` (for the
+    README) where its figure changed or has no picture yet (``snapshot.png_of``: needs a
+    headless Chromium; without one the last picture stays, and a line says so)."""
+    figures = Figures()
+    files = build_pages(data_dir, maps, specs, figures)
     out = Path(out)
     (out / FIGURE_DIR).mkdir(parents=True, exist_ok=True)
-    written = []
+    changed, written = set(), []
     for rel, text in files.items():
         path = out / rel
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             replace_file(path, text)
+            changed.add(rel)
         written.append(path)
+    for name, fname in figures.headlines.items():
+        picture = out / FIGURE_DIR / f"{name}-headline.png"
+        if png and (f"{FIGURE_DIR}/{fname}" in changed or not picture.is_file()):
+            if not png_of(figures.files[fname], picture):
+                print(f"[toymech] {picture} not drawn: no headless Chromium (TOYMECH_CHROMIUM "
+                      "names one)", file=sys.stderr)
+        if picture.is_file():
+            written.append(picture)
     keep = set(written)
-    for path in [*out.glob("*.md"), *(out / FIGURE_DIR).glob("*.json")]:
+    for path in [*out.glob("*.md"), *(out / FIGURE_DIR).glob("*")]:
         if path not in keep and _ours(path):
             path.unlink()
     return written

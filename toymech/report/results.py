@@ -31,7 +31,9 @@ from .reader_page import facts_of
 from .scorecards import SCORECARD_TAG, find_scorecard, verdict_word
 
 DATA_DIR = "docs/results/data"
-KINDS = ("scorecard", "table")  # a report's scorecard; a table of another run (the width ladder)
+# a report's scorecard; a table of another run (the width ladder); a map's measured cost (its
+# table is the map's own file, docs/maps/<map>.csv)
+KINDS = ("scorecard", "table", "map")
 KEEP = ("claim", "source's number", "ours", "chance / null", "seeds agreeing", "verdict")
 # Options whose value is a folder of the machine that ran: written as a placeholder.
 PLACEHOLDERS = {"--cache": "<zoo>", "--out": "<out>", "--into": "<into>", "--zoo": "<zoo>"}
@@ -193,6 +195,8 @@ def data_name(data: dict[str, Any]) -> str:
     ``<key>.json``), in characters safe on every file system."""
     if data.get("kind") == "table":
         stem = str(data["key"])
+    elif data.get("kind") == "map":
+        stem = f"map-{data['map']}"
     else:
         stem = f"{data['notebook']}-{data['size']}" + "".join(
             f"-{k}={v}" for k, v in sorted(data.get("variant", {}).items()))
@@ -233,7 +237,9 @@ def read_data(folder: str | Path) -> list[dict[str, Any]]:
             raise ValueError(f"results data {str(path)!r} is not allowed: a JSON record written "
                              f"by toymech results ({type(exc).__name__})") from None
         ok = isinstance(data, dict) and data.get("kind") in KINDS
-        ok = ok and (data["kind"] == "table" or {"notebook", "size", "scorecard"} <= set(data))
+        needs = {"scorecard": {"notebook", "size", "scorecard"}, "table": {"key", "tables"},
+                 "map": {"map"}}
+        ok = ok and needs[data["kind"]] <= set(data)
         check(ok, "results data", str(path), f"a record of one of the kinds {', '.join(KINDS)} "
               "(toymech results <report folder> writes them)")
         out.append({**data, "file": path.name})
