@@ -52,7 +52,8 @@ CASES = {
     "index.json rows that are numbers (traceback)": ("[1, 2]", None, "data",
                                                     ["index.json", "a list of rows"]),
     "executed ../../x outside the report folder (opened it)": (
-        None, "../../outside.ipynb", "data", ["executed='../../outside.ipynb'", "inside the report folder"]),
+        None, "../../outside.ipynb", "data",
+        ["executed='../../outside.ipynb'", "inside the report folder"]),
     "executed an absolute path (opened it)": (None, "/etc/hostname", "data",
                                               ["executed='/etc/hostname'", "inside"]),
     "executed a number (traceback)": (None, 7, "data", ["executed=7", "inside"]),

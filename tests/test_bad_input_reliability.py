@@ -179,7 +179,7 @@ def test_edited_rows_are_refused_by_results(case, copy):
     _edit(table, edit)
     (copy / "out" / ".toymech-maps.json").unlink()  # the row checks alone, not the file's hash
     with no_hang():
-        code, out, err = run_cli(["results", "--pages", "--maps", str(copy / "out"), "--data",
+        code, out, err = run_cli(["results", "--pages", "--maps", str(table), "--data",
                                   str(copy / "no-data"), "--out", str(copy / "site")])
     refused(code, out, err, [str(table), *fragments])
     assert not (copy / "site").exists(), "a page was written"

@@ -36,18 +36,18 @@ NUM = r"(?<![\w.])[-+−]?\d[\d,]*(?:\.\d+)?(?![\w.]*\d)"
 UNITS = (r"nats?|bits?(?:/param)?|%|points?|percentage points|s|sec|seconds?|min|minutes?|h|hours?"
          r"|ms|core-s(?:econds)?|core-(?:minutes|hours)|steps/s|reference steps|MB|GB|KB|kB"
          r"|(?<=\d)x|(?<=\d)×")  # a ratio written on the number (0.77x); "16 x 32" is a grid
-SHAPES = [
-    re.compile(rf"(?P<n>{NUM})\s*(?:{UNITS})(?![\w/-])"),                # 1.41 nats, 33 %, 3.3 steps/s
+SHAPES = [  # ranges first: "0.9-1.1 nats" is one figure, not "1.1 nats" alone
     re.compile(rf"(?P<n>{NUM}\.\d+|{NUM})\s*(?:-|–|to)\s*(?P<m>{NUM})\s*(?:{UNITS})(?![\w/-])"),
-    re.compile(rf"(?P<n>\d+\.\d+)\s*(?:-|–)\s*(?P<m>\d+\.\d+)"),         # 0.9-1.1
+    re.compile(r"(?P<n>\d+\.\d+)\s*(?:-|–)\s*(?P<m>\d+\.\d+)"),         # 0.9-1.1
     re.compile(rf"\[\s*(?P<n>{NUM})\s*,\s*(?P<m>{NUM})\s*\]"),            # [0.29, 1.00]
     re.compile(r"(?<![\w.])(?P<n>\d+)\s+of\s+(?:the\s+|its\s+)?(?P<m>\d+)\b"),  # 3 of 3
     re.compile(r"(?<![\w./])(?P<n>\d+)/(?P<m>\d+)(?![\w/])"),            # 7/10
+    re.compile(rf"(?P<n>{NUM})\s*(?:{UNITS})(?![\w/-])"),                # 1.41 nats, 3.3 steps/s
     re.compile(rf"(?P<n>{NUM})\s+(?:runs?|trained runs?)\b"),             # 33 runs
     re.compile(r"(?<![\w.])(?P<n>\d+\.\d+)(?![\w.]*\d)"),                # any decimal
 ]
-COUNTS = (4, 5)  # the shapes that are outcomes whatever their numbers (3 of 3, 7/10)
-RANGES = (1, 2, 3)  # a range is the source's own only where a declaration says it so
+COUNTS = (3, 4)  # the shapes that are outcomes whatever their numbers (3 of 3, 7/10)
+RANGES = (0, 1, 2)  # a range is the source's own only where a declaration says it so
 VERSION = re.compile(r"(?:python|torch|version|v|cuda|sphinx|furo|plotly|numpy|pandas|"
                      r"transformer[- ]lens|circuitsvis|ubuntu|debian|node|jupyterlab|lab)\s*"
                      r"[\d.\-–]*$", re.I)

@@ -342,7 +342,7 @@ def test_every_view_counts_each_state_of_run_alike(tmp_path):
     """One table whose runs are in every state (measured; failed and diverged by the sweep; not
     measured; untrained and still learning by the study's ``state``, each with a label it does
     not hold): the page, the per-cell frame, the finding, the prediction and the block that
-    ``toymech results --maps`` writes all count every run in the denominator, hold a label only
+    ``toymech results --pages`` writes all count every run in the denominator, hold a label only
     on measured runs, and name the same runs without one."""
     from toymech.cli import main
     from toymech.maps.summary import cell_groups

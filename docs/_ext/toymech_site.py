@@ -24,7 +24,10 @@ FIGURES_JS = """document.addEventListener("DOMContentLoaded", function () {
   document.querySelectorAll("script.toymech-figure-data").forEach(function (data) {
     var el = document.getElementById(data.getAttribute("data-for"));
     if (!el) { return; }
-    if (!window.Plotly) { el.textContent = "figure not drawn: the site's plotly.js did not load"; return; }
+    if (!window.Plotly) {
+      el.textContent = "figure not drawn: the site's plotly.js did not load";
+      return;
+    }
     var fig = JSON.parse(data.textContent);
     window.Plotly.newPlot(el, fig.data, fig.layout || {}, {responsive: true, displaylogo: false});
   });

@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "toymech.studies entry points)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in (_add_train, _add_sweep, _add_map, _add_list, _add_zoo, _add_report, _add_lab,
-                _add_results, _add_site_reports, _add_ladder):  # one subcommand each, in the order --help lists them
+                _add_results, _add_site_reports,
+                _add_ladder):  # one subcommand each, in the order --help lists them
         add(sub)
     return parser
 
@@ -264,8 +265,8 @@ def _add_results(sub) -> None:
     p.add_argument("--pages", action="store_true", help="generate the results pages instead")
     p.add_argument("--data", default="docs/results/data", help="with --pages: the records "
                    "(default: docs/results/data)")
-    p.add_argument("--maps", default="docs/maps", help="with --pages: the folder of the map "
-                   "tables (default: docs/maps)")
+    p.add_argument("--maps", nargs="+", default=["docs/maps"], metavar="MAP", help="with --pages: "
+                   "folders of map tables or tables (default: docs/maps)")
     p.add_argument("--out", default="docs/results", help="with --pages: where the pages go "
                    "(default: docs/results)")
     p.set_defaults(func=cmd_results)

@@ -7,7 +7,7 @@ public name), and a ``rule``, a pure function of the map's cells that returns a 
 setting, never on the source's: a row says "holds on our map" or "does not hold on our map" (or
 "not judged on this map" where the table lacks the cells the rule compares), never that a
 result was reproduced. A map's page and its block in the results record
-(``toymech results --maps``) show one row per prediction of the mapped study
+(``toymech results --pages``) show one row per prediction of the mapped study
 (``toymech.maps.predictions.prediction_rows``).
 """
 
