@@ -16,7 +16,7 @@ _AGREEING = re.compile(r"^\s*(\d+)\s*/\s*(\d+)")
 
 
 def agreeing(text: str) -> tuple[int, int] | None:
-    """(agreeing, judged) of a scorecard's "seeds agreeing" cell ("7/10", "0/0 (3 not
+    """(agreeing, judged) of a scorecard's "seeds agreeing" cell ``text`` ("7/10", "0/0 (3 not
     measured)"), None where it holds no count or none was judged."""
     match = _AGREEING.match(str(text))
     if not match or int(match.group(2)) == 0:

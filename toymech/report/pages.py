@@ -85,7 +85,8 @@ def _record_section(rec: dict, results: StudyResults, figures: Figures, heading:
     variant = variant_text(rec.get("variant") or {})
     anchor = f"results-{slugname}-{slug(size)}" + (f"-{slug(variant)}" if variant else "")
     lines = [f"({anchor})=", f"{heading}", ""]
-    lines.append(f"{sentence(counts_sentence(rec['scorecard'], 'properties' if variant else 'claims')).capitalize()}")
+    said = sentence(counts_sentence(rec["scorecard"], "properties" if variant else "claims"))
+    lines.append(said[:1].upper() + said[1:])
     lines += ["", f"- commit `{commit_of(rec)}`, {rec.get('date') or 'date not recorded'}; "
                   f"{len(rec.get('seeds') or [])} seeds",
               f"- machine: {machine_text(rec.get('machine'))}",
@@ -211,7 +212,7 @@ def _rerun_box(results: StudyResults) -> str:
 
 
 def study_page(results: StudyResults, figures: Figures) -> str:
-    """The Markdown of one study's results page."""
+    """The Markdown of one study's results page (``results``), its figures kept in ``figures``."""
     study, name = results.study, page_name(results.study)
     lines = [f"(results-{name})=", f"# Results: {study.title}", "", f"<!-- {GENERATED} -->", "",
              f"What our runs of [{study.title}](../studies/{name}.md) found, generated from the "
@@ -252,8 +253,8 @@ def study_page(results: StudyResults, figures: Figures) -> str:
 
 
 def headlines_box(all_results: list[StudyResults], figures: Figures) -> str:
-    """The landing page's part: each study's headline with a link to its page, and the first
-    study's headline figure."""
+    """The landing page's part: each study's headline (``all_results``) with a link to its
+    page, and the first study's headline figure (kept in ``figures``)."""
     lines = [f"<!-- {GENERATED} -->", ""]
     lines += [f"- {headline(r)} [Its results](/results/{page_name(r.study)}.md)."
               for r in all_results]
@@ -266,7 +267,7 @@ def headlines_box(all_results: list[StudyResults], figures: Figures) -> str:
 
 
 def index_page(all_results: list[StudyResults]) -> str:
-    """The Markdown of the results index: each study's headline, linked."""
+    """The Markdown of the results index: each study's headline (``all_results``), linked."""
     lines = ["# Results", "", f"<!-- {GENERATED} -->", "",
              "What toymech's runs found, one page per study, generated from the run records "
              f"(`{DATA_DIR}/`) and the map tables (`{MAPS_DIR}/`). Hand-written pages explain the "
@@ -283,8 +284,10 @@ def index_page(all_results: list[StudyResults]) -> str:
 
 def build_pages(data_dir: str | Path = DATA_DIR, maps: str | Path | Sequence | None = MAPS_DIR,
                 specs: str | Path = SPECS_DIR, figures: Figures | None = None) -> dict[str, str]:
-    """{path relative to the pages' folder: text} of every generated file (nothing written);
-    ``figures`` (a ``Figures``) receives the figures and which one heads each study."""
+    """{path relative to the pages' folder: text} of every generated file (nothing written),
+    from the records in ``data_dir``, the map tables of ``maps`` and the specs in ``specs``
+    (``study_results.collect``); ``figures`` (a ``Figures``) receives the figures and which one
+    heads each study."""
     all_results = collect(data_dir, maps, specs)
     figures = figures if figures is not None else Figures()
     files = {"index.md": index_page(all_results),
@@ -311,7 +314,8 @@ def _ours(path: Path) -> bool:
 def write_pages(data_dir: str | Path = DATA_DIR, maps: str | Path | Sequence | None = MAPS_DIR,
                 out: str | Path = OUT_DIR, specs: str | Path = SPECS_DIR,
                 png: bool = True) -> list[Path]:
-    """Generate the results pages (``build_pages``) into ``out`` and remove the files an earlier
+    """Generate the results pages (``build_pages`` of ``data_dir``, ``maps`` and ``specs``) into
+    ``out`` and remove the files an earlier
     build wrote that this one does not; returns the paths written. Everything is computed
     before anything is written, so a table that fails its check costs nothing. With ``png``,
     each study's headline figure is also drawn as ``figures/<study>-headline.png`` (for the

@@ -41,7 +41,7 @@ _PRIVATE_PATH = re.compile(r"^(/|~|[A-Za-z]:\\)")
 
 
 def scorecard_of(nb) -> dict | None:
-    """The scorecard an executed notebook displayed in its cell tagged ``scorecard``:
+    """The scorecard the executed notebook ``nb`` displayed in its cell tagged ``scorecard``:
     ``display.scorecard``'s JSON when it is there (every cell in full), else the table found in
     its HTML (``find_scorecard``)."""
     found = None
@@ -138,7 +138,8 @@ def public_command(command: str) -> str:
             out.append(f"{option}=<path>")
         else:
             out.append(word)
-    placeholder = re.compile("<(?:%s)>" % "|".join(["path", *(p[1:-1] for p in PLACEHOLDERS.values())]))
+    names = ["path", *(p[1:-1] for p in PLACEHOLDERS.values())]
+    placeholder = re.compile("<(?:%s)>" % "|".join(names))
     return " ".join(w if placeholder.search(w) else shlex.quote(w) for w in out)
 
 
@@ -163,7 +164,8 @@ def study_of_notebook(notebook: str) -> str | None:
 
 
 def record_data(rec: dict[str, Any]) -> dict[str, Any]:
-    """The data of one report record (``report_records``): what the results pages show of it."""
+    """The data of the report record ``rec`` (one of ``report_records``): what the results
+    pages show of it."""
     card = rec.get("card")
     zoo = (rec.get("facts") or {}).get("zoo") or {}
     machine = dict(rec.get("machine") or {})
@@ -191,8 +193,9 @@ def _kept_columns(card: dict) -> dict:
 
 
 def data_name(data: dict[str, Any]) -> str:
-    """The file name of a record: ``<notebook>-<size>[-<knob>=<value>...].json`` (a table's:
-    ``<key>.json``), in characters safe on every file system."""
+    """The file name of the record ``data``: ``<notebook>-<size>[-<knob>=<value>...].json`` (a
+    table's ``<key>.json``, a map's ``map-<map>.json``), in characters safe on every file
+    system."""
     if data.get("kind") == "table":
         stem = str(data["key"])
     elif data.get("kind") == "map":
@@ -204,7 +207,7 @@ def data_name(data: dict[str, Any]) -> str:
 
 
 def data_text(data: dict[str, Any]) -> str:
-    """A record as it is stored: JSON, keys sorted, one level indented (diffs read well)."""
+    """The record ``data`` as it is stored: JSON, keys sorted, indented (diffs read well)."""
     return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 

@@ -45,11 +45,13 @@ def page_name(study) -> str:
 
 
 def sentence(text: str) -> str:
+    """``text`` ending as a sentence does (a full stop added where it has none)."""
     text = str(text).strip()
     return text if not text or text.endswith((".", "!", "?")) else text + "."
 
 
 def variant_text(variant: dict) -> str:
+    """A ``variant``'s knobs as a reader writes them: ``block_len=4-8, offset=0-3``."""
     return ", ".join(f"{k}={v}" for k, v in variant.items())
 
 
@@ -58,7 +60,8 @@ def _holding(word: str) -> bool:
 
 
 def counts_sentence(card: dict | None, what: str = "claims") -> str:
-    """A scorecard's verdicts counted in words: how many of the judged ones hold, saying plainly
+    """A scorecard's (``card``'s) verdicts counted in words, ``what`` naming its rows ("claims",
+    "properties"): how many of the judged ones hold, saying plainly
     when none does, and when none was judged at this setting (below the source's setting, not
     measured, a pipeline check)."""
     counts = verdict_counts(card)
@@ -88,7 +91,8 @@ def machine_text(machine: dict | None) -> str:
 
 
 def cost_text(record: dict) -> str:
-    """What a recorded run cost: wall time, core-seconds, reference steps, models trained."""
+    """What the run of ``record`` cost: wall time, core-seconds, reference steps, models
+    trained."""
     parts = []
     if isinstance(record.get("wall_s"), (int, float)):
         parts.append(f"{duration_text(record['wall_s'])} wall")
@@ -118,6 +122,7 @@ def shipped_cost(notebook: str, size: str) -> str:
 
 
 def commit_of(record: dict) -> str:
+    """The commit a ``record`` was made at, or "not recorded"."""
     return str(record.get("commit") or "not recorded")
 
 
@@ -161,7 +166,8 @@ def _map_name(stem: str, declared: tuple[str, ...]) -> str:
 def collect(data_dir: str | Path = DATA_DIR, maps: str | Path | Sequence | None = MAPS_DIR,
             specs: str | Path = SPECS_DIR) -> list[StudyResults]:
     """Every registered study's results: its records in ``data_dir`` and its map tables in
-    ``maps`` (a folder or a table, several of them, or None for none), each table checked as it
+    ``maps`` (a folder or a table, several of them, or None for none; a map's rebuild command
+    from its spec in ``specs``), each table checked as it
     is read (a table named on its own that is none is refused; in a folder it is skipped with a
     line)."""
     records = read_data(data_dir) if Path(data_dir).is_dir() else []
@@ -209,7 +215,8 @@ def _size_rank(size: str) -> int:
 
 
 def map_headline(result: MapResult) -> str:
-    """A map's answer in one clause: in how many cells its label holds on every seed, on some,
+    """A map's (``result``'s) answer in one clause: in how many cells its label holds on every
+    seed, on some,
     on none (``summary.cell_groups``, the one grouping)."""
     groups = cell_groups(result.page.table)
     label = result.page.label
@@ -223,7 +230,7 @@ def map_headline(result: MapResult) -> str:
 
 
 def headline(results: StudyResults) -> str:
-    """A study's finding in one sentence (the landing page's), computed from its data."""
+    """A study's finding in one sentence (the landing page's), computed from its ``results``."""
     parts = []
     if results.cards:
         first = results.cards[0]
@@ -236,13 +243,16 @@ def headline(results: StudyResults) -> str:
 
 
 def comparisons(results: StudyResults) -> list[tuple[dict, dict, dict]]:
+    """(scaled record, paper record, ``results.scaled_comparison``) for each of a study's
+    ``results`` records below ``paper`` whose scaled verdicts can be set beside paper's."""
     full = [r for r in results.cards if r["size"] == "paper"]
     return [(small, big, found) for big in full for small in results.cards
             if small["size"] != "paper" and (found := scaled_comparison(small, big))]
 
 
 def finding_lines(results: StudyResults) -> list[str]:
-    """The finding: one item per scorecard, scaled comparison, map and variant, in words."""
+    """The finding of a study's ``results``: one item per scorecard, scaled comparison, map and
+    variant, in words."""
     lines = []
     for rec in results.cards:
         lines.append(f"- At `{rec['size']}` ({len(rec.get('seeds') or [])} seeds, commit "
