@@ -175,3 +175,23 @@ def test_the_shipped_pages_are_the_ones_the_shipped_data_give():
     stale = [rel for rel, text in files.items()
              if not (out / rel).is_file() or (out / rel).read_text(encoding="utf-8") != text]
     assert not stale, f"run: toymech results --pages ({stale[:5]})"
+
+
+def test_a_maps_cost_is_shown_only_for_the_table_it_was_measured_on(tmp_path):
+    import hashlib
+
+    labels = {c: "content" for c in CELLS}
+    data, maps = tmp_path / "data", tmp_path / "maps"
+    data.mkdir()
+    maps.mkdir()
+    table = maps / "s1-a.csv"
+    _map(labels).to_csv(table, index=False)
+    cost = {"kind": "map", "map": "s1-a", "command": "toymech map specs/maps/s1-a.yaml",
+            "wall_s": 754, "core_s": 1346, "machine": {"cores": 2, "cuda": False},
+            "table_sha256": hashlib.sha256(table.read_bytes()).hexdigest()}
+    (data / results.data_name(cost)).write_text(results.data_text(cost))
+    page = pages.build_pages(data, maps)["induction.md"]
+    assert "- measured: 12 min 34 s wall; 1,346 core-s" in page
+    _map(labels).assign(commit="def").to_csv(table, index=False)  # the map ran again
+    page = pages.build_pages(data, maps)["induction.md"]
+    assert "1,346 core-s" not in page and "- measured: not recorded with the table" in page

@@ -57,7 +57,7 @@ def test_the_record_of_a_finished_report_holds_each_full_scorecard(smoke_reports
         assert rec["size"] == "smoke" and rec["study"] and rec["commit"] == entry.commit
         assert [r[0] for r in rec["scorecard"]["rows"]] == [r[0] for r in card["rows"]]
         assert rec["machine"]["reference_steps_per_s"] and rec["wall_s"] > 0
-        assert rec["reference_steps"] > 0 and rec["seeds"]
+        assert rec["reference_steps"] > 0 and rec["seeds"] and rec["core_s"] > 0
         text = (into / results.data_name(rec)).read_text()
         assert str(smoke_reports.out) not in text and str(tmp_path) not in text
     before = {p.name: p.read_text() for p in into.iterdir()}

@@ -32,7 +32,8 @@ from .scorecards import SCORECARD_TAG, find_scorecard, verdict_word
 
 DATA_DIR = "docs/results/data"
 # a report's scorecard; a table of another run (the width ladder); a map's measured cost (its
-# table is the map's own file, docs/maps/<map>.csv)
+# table is the map's own file, docs/maps/<map>.csv, whose sha256 the record names: a record of
+# an earlier table of the same name is not shown)
 KINDS = ("scorecard", "table", "map")
 KEEP = ("claim", "source's number", "ours", "chance / null", "seeds agreeing", "verdict")
 # Options whose value is a folder of the machine that ran: written as a placeholder.
@@ -178,7 +179,7 @@ def record_data(rec: dict[str, Any]) -> dict[str, Any]:
         "command": public_command(rec.get("command") or ""), "commit": rec.get("commit") or "",
         "date": rec.get("date") or "",
         "machine": {**machine, "device": rec.get("device_used") or rec.get("device") or ""},
-        "wall_s": wall, "core_s": rec.get("core_s"),
+        "wall_s": wall, "core_s": (rec.get("facts") or {}).get("core_s"),
         "reference_steps": round(wall * steps) if wall and steps else None,
         "zoo": {k: zoo[k] for k in ("trained", "loaded") if k in zoo},
         "scorecard": _kept_columns(card) if card else None,

@@ -12,6 +12,7 @@ was judged), the machine and cost of a run, a map's answer in a clause (``map_he
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +159,10 @@ def _spec_command(name: str, specs: Path) -> str:
     return "toymech map (its spec is not in specs/maps)"
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _map_name(stem: str, declared: tuple[str, ...]) -> str:
     found = [d for d in declared if stem == d or stem.startswith(d + "-")]
     return max(found, key=len) if found else stem
@@ -195,8 +200,11 @@ def collect(data_dir: str | Path = DATA_DIR, maps: str | Path | Sequence | None 
         page = MapPage.read(path)
         results = out[study_for(page.table).name]
         name = _map_name(path.stem, results.study.results_maps)
-        results.maps.append(MapResult(path, page, name, costs.get(path.stem, {}).get("command")
-                                      or _spec_command(name, Path(specs)), costs.get(path.stem)))
+        cost = costs.get(path.stem)
+        if cost and cost.get("table_sha256") != _sha256(path):
+            cost = None  # measured for another table of that name (the map ran again since)
+        results.maps.append(MapResult(path, page, name, (cost or {}).get("command")
+                                      or _spec_command(name, Path(specs)), cost))
     for results in out.values():
         declared = list(results.study.results_maps)
         results.maps.sort(key=lambda m: (declared.index(m.name) if m.name in declared
