@@ -64,7 +64,9 @@ def test_the_site_builds_strictly_with_every_page(site):
     pages = {p.relative_to(site).with_suffix("").as_posix() for p in site.rglob("*.html")}
     for name in ["index", "getting-started", "variants", "maps", "zoo", "sweeps",
                  "through-training", "explorer", "claims", "threads", "offline", "notebooks",
-                 "results", "benchmarks", "sources", "calibration", "api/index", "api/analysis",
+                 "results/index", "results/induction", "results/birth",
+                 "results/random-transformers", "reports/index", "changelog", "benchmarks",
+                 "sources", "calibration", "api/index", "api/analysis",
                  "studies/induction", "studies/birth", "studies/random-transformers", "cli",
                  "own-task", "api/models", "api/core", "api/sweep", "api/report", "api/plugins"]:
         assert name in pages, name
@@ -113,6 +115,18 @@ def test_every_api_pages_example_runs(tmp_path):
     done = _run_script(script, tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     assert (tmp_path / "my-reports" / "mine.html").is_file()
+def test_every_study_page_shows_its_finding_a_figure_and_its_rerun_costs(site):
+    """Each study's page includes its generated finding box (with the map's figure, drawn by the
+    site's one plotly.js) and its rerun table; only pages with a figure load plotly.js."""
+    from toymech.studies import protocol
+
+    for name in protocol.STUDIES:
+        page = (site / "studies" / f"{name.replace('_', '-')}.html").read_text(encoding="utf-8")
+        assert "What our runs found" in page and "toymech-figure-data" in page, name
+        assert "what it cost when it ran" in page and "_static/toymech/plotly.min.js" in page
+    assert "plotly.min.js" not in (site / "zoo.html").read_text(encoding="utf-8")
+    assert (site / "_static" / "toymech" / "plotly.min.js").is_file()
+    assert len(list(site.rglob("plotly*.js"))) == 1  # one copy for the whole site
 
 
 def test_every_registered_study_has_its_page():

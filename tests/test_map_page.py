@@ -18,11 +18,20 @@ import pytest
 from toymech import maps
 from toymech.maps.figure import SOURCE_NAME, map_figure
 from toymech.report import external_loads
-from toymech.maps.page import MapPage, build_map_report, map_block, open_line
+from toymech.maps.page import MapPage, build_map_report, open_line
 from toymech.analysis.exact import interval_text
 from toymech.studies.induction.predictions import KAWATA, KAWATA_SOURCE
 from toymech.studies.predictions import (AGAINST_VERDICT, CONSISTENT, UNDECIDED, UNJUDGED,
                                         MapPrediction)
+
+def map_block(path: Path) -> tuple[str, str]:
+    """(the table's name, the results page of its study) generated from the table's folder
+    (``report.pages``: the map's section with its finding, cells and predictions)."""
+    from toymech.report.pages import build_pages
+
+    files = build_pages(data_dir=path.parent / "no-records", maps=path.parent)
+    return path.stem, files["induction.md"]
+
 
 CELLS = [("6", "0"), ("6", "0-3"), ("4-8", "0"), ("4-8", "0-3")]
 # per cell: the labels of seeds 3, 4, 5 and their test losses
@@ -141,26 +150,28 @@ def test_map_page_is_built_and_listed_in_the_index(tmp_path):
     assert "map-s1-demo.html" in (tmp_path / "reports" / "index.html").read_text()
 
 
-def test_results_record_lists_each_maps_finding_and_cells(tmp_path, capsys):
-    """``toymech results --maps ZOO``: one block per map table of the zoo (a sweep's
-    ``.runs.csv`` beside it is not one), with the map's finding and a row per cell."""
+def test_results_pages_list_each_maps_finding_and_cells(tmp_path, capsys):
+    """``toymech results --pages --maps DIR``: a section per map table of the folder (a sweep's
+    ``.runs.csv`` beside it is not one) on its study's page, with the map's finding, a row per
+    cell and its figure."""
     from toymech.cli import main
 
     folder = tmp_path / "zoo" / "maps"
     folder.mkdir(parents=True)
     _table().to_csv(folder / "s1-demo.csv", index=False)
     pd.DataFrame({"trial": [0]}).to_csv(folder / "s1-demo.runs.csv", index=False)
-    record = tmp_path / "results.md"
-    record.write_text("# Results\n\nA person's prose.\n")
-    assert main(["results", "--maps", str(tmp_path / "zoo"), "--into", str(record)]) == 0
-    text = record.read_text()
-    assert "A person's prose." in text and text.count("<!-- toymech-results map ") == 1
-    assert "<!-- toymech-results map s1-demo -->" in text
+    site = tmp_path / "site"
+    assert main(["results", "--pages", "--maps", str(folder), "--data", str(tmp_path / "none"),
+                 "--out", str(site)]) == 0
+    text = (site / "induction.md").read_text()
+    assert text.count("### Map `") == 1 and "### Map `s1-demo`" in text
     assert maps.finding(_table(), "content") in text
     assert "| 4-8 | 0 | 2 of 3 [0.09, 0.99] | 2 content, 1 position | 0.7 | no |" in text
     assert "| 6 | 0-3 | 0 of 3 [0.00, 0.71] | 3 neither | 3.1 | no |" in text
-    assert main(["results", "--maps", str(tmp_path / "nothing.csv"), "--into", str(record)]) != 0
-    assert "is not allowed: a map table" in capsys.readouterr().err  # the path may be shortened
+    assert (site / "figures" / "induction-map-s1-demo.json").is_file()
+    assert main(["results", "--pages", "--maps", str(tmp_path / "nothing"), "--data",
+                 str(tmp_path / "none"), "--out", str(tmp_path / "site2")]) != 0
+    assert "--maps=" in capsys.readouterr().err and not (tmp_path / "site2").exists()
 
 
 def test_study_3s_map_reads_its_accuracy_and_label():
@@ -371,7 +382,7 @@ def test_every_view_counts_each_state_of_run_alike(tmp_path):
     """One table whose runs are in every state (measured; failed and diverged by the sweep; not
     measured; untrained and still learning by the study's ``state``, each with a label it does
     not hold): the page, the per-cell frame, the finding, the prediction and the block that
-    ``toymech results --maps`` writes all count every run in the denominator, hold a label only
+    ``toymech results --pages`` writes all count every run in the denominator, hold a label only
     on measured runs, and name the same runs without one."""
     from toymech.cli import main
     from toymech.maps.summary import cell_groups
@@ -417,13 +428,13 @@ def test_every_view_counts_each_state_of_run_alike(tmp_path):
     assert verdict == UNJUDGED  # the fixed cell: 1 of its 6 runs learned, not most
     assert counts == ("not judged: cells whose runs mostly carry no label: (block_len 6, offset "
                       f"0) 5 of 6 without a label ({without})")
-    # toymech results --maps: the same finding, cells and counts
+    # toymech results --pages: the same finding, cells and counts
     folder = tmp_path / "maps"
     folder.mkdir()
     table.to_csv(folder / "s1-states.csv", index=False)
-    record = tmp_path / "results.md"
-    assert main(["results", "--maps", str(folder), "--into", str(record)]) == 0
-    text = record.read_text()
+    assert main(["results", "--pages", "--maps", str(folder), "--data", str(tmp_path / "none"),
+                 "--out", str(tmp_path / "site")]) == 0
+    text = (tmp_path / "site" / "induction.md").read_text()
     assert MapPage.of(table).finding in text  # the study's own label, content
     assert f"| 6 | 0 | 0 of 6 {interval_text(0, 6)} ({without}) |" in text
     assert f"| 4-8 | 0 | 3 of 5 {interval_text(3, 5)} (1 untrained) |" in text

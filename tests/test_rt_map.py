@@ -204,19 +204,6 @@ def test_margins():
     assert mm.accuracy_interval(1.0, 3)[0] == pytest.approx(0.2924, abs=1e-4)
 
 
-def test_map_cells_sentence_reads_the_block():
-    from toymech.report.record_prose import map_cells
-
-    body = ("Label ...\n\n| recipe_width | steps | experiment | seeds 'solved' | median acc | refined |\n"
-            "| --- | --- | --- | --- | --- | --- |\n"
-            "| 16 | 1500 | rt-parentheses-random | 0 of 3 (3 still learning) | – | no |\n"
-            "| 32 | 6000 | rt-parentheses-random | 2 of 3 | 0.99 | no |\n")
-    assert map_cells(body) == ("seeds 'solved' per cell: recipe_width 16, steps 1500, "
-                               "rt-parentheses-random: 0 of 3 (3 still learning); recipe_width 32, "
-                               "steps 6000, rt-parentheses-random: 2 of 3")
-    assert map_cells("no table") == "no cell"
-
-
 def test_state_table_counts_every_run_by_state():
     table = pd.DataFrame([{"experiment": "rt-parentheses-random", "knob.recipe_width": "16",
                            "seed": s, "status": "ok", "mode": "random", "acc": a,
@@ -227,31 +214,3 @@ def test_state_table_counts_every_run_by_state():
     text = mm.state_table(table)
     assert text.splitlines()[2] == ("| 16 | random | 0.740 / 0.950 / 0.990 | 0.760 | 1 of 3 | "
                                     "1 learned, 1 still learning, 1 untrained |")
-
-
-BUDGET_MAP = Path(__file__).resolve().parents[1] / "docs" / "maps" / "s3-budget-parentheses-default-cpu.csv"
-
-
-WIDTH_MAP = BUDGET_MAP.with_name("s3-width-parentheses-default-cpu.csv")
-
-
-@pytest.mark.parametrize("shipped", [BUDGET_MAP, WIDTH_MAP], ids=["budget", "width"])
-def test_the_record_quotes_the_study_3_maps_as_their_tables_say(shipped):
-    """docs/results.md's table of each shipped study-3 map is ``state_table`` of its table."""
-    from toymech.maps import read_table
-
-    record = (shipped.parents[1] / "results.md").read_text(encoding="utf-8")
-    lines = "\n".join(line.strip() for line in record.splitlines())  # quoted inside a list item
-    assert mm.state_table(read_table(shipped)) in lines
-
-
-def test_the_record_s_budget_map_numbers_are_the_table_s():
-    """The numbers the record's prose quotes from the budget map, recomputed from its table."""
-    from toymech.maps import read_table
-
-    record = (BUDGET_MAP.parents[1] / "results.md").read_text(encoding="utf-8")
-    t = read_table(BUDGET_MAP)
-    w32 = t[(t["mode"] == "random") & (t["knob.steps"].astype(str) == "6000")
-            & (t["knob.recipe_width"].astype(str) == "32")]["acc"].astype(float)
-    assert f"width 32 reaches {w32.min():.3f}-{w32.max():.3f}" in record
-    assert f"scores {t['partial.counts_ends'].astype(float).median():.2f} on these sets" in record

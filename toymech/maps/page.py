@@ -34,7 +34,6 @@ from ..core import check
 from ..display import note, reader_table
 from ..report.build import build_reports
 from ..report.index import ReportEntry
-from ..report.results import END, START, markdown_table
 from ..studies import protocol
 from ..studies.states import BEYOND
 from .summary import MEASURED, NOT_MEASURED, cell_groups, changes, count_text, finding
@@ -323,57 +322,6 @@ def _header(path: Path) -> list[str]:
         return []
 
 
-def _sentence(text: Any) -> str:
-    """``text`` ending as a sentence does (a full stop added where it has none)."""
-    text = str(text).rstrip()
-    return text if not text or text.endswith((".", "!", "?")) else text + "."
-
-
-def map_block(path: str | Path) -> tuple[str, str]:
-    """(key, markdown) of a map for the results record (``toymech results --maps``): its name,
-    study, size, runs and commit, its finding and one row per cell (``MapPage.cell_table``
-    without the explorer line)."""
-    path = Path(path)
-    page = MapPage.read(path)
-    study = study_for(page.table)
-    key = f"map {path.stem}"
-    commits = sorted({str(c) for c in page.table.get("commit", pd.Series(dtype=str)).dropna()})
-    shown = page.cell_table().drop(columns=["open its runs (Python)"])
-    rows = [[_value_text(v) if not isinstance(v, bool) else ("yes" if v else "no") for v in r]
-            for r in shown.itertuples(index=False)]
-    lines = [START.format(key=key),
-             f"### Map `{path.stem}`: {study.title}", "",
-             f"{len(page.table)} runs over {len(page.cells)} cells at size "
-             f"`{', '.join(sorted(set(page.table['size'].astype(str))))}`, commit "
-             f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).", "",
-             page.provenance, "", page.finding, ""]
-    lines += [f"Where the commonest outcome changes between neighbouring cells: "
-              f"{'; '.join(page.changes)}.", ""] if page.changes else []
-    lines += [page.evidence, ""] if page.evidence else []
-    lines += markdown_table(list(shown.columns), rows)
-    if not page.predictions.empty:
-        lines += ["", "Predictions from other work, judged on this map pair by pair (our setting, "
-                  "not the source's; brackets: exact 95 % intervals):", ""]
-        for (_, r), declared in zip(page.predictions.iterrows(), study.map_predictions):
-            lines.append(f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. "
-                         f"{_sentence(r['counts'])}"
-                         + (f" Not computed here: {r['not computed']}." if r.get("not computed")
-                            else ""))
-            lines += [f"  - {p['conjunct']}: {p['predicted higher']} vs {p['other']}: "
-                      f"{p['outcome']}, exact p = {p['exact p']:.3g}"
-                      for _, p in page.pairs.iterrows() if p["prediction"] == declared.name]
-    return key, "\n".join(lines + [END]) + "\n"
-
-
-def map_blocks(paths) -> dict[str, str]:
-    """{key: markdown}: a block per map table of ``paths`` (``map_tables``) for the results
-    record (``toymech results --maps``)."""
-    tables = map_tables(paths)
-    check(bool(tables), "maps", [str(p) for p in paths], "folders holding map tables (toymech "
-          "map writes <zoo>/maps/<name>.csv)")
-    return dict(map_block(t) for t in tables)
-
-
 def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
                      size: str | None = None, command: str = "") -> ReportEntry:
     """Execute the map notebook on the table at ``table_path`` and write its page,
@@ -392,4 +340,4 @@ def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
     return entry
 
 
-__all__ = ["MapPage", "build_map_report", "provenance", "map_block", "map_blocks", "map_tables", "read_maps", "cell_frame", "open_line", "read_table", "study_for"]
+__all__ = ["MapPage", "build_map_report", "provenance", "map_tables", "read_maps", "cell_frame", "open_line", "read_table", "study_for"]

@@ -21,7 +21,7 @@ setting, never on the source's, and pair by pair:
 
 A statement with several parts (conjuncts) names each pair's conjunct; a rule applies a conjunct
 only where its source's mechanism can exist on our map (and says so in ``Judgement.left_out``).
-A map's page and its block in the results record (``toymech results --maps``) show one row per
+A map's page and its study's results page (``toymech results --pages``) show one row per
 prediction and one per pair (``toymech.maps.predictions``). A verdict is never that a result
 was reproduced.
 """

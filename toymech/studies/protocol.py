@@ -72,6 +72,9 @@ field                         role
                               (its page and results block print it)
 ``map_predictions``           other works' predictions judged on its maps
                               (``studies.predictions.MapPrediction``)
+``results_maps``              the names of its maps (a spec's ``name``: the shipped table's name
+                              before its size and machine) its results page shows first, the
+                              first as its figure; its other shipped maps follow
 ============================  =====================================================================
 
 A ``size`` above is a size name or a ``core.Setting`` (a size with a variant's knobs, from
@@ -207,6 +210,7 @@ class Study:
     map_panel: Callable[..., Any] | None = None
     map_evidence: Callable[..., str] | None = None
     map_predictions: tuple = ()
+    results_maps: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check(isinstance(self.name, str) and self.name.isidentifier(), "study name", self.name,
@@ -236,6 +240,9 @@ class Study:
         object.__setattr__(self, "claims", tuple(self.claims))
         object.__setattr__(self, "optional_run_names", tuple(self.optional_run_names))
         object.__setattr__(self, "map_predictions", tuple(self.map_predictions))
+        check(all(isinstance(n, str) and n for n in self.results_maps), "results_maps",
+              self.results_maps, "map names (strings), the first the results page's figure")
+        object.__setattr__(self, "results_maps", tuple(self.results_maps))
 
     @property
     def maps(self) -> bool:

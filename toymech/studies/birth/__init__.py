@@ -42,7 +42,9 @@ STUDY = protocol.Study(
     scorecard=scorecard, probe_data=probe_data, dynamics_metrics=dynamics_metrics,
     through_training=through_training, describe=describe, with_knobs=with_knobs,
     optional_runs=optional_runs, optional_run_names=OPTIONAL_RUNS,
-    llc_on=llc_on, map_row=map_row, map_label=MAP_LABEL)
+    llc_on=llc_on, map_row=map_row, map_label=MAP_LABEL,
+    # the maps its results page shows first (docs/results/), the first as its figure
+    results_maps=("s2-design-calibrated", "s2-design", "s2-positions", "s2-design-calibration"))
 
 __all__ = [
     # the study (``toymech.studies.protocol.Study``) and the protocol's names, for the notebook

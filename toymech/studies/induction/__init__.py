@@ -40,7 +40,9 @@ STUDY = protocol.Study(
     through_training=through_training, describe=describe, with_knobs=with_knobs,
     optional_runs=optional_runs, optional_run_names=OPTIONAL_RUNS,
     llc_on=llc_on, map_row=map_row, map_label=MAP_LABEL, map_check=map_check,
-    map_panel=map_panel, map_evidence=map_evidence, map_predictions=MAP_PREDICTIONS)
+    map_panel=map_panel, map_evidence=map_evidence, map_predictions=MAP_PREDICTIONS,
+    # the maps its results page shows first (docs/results/), the first as its figure
+    results_maps=("s1-capacity", "s1-smeared"))
 
 __all__ = [
     # the study (``toymech.studies.protocol.Study``) and the protocol's names, for the notebook

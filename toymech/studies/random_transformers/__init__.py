@@ -45,7 +45,9 @@ STUDY = protocol.Study(
     scorecard=scorecard, probe_data=probe_data, dynamics_metrics=dynamics_metrics,
     through_training=through_training, describe=describe, with_knobs=with_knobs,
     optional_runs=optional_runs, optional_run_names=OPTIONAL_RUNS,
-    map_row=map_row, map_label=MAP_LABEL)
+    map_row=map_row, map_label=MAP_LABEL,
+    # the maps its results page shows first (docs/results/), the first as its figure
+    results_maps=("s3-budget-parentheses", "s3-width-parentheses"))
 
 __all__ = [
     # the study (``toymech.studies.protocol.Study``) and the protocol's names, for the notebook
