@@ -129,8 +129,13 @@ def _map_section(m: MapResult, results: StudyResults, figures: Figures) -> list[
     if not page.predictions.empty:
         lines += ["", "Predictions from other work, judged on this map (our setting, not the "
                       "source's):", ""]
-        lines += [f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. "
-                  f"{sentence(r['counts'])}" for _, r in page.predictions.iterrows()]
+        for (_, r), declared in zip(page.predictions.iterrows(), results.study.map_predictions):
+            lines.append(f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. "
+                         f"{sentence(r['counts'])}")
+            pairs = [] if page.pairs is None else page.pairs.to_dict("records")
+            lines += [f"  - {p['conjunct']}: {p['predicted higher']} vs {p['other']}: "
+                      f"{p['outcome']}, exact p = {p['exact p']:.3g}"
+                      for p in pairs if p["prediction"] == declared.name]
     lines += ["", f"- rebuild: `{m.command}` (the table lands in `<zoo>/maps/`; copy it into "
                   f"`{MAPS_DIR}/`, then `toymech results --pages`)"]
     lines += _map_cost_lines(m)
