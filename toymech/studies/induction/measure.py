@@ -12,6 +12,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ... import analysis
+from ...analysis.dynamics import history_still_learning
 from ...core import Setting, check, seed_for
 from ...devices import initial_threads, make_generator
 from ...display import attention_caption, attention_view as view, focus_head
@@ -48,6 +49,13 @@ class Model:
     @property
     def model(self) -> HookedTransformer:
         return self.module if self.module is not None else self.entry.model
+
+
+def learning(m: Model) -> bool | None:
+    """Whether the model ``m``'s logged loss was still falling at its end
+    (``analysis.dynamics.history_still_learning``; None: the log cannot tell); False for a
+    model without a zoo entry (never trained: judged untrained first)."""
+    return False if m.entry is None else history_still_learning(m.entry.history)
 
 
 def load_models(names, size: str, seed: int, device: torch.device,
@@ -206,14 +214,15 @@ BAR_ROW = "predictor without induction (the bar)"
 
 def mechanism_table(models: dict[str, Model], base: Mapping[str, Mapping[str, float]]
                     ) -> pd.DataFrame:
-    """Each model's loss on the mechanism sets and its ``mechanism_verdict``, under a last row
-    (``BAR_ROW``) with the bar of each set (``mechanism_bars`` of ``base``, the
+    """Each model's loss on the mechanism sets and its ``mechanism_verdict`` (from its losses
+    and whether it was still learning; the seed table's labels add the margins' intervals),
+    under a last row (``BAR_ROW``) with the bar of each set (``mechanism_bars`` of ``base``, the
     ``mechanism_baselines`` of the sets the models were measured on)."""
     rows = []
     for name, m in models.items():
         row: dict[str, Any] = {"model": name}
         row.update({k: m.losses.get(k) for k in MECHANISM_SETS})
-        row["verdict"] = mechanism_verdict(m.losses, base)
+        row["verdict"] = mechanism_verdict(m.losses, base, learning(m))
         rows.append(row)
     rows.append({"model": BAR_ROW, **mechanism_bars(base),
                  "verdict": f"{MARGIN} nats below it: learned (predictable) or not failed "
@@ -327,7 +336,7 @@ def algorithm_in_words(m: Model, base: Mapping[str, Mapping[str, float]],
                     key=lambda k: m.ablations[k]["predictable"] - intact)
         sents.append(f"Ablating {worst} hurts most: predictable-letter loss {intact:.2f} -> "
                      f"{m.ablations[worst]['predictable']:.2f} nats.")
-    sents.append(f"Mechanism check: {mechanism_verdict(m.losses, base)}.")
+    sents.append(f"Mechanism check: {mechanism_verdict(m.losses, base, learning(m))}.")
     return " ".join(sents)
 
 

@@ -27,12 +27,11 @@ from ..claims import verdict_table
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from ..grid_training import train_grid
 from .causal import causal_numbers
-from ...analysis.dynamics import history_still_learning
 from .claims import CLAIMS, SETTINGS, SHORT, baselines_of, bounds_of, floor_and_chance, numbers
 from .design import MAIN, POST_SETTING, experiment, seeds_of
 from .dynamics import InductionProbeData, probe_data
-from .measure import (MECHANISM_SETS, POST_SETS, Model, mechanism_bounds, mechanism_label,
-                      mechanism_predictions, mechanism_verdict)
+from .measure import (MECHANISM_SETS, POST_SETS, Model, learning, mechanism_bounds,
+                      mechanism_label, mechanism_predictions, mechanism_verdict)
 from .panel import bars
 
 
@@ -60,13 +59,6 @@ def load_seeds(size: str, seed: int, device: torch.device, cache_dir: str | Path
             entry.loaded = entry.loaded and entry.path not in trained_now  # trained by this call
             out[s][name] = Model(name, entry)
     return out
-
-
-def learning(m: Model) -> bool | None:
-    """Whether the model ``m``'s logged loss was still falling at its end
-    (``analysis.dynamics.history_still_learning``; None: the log cannot tell); False for a
-    model without a zoo entry (never trained: judged untrained first)."""
-    return False if m.entry is None else history_still_learning(m.entry.history)
 
 
 def _as_model(name: str, run) -> Model:
