@@ -192,9 +192,16 @@ def set_predictions(sets: Mapping[str, Batch], trained_on: Batch, n_vocab: int
     out = {}
     for name, batch in sets.items():
         batch = _cut(batch, trained_on.tokens.shape[1])
-        out[name] = {m.name: m.predict(batch, n_vocab, fitted[m.name]) for m in NULL_FAMILY}
-        out[name][MECHANISM] = induction_prediction(batch, n_vocab)
+        preds = {m.name: m.predict(batch, n_vocab, fitted[m.name]) for m in NULL_FAMILY}
+        preds[MECHANISM] = induction_prediction(batch, n_vocab)
+        out[name] = {k: _compact(p) for k, p in preds.items()}
     return out
+
+
+def _compact(p: Prediction) -> Prediction:
+    """``p`` with its log-probabilities in single precision (a map keeps every cell's; the
+    losses read from them differ by far less than the printed digits)."""
+    return Prediction(p.log_probs.float(), p.targets, p.rows, p.n_rows)
 
 
 def bars(predictions: Mapping[str, Mapping[str, Prediction]]) -> dict[str, dict[str, float]]:
