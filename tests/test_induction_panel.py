@@ -5,6 +5,7 @@ mechanism itself does), the evidence against, the sets that can tell, and the in
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -152,6 +153,7 @@ def test_a_content_copier_is_labelled_content_and_gaps_are_reported():
     assert panel.median_gap([{}], "longer") is None
 
 
+@functools.lru_cache(maxsize=1)
 def _fixed_and_varied():
     """A map of fixed 6-letter and varied 4-8-letter cells (its shorter set: blocks of 3, which
     copying 6 back solves) and the baselines of a run of each."""
@@ -387,6 +389,7 @@ def test_a_run_s_own_sets_follow_the_same_rule():
     null member explains does not judge, two sets must tell, a shifted start only counts against;
     the labels and states are the maps'."""
     from toymech.studies.induction.measure import mechanism_label, mechanism_verdict
+    from toymech.studies.induction.own_sets import _own
 
     tells = {"best": 1.8, "copier": 2.0, "oracle": 0.5}
     base = {"predictable": {"best": 0.0, "copier": 1.8, "oracle": 0.3},
@@ -400,7 +403,7 @@ def test_a_run_s_own_sets_follow_the_same_rule():
     assert mechanism_label({**losses, "shorter": 1.45, "longer": 1.75}, base) == "position"
     assert "a fixed offset back" in mechanism_verdict({**losses, "shorter": 1.45, "longer": 1.75}, base)
     explained = {**base, "shorter": {"best": 0.4, "copier": 1.6, "oracle": 0.2}}  # copying back solves it
-    assert panel.telling(panel._own(explained), ["shorter", "longer"]) == ["longer"]
+    assert panel.telling(_own(explained), ["shorter", "longer"]) == ["longer"]
     assert mechanism_label(losses, explained) == "undecided"  # one set left: no label on it
     assert mechanism_verdict(losses, explained).startswith("undecided")
     assert mechanism_label(losses, base, learning=True) == "still learning"

@@ -40,7 +40,8 @@ from ..claims import Claim, Numbers, need, scorecard as _scorecard
 from .causal import CAUSAL_CLAIMS
 from ..settings import StudySettings
 from .design import CALIBRATION, COST, POST_SETTING, SHORT, setting
-from .panel import MARGIN, own_judge
+from .panel import MARGIN
+from .own_sets import OUTSIDE, baselines_of, verdict_of
 
 # The study's settings per size, what reaching each costs, and its calibration seeds.
 # The scaled claims whose verdict at default (2,000 steps) was the verdict at the post's setting
@@ -214,43 +215,6 @@ def _doubled(short: str, source_value: str) -> Claim:
                  unit="% over the test loss",
                  test=f"doubled loss >= test loss x (1 + {TOL['doubled_pct']} %)",
                  why=DERIVATION["doubled_pct"])
-
-
-MECHANISM = ("predictable", "shifted", "shorter", "longer")  # panel.OWN_SETS' order
-OUTSIDE = MECHANISM[1:]  # the sets outside the training distribution (their margins' intervals)
-
-
-def baselines_of(n: Numbers) -> dict[str, dict[str, float]]:
-    """The predictors of one seed's numbers ``n`` (``base.<set>``: the best predictor without
-    induction; ``base.<set>.copier``: the in-context frequency copier; ``base.<set>.oracle``:
-    induction), shaped as ``panel.set_baselines`` gives them: {set: {"best", "copier",
-    "oracle"}} for the mechanism sets that have all three (a set not measured is left out)."""
-    return {s: {"best": n[f"base.{s}"], "copier": n[f"base.{s}.copier"],
-                "oracle": n[f"base.{s}.oracle"]} for s in MECHANISM
-            if all(f"base.{s}{c}" in n for c in ("", ".copier", ".oracle"))}
-
-
-def bounds_of(n: Numbers, short: str) -> dict[str, dict[str, tuple[float, float]]]:
-    """The model ``short``'s margin intervals in one seed's numbers ``n``, as
-    ``panel.margin_bounds`` gives them: {set: {"best": (low, high), "copier": (low, high)}}
-    for the sets outside training that have them."""
-    keys = ("beyond_low", "beyond_high", "gain_low", "gain_high")
-    return {s: {"best": (n[f"{short}.{s}.beyond_low"], n[f"{short}.{s}.beyond_high"]),
-                "copier": (n[f"{short}.{s}.gain_low"], n[f"{short}.{s}.gain_high"])}
-            for s in OUTSIDE if all(f"{short}.{s}.{k}" in n for k in keys)}
-
-
-def verdict_of(n: Numbers, short: str) -> dict[str, object]:
-    """The model ``short``'s verdict by the maps' rule on its own sets (``panel.own_judge``,
-    with its margins' intervals), judged as stopped: a claim is judged at its size's steps (the
-    scorecard names the setting), so it reads whether the run copies by content there; the
-    seed table's label says whether it was still learning. KeyError (not measured) where a
-    loss, a predictor or an interval is missing or NaN."""
-    need(n, [f"base.{s}{c}" for s in MECHANISM for c in ("", ".copier", ".oracle")])
-    need(n, [f"{short}.{s}.{k}" for s in OUTSIDE
-             for k in ("beyond_low", "beyond_high", "gain_low", "gain_high")])
-    losses = dict(zip(MECHANISM, need(n, [f"{short}.{s}" for s in MECHANISM])))
-    return own_judge(losses, baselines_of(n), False, bounds_of(n, short))
 
 
 def _worst_margin(n: Numbers, short: str) -> float:

@@ -22,8 +22,8 @@ from ...sweep import train_missing
 from ...zoo import Zoo, ZooEntry
 from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
 from .design import experiment, seeds_of
-from .panel import (MARGIN, TELLS, bars, margin_bounds, margin_draws, own_bars, own_judge,
-                    set_predictions)
+from .own_sets import own_bars, own_judge
+from .panel import MARGIN, TELLS, bars, margin_bounds, margin_draws, set_predictions
 from ..states import LEARNED, STILL_LEARNING, UNDECIDED, UNTRAINED
 
 POST_SETS = ("test", "doubled", "option1", "option2")
@@ -149,7 +149,7 @@ def mechanism_bounds(model: HookedTransformer, sets: Mapping[str, Batch],
 
 def mechanism_bars(base: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     """What each mechanism set's loss is judged against (``base``: ``mechanism_baselines``;
-    ``panel.OWN_SETS``): the in-context frequency copier on ``predictable`` (learned) and
+    ``own_sets.OWN_SETS``): the in-context frequency copier on ``predictable`` (learned) and
     ``shifted`` (failed where not below it), the best predictor without induction on ``shorter``
     and ``longer`` (beaten ``MARGIN`` below it)."""
     return own_bars(base)
@@ -171,7 +171,7 @@ def mechanism_verdict(losses: Mapping[str, float], base: Mapping[str, Mapping[st
                       bounds: Mapping[str, Mapping[str, tuple[float, float]]] | None = None
                       ) -> str:
     """Which mechanism the losses on the mechanism sets point to, in words, by the maps' rule
-    (``panel.own_judge``: the same label and states as ``mechanism_label``).
+    (``own_sets.own_judge``: the same label and states as ``mechanism_label``).
 
     ``losses``: {set: loss} on ``MECHANISM_SETS``; ``base``: the predictors on the same sets
     (``mechanism_baselines``); ``learning``: whether the run was still learning at its end;
@@ -196,7 +196,7 @@ def mechanism_label(losses: Mapping[str, float], base: Mapping[str, Mapping[str,
                     learning: bool | None = False,
                     bounds: Mapping[str, Mapping[str, tuple[float, float]]] | None = None
                     ) -> str:
-    """The run's label by the maps' rule on its own mechanism sets (``panel.own_judge``; the
+    """The run's label by the maps' rule on its own mechanism sets (``own_sets.own_judge``; the
     sets of ``task.mechanism_sets`` lie outside its training distribution): ``content``,
     ``partial`` or ``position`` for a learned run, else its state (``untrained``, ``still
     learning``, ``undecided``), the one vocabulary of notebook, scorecard and maps.

@@ -27,11 +27,12 @@ from ..claims import verdict_table
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from ..grid_training import train_grid
 from .causal import causal_numbers
-from .claims import CLAIMS, SETTINGS, SHORT, baselines_of, bounds_of, floor_and_chance, numbers
+from .claims import CLAIMS, SETTINGS, SHORT, floor_and_chance, numbers
 from .design import MAIN, POST_SETTING, experiment, seeds_of
 from .dynamics import InductionProbeData, probe_data
 from .measure import (MECHANISM_SETS, POST_SETS, Model, learning, mechanism_bounds,
                       mechanism_label, mechanism_predictions, mechanism_verdict)
+from .own_sets import baselines_of, bounds_of
 from .panel import bars
 
 

@@ -1,6 +1,6 @@
 """One test panel for a whole map of study 1, the predictors a run is judged against, and the
 rule that judges it (``judge``); the notebook's per-seed label and the copies-by-content claims
-read a run's own sets by the same rule (``own_judge``), so notebook, scorecard and maps share one
+read a run's own sets by the same rule (``own_sets.own_judge``), so notebook, scorecard and maps share one
 label vocabulary: ``content`` / ``partial`` / ``position``, or a state (``untrained``, ``still
 learning``, ``undecided``; ``toymech.studies.states``).
 
@@ -408,36 +408,6 @@ def earlier_label(losses: Mapping[str, float], base: Mapping[str, Mapping[str, f
     if not tested:
         return None
     return "content" if len(won) == len(tested) else "position" if not won else "partial"
-
-
-# --- a run's own sets (the notebook and the claims) -------------------------------------------
-# A run's own mechanism sets (``RepeatedBlocks.eval_sets``) as the rule reads them:
-# ``predictable`` is its training distribution (``"train"``), ``shifted`` keeps a trained block
-# length (it can only count against the run: ``failed``), ``shorter`` and ``longer`` change the
-# block length (they can tell). What each is judged against, for a table: the frequency copier
-# on the first two, the best member of the family on the others.
-OWN_SETS = {"predictable": "copier", "shifted": "copier", "shorter": "best", "longer": "best"}
-
-
-def _own(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {("train" if k == "predictable" else k): v for k, v in values.items()}
-
-
-def own_judge(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]],
-              learning: bool | None = False,
-              bounds: Mapping[str, Mapping[str, tuple[float, float]]] | None = None
-              ) -> dict[str, object]:
-    """``judge`` on a run's own mechanism sets (``OWN_SETS``; ``predictable`` read as its
-    training distribution): ``losses`` {set: loss}, ``base`` ``set_baselines`` of the same
-    sets, ``learning`` and ``bounds`` as ``judge`` reads them (``bounds`` keyed by the own
-    sets' names)."""
-    return judge(_own(losses), _own(base), learning, MARGIN, _own(bounds) if bounds else None)
-
-
-def own_bars(base: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-    """The loss each of a run's own mechanism sets is judged against (``OWN_SETS``; ``base``:
-    ``set_baselines``): learned, not failed or beaten ``MARGIN`` below it."""
-    return {k: base[k][against] for k, against in OWN_SETS.items() if k in base}
 
 
 def median_gap(rows: Sequence[Mapping[str, object]], name: str) -> float | None:
