@@ -93,7 +93,8 @@ class Prediction:
         return sums, counts
 
     def top(self, tol: float = 1e-9) -> torch.Tensor:
-        """[n, V] bool: the letters of highest probability at each target (ties all kept)."""
+        """[n, V] bool: the letters of highest probability at each target (ties all kept:
+        within ``tol`` of the highest log-probability)."""
         best = self.log_probs.max(1, keepdim=True).values
         return self.log_probs >= best - tol
 
@@ -411,7 +412,7 @@ def induction_prediction(batch: Batch, n_vocab: int) -> Prediction:
 
 
 def copy_back_prediction(batch: Batch, n_vocab: int, k: int) -> Prediction:
-    """Copy the letter ``k`` back (module docstring; uniform where there is none).
+    """Copy the letter ``k`` back on ``batch`` (module docstring; uniform where there is none).
     ``n_vocab``: V."""
     check(isinstance(k, int) and k >= 1, "k", k, "an integer >= 1")
     at = _targets(batch, n_vocab)

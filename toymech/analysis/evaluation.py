@@ -169,8 +169,9 @@ def resample_path_losses(model: HookedTransformer, batch: Batch, shift: int = 1
 
 @torch.no_grad()
 def mean_head_outputs(model: HookedTransformer, batch: Batch) -> dict[int, torch.Tensor]:
-    """{layer: [T, n_heads, d_head]} each head's output z averaged over ``batch``'s sequences at
-    each position (what ``head_ablation_hooks`` puts in place of a mean-ablated head)."""
+    """{layer: [T, n_heads, d_head]} each head's output z of ``model`` averaged over ``batch``'s
+    sequences at each position (what ``head_ablation_hooks`` puts in place of a mean-ablated
+    head)."""
     _, cache = model.run_with_cache(batch.tokens.to(model.cfg.device),
                                     names_filter=lambda n: n.endswith("hook_z"))
     return {layer: cache[f"blocks.{layer}.attn.hook_z"].mean(0)
