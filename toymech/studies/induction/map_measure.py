@@ -17,7 +17,7 @@ rule is applied again to the stored snapshot nearest to half the run's steps (be
 and two thirds of them; ``half_step``), and a run whose label (or state) differs there is
 ``still learning`` (the map's budget policy continues it). ``label_at_half`` and
 ``beyond_baseline_at_half`` are that snapshot's; ``label_stable`` says whether the two agree
-(empty where the run kept no snapshot in that range). The margin itself is not required to stay
+(``yes`` / ``no``; empty where the run kept no snapshot in that range). The margin itself is not required to stay
 put: a position run's margin may drift by nats without ever nearing the cut, and what a label
 asserts is on which side of the cut each set lies.
 
@@ -77,6 +77,9 @@ MAP_EVAL_N = 512  # sequences per set a map measures each run on
 PANEL_SEED = seed_for(0, "panel")  # the panel's letters: the map's, never a run's
 CAUSAL_N = 256  # sequences the causal columns are measured on (the first of each set)
 MOST = 0.5  # "removes most of the advantage": more than this share of it
+# A text column's empty cell: NaN, which a table reads back alike from its CSV and its Parquet
+# (an empty string would not: the CSV gives NaN back).
+NONE = float("nan")
 
 
 @dataclass
@@ -212,7 +215,7 @@ def _causal(model: HookedTransformer, sets: dict[str, Batch], base) -> dict[str,
                         else (None, None))
             out["heads_removing_most.longer"] = (
                 " ".join(analysis.head_label(*h) for h in heads) if heads
-                else "not even every head" if has else "")
+                else "not even every head" if has else NONE)
             out["n_heads_removing_most.longer"] = len(heads) if heads else float("nan")
     return out
 
@@ -259,21 +262,21 @@ def map_row(run, size: Setting | str, seed: int, *, panel: MapPanel | None = Non
                 "beyond.train": round(base["train"]["copier"] - final.losses["train"], 4)})
     # the label at half the run's steps: a label that changed since is not final
     at = half_step(run) if verdict["state"] in (LEARNED, UNDECIDED) else None
-    row.update({"half_step": at if at is not None else float("nan"), "label_at_half": "",
-                "beyond_baseline_at_half": float("nan"), "label_stable": ""})
+    row.update({"half_step": at if at is not None else NONE, "label_at_half": NONE,
+                "beyond_baseline_at_half": NONE, "label_stable": NONE})
     if at is not None:
         then = _judge(run.model_at(at), sets, preds, base, False)
         row.update({"label_at_half": then.outcome,
                     "beyond_baseline_at_half": round(then.beyond(base), 4),
-                    "label_stable": then.outcome == final.outcome})
+                    "label_stable": "yes" if then.outcome == final.outcome else "no"})
         if then.outcome != final.outcome:
             verdict.update(state=STILL_LEARNING, label=None)
     row["state"] = verdict["state"]
     row["label"] = verdict["label"] or ""
-    row["label_earlier_rule"] = earlier_label(final.losses, base) or ""
-    row["judged_on"] = " ".join(verdict["judged_on"])
-    row["failed_on"] = " ".join(verdict["failed_on"])
-    row["undecided_because"] = verdict["undecided_because"]
+    row["label_earlier_rule"] = earlier_label(final.losses, base) or NONE
+    row["judged_on"] = " ".join(verdict["judged_on"]) or NONE
+    row["failed_on"] = " ".join(verdict["failed_on"]) or NONE
+    row["undecided_because"] = verdict["undecided_because"] or NONE
     shown = {k: b for k, b in panel.panel.sets.items()}
     ks = sorted({*task.block_lens, *(p for p, _ in panel.panel.shapes.values())})
     row.update(fingerprint({k: final.predictions[k] for k in shown}, preds, shown, ks,
