@@ -286,38 +286,55 @@ def map_row(run, size: Setting | str, seed: int, *, panel: MapPanel | None = Non
 
 
 def map_evidence(table: pd.DataFrame) -> str:
-    """The causal evidence of a map's table in words, per cell (runs that share the experiment
-    and every knob: a label is never compared across a knob that moves with it): per label of
-    the cell's learned 2-layer runs, how many runs, the median share of their advantage over
-    the best predictor without induction on the panel's longer blocks that resampling layer 0's
-    output removes in layer 1's keys and queries, and the median size of the smallest head set
-    whose mean ablation removes most of it. Empty where the table has no such columns.
+    """The evidence behind a map's labels in words: the panel every run was judged on (and the
+    sets it left out because they do not fit the map's shortest sequences), then per cell (runs
+    that share the experiment and every knob: a label is never compared across a knob that
+    moves with it), per label of its learned runs: how many runs, the algorithm their
+    predictions agree with most (``fingerprint``, the commonest, with the median agreement) and,
+    for 2-layer runs, the median share of their advantage over the best predictor without
+    induction on the panel's longer blocks that resampling layer 0's output removes in layer 1's
+    keys and queries and the median size of the smallest head set whose mean ablation removes
+    most of it. Empty where the table has no fingerprint.
 
     ``table``: the map's table (one row per run, with its ``state``, ``label`` and knobs)."""
-    share = "key_resample_share.longer"
-    if share not in table or "state" not in table:
+    if "fingerprint" not in table or "state" not in table:
         return ""
-    learned = table[(table["state"].astype(str) == LEARNED) & table[share].notna()]
+    panels = sorted({str(p) for p in table.get("panel", pd.Series(dtype=str)).dropna()})
+    said = ("Judged on the panel " + " / ".join(panels)
+            + (" (a set left out does not fit the map's shortest sequences)"
+               if any("left out" in p for p in panels) else "") + ". ") if panels else ""
+    learned = table[table["state"].astype(str) == LEARNED]
     columns = list(knob_columns(table).values())
     parts = []
     for key, runs in learned.groupby(["experiment", *columns], sort=False, dropna=False):
         cell = ", ".join(f"{name} {value}" for name, value in
                          zip(["experiment", *knob_columns(table)], key))
-        per = []
-        for label, rows in runs.groupby(runs["label"].astype(str), sort=True):
-            heads = pd.to_numeric(rows["n_heads_removing_most.longer"], errors="coerce").median()
-            per.append(f"{label} ({len(rows)} runs): keys {rows[share].median():.2f}, queries "
-                       f"{rows['query_resample_share.longer'].median():.2f}"
-                       + (f", heads {heads:g}" if pd.notna(heads) else ""))
-        parts.append(f"{cell}: " + "; ".join(per))
+        parts.append(f"{cell}: " + "; ".join(
+            _label_evidence(label, rows) for label, rows in
+            runs.groupby(runs["label"].astype(str), sort=True)))
     if not parts:
-        return ""
-    return ("Causal evidence per cell (runs sharing every knob), median over its learned 2-layer "
-            "runs of each label: the share of their advantage over the best predictor without "
-            "induction on the panel's longer blocks that resampling layer 0's output from other "
-            "sequences removes in layer 1's keys and in its queries, and the size of the "
-            "smallest head set whose mean ablation removes most of it. " + " | ".join(parts)
-            + ".")
+        return said.strip()
+    return (said + "Per cell (runs sharing every knob), each label's learned runs: the "
+            "algorithm their predictions agree with most (median agreement); for 2-layer runs "
+            "the share of their advantage over the best predictor without induction on the "
+            "panel's longer blocks that resampling layer 0's output from other sequences "
+            "removes in layer 1's keys and in its queries, and the size of the smallest head "
+            "set whose mean ablation removes most of it (medians). " + " | ".join(parts) + ".")
+
+
+def _label_evidence(label: str, rows: pd.DataFrame) -> str:
+    """One label's runs of one cell in words (``map_evidence``)."""
+    best = rows["fingerprint"].astype(str).mode().iloc[0]
+    agree = pd.to_numeric(rows["fingerprint_agreement"], errors="coerce").median()
+    text = f"{label} ({len(rows)} runs): fingerprint {best} {agree:.2f}"
+    shares = pd.to_numeric(rows.get("key_resample_share.longer"), errors="coerce")
+    if shares is not None and shares.notna().any():
+        queries = pd.to_numeric(rows["query_resample_share.longer"], errors="coerce").median()
+        text += f", keys {shares.median():.2f}, queries {queries:.2f}"
+    heads = pd.to_numeric(rows.get("n_heads_removing_most.longer"), errors="coerce")
+    if heads is not None and heads.notna().any():
+        text += f", heads {heads.median():g}"
+    return text
 
 
 def map_check(size: Setting | str) -> None:
