@@ -462,3 +462,28 @@ def test_the_variant_page_quotes_the_variant_scorecard():
     every = block.count("| 3/3 | holds")
     none = block.count("| 0/3 | does not hold")
     assert f"{every} properties holding on every seed, {none} on none" in page
+
+
+def test_the_fingerprint_names_the_algorithm_a_run_agrees_with(scored):
+    """A run that IS one of the candidate algorithms agrees with it wherever it has one likeliest
+    letter (a tie earns a share) and is named by it (induction, or a member of the null family);
+    an untrained model's row carries the
+    fingerprint columns and no causal share (it has no advantage to remove)."""
+    from toymech.studies.induction.map_measure import fingerprint, map_row
+
+    _, cells = scored
+    task, sets, preds, base = cells["varied"]
+    shown = {k: b for k, b in sets.items() if k != "train"}
+    for name in ("oracle", "recency", "attention"):
+        mine = {k: preds[k][name] for k in shown}
+        said = fingerprint(mine, preds, shown, [4, 6, 9], V)
+        assert said["fingerprint"] == ("induction" if name == "oracle" else name)
+        shares = {k: v for k, v in said.items() if k.startswith("agreement.")}
+        assert said["fingerprint_agreement"] == max(shares.values()) > 0.5
+        assert set(said) >= {"agreement.induction", "agreement.copy_9_back", "agreement.copier"}
+    model = build_model(experiments.get("induction-2l", "smoke", 3).model, "cpu").eval()
+    row = map_row(model, "smoke", 3)
+    assert row["state"] == "untrained" and row["label"] == "" and 0 <= row["fingerprint_agreement"] <= 1
+    assert math.isnan(row["key_resample_share.longer"]) and math.isnan(row["half_step"])
+    assert row["beyond_baseline.low"] <= row["beyond_baseline"] <= row["beyond_baseline.high"]
+    assert row["bar.longer"] in panel.MEMBERS and row["oracle.longer"] < row["null.longer.copier"]
