@@ -31,10 +31,12 @@ the current letter), the oracle a set's difficulty is read against.
 
 **The rule** (``judge``), with every cut fixed here before a map is judged by it:
 
-* ``untrained``: the run's loss on its own training distribution (predictable letters) is not
-  below the frequency copier's by ``MARGIN``: not having learned is never evidence of a mechanism.
-* ``still learning``: its loss was still falling when it stopped (the map's ``map_row`` also
-  calls a run whose label changed between half its steps and its end still learning).
+* The run's state comes first, in the one order of every study (``states.state_of``): ``still
+  learning`` where its loss was still falling when it stopped (the map's ``map_row`` also calls
+  a run whose label changed between half its steps and its end still learning); ``untrained``
+  where its loss on its own training distribution (predictable letters) is not below the
+  frequency copier's by ``MARGIN`` (not having learned is never evidence of a mechanism);
+  ``undecided`` (below); only a ``learned`` run carries a label.
 * A set **can tell** content from the predictors for a run (``telling``) when the mechanism
   solves it (the oracle below the frequency copier by ``MARGIN``) and no member of the family
   gets half of the oracle's gain over the frequency copier there (``TELLS``): copying 6 back
@@ -88,7 +90,7 @@ from ...analysis.bootstrap import N_RESAMPLES, percentile_interval, resample_cou
 from ...core import check
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
-from ..states import LEARNED, STILL_LEARNING, UNDECIDED, UNTRAINED
+from ..states import LEARNED, UNDECIDED, state_of
 
 MARGIN = 0.1
 TELLS = 0.5  # a member with this share of the oracle's gain over the copier explains a set
@@ -298,10 +300,12 @@ def judge(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]],
           learning: bool | None = False, margin: float = MARGIN,
           bounds: Mapping[str, Mapping[str, tuple[float, float]]] | None = None
           ) -> dict[str, object]:
-    """A run's verdict by the module's rule: ``{"state": learned | untrained | still learning |
-    undecided, "label": content | partial | position | None, "judged_on": the sets that can tell,
-    "failed_on": the sets it fails, "undecided_because": why no label ("" where there is one or
-    the state says why), "gap.<set>": its loss minus the best member's, per set}``.
+    """A run's verdict by the module's rule, its state decided in the one order of every study
+    (``states.state_of``: still learning, untrained, undecided, learned): ``{"state": learned |
+    untrained | still learning | undecided, "label": content | partial | position | None,
+    "judged_on": the sets that can tell, "failed_on": the sets it fails, "undecided_because":
+    why an undecided run has no label ("" otherwise), "gap.<set>": its loss minus the best
+    member's, per set}``.
 
     ``losses``: the run's loss on ``"train"`` (its predictable letters) and on each set;
     ``base``: ``baselines`` / ``set_baselines`` of the same sets; ``learning``: whether its
@@ -315,29 +319,29 @@ def judge(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]],
     lost = failed(losses, base, checked, margin)
     shown = {"judged_on": tuple(tested), "failed_on": tuple(lost), "undecided_because": "",
              **gaps}
-    if not learned(losses, base, "train", margin):
-        return {"state": UNTRAINED, "label": None, **shown}
-    if learning is not False:
-        return {"state": STILL_LEARNING, "label": None, **shown}
+
+    def verdict(label, why: str = "") -> dict[str, object]:
+        state = state_of(learned=learned(losses, base, "train", margin), learning=learning,
+                         decided=not why)
+        return {"state": state, "label": label if state == LEARNED else None, **shown,
+                "undecided_because": why if state == UNDECIDED else ""}
+
     if len(tested) < MIN_SETS:
-        return {"state": UNDECIDED, "label": None, **shown, "undecided_because":
-                f"{len(tested)} set(s) can tell, fewer than {MIN_SETS}"}
+        return verdict(None, f"{len(tested)} set(s) can tell, fewer than {MIN_SETS}")
     won = set(beaten(losses, base, tested, margin))
     label = _label(won, set(lost), tested)
     unsure = _unsure(losses, base, tested, solvable(base, checked, margin), margin, bounds)
-    if unsure:
-        labels = set()
-        for flips in itertools.product((False, True), repeat=len(unsure)):
-            w, f = set(won), set(lost)
-            for (kind, k), flip in zip(unsure, flips):
-                if flip:
-                    (w if kind == "beaten" else f).symmetric_difference_update({k})
-            labels.add(_label(w, f, tested))
-        if len(labels) > 1:
-            why = ", ".join(f"{k} ({kind})" for kind, k in unsure)
-            return {"state": UNDECIDED, "label": None, **shown,
-                    "undecided_because": f"margin interval straddles the cut on {why}"}
-    return {"state": LEARNED, "label": label, **shown}
+    labels = {label}
+    for flips in itertools.product((False, True), repeat=len(unsure)):
+        w, f = set(won), set(lost)
+        for (kind, k), flip in zip(unsure, flips):
+            if flip:
+                (w if kind == "beaten" else f).symmetric_difference_update({k})
+        labels.add(_label(w, f, tested))
+    if len(labels) > 1:
+        why = ", ".join(f"{k} ({kind})" for kind, k in unsure)
+        return verdict(None, f"margin interval straddles the cut on {why}")
+    return verdict(label)
 
 
 def _unsure(losses, base, tested, checked, margin, bounds) -> list[tuple[str, str]]:
