@@ -142,4 +142,3 @@ def test_behavioural_evaluation():
     assert paths["direct only"] != pytest.approx(paths["K and Q"], abs=1e-6)
     with pytest.raises(ValueError, match="head=\\(2, 0\\)"):
         analysis.head_ablation_hooks([(2, 0)], 2, 4)
-
