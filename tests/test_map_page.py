@@ -452,14 +452,24 @@ def test_where_the_outcome_changes_and_the_causal_evidence_are_computed_from_the
             "3 [0.29, 1.00])") in page.changes
     assert not any(c.startswith("offset 0 -> 0-3 (at block_len 4-8)") for c in page.changes)
     assert maps.summary.changes(table.assign(label="position")) == []  # one outcome: no change
-    # the evidence: medians per label over the learned runs only; none without learned runs
-    measured = table.assign(state="learned", **{"kcut.train": 1.0, "qcut.train": 0.5,
-                                                "ablate.heads": 2})
-    measured.loc[measured["label"] == "position", "kcut.train"] = 0.0
+    # the evidence: the panel (and what it left out), then per label within each cell (never
+    # pooled over a knob), over the learned runs only; none without learned runs
+    measured = table.assign(state="learned", fingerprint="induction", fingerprint_agreement=0.8,
+                            panel="shifted 6@6; longer 9@0; left out: far",
+                            **{"key_resample_share.longer": 0.8,
+                               "query_resample_share.longer": 0.2,
+                               "n_heads_removing_most.longer": 2})
+    measured.loc[measured["label"] == "position", "key_resample_share.longer"] = 0.1
+    measured.loc[measured["label"] == "position", "fingerprint"] = "copy_6_back"
     said = map_evidence(measured)
-    assert "content (5 runs): kcut 1.00 (train), qcut 0.50 (train), heads carrying the loss 2" in said
-    assert "position (4 runs): kcut 0.00 (train)" in said
-    assert map_evidence(measured.assign(state="untrained")) == ""
+    assert said.startswith("Judged on the panel shifted 6@6; longer 9@0; left out: far (a set "
+                           "left out does not fit the map's shortest sequences).")
+    assert ("experiment induction-2l, block_len 4-8, offset 0: content (2 runs): fingerprint "
+            "induction 0.80, keys 0.80, queries 0.20, heads 2; position (1 runs): fingerprint "
+            "copy_6_back 0.80, keys 0.10") in said
+    assert "block_len 4-8, offset 0-3: content (3 runs): fingerprint induction" in said
+    assert "content (5 runs)" not in said  # never pooled over the cells
+    assert "fingerprint" not in map_evidence(measured.assign(state="untrained"))
     _, block = map_block_of(measured)
     assert said in block and "Where the commonest outcome changes" in block
 
