@@ -52,7 +52,7 @@ def test_untrained_models_are_untrained_with_no_label_on_every_data():
         row = map_row(build_model(exp.model), size, 3)
         assert row["state"] == UNTRAINED and row["label"] == "", size
         assert row["beyond_baseline"] < UNTRAINED_MARGIN and row["in_context_head"] == "no"
-        assert row["still_learning"] == "unknown"  # no log: judged on its level alone
+        assert row["still_learning"] == "no"  # no log: a bare model, judged on its level alone
         # the structural measures of a model that never trained: memories at the random null
         # (a quarter of the way to the construction at most; with 3 fixed triggers the W_K²
         # share's spread over seeds is about 0.08) and unrelated to the construction (the
@@ -123,7 +123,8 @@ def test_a_run_still_learning_gets_no_label_even_at_perfect_numbers():
     good = {**source_like(), "null.icl_acc": 0.5}
     assert judge(good, True) == (STILL_LEARNING, "")
     assert judge(good, False) == (LEARNED, MAP_LABEL)
-    assert judge(good, None) == (LEARNED, MAP_LABEL)  # a log too short to tell does not block it
+    # a log too short to tell: the one state order keeps it from a label (states.state_of)
+    assert judge(good, None) == (STILL_LEARNING, "")
     flat = [{"step": s, "eval_loss": 2.0} for s in range(0, 400, 5)]
     row = map_row(_entry(exp, build_model(exp.model), flat), "smoke", 3)
     assert row["still_learning"] == "no" and row["state"] == UNTRAINED

@@ -15,16 +15,16 @@ points; positive: better than every predictor without the mechanism).
 
 The rule (``judge``), written before the map it judges was run:
 
-* ``still learning``: the run's held-out loss (``eval_loss``, logged every ``eval_every`` steps on
-  a fixed batch) still falling when it stopped (``analysis.dynamics.history_still_learning``:
-  more than 0.02 nats over the last fifth of its steps). A log too short to tell (None: fewer
-  than three points in that fifth, never at ``default``, whose 400 steps log 80 points) does not
-  block a label: the row says ``still_learning`` ``unknown`` and is judged on its level alone. A
-  bare model (no log) is judged on its level alone;
-* ``untrained``: ``beyond_baseline`` below ``UNTRAINED_MARGIN`` = 0.05: the run did not beat the
-  best predictor without the mechanism on its own training distribution. 0.05 is five standard
-  errors of an accuracy on the ~3,000 in-context targets of a ``default`` test set (at most
-  sqrt(0.25 / 3,000) = 0.009 each), the claims' own ``MARGIN``;
+* the states come in the one order every study uses (``studies.states.state_of``):
+  ``still learning`` where the run's held-out loss (``eval_loss``, logged every ``eval_every``
+  steps on a fixed batch) was still falling when it stopped
+  (``analysis.dynamics.history_still_learning`` over the study's ``STILL_LEARNING_WINDOW`` of
+  steps, the generic tolerance per 1,000 steps); then ``untrained``: ``beyond_baseline`` below
+  ``UNTRAINED_MARGIN`` = 0.05, the run did not beat the best predictor without the mechanism on
+  its own training distribution (0.05 is five standard errors of an accuracy on the ~3,000
+  in-context targets of a ``default`` test set, at most sqrt(0.25 / 3,000) = 0.009 each: the
+  claims' own ``MARGIN``); then ``still learning`` again where the log cannot show the run
+  stopped (too short a log); a bare model that never trained is judged on its level alone;
 * ``learned`` otherwise, and only then a label (``mechanism_label``): "in-context head" when the
   in-context accuracy passes the claim ``induction-forms``' own cut, >= ``FORMED`` (0.8) and
   >= the best baseline + ``ABOVE_BASELINE`` (0.3) (the claim's baseline is the bigram model,
@@ -55,7 +55,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ...analysis.dynamics import history_still_learning
-from ..states import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED
+from ..states import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED, state_of
 from ...models import build_model
 from ...sweep.table import knob_column, knob_columns
 from ...training import Experiment
@@ -119,14 +119,11 @@ def judge(n: Mapping[str, float], still: bool | None) -> tuple[str, str]:
     baselines' ``baseline.icl_acc`` / ``null.icl_acc``, the rises), ``still`` whether its
     logged loss was still falling (None: cannot tell, or no log). The label is empty unless the
     state is ``LEARNED``."""
-    if still is True:
-        return STILL_LEARNING, ""
     best, icl = best_baseline(n), n.get("icl_acc")
     if best is None or icl is None or icl != icl:
-        return LEARNED, "not measured"
-    if icl - best < UNTRAINED_MARGIN:
-        return UNTRAINED, ""
-    return LEARNED, mechanism_label(n)
+        return (STILL_LEARNING, "") if still is True else (LEARNED, "not measured")
+    state = state_of(learned=icl - best >= UNTRAINED_MARGIN, learning=still)
+    return state, (mechanism_label(n) if state == LEARNED else "")
 
 
 # The label of a map row that says the paper's mechanism holds: the in-context head formed and
@@ -167,8 +164,8 @@ def coverage(task, final: Mapping[str, float]) -> dict[str, Any]:
 
 
 def _still(history: Sequence[Mapping[str, float]] | None) -> bool | None:
-    if not history:
-        return None
+    if not history:  # a bare model that never trained: nothing to continue
+        return False
     try:
         return history_still_learning(history, STILL_LEARNING_KEY, STILL_LEARNING_WINDOW)
     except ValueError:  # a non-finite loss: a diverged run, which the sweep calls so
