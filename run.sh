@@ -50,9 +50,12 @@ import sys; sys.exit(0 if (3, 10) <= sys.version_info[:2] <= (3, 12) else 1)
 PY
     [ -x "$dir/bin/python" ] || "$py" -m venv "$dir"
     "$dir/bin/python" -m pip install -q --upgrade pip $(pin_args)
-    # torch is pinned (torch==2.13.0) in pyproject.toml: pip takes the CPU or CUDA build
-    # that matches the machine. The lock was written on Python 3.11 (CI's and environment.yml's);
-    # on another Python a locked version may not exist, and pip says which.
+    # torch is pinned (torch==2.13.0) in pyproject.toml. pip does not detect hardware: from
+    # PyPI, Linux x86-64 gets the CUDA build (with its nvidia-* libraries), macOS and Windows
+    # the CPU one. A torch 2.13.0 already in the environment (e.g. the CPU build from PyTorch's
+    # own index, docs/getting-started.md "Which torch") satisfies the pin and is kept. The lock
+    # was written on Python 3.11 (CI's and environment.yml's); on another Python a locked
+    # version may not exist, and pip says which.
     # shellcheck disable=SC2046
     "$dir/bin/python" -m pip install -q $(pin_args) -e ".[test]"
   fi

@@ -13,12 +13,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 project = "toymech"
 author = "the toymech authors"
 copyright = "toymech authors, MIT licence"
-extensions = ["myst_parser", "sphinx.ext.autodoc", "toymech_docs"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "toymech_docs", "toymech_site"]
 
 source_suffix = {".md": "markdown"}
 root_doc = "index"
 # Data and logs beside the pages, not pages.
-exclude_patterns = ["_build", "maps/*.log", "maps/*.csv", "_ext"]
+exclude_patterns = ["_build", "maps/*.log", "maps/*.csv", "_ext",
+                    "results/_*"]  # the generated finding boxes: included, not pages
 
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3

@@ -6,18 +6,22 @@ import pytest
 import torch
 from waiting import limit
 
+from toymech.devices import apply_threads
+
 # Tests never touch the user's cache and never reach the network.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # An embedded Ray gets the start-up budget of a machine like the one the limits were written on,
 # scaled to this one (tests/waiting.py), so a slow or busy machine waits longer instead of failing.
 os.environ.setdefault("TOYMECH_RAY_START_S", str(round(limit(240))))
+# The test process's threads, chosen explicitly (``apply_threads``: the library's thread policy
+# keeps them, and its claim tells the notebook kernels and subprocesses started here).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Several pytest workers (./run.sh test): each gets its share of the cores, and the notebook
     # kernels and subprocesses it starts see the others' claims through the thread policy.
     _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads() // _workers)))
+    apply_threads(max(1, min(2, torch.get_num_threads() // _workers)), log=None)
 else:
-    torch.set_num_threads(min(2, torch.get_num_threads()))
+    apply_threads(min(2, torch.get_num_threads()), log=None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the groups

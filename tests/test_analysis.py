@@ -142,3 +142,77 @@ def test_behavioural_evaluation():
     assert paths["direct only"] != pytest.approx(paths["K and Q"], abs=1e-6)
     with pytest.raises(ValueError, match="head=\\(2, 0\\)"):
         analysis.head_ablation_hooks([(2, 0)], 2, 4)
+
+
+# --- recall margins and subspace overlap (Birth) ------------------------------------------------
+def test_recall_margin_on_hand_built_scores():
+    from toymech.analysis import probes
+
+    # right 3, wrong (1, -1, 1, -1): spread 1, best wrong 1 -> margin 2; a right target below
+    # its best competitor is negative, by how many spreads
+    scores = torch.tensor([[3.0, 1, -1, 1, -1], [0.0, 1, -1, 1, -1], [5.0, 1, 1, 1, 1]])
+    m = probes.row_margins(scores, torch.tensor([0, 0, 0]))
+    assert m[:2].tolist() == pytest.approx([2.0, -1.0])
+    assert m[2] == math.inf  # identical competitors: above all of them by any number of spreads
+    # argmax recall is the sign of the margin, and the margin keeps going past the ceiling
+    assert probes.recall_margin(scores[:1] * torch.tensor([[2.0, 1, 1, 1, 1]]), torch.tensor([0])) \
+        > probes.recall_margin(scores[:1], torch.tensor([0])) > 0
+    # invariant to a positive scale and a shift per row (norms of trained vs frozen parts)
+    g = torch.Generator().manual_seed(0)
+    s = torch.randn(20, 30, generator=g)
+    y = torch.randint(0, 30, (20,), generator=g)
+    assert torch.allclose(probes.row_margins(7 * s + 3, y), probes.row_margins(s, y), atol=1e-5)
+    # masked (causal) candidates are no candidates; fewer than two wrong ones give NaN
+    masked = torch.tensor([[1.0, 0.0, -math.inf], [2.0, 0.0, 1.0]])
+    assert math.isnan(probes.row_margins(masked, torch.tensor([0, 0]))[0])
+    with pytest.raises(ValueError, match="target"):
+        probes.row_margins(masked, torch.tensor([0, 5]))
+
+
+def test_recall_margin_of_a_random_memory_is_the_expected_maximum_below_zero():
+    """The null: for i.i.d. scores the right target is one draw among n - 1 competitors, so the
+    median margin is about -E[max of 64 standard normals] (2.4), far below a built memory's."""
+    from toymech.analysis import probes
+
+    g = torch.Generator().manual_seed(1)
+    random = [probes.recall_margin(torch.randn(65, 65, generator=g), torch.arange(65))
+              for _ in range(20)]
+    assert -2.9 < sum(random) / len(random) < -1.9
+    E = torch.randn(65, 128, generator=g) / 128 ** 0.5
+    U = torch.randn(128, 65, generator=g) / 128 ** 0.5
+    built = probes.output_copy_margin(E.T @ U.T, E, U)  # the construction Σ_k e_kᵀ u_kᵀ
+    assert built > 3.0 and probes.output_copy_probe(E.T @ U.T, E, U) > 0.9
+
+
+def test_memory_reading_puts_a_memory_between_the_null_and_the_construction():
+    from toymech.analysis import probes
+    from toymech.studies.birth.design import experiment
+
+    exp = experiment("default", 3)
+    model = build_model(exp.model)
+    parts = probes.memory_parts(model)
+    assert torch.allclose(parts["W_E"], model.W_E.detach())  # added join: the raw embeddings
+    built = probes.construction_from(parts, exp.task.pi_b, exp.task.fixed_triggers)
+    with torch.no_grad():  # write the construction into the model: it is its own reference
+        model.blocks[1].attn.W_O.copy_(built["W_O2 (output copy)"][None])
+    read = probes.memory_reading(model, pi_b=exp.task.pi_b, triggers=exp.task.fixed_triggers)
+    assert read["W_O2"]["share"] == pytest.approx(1.0)
+    assert read["W_O2"]["cosine"] == pytest.approx(1.0)
+    for m in ("W_K1", "W_K2"):  # random memories: near the null, unrelated to the construction
+        assert abs(read[m]["share"]) < 0.25 and abs(read[m]["cosine"]) < 0.05
+        assert read[m]["built"] > 3.0 > -1.0 > read[m]["null"]
+    assert "kl" in read["W_F"]
+
+
+def test_subspace_overlap_on_hand_built_spans_and_its_random_null():
+    eye = torch.eye(8)
+    assert analysis.subspace_overlap(eye[:3], 5 * eye[:3], 3) == pytest.approx(1.0)
+    assert analysis.subspace_overlap(eye[:3], eye[4:7], 3) == pytest.approx(0.0)
+    half = torch.stack([eye[0], (eye[1] + eye[5]) / 2 ** 0.5])  # one shared axis, one at 45°
+    assert analysis.subspace_overlap(eye[:2], half, 2) == pytest.approx(0.75)
+    g = torch.Generator().manual_seed(0)
+    draws = [analysis.subspace_overlap(torch.randn(65, 128, generator=g),
+                                       torch.randn(64, 128, generator=g), 16) for _ in range(10)]
+    assert sum(draws) / len(draws) == pytest.approx(analysis.overlap_null(16, 128), abs=0.02)
+    with pytest.raises(ValueError, match="k="):
+        analysis.subspace_overlap(eye[:3], eye[:3], 4)

@@ -179,9 +179,10 @@ def test_edited_rows_are_refused_by_results(case, copy):
     _edit(table, edit)
     (copy / "out" / ".toymech-maps.json").unlink()  # the row checks alone, not the file's hash
     with no_hang():
-        code, out, err = run_cli(["results", "--maps", str(table), "--into", str(copy / "r.md")])
+        code, out, err = run_cli(["results", "--pages", "--maps", str(table), "--data",
+                                  str(copy / "no-data"), "--out", str(copy / "site")])
     refused(code, out, err, [str(table), *fragments])
-    assert not (copy / "r.md").exists(), "the record was written"
+    assert not (copy / "site").exists(), "a page was written"
 
 
 def test_damage_an_edited_table_is_refused_by_the_next_map_run(copy):
@@ -206,11 +207,12 @@ def test_refused_another_map_under_the_same_name(copy):
 
 def test_handled_an_unrelated_csv_in_a_maps_folder_is_skipped_with_a_line(copy):
     _write(copy / "out" / "notes.csv", "x,y\n1,2\n")
-    code, out, err = run_cli(["results", "--maps", str(copy / "out"), "--into", str(copy / "r.md")])
+    code, out, err = run_cli(["results", "--pages", "--maps", str(copy / "out"), "--data",
+                              str(copy / "no-data"), "--out", str(copy / "site")])
     assert code == 0, err[-2000:]
     skipped = [line for line in err.splitlines() if "skipped" in line]
     assert len(skipped) == 1 and "notes.csv" in skipped[0] and "'experiment' column" in skipped[0]
-    assert "map m" in (copy / "r.md").read_text()
+    assert "### Map `m`" in (copy / "site" / "induction.md").read_text()
 
 
 # --- refused: plugins -------------------------------------------------------------------------

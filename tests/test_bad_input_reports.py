@@ -223,7 +223,7 @@ def test_a_killed_rerun_leaves_the_last_finished_run_served(case, tmp_path):
     o, e = first.communicate(timeout=WAIT_S)
     assert first.returncode == 0, (o, e)
     served = {p: (out / p).read_bytes() for p in ("executed/wait.ipynb", "wait.html", "index.json")}
-    block = dict(results.report_block(r) for r in results.report_records(out))
+    block = [results.record_data(r) for r in results.report_records(out)]
 
     release.unlink()
     for p in started.iterdir():
@@ -242,7 +242,7 @@ def test_a_killed_rerun_leaves_the_last_finished_run_served(case, tmp_path):
             rerun.wait()
     # the last finished run is still the one served, byte for byte, and so is its record
     assert {p: (out / p).read_bytes() for p in served} == served
-    assert dict(results.report_block(r) for r in results.report_records(out)) == block
+    assert [results.record_data(r) for r in results.report_records(out)] == block
 
     release.touch()
     third = _run_report(command, env)

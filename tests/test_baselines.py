@@ -99,3 +99,98 @@ def test_fitted_on_the_training_distribution_the_position_copier_fails_other_blo
     # the copier's smoothing fitted elsewhere is never better than fitted on the set itself
     assert context_frequency_loss(shorter, V, fit_on=train) >= context_frequency_loss(shorter, V) - 1e-9
     assert context_frequency_loss(train, V, fit_on=train) == pytest.approx(context_frequency_loss(train, V))
+
+
+# --- the family of issue 63 and the mechanism's own predictor ------------------------------------
+from toymech.analysis.baselines import (Prediction, agreement, attention_prediction,  # noqa: E402
+                                        attention_weights, copy_back_prediction,
+                                        frequency_prediction, induction_prediction,
+                                        position_prediction, recency_prediction, recency_window)
+
+
+def _uniform(n=1024, seed=1):
+    tokens = torch.randint(0, V, (n, 24), generator=torch.Generator().manual_seed(seed))
+    scored = torch.ones_like(tokens, dtype=torch.bool)
+    scored[:, 0] = False
+    return Batch(tokens, scored)
+
+
+def test_every_prediction_is_a_distribution_on_the_batch_s_targets_in_order():
+    gen = torch.Generator().manual_seed(3)
+    batch = RepeatedBlocks(block_len=(4, 8), offset=(0, 3), length=24).predictable(64, gen)
+    rows, col = torch.nonzero(batch.target_mask, as_tuple=True)
+    for p in (frequency_prediction(batch, V), position_prediction(batch, V),
+              recency_prediction(batch, V, k=3), attention_prediction(batch, V),
+              induction_prediction(batch, V), copy_back_prediction(batch, V, 4)):
+        assert torch.equal(p.targets, batch.tokens[rows, col + 1]) and torch.equal(p.rows, rows)
+        assert torch.allclose(p.log_probs.double().exp().sum(1), torch.ones(len(rows), dtype=torch.float64))
+        sums, counts = p.sequence_totals()
+        assert float(sums.sum() / counts.sum()) == pytest.approx(p.loss)
+    # the loss functions are the predictions' losses
+    assert context_frequency_loss(batch, V) == frequency_prediction(batch, V).loss
+    assert position_copy_loss(batch, V) == position_prediction(batch, V).loss
+
+
+def test_the_recency_copier_with_no_window_is_the_frequency_copier():
+    """With no window the recency copier is the frequency copier (its smoothing searched over a
+    wider range, so never worse)."""
+    batch = RepeatedBlocks(block_len=5).predictable(256, torch.Generator().manual_seed(4))
+    recency, frequency = recency_prediction(batch, V, k=0).loss, context_frequency_loss(batch, V)
+    assert frequency - 1e-3 < recency <= frequency + 1e-9
+
+
+def test_the_recency_copier_suppresses_the_rest_of_a_trained_block():
+    """On 6-letter blocks the target is never among the 5 letters before it (unless the block
+    repeats a letter): the fitted window is 5, and suppressing those letters leaves the target
+    the likeliest seen letter; on uniform letters it gains nothing (the null)."""
+    gen = torch.Generator().manual_seed(5)
+    train = RepeatedBlocks(block_len=6).predictable(512, gen)
+    assert recency_window(train, V) == 5
+    assert recency_prediction(train, V, k=5).loss < context_frequency_loss(train, V) / 4
+    null = _uniform()
+    assert recency_prediction(null, V).loss > 0.98 * math.log(V)
+
+
+def test_position_only_attention_copies_the_trained_distance_back():
+    gen = torch.Generator().manual_seed(6)
+    train = RepeatedBlocks(block_len=6).predictable(512, gen)
+    weights = attention_weights(train, V)
+    assert tuple(weights.shape) == (24, 24) and float(weights.triu().abs().max()) == 0.0
+    for t in (6, 11, 17, 23):  # the strongest source of every predictable target: a block back
+        assert (t - int(weights[t].argmax())) % 6 == 0
+    assert attention_prediction(train, V, weights=weights).loss < 0.05
+    # on 5-letter blocks the trained distance is wrong: no better than the frequency copier
+    other = RepeatedBlocks(block_len=6).periodic(512, gen, 5)
+    assert attention_prediction(other, V, weights=weights).loss > context_frequency_loss(other, V) - 0.1
+    assert attention_prediction(_uniform(), V, fit_on=_uniform(seed=2)).loss > 0.98 * math.log(V)
+
+
+def test_induction_copies_the_letter_after_an_earlier_copy_of_the_current_one():
+    # ABCAB: after the second A comes B (what followed the first A); C and the first letters are
+    # not predictable by induction (no earlier copy of the current letter): the copier's guess
+    batch = _batch([[0, 1, 2, 0, 1], [3, 4, 5, 3, 4]], first_scored=4)
+    p = induction_prediction(batch, 8)
+    assert p.log_probs.argmax(1).tolist() == [1, 4] and p.loss < 1e-6
+    gen = torch.Generator().manual_seed(7)
+    for period in (3, 9):  # any block length: induction needs no trained distance
+        block = RepeatedBlocks(block_len=6).periodic(1024, gen, period)
+        assert induction_prediction(block, V).loss < 0.6 < context_frequency_loss(block, V) - 0.5
+    assert induction_prediction(_uniform(), V).loss > 0.98 * math.log(V)
+
+
+def test_copy_k_back_and_agreement():
+    gen = torch.Generator().manual_seed(8)
+    block = RepeatedBlocks(block_len=6).periodic(512, gen, 6)
+    six, five = copy_back_prediction(block, V, 6), copy_back_prediction(block, V, 5)
+    assert six.loss < 1e-6 and five.loss > 0.9 * math.log(V)
+    # induction agrees except where it has no earlier copy to read, or a block repeats a letter
+    assert agreement(six, induction_prediction(block, V)) > 0.75
+    assert agreement(six, six) == 1.0 and agreement(five, six) < 0.1
+    # a tie among the other's letters counts as a random pick among them
+    one = Prediction(torch.log(torch.tensor([[0.7, 0.2, 0.1]])), torch.tensor([0]), torch.tensor([0]), 1)
+    tie = Prediction(torch.log(torch.tensor([[0.5, 0.5, 0.0]])), torch.tensor([0]), torch.tensor([0]), 1)
+    assert agreement(one, tie) == pytest.approx(0.5) and agreement(tie, one) == 1.0
+    with pytest.raises(ValueError, match="other"):
+        agreement(six, Prediction(tie.log_probs, tie.targets, tie.rows, 1))
+    with pytest.raises(ValueError, match="k=0"):
+        copy_back_prediction(block, V, 0)

@@ -3,8 +3,7 @@ numbers at ``smoke``), in the claims' own references, and in README.md and every
 under docs/, a number named "chance" must be the loss or accuracy of a uniform guess over one of
 the study's tasks (ln V, 1 / V or 100 / V for its vocabulary V; study 1: ln 26 over its letters).
 A line derived from it (half of it, a midpoint) is a "threshold"; the best constant answer is a
-"trivial predictor". The recorded scorecards' cells are the ones the current claims write
-(``report.record_cells``)."""
+"trivial predictor"."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ import pytest
 
 from toymech import tasks
 from toymech.core import SIZES
-from toymech.report import record_cells
 from toymech.studies import protocol
 from toymech.studies.claims import _call
 
@@ -88,28 +86,6 @@ def test_the_check_fails_on_a_threshold_called_chance():
 def test_no_number_in_the_docs_is_called_chance_unless_it_is_a_uniform_guess(doc):
     bad = called_chance(doc.read_text(encoding="utf-8"), every_guess())
     assert not bad, "\n".join(bad)
-
-
-def test_the_recorded_scorecards_say_what_the_claims_say_now():
-    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
-    assert record_cells.unmatched(text) == [], "a recorded row names no claim"
-    assert record_cells.stale_cells(text) == [], "run: python -m toymech.report.record_cells"
-
-
-def test_a_retired_tests_rows_stay_as_recorded_and_name_no_current_claim():
-    """A row of a retired test (``record_cells.RETIRED``) is neither rewritten nor unmatched; a
-    row naming nothing else is still unmatched; no retired statement is a current claim's."""
-    old = sorted(record_cells.RETIRED)[0]
-    block = ("<!-- toymech-results 01_induction_repeated_blocks size=paper -->\n"
-             "| claim | source's value | ours | chance / null | seeds agreeing | verdict |\n"
-             "| --- | --- | --- | --- | --- | --- |\n"
-             f"| {old} | x | 3.45 nats | 1.63 (threshold: half a uniform guess) | 0/10 | "
-             "not reproduced |\n<!-- /toymech-results -->")
-    assert record_cells.unmatched(block) == [] and record_cells.refresh_cells(block) == block
-    other = block.replace(old, "a statement no claim ever made")
-    assert record_cells.unmatched(other) == ["a statement no claim ever made"]
-    current = {c.statement for name in protocol.STUDIES for c in protocol.study(name).claims}
-    assert not record_cells.RETIRED & current
 
 
 @pytest.mark.parametrize("name", list(protocol.STUDIES))

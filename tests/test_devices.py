@@ -210,3 +210,79 @@ def test_the_kernel_counters_parse(tmp_path):
     stat.write_text("garbage\n")
     assert devices._read_stat(str(stat)) is None
     assert devices._read_stat(str(tmp_path / "absent")) is None
+
+
+@pytest.fixture
+def fresh_process(monkeypatch):
+    """The thread state of a process that has chosen nothing yet, on 3 quiet usable cores, with
+    torch at 2 threads as it was when toymech was imported; torch's count restored after."""
+    before = torch.get_num_threads()
+    for name in ("TOYMECH_THREADS", "TOYMECH_THREADS_AUTO", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(devices, "_CHOSEN", {})
+    monkeypatch.setattr(devices, "usable_cores", lambda: 3)
+    monkeypatch.setattr(devices, "busy_elsewhere", lambda own_threads=0.0: (0.0, "quiet (test)"))
+    torch.set_num_threads(2)
+    monkeypatch.setattr(devices, "_TORCH_AT_IMPORT", 2)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_the_library_applies_the_policy_once_on_a_cpu(fresh_process):
+    """The first library call on a CPU sets the policy's threads (the free cores, as ``toymech
+    train`` does) and says so once; a later call changes nothing."""
+    lines = []
+    assert devices.use_thread_policy("cpu", log=lines.append) == 3
+    assert torch.get_num_threads() == 3
+    assert len(lines) == 1 and "torch CPU threads: 3 (automatic: 3 of 3 cores free" in lines[0]
+    torch.set_num_threads(1)  # the user's own choice after the policy's: kept from now on
+    assert devices.use_thread_policy("cpu", log=lines.append) == 1
+    assert devices.rebalance(log=lines.append) == 1 and torch.get_num_threads() == 1
+    assert len(lines) == 1
+
+
+def test_the_library_keeps_a_users_choice_and_leaves_a_gpu_run_alone(fresh_process, monkeypatch):
+    lines = []
+    assert devices.use_thread_policy(torch.device("meta"), log=lines.append) == 2  # not a CPU
+    assert torch.get_num_threads() == 2 and not lines and "threads" not in devices._CHOSEN
+    torch.set_num_threads(1)  # torch.set_num_threads after importing toymech
+    assert devices.use_thread_policy("cpu", log=lines.append) == 1
+    assert "as set with torch.set_num_threads" in lines[0]
+    assert devices.rebalance(log=None) == 1  # explicit: never moved
+    monkeypatch.setattr(devices, "_CHOSEN", {})
+    torch.set_num_threads(2)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert devices.use_thread_policy("cpu", log=lines.append) == 2
+    assert "as $OMP_NUM_THREADS asks" in lines[-1] and devices.rebalance(log=None) == 2
+
+
+def test_toymech_threads_torch_opts_out_everywhere(fresh_process, monkeypatch):
+    """``TOYMECH_THREADS=torch``: neither the library nor the command line's ``apply_threads``
+    sets a count; a number asked for (``--threads``) still wins."""
+    monkeypatch.setenv("TOYMECH_THREADS", "torch")
+    lines = []
+    assert devices.choose_threads() == 2
+    assert devices.use_thread_policy("cpu", log=lines.append) == 2
+    assert devices.apply_threads(log=lines.append) == 2 and torch.get_num_threads() == 2
+    assert lines == ["[toymech] torch CPU threads: 2 (torch's own: TOYMECH_THREADS=torch)"]
+    assert devices.rebalance(log=None) == 2
+    assert devices.apply_threads(1, log=None) == 1 and torch.get_num_threads() == 1
+    monkeypatch.setenv("TOYMECH_THREADS", "torchy")
+    with pytest.raises(ValueError, match="TOYMECH_THREADS='torchy' is not allowed: an integer"):
+        devices.choose_threads()
+
+
+def test_training_through_the_zoo_runs_on_the_policys_threads(fresh_process, tmp_path,
+                                                              monkeypatch):
+    """``Zoo.get_or_train`` from plain Python (no command line, no notebook) trains on the
+    policy's threads: 3 here, where torch had 2."""
+    from toymech import experiments
+    from toymech.training import loop
+    from toymech.zoo import Zoo
+
+    seen, update = [], loop._update
+    monkeypatch.setattr(loop, "_update", lambda lp, step: (seen.append(torch.get_num_threads()),
+                                                          update(lp, step))[1])
+    exp = experiments.get("induction-2l", "smoke", 0)
+    Zoo(tmp_path / "zoo").get_or_train(exp, device="cpu", progress=False, log=None)
+    assert seen and set(seen) == {3}

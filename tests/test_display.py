@@ -204,12 +204,16 @@ def test_facts_output_is_machine_readable(monkeypatch):
     from toymech.display import FACTS_MIME, facts
 
     monkeypatch.setattr("toymech.display.prose.zoo_stats", lambda: None)  # nothing recorded
-    bundle = facts(device=torch.device("cpu"), seeds=(0, 1))._repr_mimebundle_()
+    bundle = facts(device=torch.device("cpu"), seeds=(0, 1), core_s=False)._repr_mimebundle_()
     assert bundle[FACTS_MIME] == {"device": "cpu", "seeds": [0, 1]}
     assert bundle["text/plain"] == "run facts: device=cpu, seeds=[0, 1]"
     monkeypatch.setattr("toymech.display.prose.zoo_stats", lambda: {"trained": 2, "loaded": 5})
-    assert facts(seeds=[0])._repr_mimebundle_()[FACTS_MIME] == {"seeds": [0], "zoo": {"trained": 2, "loaded": 5}}
+    assert facts(seeds=[0], core_s=False)._repr_mimebundle_()[FACTS_MIME] == {
+        "seeds": [0], "zoo": {"trained": 2, "loaded": 5}}
     assert "zoo" not in facts(zoo=False)._repr_mimebundle_()[FACTS_MIME]
+    sum(i * i for i in range(200_000))  # some CPU time of this process
+    used = facts(zoo=False)._repr_mimebundle_()[FACTS_MIME]["core_s"]
+    assert used > 0 and facts(zoo=False)._repr_mimebundle_()[FACTS_MIME]["core_s"] >= used
 
 
 def test_renderer_raises_low_figures_to_the_minimum_height():

@@ -313,15 +313,48 @@ def test_still_learning_tells_a_falling_curve_from_a_flat_one():
     from toymech.analysis import dynamics
 
     steps = list(range(0, 2001, 100))
-    falling = [3.0 * math.exp(-s / 1500) for s in steps]  # still ~0.2 nats down over the last fifth
+    falling = [3.0 * math.exp(-s / 1500) for s in steps]  # ~0.5 nats per 1,000 steps at the end
     flat = [max(0.5, 3.0 - s / 200) for s in steps]  # reached its floor at step 500
     assert dynamics.still_learning(steps, falling) is True
     assert dynamics.still_learning(steps, flat) is False
     assert dynamics.still_learning(steps[:2], flat[:2]) is None  # too few points to tell
-    assert dynamics.still_learning([0, 1000, 2000], [3.0, 2.0, 1.0]) is None  # one point in the tail
-    # the null: noise on a flat curve (below the stated drop) is not learning
+    assert dynamics.still_learning([0, 1000, 2000], [3.0, 2.0, 1.0]) is None  # two in the window
+    assert dynamics.still_learning(steps[:6], falling[:6]) is None  # shorter than the window
+    # the null: noise on a flat curve (below the stated slope) is not learning
     wobble = [1.0 + 0.004 * (-1) ** i for i in range(len(steps))]
     assert dynamics.still_learning(steps, wobble) is False
+
+
+def test_still_learning_is_the_same_rule_for_every_run_length():
+    """A loss falling at one rate per step is judged alike in a short run and a long one: the
+    window is in steps, not a share of the run (a last-fifth rule calls the long run still
+    learning and the short one not, or the reverse, at the same rate)."""
+    from toymech.analysis import dynamics
+
+    rate = 0.03 / 1000  # nats per step: just above the stated slope
+    for end in (2000, 4000, 16000):
+        steps = list(range(0, end + 1, 100))
+        assert dynamics.still_learning(steps, [5.0 - rate * s for s in steps]) is True, end
+        slow = [5.0 - 0.01 / 1000 * s for s in steps]  # below it
+        assert dynamics.still_learning(steps, slow) is False, end
+
+
+def test_history_still_learning_knows_why_the_run_stopped():
+    """A stop rule that fired: judged where it stopped (not learning); a learning rate run down
+    to zero: cannot tell (the flat end is the schedule's); constant: the slope decides."""
+    from toymech.analysis import dynamics
+
+    falling = [{"step": s, "train_loss": 3.0 - s / 1000, "lr": 1e-3} for s in range(0, 2001, 100)]
+    assert dynamics.history_still_learning(falling) is True
+    assert dynamics.stop_reason(falling) == dynamics.STEPS_RAN_OUT
+    stopped = [*falling[:-1], {**falling[-1], "stop_step": 2000}]
+    assert dynamics.history_still_learning(stopped) is False
+    assert dynamics.stop_reason(stopped) == dynamics.STOP_RULE
+    flat_cosine = [{"step": s, "train_loss": 0.5, "lr": 1e-3 * (1 + math.cos(math.pi * s / 2000)) / 2}
+                   for s in range(0, 2001, 100)]
+    assert dynamics.stop_reason(flat_cosine) == dynamics.SCHEDULE_ENDED
+    assert dynamics.history_still_learning(flat_cosine) is None
+    assert dynamics.stop_reason([]) == ""
 
 
 def test_still_learning_refuses_what_it_cannot_read():
@@ -331,5 +364,7 @@ def test_still_learning_refuses_what_it_cannot_read():
         dynamics.still_learning([0, 1, 2, 3], [1.0, float("nan"), 1.0, 1.0])
     with pytest.raises(ValueError, match="steps"):
         dynamics.still_learning([0, 2, 1, 3], [1.0, 1.0, 1.0, 1.0])
-    with pytest.raises(ValueError, match="tail"):
-        dynamics.still_learning([0, 1, 2, 3], [1.0] * 4, tail=0)
+    with pytest.raises(ValueError, match="window"):
+        dynamics.still_learning([0, 1, 2, 3], [1.0] * 4, window=0)
+    with pytest.raises(ValueError, match="slope"):
+        dynamics.still_learning([0, 1, 2, 3], [1.0] * 4, slope=-1.0)

@@ -237,19 +237,22 @@ def test_variant_scorecard_counts_seeds_as_properties():
 def test_induction_labels():
     from toymech.studies.induction.measure import mechanism_label
 
-    base = {"predictable": {"copier": 1.85, "best": 0.0}, "shifted": {"copier": 2.0, "best": 0.0},
-            "shorter": {"copier": 1.65, "best": 1.65}, "longer": {"copier": 2.0, "best": 2.0}}
+    base = {"predictable": {"copier": 1.85, "best": 0.0, "oracle": 0.3},
+            "shifted": {"copier": 2.0, "best": 0.0, "oracle": 0.55},
+            "shorter": {"copier": 1.65, "best": 1.5, "oracle": 0.2},
+            "longer": {"copier": 2.0, "best": 1.7, "oracle": 0.5}}
     solved = {"predictable": 0.1, "shifted": 0.2, "shorter": 0.3, "longer": 0.3}
     assert mechanism_label(solved, base) == "content"
-    assert mechanism_label({**solved, "shorter": 4.0}, base) == "position"
-    assert mechanism_label({**solved, "shifted": 2.9}, base) == "position"
-    assert mechanism_label({k: 3.3 for k in solved}, base) == "neither"  # at chance
-    assert mechanism_label({}, base) == "neither"
-    assert mechanism_label(solved, {}) == "neither"  # no predictor measured: never content
+    assert mechanism_label({**solved, "shorter": 4.0}, base) == "partial"
+    assert mechanism_label({**solved, "shifted": 2.9}, base) == "partial"  # fails a shifted start
+    assert mechanism_label({**solved, "shorter": 4.0, "longer": 4.0}, base) == "position"
+    assert mechanism_label({k: 3.3 for k in solved}, base) == "untrained"  # at chance
+    assert mechanism_label({}, base) == "untrained"
+    assert mechanism_label(solved, {}) == "untrained"  # no predictor measured: never content
     # block_len=3: 2- and 4-letter blocks at 1.2 pass half a uniform guess (1.63), not a
     # frequency copier at 0.75 / 1.15
-    short = {**base, "shorter": {"copier": 0.75, "best": 0.75},
-             "longer": {"copier": 1.15, "best": 1.15}}
+    short = {**base, "shorter": {"copier": 0.75, "best": 0.75, "oracle": 0.1},
+             "longer": {"copier": 1.15, "best": 1.15, "oracle": 0.2}}
     assert mechanism_label({**solved, "shorter": 1.2, "longer": 1.2}, short) == "position"
 
 
@@ -258,7 +261,7 @@ def test_induction_labels_untrained_are_never_content():
 
     st = protocol.study("induction")
     for size in ("smoke", st.with_knobs("smoke", NULL_VARIANTS["induction"])):
-        assert set(labels(st.untrained_numbers(size, 0)).values()) == {"neither"}
+        assert set(labels(st.untrained_numbers(size, 0)).values()) == {"untrained"}
 
 
 def test_birth_labels():

@@ -1,8 +1,9 @@
 """A map's page (``toymech map GRID --report``), built from small hand-made tables (no training):
 its finding, the figure's values (share of seeds with the label, median number, "held of runs",
 each seed on hover, the source's setting), the line that opens a cell's runs, a null map that
-shows no mechanism, the executed page listed in the index, offline, and study 1's prediction from
-Kawata et al. (2025) judged on the shipped map and on hand-made ones."""
+shows no mechanism, the executed page listed in the index, offline, every share with its exact
+interval, and study 1's prediction from Kawata et al. (2025) judged pair by pair on the shipped
+map and on hand-made ones."""
 
 from __future__ import annotations
 
@@ -17,9 +18,20 @@ import pytest
 from toymech import maps
 from toymech.maps.figure import SOURCE_NAME, map_figure
 from toymech.report import external_loads
-from toymech.maps.page import MapPage, build_map_report, map_block, open_line
+from toymech.maps.page import MapPage, build_map_report, open_line
+from toymech.analysis.exact import interval_text
 from toymech.studies.induction.predictions import KAWATA, KAWATA_SOURCE
-from toymech.studies.predictions import FAILS, HOLDS, UNJUDGED, MapPrediction
+from toymech.studies.predictions import (AGAINST_VERDICT, CONSISTENT, UNDECIDED, UNJUDGED,
+                                        MapPrediction)
+
+def map_block(path: Path) -> tuple[str, str]:
+    """(the table's name, the results page of its study) generated from the table's folder
+    (``report.pages``: the map's section with its finding, cells and predictions)."""
+    from toymech.report.pages import build_pages
+
+    files = build_pages(data_dir=path.parent / "no-records", maps=path.parent)
+    return path.stem, files["induction.md"]
+
 
 CELLS = [("6", "0"), ("6", "0-3"), ("4-8", "0"), ("4-8", "0-3")]
 # per cell: the labels of seeds 3, 4, 5 and their test losses
@@ -51,8 +63,9 @@ def test_page_opens_with_the_finding_from_the_table():
     assert page.label == "content" and page.number == "loss.test"  # the study's MAP_LABEL
     assert page.finding == maps.finding(_table(), "content")
     assert page.finding.startswith("Label 'content' on every seed in 1 of 4 cells "
-                                   "(block_len 4-8, offset 0-3), on some seeds in 1 "
-                                   "(block_len 4-8, offset 0), on none in 2")
+                                   "(block_len 4-8, offset 0-3: 3 of 3 [0.29, 1.00]), on some "
+                                   "seeds in 1 (block_len 4-8, offset 0: 2 of 3 [0.09, 0.99]), "
+                                   "on none in 2 (block_len 6, offset 0: 0 of 3 [0.00, 0.71]; ")
 
 
 def test_heatmap_colour_is_the_share_and_text_the_median_and_seeds():
@@ -63,8 +76,9 @@ def test_heatmap_colour_is_the_share_and_text_the_median_and_seeds():
     (h,) = heat
     assert list(h.x) == ["6", "4-8"] and list(h.y) == ["0", "0-3"]
     assert [list(r) for r in h.z] == [[0.0, pytest.approx(2 / 3)], [0.0, 1.0]]
-    assert h.text[0][1] == "0.7<br>2 of 3" and h.text[1][0] == "3.1<br>0 of 3"
-    assert h.text[0][0] == "2<br>0 of 3"  # the median of 1, 2, 3
+    assert h.text[0][1] == "0.7<br>2 of 3<br>[0.09, 0.99]"  # the share's exact interval
+    assert h.text[1][0] == "3.1<br>0 of 3<br>[0.00, 0.71]"
+    assert h.text[0][0] == "2<br>0 of 3<br>[0.00, 0.71]"  # the median of 1, 2, 3
     hover = h.customdata[0][1]
     assert "seed 5: position, loss.test 0.9" in hover and "seed 3: content" in hover
     assert 'toymech.explore("induction-2l", size="smoke", seed=3, variant={"block_len": "4-8", ' \
@@ -74,7 +88,9 @@ def test_heatmap_colour_is_the_share_and_text_the_median_and_seeds():
     (box,) = fig.layout.shapes  # outlined: block_len 6 is column 0, offset 0 row 0
     assert (box.x0, box.x1, box.y0, box.y1) == (-0.5, 0.5, -0.5, 0.5)
     shown = page.cell_table()
-    assert list(shown["seeds 'content'"]) == ["0 of 3", "0 of 3", "2 of 3", "3 of 3"]
+    assert list(shown["seeds 'content'"]) == ["0 of 3 [0.00, 0.71]", "0 of 3 [0.00, 0.71]",
+                                              "2 of 3 [0.09, 0.99]", "3 of 3 [0.29, 1.00]"]
+    assert page.cells["low"].tolist()[-1] == pytest.approx(0.025 ** (1 / 3))
 
 
 def test_a_null_map_shows_no_mechanism():
@@ -89,7 +105,10 @@ def test_one_knob_is_a_curve_and_a_third_knob_facets():
     one = _table()[lambda t: t["knob.offset"] == "0"].drop(columns="knob.offset")
     fig = MapPage.of(one).figure()
     assert fig.data[0].type == "scatter" and list(fig.data[0].y) == [0.0, pytest.approx(2 / 3)]
-    assert fig.data[0].text[1] == "0.7<br>2 of 3"
+    assert fig.data[0].text[1] == "0.7<br>2 of 3<br>[0.09, 0.99]"
+    bars = fig.data[0].error_y  # the exact interval around each share
+    assert list(bars.arrayminus) == pytest.approx([0.0, 2 / 3 - 0.0943], abs=1e-3)
+    assert list(bars.array) == pytest.approx([0.708, 0.992 - 2 / 3], abs=1e-3)
     three = pd.concat([_table().assign(**{"knob.mlp": v}) for v in ("no", "yes")])
     page = MapPage.of(three)
     heat = [t for t in page.figure().data if t.type == "heatmap"]
@@ -122,34 +141,37 @@ def test_map_page_is_built_and_listed_in_the_index(tmp_path):
     assert (entry.size, entry.seed, entry.seeds) == ("smoke", 3, "3 (3, 4, 5)")
     html = (tmp_path / "reports" / "map-s1-demo.html").read_text()
     assert maps.finding(_table(), "content").split(" (")[0] in html
-    assert "2 of 3" in html and "toymech.explore(" in html
-    assert "Predictions from other work" in html and "does not hold on our map" in html
+    assert "2 of 3 [0.09, 0.99]" in html and "toymech.explore(" in html
+    assert "Predictions from other work" in html and CONSISTENT in html
+    assert "in the predicted direction" in html  # the pairs, each with its outcome
     assert not external_loads(html)
     index = json.loads((tmp_path / "reports" / "index.json").read_text())
     assert [r["html"] for r in index] == ["map-s1-demo.html"]
     assert "map-s1-demo.html" in (tmp_path / "reports" / "index.html").read_text()
 
 
-def test_results_record_lists_each_maps_finding_and_cells(tmp_path, capsys):
-    """``toymech results --maps ZOO``: one block per map table of the zoo (a sweep's
-    ``.runs.csv`` beside it is not one), with the map's finding and a row per cell."""
+def test_results_pages_list_each_maps_finding_and_cells(tmp_path, capsys):
+    """``toymech results --pages --maps DIR``: a section per map table of the folder (a sweep's
+    ``.runs.csv`` beside it is not one) on its study's page, with the map's finding, a row per
+    cell and its figure."""
     from toymech.cli import main
 
     folder = tmp_path / "zoo" / "maps"
     folder.mkdir(parents=True)
     _table().to_csv(folder / "s1-demo.csv", index=False)
     pd.DataFrame({"trial": [0]}).to_csv(folder / "s1-demo.runs.csv", index=False)
-    record = tmp_path / "results.md"
-    record.write_text("# Results\n\nA person's prose.\n")
-    assert main(["results", "--maps", str(tmp_path / "zoo"), "--into", str(record)]) == 0
-    text = record.read_text()
-    assert "A person's prose." in text and text.count("<!-- toymech-results map ") == 1
-    assert "<!-- toymech-results map s1-demo -->" in text
+    site = tmp_path / "site"
+    assert main(["results", "--pages", "--maps", str(folder), "--data", str(tmp_path / "none"),
+                 "--out", str(site)]) == 0
+    text = (site / "induction.md").read_text()
+    assert text.count("### Map `") == 1 and "### Map `s1-demo`" in text
     assert maps.finding(_table(), "content") in text
-    assert "| 4-8 | 0 | 2 of 3 | 2 content, 1 position | 0.7 | no |" in text
-    assert "| 6 | 0-3 | 0 of 3 | 3 neither | 3.1 | no |" in text
-    assert main(["results", "--maps", str(tmp_path / "nothing.csv"), "--into", str(record)]) != 0
-    assert "is not allowed: a map table" in capsys.readouterr().err  # the path may be shortened
+    assert "| 4-8 | 0 | 2 of 3 [0.09, 0.99] | 2 content, 1 position | 0.7 | no |" in text
+    assert "| 6 | 0-3 | 0 of 3 [0.00, 0.71] | 3 neither | 3.1 | no |" in text
+    assert (site / "figures" / "induction-map-s1-demo.json").is_file()
+    assert main(["results", "--pages", "--maps", str(tmp_path / "nothing"), "--data",
+                 str(tmp_path / "none"), "--out", str(tmp_path / "site2")]) != 0
+    assert "--maps=" in capsys.readouterr().err and not (tmp_path / "site2").exists()
 
 
 def test_study_3s_map_reads_its_accuracy_and_label():
@@ -162,7 +184,7 @@ def test_study_3s_map_reads_its_accuracy_and_label():
             for n, accs in (("1", (0.95, 0.4)), ("2", (0.99, 0.97))) for s, acc in zip((3, 4), accs)]
     page = MapPage.of(pd.DataFrame(rows))
     assert (page.label, page.number, page.dims) == ("solved", "acc", ["n_layers"])
-    assert page.cells["seeds"].tolist() == ["1 of 2", "2 of 2"]
+    assert page.cells["seeds"].tolist() == ["1 of 2 [0.01, 0.99]", "2 of 2 [0.16, 1.00]"]
     assert page.cells["median"].tolist() == [pytest.approx(0.675), pytest.approx(0.98)]
     assert page.source == {"n_layers": "2"}
 
@@ -179,39 +201,59 @@ def _judged(table):
     return row["on our map"], row["counts"]
 
 
-def test_kawata_prediction_does_not_hold_on_the_shipped_map():
-    """The shipped study-1 map (36 runs): no 2-layer cell is labelled content, so varied lengths
-    do not beat the fixed one."""
-    verdict, counts = _judged(MapPage.read(SHIPPED).table)
-    assert verdict == FAILS == "does not hold on our map"
-    assert "(block_len 4-8, offset 0) 0 of 3 vs (block_len 6, offset 0) 0 of 3" in counts
-    assert "(block_len 6, offset 0) 3 of 3; (block_len 6, offset 0-3) 1 of 3." in counts
+def _pairs(table):
+    """(outcome, predicted higher, other) of each pair the Kawata prediction compares."""
+    return [tuple(r) for r in MapPage.of(table).pairs[["outcome", "predicted higher", "other"]]
+            .itertuples(index=False)]
 
 
-def test_kawata_prediction_holds_where_varied_is_content_and_fixed_position():
+def test_kawata_prediction_is_undecided_on_a_map_of_ties():
+    """The shipped study-1 map from before the states (36 runs): no 2-layer cell is labelled
+    content and every fixed-start cell is position, so every pair ties (at the floor for content,
+    at the ceiling for the shortcut): the map cannot show the prediction either way."""
+    table = MapPage.read(SHIPPED).table
+    verdict, counts = _judged(table)
+    assert verdict == UNDECIDED
+    assert counts.startswith("varied lengths give content: 4 pairs (4 tie at the floor), "
+                             "stratified one-sided exact p = 1;")
+    assert "gives position: 2 pairs (2 tie at the ceiling)" in counts
+    assert ("tie at the floor", "(block_len 4-8, offset 0): 0 of 3 [0.00, 0.71]",
+            "(block_len 6, offset 0): 0 of 3 [0.00, 0.71]") in _pairs(table)
+
+
+def test_kawata_prediction_is_consistent_where_varied_is_content_and_fixed_position():
     labels = {("6", "0"): ["position"] * 3, ("6", "0-3"): ["position", "position", "neither"],
               ("4-8", "0"): ["content", "content", "position"], ("4-8", "0-3"): ["content"] * 3}
     verdict, counts = _judged(_table(labels))
-    assert verdict == HOLDS == "holds on our map"
-    assert "(block_len 4-8, offset 0) 2 of 3 vs (block_len 6, offset 0) 0 of 3" in counts
-    # a fixed cell without the shortcut on most seeds fails it, even with varied cells content
-    verdict, _ = _judged(_table({**labels, ("6", "0-3"): ["position", "neither", "neither"]}))
-    assert verdict == FAILS
+    assert verdict == CONSISTENT
+    assert ("in the predicted direction", "(block_len 4-8, offset 0): 2 of 3 [0.09, 0.99]",
+            "(block_len 6, offset 0): 0 of 3 [0.00, 0.71]") in _pairs(_table(labels))
+    # the shortcut conjunct is judged at a fixed start only: a random-start fixed cell without
+    # the shortcut changes nothing, and the page says the pair was left out
+    other = _table({**labels, ("6", "0-3"): ["neither"] * 3})
+    assert _judged(other)[0] == CONSISTENT and len(_pairs(other)) == 3
+    assert "Left out: the shortcut conjunct at a random start" in _judged(other)[1]
+    # reversed: varied cells position, fixed cells content: against
+    reversed_ = {("6", "0"): ["content"] * 3, ("6", "0-3"): ["content"] * 3,
+                 ("4-8", "0"): ["position"] * 3, ("4-8", "0-3"): ["position"] * 3}
+    assert _judged(_table(reversed_))[0] == AGAINST_VERDICT
 
 
-def test_kawata_prediction_does_not_hold_on_a_map_of_learned_runs_without_the_mechanism():
+def test_kawata_prediction_is_undecided_on_a_map_of_learned_runs_without_the_mechanism():
     verdict, counts = _judged(_table({cell: ["partial"] * 3 for cell in CELLS}))
-    assert verdict == FAILS and "0 of 3 vs" in counts
+    assert verdict == UNDECIDED and "tie at the floor" in counts
 
 
-@pytest.mark.parametrize("state", ["untrained", "still learning"])
+@pytest.mark.parametrize("state", ["untrained", "still learning", "budget exhausted",
+                                   "undecided"])
 def test_the_null_world_gives_no_label_and_no_judged_prediction(state):
-    """A map whose runs are all untrained (or all still learning): no cell holds a label, the
-    finding says so by state, and the prediction is not judged (it names the states)."""
+    """A map whose runs all carry a state without a label: no cell holds a label, the finding
+    says so by state, and the prediction is not judged (it names the states)."""
     table = _table().assign(state=state, label=None)
     verdict, counts = _judged(table)
-    assert verdict == UNJUDGED and counts.startswith("not judged: most runs without a label in")
-    assert f"3 of 3 (3 {state})" in counts
+    assert verdict == UNJUDGED
+    assert counts.startswith("not judged: cells whose runs mostly carry no label:")
+    assert f"3 of 3 without a label (3 {state})" in counts
     cells = maps.summary.cell_groups(table)
     assert all(c.held(lab) == 0 for c in cells for lab in ("content", "position", "partial"))
     assert f"3 {state} in block_len 6, offset 0" in maps.finding(table, "content")
@@ -226,8 +268,9 @@ def test_a_prediction_is_judged_only_on_cells_whose_runs_mostly_learned():
     late = (table["knob.block_len"] == "6") & (table["knob.offset"] == "0-3") & (table["seed"] != 3)
     table.loc[late, "state"] = "still learning"
     verdict, counts = _judged(table)
-    assert verdict == HOLDS
-    assert "Not judged (most runs without a label): (block_len 6, offset 0-3) 2 of 3 (2 still learning)" in counts
+    assert verdict == CONSISTENT and len(_pairs(table)) == 2
+    assert ("cells whose runs mostly carry no label: (block_len 6, offset 0-3) 2 of 3 without a "
+            "label (2 still learning)") in counts
 
 
 def test_kawata_prediction_is_not_judged_without_its_cells():
@@ -242,9 +285,14 @@ def test_the_prediction_is_written_in_the_page_and_the_results_block(tmp_path):
     path = tmp_path / "s1-demo.csv"
     _table().to_csv(path, index=False)
     _, block = map_block(path)
-    assert f"({KAWATA_SOURCE}): **{FAILS}**." in block and "reproduc" not in block.lower()
+    assert f"({KAWATA_SOURCE}): **{CONSISTENT}**." in block and "reproduc" not in block.lower()
+    assert ("  - varied lengths give content: (block_len 4-8, offset 0): 2 of 3 [0.09, 0.99] vs "
+            "(block_len 6, offset 0): 0 of 3 [0.00, 0.71]: in the predicted direction, exact "
+            "p = 0.2") in block
     view = MapPage.of(_table()).prediction_view().html()
-    assert KAWATA_SOURCE in view and FAILS in view
+    assert KAWATA_SOURCE in view and CONSISTENT in view
+    pairs = MapPage.of(_table()).pair_view().html()
+    assert "in the predicted direction" in pairs and "[0.09, 0.99]" in pairs
 
 
 def test_a_prediction_needs_its_statement_source_and_rule():
@@ -266,10 +314,11 @@ def test_a_cell_whose_runs_diverged_says_so_not_only_zero_of_n():
                         / "s2-design-default-cpu.csv")
     cells = cell_frame(t, "in-context head; memories W_O², W_K², W_K¹", "icl_acc")
     bad = cells[(cells["lr"] == "3") & (cells["embeddings"] == "trained")]
-    assert len(bad) == 3 and all(s == "0 of 3 (3 diverged)" for s in bad["seeds"])
+    assert len(bad) == 3 and all(s == "0 of 3 [0.00, 0.71] (3 diverged)" for s in bad["seeds"])
     assert all("3 diverged" in cell_text(r) for _, r in bad.iterrows())
     ok = cells[(cells["lr"] == "3") & (cells["embeddings"] == "frozen") & (cells["ff"] == "last")]
-    assert ok["seeds"].tolist() == ["3 of 3"] and "diverged" not in cell_text(ok.iloc[0])
+    assert ok["seeds"].tolist() == ["3 of 3 [0.29, 1.00]"]
+    assert "diverged" not in cell_text(ok.iloc[0])
 
 
 def test_page_finding_predictions_and_results_read_cells_by_one_rule(tmp_path):
@@ -288,23 +337,25 @@ def test_page_finding_predictions_and_results_read_cells_by_one_rule(tmp_path):
     without = "1 failed, 1 diverged, 1 not measured"
     page = MapPage.of(table, label="content")
     frame = page.cells.set_index("block_len")
-    assert frame.loc["6", "seeds"] == f"0 of 4 ({without})" and frame.loc["4-8", "seeds"] == "3 of 4"
+    assert frame.loc["6", "seeds"] == f"0 of 4 {interval_text(0, 4)} ({without})"
+    assert frame.loc["4-8", "seeds"] == f"3 of 4 {interval_text(3, 4)}"
     assert frame.loc["6", "runs"] == frame.loc["4-8", "runs"] == 4
     per_cell = maps.cells(table).set_index("knob.block_len")
     assert per_cell.loc["4-8", "share content"] == frame.loc["4-8", "share"] == 0.75
     assert per_cell.loc["6", "share position"] == 0.25 and "share not measured" not in per_cell
     assert [per_cell.loc["6", f"runs {s}"] for s in ("failed", "diverged", "not measured")] == [1, 1, 1]
     assert page.finding == maps.finding(table, "content")
-    assert "on some seeds in 1 (block_len 4-8, offset 0), on none in 1" in page.finding
+    assert (f"on some seeds in 1 (block_len 4-8, offset 0: 3 of 4 {interval_text(3, 4)}), on "
+            "none in 1") in page.finding
     assert f"runs without a label: {without} in block_len 6, offset 0" in page.finding
     ((verdict, counts),) = page.predictions[["on our map", "counts"]].itertuples(index=False)
     assert verdict == UNJUDGED  # the fixed cell: 1 of its 4 runs carries a label, not most
-    assert counts == ("not judged: most runs without a label in (block_len 6, offset 0) 3 of 4 "
-                      f"({without}).")
+    assert counts == ("not judged: cells whose runs mostly carry no label: (block_len 6, offset "
+                      f"0) 3 of 4 without a label ({without})")
     path = tmp_path / "s1-states.csv"
     table.to_csv(path, index=False)
     _, block = map_block(path)
-    assert page.finding in block and f"0 of 4 ({without})" in block and "3 of 4" in block
+    assert page.finding in block and f"0 of 4 {interval_text(0, 4)} ({without})" in block
     assert counts in block
 
 
@@ -331,7 +382,7 @@ def test_every_view_counts_each_state_of_run_alike(tmp_path):
     """One table whose runs are in every state (measured; failed and diverged by the sweep; not
     measured; untrained and still learning by the study's ``state``, each with a label it does
     not hold): the page, the per-cell frame, the finding, the prediction and the block that
-    ``toymech results --maps`` writes all count every run in the denominator, hold a label only
+    ``toymech results --pages`` writes all count every run in the denominator, hold a label only
     on measured runs, and name the same runs without one."""
     from toymech.cli import main
     from toymech.maps.summary import cell_groups
@@ -357,8 +408,9 @@ def test_every_view_counts_each_state_of_run_alike(tmp_path):
     # the page and its per-cell frame
     page = MapPage.of(table, label="content")
     frame = page.cells.set_index("block_len")
-    assert frame.loc["6", "seeds"] == f"0 of 6 ({without})"
-    assert frame.loc["4-8", "seeds"] == "3 of 5 (1 untrained)" and frame.loc["4-8", "share"] == 0.6
+    assert frame.loc["6", "seeds"] == f"0 of 6 {interval_text(0, 6)} ({without})"
+    assert frame.loc["4-8", "seeds"] == f"3 of 5 {interval_text(3, 5)} (1 untrained)"
+    assert frame.loc["4-8", "share"] == 0.6
     # the summary per cell: a state is never a label
     per_cell = maps.cells(table, ("loss.test",)).set_index("knob.block_len")
     assert per_cell.loc["6", "share position"] == pytest.approx(1 / 6)
@@ -367,22 +419,25 @@ def test_every_view_counts_each_state_of_run_alike(tmp_path):
             ("failed", "diverged", "not measured", "untrained", "still learning")] == [1] * 5
     # the finding
     assert page.finding == maps.finding(table, "content")
-    assert "on some seeds in 1 (block_len 4-8, offset 0), on none in 1" in page.finding
+    assert (f"on some seeds in 1 (block_len 4-8, offset 0: 3 of 5 {interval_text(3, 5)}), on "
+            "none in 1") in page.finding
     assert (f"runs without a label: {without} in block_len 6, offset 0; 1 untrained in "
             "block_len 4-8, offset 0") in page.finding
     # the prediction: counted on the same cells
     ((verdict, counts),) = page.predictions[["on our map", "counts"]].itertuples(index=False)
     assert verdict == UNJUDGED  # the fixed cell: 1 of its 6 runs learned, not most
-    assert counts == f"not judged: most runs without a label in (block_len 6, offset 0) 5 of 6 ({without})."
-    # toymech results --maps: the same finding, cells and counts
+    assert counts == ("not judged: cells whose runs mostly carry no label: (block_len 6, offset "
+                      f"0) 5 of 6 without a label ({without})")
+    # toymech results --pages: the same finding, cells and counts
     folder = tmp_path / "maps"
     folder.mkdir()
     table.to_csv(folder / "s1-states.csv", index=False)
-    record = tmp_path / "results.md"
-    assert main(["results", "--maps", str(folder), "--into", str(record)]) == 0
-    text = record.read_text()
+    assert main(["results", "--pages", "--maps", str(folder), "--data", str(tmp_path / "none"),
+                 "--out", str(tmp_path / "site")]) == 0
+    text = (tmp_path / "site" / "induction.md").read_text()
     assert MapPage.of(table).finding in text  # the study's own label, content
-    assert f"| 6 | 0 | 0 of 6 ({without}) |" in text and "| 4-8 | 0 | 3 of 5 (1 untrained) |" in text
+    assert f"| 6 | 0 | 0 of 6 {interval_text(0, 6)} ({without}) |" in text
+    assert f"| 4-8 | 0 | 3 of 5 {interval_text(3, 5)} (1 untrained) |" in text
     assert counts in text
 
 
@@ -391,18 +446,30 @@ def test_where_the_outcome_changes_and_the_causal_evidence_are_computed_from_the
 
     table = _table()
     page = MapPage.of(table)
-    assert "block_len 6 -> 4-8 (at offset 0): position (3 of 3) -> content (2 of 3)" in page.changes
-    assert "block_len 6 -> 4-8 (at offset 0-3): neither (3 of 3) -> content (3 of 3)" in page.changes
+    assert ("block_len 6 -> 4-8 (at offset 0): position (3 of 3 [0.29, 1.00]) -> content (2 of 3 "
+            "[0.09, 0.99])") in page.changes
+    assert ("block_len 6 -> 4-8 (at offset 0-3): neither (3 of 3 [0.29, 1.00]) -> content (3 of "
+            "3 [0.29, 1.00])") in page.changes
     assert not any(c.startswith("offset 0 -> 0-3 (at block_len 4-8)") for c in page.changes)
     assert maps.summary.changes(table.assign(label="position")) == []  # one outcome: no change
-    # the evidence: medians per label over the learned runs only; none without learned runs
-    measured = table.assign(state="learned", **{"kcut.train": 1.0, "qcut.train": 0.5,
-                                                "ablate.heads": 2})
-    measured.loc[measured["label"] == "position", "kcut.train"] = 0.0
+    # the evidence: the panel (and what it left out), then per label within each cell (never
+    # pooled over a knob), over the learned runs only; none without learned runs
+    measured = table.assign(state="learned", fingerprint="induction", fingerprint_agreement=0.8,
+                            panel="shifted 6@6; longer 9@0; left out: far",
+                            **{"key_resample_share.longer": 0.8,
+                               "query_resample_share.longer": 0.2,
+                               "n_heads_removing_most.longer": 2})
+    measured.loc[measured["label"] == "position", "key_resample_share.longer"] = 0.1
+    measured.loc[measured["label"] == "position", "fingerprint"] = "copy_6_back"
     said = map_evidence(measured)
-    assert "content (5 runs): kcut 1.00 (train), qcut 0.50 (train), heads carrying the loss 2" in said
-    assert "position (4 runs): kcut 0.00 (train)" in said
-    assert map_evidence(measured.assign(state="untrained")) == ""
+    assert said.startswith("Judged on the panel shifted 6@6; longer 9@0; left out: far (a set "
+                           "left out does not fit the map's shortest sequences).")
+    assert ("experiment induction-2l, block_len 4-8, offset 0: content (2 runs): fingerprint "
+            "induction 0.80, keys 0.80, queries 0.20, heads 2; position (1 runs): fingerprint "
+            "copy_6_back 0.80, keys 0.10") in said
+    assert "block_len 4-8, offset 0-3: content (3 runs): fingerprint induction" in said
+    assert "content (5 runs)" not in said  # never pooled over the cells
+    assert "fingerprint" not in map_evidence(measured.assign(state="untrained"))
     _, block = map_block_of(measured)
     assert said in block and "Where the commonest outcome changes" in block
 
@@ -415,7 +482,8 @@ def test_the_outcome_changes_only_between_neighbouring_values_of_a_knob():
             for w, lab in (("64", "solved"), ("16", "not solved"), ("32", "solved"))
             for s in (3, 4)]
     said = maps.summary.changes(pd.DataFrame(rows))
-    assert said == ["width 16 -> 32: not solved (2 of 2) -> solved (2 of 2)"], said
+    assert said == ["width 16 -> 32: not solved (2 of 2 [0.16, 1.00]) -> solved (2 of 2 "
+                    "[0.16, 1.00])"], said
 
 
 def map_block_of(table):

@@ -92,8 +92,11 @@ def test_cells_and_finding_count_labels():
     assert c.loc["6", "share position"] == 1.0 and c.loc["6", "share content"] == 0.0
     assert c.loc["4-8", "share content"] == pytest.approx(2 / 3)
     assert c.loc["4-8", "median loss.test"] == pytest.approx(1.1)
+    assert c.loc["4-8", "low content"] == pytest.approx(0.0943, abs=1e-4)  # 2 of 3, exact
+    assert c.loc["6", "high content"] == pytest.approx(1 - 0.025 ** (1 / 3))  # 0 of 3
     text = maps.finding(table, "content")
-    assert "every seed in 0 of 2 cells" in text and "some seeds in 1 (block_len 4-8)" in text
+    assert "every seed in 0 of 2 cells" in text
+    assert "some seeds in 1 (block_len 4-8: 2 of 3 [0.09, 0.99])" in text
 
 
 @pytest.mark.parametrize("change, fragment", [
@@ -208,22 +211,34 @@ def _d_model_table(labels: dict[str, list[str]]) -> pd.DataFrame:
                          for d, labs in labels.items() for s, lab in zip((3, 4, 5), labs)])
 
 
-def test_refinements_add_seeds_where_a_cell_splits_then_midpoints():
+def test_refinements_add_seeds_where_intervals_are_widest_then_midpoints():
     from toymech.studies import induction
 
     spec = maps.check_map({**SPEC, "knobs": {"d_model": [16, 32, 64]}, "seeds": [3, 4, 5]})
     table = _d_model_table({"16": ["neither"] * 3, "32": ["content", "content", "neither"],
                             "64": ["content"] * 3})
-    fresh = [s for s in induction.seeds_of("smoke", 0, 10) if s not in (3, 4, 5)][:3]
-    parts = maps.refinements(table, spec, 9)
+    fresh = [s for s in induction.seeds_of("smoke", 0, 10) if s not in (3, 4, 5)]
+    # 2 of 3 (0.90 wide) first, then 0 of 3 and 3 of 3 (0.71 each: unanimous is not certain)
+    parts = maps.refinements(table, spec, 5)
     assert [(p["knobs"], p["seeds"]) for p in parts] == [
-        ({"d_model": ["32"]}, fresh),             # the split cell: three more seeds
-        ({"d_model": ["24"]}, [3, 4, 5])]         # between 16 (neither) and 32 (content)
-    assert len(maps.refinements(table, spec, 5)) == 1  # no room left for a midpoint's 3 runs
+        ({"d_model": ["32"]}, fresh[:2]), ({"d_model": ["16"]}, fresh[:2]),
+        ({"d_model": ["64"]}, fresh[:1])]
+    # each cell at most doubled (9 runs), then the midpoint between 16 (neither) and 32
+    parts = maps.refinements(table, spec, 12)
+    assert [(p["knobs"], p["seeds"]) for p in parts] == [
+        ({"d_model": ["32"]}, fresh[:3]), ({"d_model": ["16"]}, fresh[:3]),
+        ({"d_model": ["64"]}, fresh[:3]), ({"d_model": ["24"]}, [3, 4, 5])]
     assert maps.refinements(table, spec, 0) == []
-    # agreeing neighbours and unsplit cells: nothing to refine (the check can fail)
-    calm = _d_model_table({"16": ["neither"] * 3, "32": ["neither"] * 3, "64": ["neither"] * 3})
+    # cells whose intervals are narrow enough (six unanimous seeds: 0.46 wide) and agreeing
+    # neighbours: nothing to refine (the check can fail)
+    calm = pd.DataFrame([{"experiment": "induction-2l", "knob.d_model": d, "seed": s,
+                          "status": "ok", "label": "neither"}
+                         for d in ("16", "32", "64") for s in (3, 4, 5, *fresh[:3])])
     assert maps.refinements(calm, spec, 9) == []
+    # the same cells with three seeds each: every one gets seeds, none a midpoint
+    parts = maps.refinements(_d_model_table({d: ["neither"] * 3 for d in ("16", "32", "64")}),
+                             spec, 9)
+    assert [p["seeds"] for p in parts] == [fresh[:3]] * 3
 
 
 def _measured_by(study, map_row):
@@ -342,7 +357,7 @@ def test_a_continued_run_takes_its_shorter_row_s_place(tmp_path, monkeypatch):
 def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
     """The budget policy (``until_converged``): a run its study calls still learning is continued
     (steps doubled, at most the cap) and its row replaced by the longer run's; one that is still
-    learning at the cap stays so, a state and never a label."""
+    learning at the cap is ``budget exhausted``, a state and never a label."""
     from toymech.studies import induction
 
     def learns_until_80(run, size, seed, panel=None):  # still learning below 80 steps
@@ -360,9 +375,9 @@ def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
     assert sorted(table["seed"]) == [0, 1] and table["steps"].tolist() == [80, 80]
     by_seed = table.set_index("seed")
     assert by_seed.loc[0, "state"] == "learned" and by_seed.loc[0, "label"] == "content"
-    assert by_seed.loc[1, "state"] == "still learning" and pd.isna(by_seed.loc[1, "label"])
+    assert by_seed.loc[1, "state"] == "budget exhausted" and pd.isna(by_seed.loc[1, "label"])
     cell = maps.summary.cell_groups(table)[0]
-    assert cell.n == 2 and cell.held("content") == 1 and cell.states() == {"still learning": 1}
+    assert cell.n == 2 and cell.held("content") == 1 and cell.states() == {"budget exhausted": 1}
     again = maps.run_map(spec, cache_dir=zoo, backend="local", device="cpu", progress=False,
                          log=None)  # read again: the continued runs' shorter rows stay replaced
     assert again["seed"].tolist() == [0, 1] and again["steps"].tolist() == [80, 80]  # in place
@@ -372,6 +387,27 @@ def test_runs_still_learning_are_continued_until_the_cap(tmp_path, monkeypatch):
     assert len(list((zoo / "maps").glob("*.converge-*.runs.csv"))) == 3  # own file, none lost
     with pytest.raises(ValueError, match="until_converged"):
         maps.run_map({**spec, "knobs": {"steps": [40]}}, cache_dir=zoo, log=None)
+
+
+def test_without_the_budget_policy_a_run_still_learning_has_exhausted_its_budget(tmp_path,
+                                                                               monkeypatch):
+    """A map without ``until_converged`` gives each run its steps and no more: a run its study
+    calls still learning is ``budget exhausted`` in the table (the study does not know the
+    budget; the map does), counted in its cell and holding no label."""
+    from toymech.studies import induction
+
+    def seed_1_learning(run, size, seed, panel=None):
+        return {"state": "still learning" if seed == 1 else "learned",
+                "label": None if seed == 1 else "content"}
+
+    monkeypatch.setitem(protocol._REGISTERED, "induction",
+                        _measured_by(induction.STUDY, seed_1_learning))
+    spec = {**SPEC, "knobs": {"block_len": [6]}, "seeds": [0, 1]}
+    table = maps.run_map(spec, cache_dir=tmp_path / "zoo", backend="local", device="cpu",
+                         progress=False, log=None).set_index("seed")
+    assert table.loc[1, "state"] == "budget exhausted" and table.loc[0, "state"] == "learned"
+    (cell,) = maps.summary.cell_groups(table.reset_index())
+    assert cell.n == 2 and cell.held("content") == 1
 
 
 def test_the_budget_policy_refuses_a_still_learning_row_without_steps():
@@ -389,3 +425,8 @@ def test_the_budget_policy_refuses_a_still_learning_row_without_steps():
         map_run._still_learning(pd.DataFrame([{**row, "steps": ""}]), spec)
     [(part, refined)] = map_run._still_learning(pd.DataFrame([{**row, "steps": 40.0}]), spec)
     assert part["knobs"]["steps"] == [80] and part["seeds"] == [0] and not refined
+    # a run out of an earlier, lower budget is continued under a higher cap; not at the cap
+    out = {**row, "state": "budget exhausted"}
+    [(part, _)] = map_run._still_learning(pd.DataFrame([{**out, "steps": 40}]), spec)
+    assert part["knobs"]["steps"] == [80]
+    assert map_run._still_learning(pd.DataFrame([{**out, "steps": 80}]), spec) == []

@@ -351,3 +351,52 @@ def test_index_front_page_states_each_finding_and_drops_empty_columns(tmp_path):
     assert "pipeline check" in study and 'href="a.html">report</a>' in study
     header = re.findall(r"<th>(.*?)</th>", index.split('<table id="reports">')[1].split("</thead>")[0])
     assert "error" not in header and "parameters" not in header and "versions" in header
+
+
+def test_a_variant_report_never_replaces_the_plain_one(tmp_path):
+    """A notebook's report with a ``variant`` gets a name of its own (the notebook's stem and
+    the knobs it changes), so the plain report of the same notebook in the same folder is kept
+    as it was, and so is another variant's; the index lists each."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell('size = "smoke"\ndevice = "auto"\nseed = 0\nvariant = None',
+                                          metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell('print(f"variant: {variant}")')]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    path = tmp_path / "knobbed.ipynb"
+    nbformat.write(nb, path)
+    out = tmp_path / "reports"
+    plain, = build_reports([path], out_dir=out, size="smoke", device="cpu", trust=False)
+    before = (out / plain.html).read_bytes()
+    one, = build_reports([path], out_dir=out, size="smoke", device="cpu", trust=False,
+                         extra_parameters={"variant": {"offset": "0-3", "block_len": "4-8"}})
+    two, = build_reports([path], out_dir=out, size="smoke", device="cpu", trust=False,
+                         extra_parameters={"variant": {"block_len": 5}})
+    assert plain.html == "knobbed.html"
+    assert one.html == "knobbed@block_len=4-8,offset=0-3.html"
+    assert two.html == "knobbed@block_len=5.html"
+    assert one.executed == "executed/knobbed@block_len=4-8,offset=0-3.ipynb"
+    assert (out / plain.html).read_bytes() == before  # the plain report as it was
+    for entry, said in ((plain, "variant: None"), (one, "'block_len': '4-8'"),
+                        (two, "'block_len': 5")):
+        assert said in (out / entry.executed).read_text(encoding="utf-8"), entry.html
+    rows = json.loads((out / "index.json").read_text(encoding="utf-8"))
+    assert sorted(r["html"] for r in rows) == sorted([plain.html, one.html, two.html])
+
+
+def test_a_study_variants_report_name_is_its_settings_canonical_key():
+    """A study notebook's variant is named by the knobs its setting changes (the study's
+    ``with_knobs``: canonical values, the knob table's order); the source's values are the
+    plain setting, with the plain name."""
+    from toymech.report.checks import report_name
+
+    notebook = Path(__file__).parents[1] / "notebooks" / "01_induction_repeated_blocks.ipynb"
+    stem = notebook.stem
+    assert report_name(notebook, "smoke") == stem
+    assert report_name(notebook, "smoke", {"offset": "0-3", "block_len": "4-8"}) == \
+        f"{stem}@block_len=4-8,offset=0-3"
+    assert report_name(notebook, "smoke", {"block_len": [8, 4, 6]}) == f"{stem}@block_len=4+6+8"
+    assert report_name(notebook, "default", {"block_len": 6}) == stem  # the source's value
+    assert report_name(notebook, "default", {"block_len": 6, "offset": 2}) == f"{stem}@offset=2"
+    with pytest.raises(ValueError, match="block_len"):
+        report_name(notebook, "smoke", {"block_len": "nine"})

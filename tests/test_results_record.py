@@ -1,7 +1,10 @@
-"""The results record (``toymech results`` -> docs/results.md): blocks replaced, prose kept, every
-scorecard row in full, a record that cannot be updated safely refused."""
+"""A report run's record as data (``toymech results <report folder>`` -> docs/results/data/):
+every scorecard row in full, nothing private, written atomically; a folder that is no report
+refused before anything is written; the scaled verdicts set beside the source's setting's."""
 
 from __future__ import annotations
+
+import json
 
 import nbformat
 import pytest
@@ -10,54 +13,69 @@ from toymech.cli import main
 from toymech.report import results
 
 
-# --- the record -----------------------------------------------------------------------------
-def test_updating_a_record_replaces_its_blocks_and_keeps_the_prose():
-    text = ("# Results\n\nWhat we saw.\n\n" + results.START.format(key="a size=paper")
-            + "\nold\n" + results.END + "\n\nMore prose.\n")
-    new = results.update_record(text, {"a size=paper": results.START.format(key="a size=paper")
-                                       + "\nnew\n" + results.END + "\n",
-                                       "b size=default": "B-block\n"})
-    assert "What we saw." in new and "More prose." in new
-    assert "\nnew\n" in new and "\nold\n" not in new and new.rstrip().endswith("B-block")
-    assert results.update_record(new, {}) == new
+def test_a_command_keeps_nothing_of_the_machine_that_ran_it():
+    said = ("toymech report --size paper --cache /work/zoo-paper3 --out=/home/me/rep "
+            "notebooks/01_induction_repeated_blocks.ipynb --param x=/tmp/a")
+    assert results.public_command(said) == (
+        "toymech report --size paper --cache <zoo> --out=<out> "
+        "notebooks/01_induction_repeated_blocks.ipynb --param x=<path>")
+    assert results.public_command("") == ""
 
 
-def test_a_folder_that_is_no_report_is_refused_and_the_record_is_untouched(tmp_path, capsys):
-    record = tmp_path / "results.md"
-    record.write_text("# mine\n")
-    assert main(["results", str(tmp_path), "--into", str(record)]) == 2
+def test_a_folder_that_is_no_report_is_refused_and_nothing_is_written(tmp_path, capsys):
+    into = tmp_path / "data"
+    into.mkdir()
+    assert main(["results", str(tmp_path), "--into", str(into)]) == 2
     assert "has no index.json" in capsys.readouterr().err
-    assert record.read_text() == "# mine\n"
-    assert main(["results", "--into", str(record)]) == 2
+    assert list(into.iterdir()) == []
+    assert main(["results", "--into", str(into)]) == 2  # no folder at all
+    assert main(["results", str(tmp_path), "--into", str(tmp_path / "missing")]) == 2
+    assert "--into" in capsys.readouterr().err
+
+
+def test_a_data_file_that_is_no_record_is_refused_by_name(tmp_path):
+    (tmp_path / "mine.json").write_text('{"a": 1}')
+    with pytest.raises(ValueError, match="mine.json"):
+        results.read_data(tmp_path)
+    (tmp_path / "mine.json").write_text("not json")
+    with pytest.raises(ValueError, match="mine.json"):
+        results.read_data(tmp_path)
 
 
 @pytest.mark.usefixtures("smoke_reports")
 def test_the_record_of_a_finished_report_holds_each_full_scorecard(smoke_reports, tmp_path):
-    record = tmp_path / "results.md"
-    record.write_text("# Results record\n\nA paragraph a person wrote.\n")
-    assert main(["results", str(smoke_reports.out), "--into", str(record)]) == 0
-    text = record.read_text()
-    assert "A paragraph a person wrote." in text
+    into = tmp_path / "data"
+    into.mkdir()
+    assert main(["results", str(smoke_reports.out), "--into", str(into)]) == 0
+    records = {r["notebook"]: r for r in results.read_data(into)}
     for entry in smoke_reports.entries:
+        name = entry.notebook.rsplit("/", 1)[-1][:-6]
         nb = nbformat.read(smoke_reports.out / entry.executed, as_version=4)
         card = results.scorecard_of(nb)
         assert card and card["rows"], entry.notebook
-        key = f"{results.START.format(key=entry.notebook.rsplit('/', 1)[-1][:-6] + ' size=smoke')}"
-        block = text[text.index(key):]
-        block = block[:block.index(results.END)]
-        for row in card["rows"]:
-            assert results._cell(row[0]) in block  # every claim, in full (no "...")
-        assert f"commit: `{entry.commit or 'not recorded'}`" in block
-        assert "reference steps/s" in block and "reference steps)" in block
-        assert "command:" in block
-    again = results.update_record(text, dict(results.report_block(r)
-                                             for r in results.report_records(smoke_reports.out)))
-    assert again == text  # regenerating from the same folder changes nothing
+        rec = records[name]
+        assert rec["size"] == "smoke" and rec["study"] and rec["commit"] == entry.commit
+        assert [r[0] for r in rec["scorecard"]["rows"]] == [r[0] for r in card["rows"]]
+        assert rec["machine"]["reference_steps_per_s"] and rec["wall_s"] > 0
+        assert rec["reference_steps"] > 0 and rec["seeds"] and rec["core_s"] > 0
+        text = (into / results.data_name(rec)).read_text()
+        assert str(smoke_reports.out) not in text and str(tmp_path) not in text
+    before = {p.name: p.read_text() for p in into.iterdir()}
+    assert main(["results", str(smoke_reports.out), "--into", str(into)]) == 0
+    assert {p.name: p.read_text() for p in into.iterdir()} == before  # the same folder: the same
+
+
+def test_a_variant_has_its_own_record():
+    base = {"kind": "scorecard", "notebook": "nb", "size": "default", "variant": {}}
+    variant = {**base, "variant": {"block_len": "4-8", "offset": "0-3"}}
+    assert results.data_name(base) == "nb-default.json"
+    assert results.data_name(variant) == "nb-default-block_len=4-8-offset=0-3.json"
+    assert json.loads(results.data_text(variant)) == variant
 
 
 def test_scaled_verdicts_are_set_beside_the_source_setting_ones():
     cols = ["claim", "ours", "verdict"]
-    small = {"name": "nb", "size": "default", "seeds": "3", "card": {"columns": cols, "rows": [
+    small = {"size": "default", "scorecard": {"columns": cols, "rows": [
         ["a", "1", "reproduced (scaled: steps 2,000 vs the source's 10,000)"],
         ["b", "2", "not reproduced (scaled: steps 2,000 vs ...)"],
         ["c", "3", "below the source's setting: steps 2,000 vs 10,000"],
@@ -65,15 +83,14 @@ def test_scaled_verdicts_are_set_beside_the_source_setting_ones():
         ["e", "5", "below the source's setting: steps 2,000 vs 10,000; reached by ...; our "
                    "scaled run says mixed, but no run has shown that the scaled setting gives "
                    "the source's setting's verdict"]]}}
-    full = {"name": "nb", "size": "paper", "seeds": "10", "card": {"columns": cols, "rows": [
+    full = {"size": "paper", "scorecard": {"columns": cols, "rows": [
         ["a", "1", "reproduced"], ["b", "2", "mixed"], ["c", "3", "reproduced"],
         ["e", "5", "mixed"]]}}
-    key, block = results.scaled_check_block(small, full)
-    assert key == "nb size=default vs size=paper"
+    found = results.scaled_comparison(small, full)
     # c was not judged scaled; d has no paper row; e is a scaled claim not yet shown (its
     # verdict reads below, quoting the scaled run's), compared all the same
-    assert "2 of 3 claims" in block
-    assert "| e | mixed (scaled) | mixed | yes |" in block
-    assert "| a | reproduced (scaled) | reproduced | yes |" in block
-    assert "| b | not reproduced (scaled) | mixed | no |" in block
-    assert results.scaled_check_block({**small, "card": None}, full) is None
+    assert found["agree"] == 2 and len(found["rows"]) == 3
+    assert ["e", "mixed (scaled)", "mixed", "yes"] in found["rows"]
+    assert ["a", "reproduced (scaled)", "reproduced", "yes"] in found["rows"]
+    assert ["b", "not reproduced (scaled)", "mixed", "no"] in found["rows"]
+    assert results.scaled_comparison({**small, "scorecard": None}, full) is None

@@ -1,10 +1,13 @@
-"""Study 3's map rows: the baselines without the mechanism, the run states and the label (fast).
+"""Study 3's map rows: the null family (the predictors without the mechanism), the run states and
+the label (fast).
 
-The null world over maps: an untrained run, a run still learning and a run that only does what a
-baseline does carry no label; a perfect run that stopped learning is solved."""
+The null world over maps: an untrained run, a run still learning, a run whose schedule ran down
+to zero, and every member of the null family scored as a run carry no ``solved`` label; a perfect
+run that stopped learning is solved where its set can tell."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -34,14 +37,20 @@ class Peek(torch.nn.Module):
 
 
 class Counts(torch.nn.Module):
-    """Parentheses by counts alone: "balanced" iff as many ``(`` as ``)`` so far (no order)."""
+    """Parentheses by counts alone: "balanced" iff as many ``(`` as ``)`` so far (no order);
+    with ``ends``, also opening with ``(`` and the last letter read a ``)`` (the depth read at
+    two places: the null family's ``counts_ends``)."""
 
-    def __init__(self):
+    def __init__(self, ends: bool = False):
         super().__init__()
         self.w = torch.nn.Parameter(torch.zeros(()))
+        self.ends = ends
 
     def forward(self, tokens):
         equal = (tokens == OPEN).cumsum(1) == (tokens == CLOSE).cumsum(1)
+        if self.ends:
+            before = torch.cat([tokens[:, :1], tokens[:, :-1]], 1)  # the token before each
+            equal &= (tokens[:, :1] == OPEN) & (before == CLOSE)
         out = torch.zeros(*tokens.shape, 6)
         out[..., YES] = 20.0 * equal
         out[..., NO] = 20.0 * ~equal
@@ -54,9 +63,14 @@ def _entry(name: str, model=None, history=None, size: str = "smoke") -> ZooEntry
     return ZooEntry(model if model is not None else build_model(exp.model), meta, False, Path("."))
 
 
-def _history(falling: bool, stopped: bool = False, steps: int = 1500) -> list[dict]:
+def _history(falling: bool, stopped: bool = False, steps: int = 1500,
+             cosine: bool = False) -> list[dict]:
+    """A logged history: losses falling or flat, the learning rate constant or run down to zero
+    (``cosine``), the stop rule firing at the end or not."""
     rows = [{"step": s, "train_loss": (1.0 - s / steps if falling else 0.01),
-             "eval_loss": (1.0 - s / steps if falling else 0.01)} for s in range(100, steps + 1, 100)]
+             "eval_loss": (1.0 - s / steps if falling else 0.01),
+             "lr": 1e-3 * ((1 + math.cos(math.pi * s / steps)) / 2 if cosine else 1.0)}
+            for s in range(100, steps + 1, 100)]
     if stopped:
         rows[-1]["stop_step"] = steps
     return rows
@@ -72,24 +86,72 @@ def test_untrained_runs_carry_no_label(task):
 
 def test_a_perfect_run_that_stopped_is_solved_and_one_still_learning_is_not_labelled():
     peek = Peek(6)
-    done = mm.map_row(_entry("rt-parentheses-random", peek, _history(False, stopped=True)),
-                      "smoke", 3)
+    entry = lambda history: _entry("rt-parentheses-random", peek, history, size="default")
+    done = mm.map_row(entry(_history(False, stopped=True)), "default", 3)
     assert done["acc"] == 1.0 and done["state"] == summary.LEARNED
     assert done["label"] == mm.MAP_LABEL and done["solved"] == "yes"
-    flat = mm.map_row(_entry("rt-parentheses-random", peek, _history(False)), "smoke", 3)
+    assert done["stopped_by"] == "stop rule" and done["acc_low"] > done["solve_cut"]
+    flat = mm.map_row(entry(_history(False)), "default", 3)
     assert flat["state"] == summary.LEARNED and flat["label"] == mm.MAP_LABEL
-    going = mm.map_row(_entry("rt-parentheses-random", peek, _history(True)), "smoke", 3)
+    assert flat["stopped_by"] == "steps"
+    going = mm.map_row(entry(_history(True)), "default", 3)
     assert going["state"] == summary.STILL_LEARNING and going["label"] == ""
-    short = mm.map_row(_entry("rt-parentheses-random", peek, _history(False, steps=200)), "smoke", 3)
-    assert short["state"] == summary.STILL_LEARNING  # too short to tell: not shown to have stopped
+    short = mm.map_row(entry(_history(False, steps=600)), "default", 3)
+    assert short["state"] == summary.STILL_LEARNING  # shorter than the window: not shown to stop
+    # its learning rate ran down to zero before its stop rule fired: a flat end is the schedule's
+    ended = mm.map_row(entry(_history(False, cosine=True)), "default", 3)
+    assert ended["stopped_by"] == "schedule ended" and ended["state"] == summary.STILL_LEARNING
+    assert ended["label"] == ""
+
+
+def test_a_perfect_run_is_undecided_where_its_set_cannot_tell():
+    """At ``smoke`` the parentheses strings are so short that ``counts_ends`` (no running depth)
+    answers every one: no accuracy reaches the cut, so a perfect run carries no label."""
+    row = mm.map_row(_entry("rt-parentheses-random", Peek(6), _history(False, stopped=True)),
+                     "smoke", 3)
+    assert row["acc"] == 1.0 == row["baseline.counts_ends"] and row["solve_cut"] > 1
+    assert row["state"] == summary.UNDECIDED and row["label"] == ""
 
 
 def test_a_run_that_only_counts_is_untrained_on_parentheses():
     """The order-blind predictor scores the counts baseline exactly, so it is not beyond it."""
     row = mm.map_row(_entry("rt-parentheses-random", Counts(), _history(False, stopped=True),
                             size="default"), "default", 3)
-    assert row["acc"] == row["baseline.counts"] == row["baseline"]
+    assert row["acc"] == row["baseline.counts"] < row["baseline"] == row["baseline.counts_ends"]
     assert row["state"] == summary.UNTRAINED and row["label"] == ""
+
+
+def test_a_run_that_reads_the_depth_at_two_places_is_not_solved():
+    """A model doing ``counts_ends`` (equal counts, opening ``(``, closing ``)``) learned
+    something beyond every trivial predictor, yet it tracks no running depth: not solved."""
+    row = mm.map_row(_entry("rt-parentheses-random", Counts(ends=True),
+                            _history(False, stopped=True), size="default"), "default", 3)
+    assert row["acc"] == row["baseline.counts_ends"] == row["baseline"] > 0.95
+    assert row["state"] == summary.LEARNED and row["label"] == "not solved"
+
+
+TASK_SIZES = [(t, s) for t in mm.NULL_FAMILY for s in ("smoke", "default")]
+
+
+@pytest.mark.parametrize("task,size", TASK_SIZES)
+def test_every_member_of_the_null_family_scored_as_a_run_gets_no_label(task, size):
+    """Each member of the task's null family, scored on the run's own sets as a run is (its
+    accuracy on the test and the train set, a log that stopped learning), judged by the map's
+    rule: never ``solved``. The mechanism itself (a perfect run) is, where the set can tell, so
+    the rule is not one that labels nothing."""
+    exp = experiments.get(f"rt-{task}-random", size=size, seed=3)
+    sets = mm.eval_sets(exp.task, size, 3)
+    test = mm.null_scores(exp.task, sets["test"])
+    train = mm.null_scores(exp.task, sets["train"]) if "train" in sets else None
+    assert set(test) == set(mm.NULL_FAMILY[task]) and "constant" in test
+    for member, acc in test.items():
+        judged = mm.judge(exp.task, sets, acc, train[member] if train else None,
+                          test["constant"], learning=False)
+        assert judged["label"] != mm.MAP_LABEL and judged["solved"] == "no", member
+    perfect = mm.judge(exp.task, sets, 1.0, 1.0 if train else None, test["constant"], False)
+    assert perfect["label"] == mm.MAP_LABEL or perfect["state"] == summary.UNDECIDED
+    if size == "default":
+        assert perfect["label"] == mm.MAP_LABEL
 
 
 def test_a_table_of_runs_still_learning_or_untrained_holds_no_label():
@@ -134,20 +196,12 @@ def test_margins():
     assert mm.solve_margin(0.999, 100) == pytest.approx(0.01)
     with pytest.raises(ValueError, match="n=0"):
         mm.noise_margin(0.5, 0)
-    assert mm.map_label(summary.UNTRAINED, {}, "needle", "random", 1.0, 0.0) == ""
-
-
-def test_map_cells_sentence_reads_the_block():
-    from toymech.report.record_prose import map_cells
-
-    body = ("Label ...\n\n| recipe_width | steps | experiment | seeds 'solved' | median acc | refined |\n"
-            "| --- | --- | --- | --- | --- | --- |\n"
-            "| 16 | 1500 | rt-parentheses-random | 0 of 3 (3 still learning) | – | no |\n"
-            "| 32 | 6000 | rt-parentheses-random | 2 of 3 | 0.99 | no |\n")
-    assert map_cells(body) == ("seeds 'solved' per cell: recipe_width 16, steps 1500, "
-                               "rt-parentheses-random: 0 of 3 (3 still learning); recipe_width 32, "
-                               "steps 6000, rt-parentheses-random: 2 of 3")
-    assert map_cells("no table") == "no cell"
+    assert mm.map_label(summary.UNTRAINED, 1.0, 0.5) == ""
+    assert mm.map_label(summary.LEARNED, 0.96, 0.95) == mm.MAP_LABEL
+    assert mm.map_label(summary.LEARNED, 0.94, 0.95) == "not solved"
+    assert mm.solve_cut(0.76, 2048, 0.5) == pytest.approx(0.95)  # the claims' floor
+    assert mm.solve_cut(0.98, 2048, 0.5) == pytest.approx(0.99)  # half way from 0.98 to 1
+    assert mm.accuracy_interval(1.0, 3)[0] == pytest.approx(0.2924, abs=1e-4)
 
 
 def test_state_table_counts_every_run_by_state():
@@ -160,31 +214,3 @@ def test_state_table_counts_every_run_by_state():
     text = mm.state_table(table)
     assert text.splitlines()[2] == ("| 16 | random | 0.740 / 0.950 / 0.990 | 0.760 | 1 of 3 | "
                                     "1 learned, 1 still learning, 1 untrained |")
-
-
-BUDGET_MAP = Path(__file__).resolve().parents[1] / "docs" / "maps" / "s3-budget-parentheses-default-cpu.csv"
-
-
-WIDTH_MAP = BUDGET_MAP.with_name("s3-width-parentheses-default-cpu.csv")
-
-
-@pytest.mark.parametrize("shipped", [BUDGET_MAP, WIDTH_MAP], ids=["budget", "width"])
-def test_the_record_quotes_the_study_3_maps_as_their_tables_say(shipped):
-    """docs/results.md's table of each shipped study-3 map is ``state_table`` of its table."""
-    from toymech.maps import read_table
-
-    record = (shipped.parents[1] / "results.md").read_text(encoding="utf-8")
-    lines = "\n".join(line.strip() for line in record.splitlines())  # quoted inside a list item
-    assert mm.state_table(read_table(shipped)) in lines
-
-
-def test_the_record_s_budget_map_numbers_are_the_table_s():
-    """The numbers the record's prose quotes from the budget map, recomputed from its table."""
-    from toymech.maps import read_table
-
-    record = (BUDGET_MAP.parents[1] / "results.md").read_text(encoding="utf-8")
-    t = read_table(BUDGET_MAP)
-    w32 = t[(t["mode"] == "random") & (t["knob.steps"].astype(str) == "6000")
-            & (t["knob.recipe_width"].astype(str) == "32")]["acc"].astype(float)
-    assert f"width 32 reaches {w32.min():.3f}-{w32.max():.3f}" in record
-    assert f"scores {t['partial.counts_ends'].astype(float).median():.2f} on these sets" in record

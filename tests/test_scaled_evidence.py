@@ -1,8 +1,9 @@
 """A scaled verdict needs evidence: a qualitative claim is judged below its source's setting only
 where a recorded run showed that the scaled setting gives the verdict of the source's setting
-(``StudySettings.evidence``). This test re-reads that record (docs/results.md, the blocks
-``<notebook> size=<scaled> vs size=paper`` written by ``toymech results``), so a study cannot
-list a claim the record does not back."""
+(``StudySettings.evidence``). This test re-reads the recorded runs (docs/results/data/, the
+records ``toymech results`` writes) and compares the scaled run's verdicts with the source's
+setting's (``report.results.scaled_comparison``), so a study cannot list a claim the records do
+not back."""
 
 from __future__ import annotations
 
@@ -13,22 +14,20 @@ import pytest
 from toymech.studies import protocol
 from toymech.studies.claims import BELOW, assess
 
-RECORD = Path(__file__).resolve().parents[1] / "docs" / "results.md"
+DATA = Path(__file__).resolve().parents[1] / "docs" / "results" / "data"
 
 
 def _same_column(notebook: str, size: str) -> dict[str, str]:
-    """{claim statement: "yes"/"no"} of the record's comparison block, {} without one."""
-    text = RECORD.read_text(encoding="utf-8")
-    marker = f"<!-- toymech-results {Path(notebook).stem} size={size} vs size=paper -->"
-    if marker not in text:
+    """{claim statement: "yes"/"no"}: the recorded run of ``notebook`` at ``size`` against its
+    recorded run at paper, {} without both."""
+    from toymech.report.results import read_data, scaled_comparison
+
+    plain = {r["size"]: r for r in read_data(DATA) if r["kind"] == "scorecard"
+             and r["notebook"] == Path(notebook).stem and not r.get("variant")}
+    if size not in plain or "paper" not in plain:
         return {}
-    block = text.split(marker, 1)[1].split("<!-- /toymech-results -->", 1)[0]
-    rows = {}
-    for line in block.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| ") and cells[0] not in ("claim", "---") and len(cells) >= 4:
-            rows[cells[0]] = cells[-1]
-    return rows
+    found = scaled_comparison(plain[size], plain["paper"])
+    return {row[0]: row[-1] for row in found["rows"]} if found else {}
 
 
 @pytest.mark.parametrize("name", list(protocol.STUDIES))
@@ -79,17 +78,12 @@ def test_a_scaled_claim_without_evidence_reads_below_the_sources_setting():
     assert assess(_claim(True), seeds, settings=none, size="paper").verdict == "reproduced"
 
 
-def test_the_record_s_count_of_agreeing_scaled_verdicts_is_its_block():
-    """The prose above study 1's comparison block quotes how many scaled verdicts agree; it is the
-    block's own count, and the study lists exactly the agreeing claims as shown."""
-    import re
-
-    text = RECORD.read_text(encoding="utf-8")
-    block = text.split("<!-- toymech-results 01_induction_repeated_blocks size=default vs size=paper -->", 1)[1]
-    agree, total = (int(x) for x in re.search(r"(\d+) of (\d+) claims judged", block).groups())
-    prose = " ".join(text.split("**Do the scaled verdicts at `default` stand in")[1].split("**")[1].split())
-    assert f"{agree} of {total} agree" in prose
-    same = _same_column(protocol.STUDIES["induction"], "default")
-    study = protocol.study("induction")
-    shown = {c.statement for c in study.claims if c.key in study.settings.evidence["default"]}
-    assert shown == {k for k, v in same.items() if v == "yes"} and len(shown) == agree
+@pytest.mark.parametrize("name", list(protocol.STUDIES))
+def test_a_study_lists_every_scaled_claim_the_records_back(name):
+    """Where the records compare a scaled run with the source's setting, the study lists exactly
+    the claims whose verdicts agree as shown: none left out, none more."""
+    study = protocol.study(name)
+    for size, keys in study.settings.evidence.items():
+        same = _same_column(protocol.STUDIES[name], size)
+        shown = {c.statement for c in study.claims if c.key in keys}
+        assert shown == {k for k, v in same.items() if v == "yes"}, name

@@ -7,17 +7,17 @@ Seeds: one number per run derives every random stream of it (``seed_for``). A ru
 initialises its model from s, draws its training batches from a generator seeded with s, and
 everything a notebook evaluates or shows is drawn from streams derived from s:
 
-=============  ===================  =================================================
-stream         seed                 used for
-=============  ===================  =================================================
-``init``       s                    the model's initial weights (``ModelConfig.seed``)
-``data``       s                    training batches (``TrainConfig.seed``)
-``train_eval`` s + 1,000,003        the fixed held-out batch logged during training
-``eval``       s + 2,000,003        evaluation sets of the notebooks and tables
-``probe``      s + 3,000,003        batches read by probes and training callbacks
-``example``    s + 4,000,003        sequences drawn for figures and attention views
-``panel``      s + 5,000,003        a map's common test panel (drawn from seed 0's: the map's, never a run's)
-=============  ===================  =================================================
+==============  ===================  =============================================================
+stream          seed                 used for
+==============  ===================  =============================================================
+``init``        s                    the model's initial weights (``ModelConfig.seed``)
+``data``        s                    training batches (``TrainConfig.seed``)
+``train_eval``  s + 1,000,003        the fixed held-out batch logged during training
+``eval``        s + 2,000,003        evaluation sets of the notebooks and tables
+``probe``       s + 3,000,003        batches read by probes and training callbacks
+``example``     s + 4,000,003        sequences drawn for figures and attention views
+``panel``       s + 5,000,003        a map's common test panel (seed 0's, whatever the run's seed)
+==============  ===================  =============================================================
 
 The offsets keep the streams apart for every seed a user types (they are far larger than any
 seed sweep) and keep ``init``/``data``/``train_eval`` where they were, so trained models in an
@@ -114,7 +114,8 @@ def short_repr(value: Any, limit: int = 80) -> str:
 
 
 def is_int(value: Any) -> bool:
-    """An integer: Python or numpy (anything with ``__index__``), never a bool."""
+    """Whether ``value`` is an integer: Python or numpy (anything with ``__index__``), never a
+    bool."""
     return (not isinstance(value, bool) and not _is_numpy_bool(value)
             and hasattr(type(value), "__index__"))
 
@@ -132,8 +133,10 @@ def _range_text(lo: Any, hi: Any) -> str:
 
 
 def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
-    """An integer in ``lo..hi`` (inclusive; None = unbounded): bool is not one, 3.0 is not one,
-    numpy integers are. Returns it as a Python int."""
+    """``value`` checked as an integer from ``lo`` to ``hi`` (inclusive; None = unbounded):
+    bool is not one, 3.0 is not one, numpy integers are. Returns it as a Python int; a
+    ValueError names the parameter ``name`` otherwise. Example:
+    ``check_int("steps", steps, 1, 10**8)``."""
     ok = is_int(value) and (lo is None or int(value) >= lo) and (hi is None or int(value) <= hi)
     check(ok, name, value, f"an integer {_range_text(lo, hi)}".rstrip())
     return int(value)
@@ -141,9 +144,10 @@ def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = Non
 
 def check_float(name: str, value: Any, lo: float | None = None, hi: float | None = None, *,
                 lo_open: bool = False, hi_open: bool = False) -> float:
-    """A finite real number (int or float, numpy too; bool and strings are not) in the range
-    ``lo``..``hi`` (``lo_open``/``hi_open`` exclude the ends). Python numbers are returned as
-    given (so configs keep their JSON form), numpy numbers as float."""
+    """``value`` checked as a finite real number (int or float, numpy too; bool and strings are
+    not) in the range ``lo``..``hi`` (``lo_open``/``hi_open`` exclude the ends); a ValueError
+    names the parameter ``name`` otherwise. Python numbers are returned as given (so configs
+    keep their JSON form), numpy numbers as float."""
     real = isinstance(value, numbers.Real) and not isinstance(value, bool)
     ok = real and math.isfinite(float(value))
     if ok:
@@ -160,14 +164,16 @@ def check_float(name: str, value: Any, lo: float | None = None, hi: float | None
 
 
 def check_bool(name: str, value: Any) -> bool:
-    """True or False (numpy bools too); 0, 1, "no" and "false" are not booleans."""
+    """``value`` checked as True or False (numpy bools too; 0, 1, "no" and "false" are not
+    booleans); a ValueError names the parameter ``name`` otherwise."""
     check(isinstance(value, bool) or _is_numpy_bool(value), name, value,
           "True or False (JSON true/false)")
     return bool(value)
 
 
 def check_str(name: str, value: Any, choices: Any = None, *, empty: bool = False) -> str:
-    """A string (one of ``choices`` when given; non-empty unless ``empty``)."""
+    """``value`` checked as a string (one of ``choices`` when given; non-empty unless
+    ``empty``); a ValueError names the parameter ``name`` otherwise."""
     if choices is not None:
         check(isinstance(value, str) and value in choices, name, value,
               f"one of {', '.join(repr(c) for c in choices)}")
@@ -177,10 +183,11 @@ def check_str(name: str, value: Any, choices: Any = None, *, empty: bool = False
 
 
 def check_path_writable_dir(name: str, path: Any) -> "Path":
-    """A folder that is or can be made writable: an existing writable directory, or a path
-    whose nearest existing parent is a writable directory in which a folder can be made (tried:
-    a folder made and removed at once). A file (or a file on the way) is refused. Leaves
-    nothing behind; returns the expanded path."""
+    """``path`` checked as a folder that is or can be made writable: an existing writable
+    directory, or a path whose nearest existing parent is a writable directory in which a folder
+    can be made (tried: a folder made and removed at once). A file (or a file on the way) is
+    refused, in a ValueError naming the parameter ``name``. Leaves nothing behind; returns the
+    expanded path."""
     from pathlib import Path
 
     check(isinstance(path, (str, Path)) and str(path).strip() != "" and "\0" not in str(path),
@@ -209,7 +216,9 @@ def check_path_writable_dir(name: str, path: Any) -> "Path":
 
 
 def check_path_writable_file(name: str, path: Any) -> "Path":
-    """A file path that can be written: not a folder, in a folder that exists and is writable."""
+    """``path`` checked as a file path that can be written: not a folder, in a folder that
+    exists and is writable (else a ValueError naming the parameter ``name``); returns it
+    expanded."""
     from pathlib import Path
 
     check(isinstance(path, (str, Path)) and str(path).strip() != "" and "\0" not in str(path),
@@ -223,7 +232,8 @@ def check_path_writable_file(name: str, path: Any) -> "Path":
 
 
 def set_checked(obj: Any, **values: Any) -> None:
-    """Write checked, normalised values (e.g. numpy ints made ints) back onto a frozen dataclass."""
+    """Write checked, normalised ``values`` (e.g. numpy ints made ints) back onto ``obj``, a
+    frozen dataclass (in its ``__post_init__``)."""
     for key, value in values.items():
         object.__setattr__(obj, key, value)
 
@@ -236,7 +246,8 @@ def check_size(size: Any) -> str:
 
 class Knobs(Mapping):
     """A setting's knobs: a read-only, hashable mapping of knob names to JSON values (a list
-    is kept as a tuple), in the order given."""
+    is kept as a tuple), in the order given. ``items``: a mapping (or pairs) of knob names to
+    values."""
 
     __slots__ = ("_items",)
 
@@ -282,13 +293,16 @@ def _frozen(value: Any) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-    """A study at a setting: a size name (smoke/default/paper) and the knobs a variant sets on
-    top of it (name -> JSON value; none: the size itself, the source's values). It is what a
-    study builds its experiments from, passed explicitly from the CLI, a notebook, a grid or a
-    map. ``described`` is its sentence ("a variant: block_len 4-8 (the post's 6)"; "" for a
-    plain size), never part of its identity. Make one with a study's
-    ``with_knobs(size, variant)`` (every knob checked) or, where only a size is given,
-    ``Setting.of(size)``."""
+    """A study at a setting: a size name and the knobs a variant sets on top of it. It is what
+    a study builds its experiments from, passed explicitly from the CLI, a notebook, a grid or a
+    map. Make one with a study's ``with_knobs(size, variant)`` (every knob checked) or, where
+    only a size is given, ``Setting.of(size)``.
+
+    ``size``: smoke, default or paper. ``knobs``: knob name -> JSON value (none: the size
+    itself, the source's values). ``described``: its sentence ("a variant: block_len 4-8 (the
+    post's 6)"; "" for a plain size), never part of its identity.
+
+    Example: ``study("induction").with_knobs("default", {"block_len": "4-8"}).text()``."""
 
     size: str
     knobs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -324,7 +338,8 @@ def size_name(size: Any) -> str:
 
 
 def check_seed(seed: Any, name: str = "seed") -> int:
-    """A seed is a non-negative integer (bool is not; numpy integers are)."""
+    """``seed`` checked as a seed: a non-negative integer (bool is not; numpy integers are),
+    else a ValueError naming the parameter ``name``. Returns it as a Python int."""
     ok = is_int(seed) and 0 <= int(seed) < 2**62
     check(ok, name, seed, "an integer in 0..2**62 - 1")
     return int(seed)
@@ -337,7 +352,8 @@ def seed_for(seed: int, stream: str) -> int:
 
 
 def dataclass_from_dict(cls: type, d: dict[str, Any], what: str) -> Any:
-    """``cls(**d)`` for a config dataclass, with unknown keys refused by name."""
+    """``cls(**d)`` for a config dataclass, with unknown keys refused by name; ``what`` names
+    the config in the error (e.g. ``"model"``)."""
     check(isinstance(d, dict), what, type(d).__name__, "a JSON object (dict)")
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(d) - known)
@@ -347,7 +363,8 @@ def dataclass_from_dict(cls: type, d: dict[str, Any], what: str) -> Any:
 
 
 def jsonable(obj: Any) -> Any:
-    """Convert config values (numpy scalars, torch dtypes/devices, tuples) into JSON types."""
+    """``obj`` (config values: numpy scalars, torch dtypes/devices, tuples, nested in dicts and
+    lists) converted into JSON types."""
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -92,7 +92,8 @@ def process_alive(pid: int, host: str | None = HOST) -> bool | None:
 
 
 def make_generator(seed: int, device: torch.device) -> torch.Generator:
-    """A generator that lives on ``device``, so batches are drawn where they are used."""
+    """A generator seeded with ``seed`` that lives on ``device``, so batches are drawn where
+    they are used."""
     return torch.Generator(device=device).manual_seed(int(seed))
 
 
@@ -108,6 +109,11 @@ def make_generator(seed: int, device: torch.device) -> torch.Generator:
 # evaluation steps (``rebalance``): lowered when another toymech process started meanwhile,
 # raised when the others have finished and the cores are idle.
 _CHOSEN: dict[str, object] = {}
+# torch's thread count when toymech first imported this module: a different count later that
+# toymech did not set is the user's own ``torch.set_num_threads``, which ``use_thread_policy``
+# and ``rebalance`` keep
+_TORCH_AT_IMPORT = torch.get_num_threads()
+KEEP_TORCH = "torch"  # TOYMECH_THREADS=torch: toymech never sets torch's thread count
 
 
 def _claims_dir() -> Path:
@@ -232,13 +238,17 @@ def free_cores() -> int:
 
 def choose_threads(threads: int | None = None, jobs: int = 1) -> int:
     """Torch CPU threads for one of ``jobs`` processes: ``threads`` if given, else
-    ``$TOYMECH_THREADS``, else ``free_cores() // jobs`` (at least 1)."""
+    ``$TOYMECH_THREADS`` (a number; ``torch``: torch's own count, left as it is), else
+    ``free_cores() // jobs`` (at least 1)."""
     check(isinstance(jobs, int) and not isinstance(jobs, bool) and jobs >= 1, "jobs", jobs,
           "an integer >= 1")
+    if threads is None and _keeps_torch():
+        return torch.get_num_threads()
     if threads is None and os.environ.get("TOYMECH_THREADS"):
         raw = os.environ["TOYMECH_THREADS"]
         check(re.fullmatch(r"[0-9]{1,4}", raw) is not None and 1 <= int(raw) <= 4096,
-              "TOYMECH_THREADS", raw, "an integer in 1..4096 (ASCII digits)")
+              "TOYMECH_THREADS", raw, f"an integer in 1..4096 (ASCII digits), or {KEEP_TORCH!r} "
+              "(leave torch's own count)")
         threads = int(raw)
     if threads is not None:
         check(isinstance(threads, int) and not isinstance(threads, bool)
@@ -251,8 +261,13 @@ def apply_threads(threads: int | None = None, jobs: int = 1, log=print) -> int:
     """Set torch's CPU threads by ``choose_threads`` and say so once per process. The choice
     stays automatic (``rebalance`` may change it) unless ``threads`` or ``$TOYMECH_THREADS``
     asked for a number; ``TOYMECH_THREADS_AUTO=1`` marks a ``$TOYMECH_THREADS`` that was itself
-    an automatic choice (``toymech report`` passes each notebook its share that way)."""
+    an automatic choice (``toymech report`` passes each notebook its share that way);
+    ``TOYMECH_THREADS=torch`` sets nothing (torch's own count, kept as an explicit choice).
+    ``jobs``: the processes the job starts, which share the free cores; ``log``: a print-like
+    function for the line (None: quiet). Returns the threads in use."""
     n = choose_threads(threads, jobs)
+    if threads is None and _keeps_torch():  # the user asked toymech to leave torch's count
+        return _keep(n, log, f"torch's own: TOYMECH_THREADS={KEEP_TORCH}")
     torch.set_num_threads(n)
     from_env = bool(os.environ.get("TOYMECH_THREADS")) and threads is None
     auto_env = from_env and os.environ.get("TOYMECH_THREADS_AUTO") == "1"
@@ -268,6 +283,46 @@ def apply_threads(threads: int | None = None, jobs: int = 1, log=print) -> int:
     return n
 
 
+def _keeps_torch() -> bool:
+    return os.environ.get("TOYMECH_THREADS", "").strip().lower() == KEEP_TORCH
+
+
+def _keep(n: int, log, why: str) -> int:
+    """Take torch's current ``n`` threads as this process's explicit choice (never changed by
+    ``rebalance``), saying so once."""
+    if log and _CHOSEN.get("threads") != n:
+        log(f"[toymech] torch CPU threads: {n} ({why})")
+    _CHOSEN["threads"] = _CHOSEN["initial"] = n
+    _CHOSEN["auto_jobs"] = None
+    _claim(n)
+    return n
+
+
+def use_thread_policy(device: str | torch.device = "cpu", log=print) -> int:
+    """The thread policy where the library trains or measures (``Zoo.get_or_train`` and
+    ``load``, ``training.train``, maps, the explorer), as ``toymech train`` applies it: on a
+    CPU, the first such call of a process runs ``apply_threads()`` (``$TOYMECH_THREADS``, else
+    the free cores), unless the process or its user chose already. A choice is the command
+    line's ``--threads``, a notebook's ``threads``, an earlier ``apply_threads``,
+    ``TOYMECH_THREADS=torch`` (leave torch's count), ``OMP_NUM_THREADS`` or
+    ``MKL_NUM_THREADS`` in the environment, or a ``torch.set_num_threads(n)`` made after
+    toymech was imported (a count other than torch's at that moment); each is kept, never
+    fought. Another device (a GPU run) leaves the threads alone. ``device``: where the work
+    runs (``"auto"``: CUDA, else MPS, else CPU); ``log``: a print-like function for the one
+    line that says the choice (None: quiet). Returns torch's threads now."""
+    if "threads" in _CHOSEN or resolve_device(device).type != "cpu":
+        return torch.get_num_threads()
+    current = torch.get_num_threads()
+    if current != _TORCH_AT_IMPORT:
+        return _keep(current, log, "as set with torch.set_num_threads")
+    if not os.environ.get("TOYMECH_THREADS"):
+        named = next((v for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if os.environ.get(v)),
+                     None)
+        if named is not None:
+            return _keep(current, log, f"as ${named} asks")
+    return apply_threads(None, log=log)
+
+
 def initial_threads() -> int:
     """The thread count this process chose at the start (``apply_threads``), whatever
     ``rebalance`` did since; torch's current count if it never chose."""
@@ -281,9 +336,14 @@ def rebalance(log=print) -> int:
     Lowered when other toymech processes now claim the cores it took; with no other toymech
     process left, set to the cores other work leaves (``busy_elsewhere``): raised when the
     notebooks it shared the machine with have finished, lowered again when another job
-    starts."""
+    starts. A count set since with ``torch.set_num_threads`` becomes the process's explicit
+    choice (kept from then on). ``log``: a print-like function for the line that says a change
+    (None: quiet)."""
     jobs = _CHOSEN.get("auto_jobs")
     current = torch.get_num_threads()
+    if jobs and current != _CHOSEN.get("threads"):  # the user's torch.set_num_threads since
+        _keep(current, None, "")
+        return current
     if not jobs:
         return current
     others = claimed_by_others()

@@ -16,6 +16,8 @@ from .zoo import Zoo
 
 
 def task_rows() -> list[dict]:
+    """The registered tasks at their defaults: name, parameters, vocabulary size and sequence
+    length (a task whose defaults cannot be built says why instead)."""
     rows = []
     for name in tasks.names():
         try:
@@ -48,6 +50,8 @@ def knob_rows(study: str | None = None) -> list[dict]:
 
 
 def experiment_rows() -> list[dict]:
+    """The named experiments (``toymech.experiments.registry``): name, description, study and
+    sizes."""
     return [{"name": n.name, "description": n.description, "study": n.study,
              "sizes": list(SIZES)} for n in experiments.registry().values()]
 
@@ -61,6 +65,9 @@ def _number(value: Any) -> float | None:
 
 
 def model_rows(cache: str | None) -> list[dict]:
+    """The entries of the zoo at ``cache`` (None: ``$TOYMECH_CACHE``, else
+    ``~/.cache/toymech``): name, task, status (a bad entry is a row with its problem), steps and
+    final metrics."""
     rows = []
     for meta in Zoo(cache).entries():  # never raises on a bad entry: it comes back as a status
         history = meta.get("history") if isinstance(meta.get("history"), list) else []
@@ -78,8 +85,9 @@ def model_rows(cache: str | None) -> list[dict]:
 
 
 def quarantined_rows(cache: str | None) -> list[dict]:
-    """The folders kept in ``<zoo>/.quarantine`` (damaged, unverified or replaced entries, moved
-    aside, never served): name and path, with the reason where one was written."""
+    """The folders kept in ``<zoo>/.quarantine`` of the zoo at ``cache`` (damaged, unverified or
+    replaced entries, moved aside, never served): name and path, with the reason where one was
+    written."""
     rows = []
     for path in Zoo(cache).quarantined():
         try:
@@ -91,12 +99,14 @@ def quarantined_rows(cache: str | None) -> list[dict]:
 
 
 def final_metrics(row: dict) -> dict:
-    """The numbers worth a line: step, train loss, and the held-out metrics (eval_*)."""
+    """The numbers of a history ``row`` worth a line: step, train loss, and the held-out
+    metrics (eval_*)."""
     keys = ["step", "train_loss"] + [k for k in row if isinstance(k, str) and k.startswith("eval_")]
     return {k: row[k] for k in keys if k in row}
 
 
 def fmt_metrics(final: dict) -> str:
+    """The metrics ``final`` as one line: ``step=2000 train_loss=1.71 ...``."""
     return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in final.items())
 
 
@@ -111,7 +121,8 @@ _MARKS = {"damaged": ("DAMAGED", "'toymech zoo verify --fix' moves it aside"),
 
 
 def lines(data: dict[str, list[dict]], where: Path) -> list[str]:
-    """The text of ``toymech list`` for ``data`` (tasks, experiments and/or models)."""
+    """The text of ``toymech list`` for ``data`` (tasks, experiments and/or models), naming
+    the zoo folder ``where``."""
     out = []
     if "tasks" in data:
         out.append("tasks:")

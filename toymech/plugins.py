@@ -5,7 +5,9 @@ A module of yours registers a task with ``@toymech.tasks.register("name")`` (see
 ``protocol.Study``, built as a package study builds its own, e.g. in a copy of the template).
 toymech imports such modules, once each, from:
 
-* ``--import MODULE`` on the command line (``toymech --import mylab.tasks train mytask``);
+* ``--import MODULE`` on the command line (``toymech --import mylab.tasks train mytask``; a
+  module of the current folder needs ``PYTHONPATH=.`` or ``python -m toymech``, as the
+  ``toymech`` command does not search the folder it runs in);
 * ``$TOYMECH_IMPORT`` (comma-separated module names; the CLI exports what ``--import`` named, so
   the kernels of ``toymech report`` import them too);
 * the entry-point groups ``toymech.tasks`` and ``toymech.studies`` of installed packages
@@ -19,6 +21,7 @@ from __future__ import annotations
 import importlib
 import os
 from importlib import metadata
+from pathlib import Path
 
 GROUPS = ("toymech.tasks", "toymech.studies")
 ENV = "TOYMECH_IMPORT"
@@ -26,13 +29,15 @@ _LOADED: set[str] = set()
 
 
 def modules_from_env() -> list[str]:
+    """The module names of ``$TOYMECH_IMPORT`` (comma-separated; blanks ignored)."""
     return [m.strip() for m in os.environ.get(ENV, "").split(",") if m.strip()]
 
 
 def load(modules: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """Import ``modules``, those of ``$TOYMECH_IMPORT`` and every entry point of ``GROUPS``
-    (each once per process); returns the modules imported now. A module that cannot be
-    imported is a ValueError naming it and why."""
+    """Import ``modules`` (module names, e.g. ``["mylab.tasks"]``), those of
+    ``$TOYMECH_IMPORT`` and every entry point of ``GROUPS`` (each once per process); returns
+    the modules imported now. A module that cannot be imported is a ValueError naming it and
+    why. Example: ``plugins.load(["my_tasks"])``, then ``experiments.get("reverse_letters")``."""
     done = []
     for name in [*modules, *modules_from_env()]:
         if not isinstance(name, str) or not name or not all(
@@ -44,7 +49,7 @@ def load(modules: list[str] | tuple[str, ...] = ()) -> list[str]:
             importlib.import_module(name)
         except ImportError as exc:
             raise ValueError(f"--import={name!r} is not allowed: a module Python can import "
-                             f"({_why(exc)})") from None
+                             f"({_why(exc)}){_here(name, exc)}") from None
         except Exception as exc:  # noqa: BLE001  a plugin's own error: one line, no traceback
             raise ValueError(f"--import={name!r} is not allowed: a module that imports without "
                              f"an error ({_why(exc)})") from None
@@ -64,6 +69,19 @@ def load(modules: list[str] | tuple[str, ...] = ()) -> list[str]:
                                  f"({_why(exc)}); fix or uninstall its package") from None
             done.append(ep.value)
     return done
+
+
+def _here(name: str, exc: ImportError) -> str:
+    """A hint when the module that was not found is a file or package of the current folder,
+    which the ``toymech`` command (unlike ``python -m toymech``) does not search."""
+    top = name.split(".")[0]
+    if not isinstance(exc, ModuleNotFoundError) or exc.name != top:
+        return ""
+    here = Path.cwd()
+    if not ((here / f"{top}.py").is_file() or (here / top / "__init__.py").is_file()):
+        return ""
+    return (f"; {top} is in this folder, which the toymech command does not search: run "
+            f"PYTHONPATH=. toymech --import {name} ..., or python -m toymech --import {name} ...")
 
 
 def _why(exc: BaseException) -> str:

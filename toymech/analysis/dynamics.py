@@ -12,7 +12,12 @@ curves: one row per step). The functions here read such tables:
 * ``transitions_over_seeds`` / ``order_agreement``: the same over seeds (median step, spread, and
   how often one metric moves before another);
 * ``still_learning(steps, losses)``: whether a loss curve was still falling when the run stopped
-  (a run that has not converged is a state of the run, never evidence about its mechanism).
+  (a run that has not converged is a state of the run, never evidence about its mechanism),
+  judged the same way for every run length: the slope per 1,000 steps over the run's last
+  ``STILL_LEARNING_WINDOW`` steps against ``STILL_LEARNING_SLOPE``;
+* ``history_still_learning(history)``: that rule on a run's logged history, which also knows why
+  the run stopped (``stop_reason``: its stop rule, its learning-rate schedule reaching zero, or
+  its steps).
 """
 
 from __future__ import annotations
@@ -26,13 +31,24 @@ import pandas as pd
 from ..core import check, check_float
 
 __all__ = ["transition_step", "transitions", "formation_order", "transitions_over_seeds",
-           "order_agreement", "still_learning", "STILL_LEARNING_TAIL", "STILL_LEARNING_DROP"]
+           "order_agreement", "still_learning", "history_still_learning", "stop_reason",
+           "STILL_LEARNING_WINDOW", "STILL_LEARNING_SLOPE", "STOP_RULE", "SCHEDULE_ENDED",
+           "STEPS_RAN_OUT"]
 
-# The rule for "still learning", fixed before any map is judged by it: over the last fifth of the
-# run's steps the logged loss fell by more than 0.02 nats. 0.02 nats is about 1 % of a uniform
-# guess over 26 letters and above the step-to-step wobble of a loss logged on a fixed batch.
-STILL_LEARNING_TAIL = 0.2
-STILL_LEARNING_DROP = 0.02
+# The rule for "still learning", fixed before any map is judged by it and the same for every run
+# length: the least-squares slope of the logged loss over the run's last 1,000 steps, in nats per
+# 1,000 steps; a loss falling faster than 0.02 nats per 1,000 steps is still learning. At that
+# rate a run needs 5,000 more steps to gain a tenth of a nat; a slope fitted over every logged
+# point of the window, not two end points, keeps one noisy evaluation from deciding it. The
+# window is in steps, not a share of the run: a share is a looser tolerance per step for a short
+# run than for a long one. A study whose judged runs are shorter than the window declares a
+# window of its own once, beside its sizes, before any run it judges (never per run).
+STILL_LEARNING_WINDOW = 1_000
+STILL_LEARNING_SLOPE = 0.02
+_MIN_POINTS = 3  # logged points inside the window a slope is fitted on
+_LR_ENDED = 1e-3  # a last logged learning rate below this share of the run's peak: run down
+
+STOP_RULE, SCHEDULE_ENDED, STEPS_RAN_OUT = "stop rule", "schedule ended", "steps"
 
 
 def transition_step(steps: Sequence[float], values: Sequence[float], frac: float = 0.5,
@@ -153,38 +169,80 @@ def transitions_over_seeds(per_seed: Sequence[pd.DataFrame], metrics: Sequence[s
     return out.reset_index(drop=True)
 
 
-def still_learning(steps: Sequence[float], losses: Sequence[float], tail: float = STILL_LEARNING_TAIL,
-                   min_drop: float = STILL_LEARNING_DROP) -> bool | None:
+def still_learning(steps: Sequence[float], losses: Sequence[float],
+                   window: int = STILL_LEARNING_WINDOW,
+                   slope: float = STILL_LEARNING_SLOPE) -> bool | None:
     """Whether the loss was still falling when the run stopped.
 
-    With ``s_end`` the last step, the tail is the logged points with step >= ``(1 - tail) *
-    s_end``. The run is still learning when the loss at the tail's first point, minus the mean of
-    the tail's last two points, exceeds ``min_drop`` (nats). None (cannot tell) when the tail has
-    fewer than three logged points: log more often, or train longer. Non-finite losses raise
-    ValueError (a diverged run is a state of its own, decided before this).
-    """
+    With ``s_end`` the last step, the window is the logged points with step >= ``s_end -
+    window``; ``b`` the least-squares slope of the loss over them, the run is still learning
+    when ``1000 b < -slope`` (it fell faster than ``slope`` nats per 1,000 steps). None (cannot
+    tell) when the log does not reach back a whole window (the run is shorter than it, or its
+    log starts later) or fewer than three logged points fall inside it: log more often, or
+    train longer. Non-finite losses raise ValueError (a diverged run is a state of its own,
+    decided before this).
+
+    ``steps``: the logged steps, strictly increasing; ``losses``: the loss at each; ``window``:
+    steps (``STILL_LEARNING_WINDOW``); ``slope``: nats per 1,000 steps
+    (``STILL_LEARNING_SLOPE``)."""
     s = np.asarray(steps, dtype=float)
     v = np.asarray(losses, dtype=float)
-    check(s.ndim == 1 and s.shape == v.shape, "losses", len(v), f"one loss per step ({len(s)} steps)")
-    check(len(s) == 0 or bool(np.all(np.diff(s) > 0)), "steps", list(s)[:8], "strictly increasing steps")
+    check(s.ndim == 1 and s.shape == v.shape, "losses", len(v),
+          f"one loss per step ({len(s)} steps)")
+    check(len(s) == 0 or bool(np.all(np.diff(s) > 0)), "steps", list(s)[:8],
+          "strictly increasing steps")
     check(bool(np.all(np.isfinite(v))), "losses", "a non-finite value", "finite numbers")
-    tail = check_float("tail", tail, 0.0, 1.0, lo_open=True)
-    min_drop = check_float("min_drop", min_drop, 0.0)
-    if len(s) < 3:
+    check(isinstance(window, int) and not isinstance(window, bool) and window >= 1, "window",
+          window, "a whole number of steps >= 1")
+    slope = check_float("slope", slope, 0.0)
+    if len(s) < _MIN_POINTS or s[0] > s[-1] - window:
         return None
-    inside = s >= (1 - tail) * s[-1]
-    if int(inside.sum()) < 3:
+    inside = s >= s[-1] - window
+    if int(inside.sum()) < _MIN_POINTS:
         return None
-    window = v[inside]
-    return bool(window[0] - window[-2:].mean() > min_drop)
+    x, y = s[inside], v[inside]
+    fitted = float(np.polyfit(x - x.mean(), y, 1)[0])
+    return bool(1000.0 * fitted < -slope)
+
+
+def _stopped(history: Sequence[Mapping[str, float]]) -> bool:
+    return any("stop_step" in r for r in history)
+
+
+def _schedule_ended(history: Sequence[Mapping[str, float]]) -> bool:
+    """Whether the learning rate logged last is at most ``_LR_ENDED`` of the largest logged (a
+    cosine schedule that ran down to zero); False where the log records no learning rate."""
+    rates = [float(r["lr"]) for r in history if "lr" in r]
+    return bool(rates) and rates[-1] <= _LR_ENDED * max(rates)
+
+
+def stop_reason(history: Sequence[Mapping[str, float]] | None) -> str:
+    """Why a run with the logged ``history`` (its rows, as the training loop logs them) stopped:
+    ``stop rule`` (a row carries ``stop_step``: its stop rule ended it), ``schedule ended`` (its
+    learning rate ran down to zero: a cosine schedule's end), ``steps`` (it ran its steps with
+    the learning rate still on); ``""`` for a run with no log (it never trained)."""
+    if not history:
+        return ""
+    if _stopped(history):
+        return STOP_RULE
+    return SCHEDULE_ENDED if _schedule_ended(history) else STEPS_RAN_OUT
 
 
 def history_still_learning(history: Sequence[Mapping[str, float]], key: str = "train_loss",
-                           tail: float = STILL_LEARNING_TAIL,
-                           min_drop: float = STILL_LEARNING_DROP) -> bool | None:
+                           window: int = STILL_LEARNING_WINDOW,
+                           slope: float = STILL_LEARNING_SLOPE) -> bool | None:
     """``still_learning`` of a run's logged ``history`` (its rows ``{"step", key, ...}``, as the
-    training loop logs them; rows without ``key`` are passed over): True, False, or None where
-    the log is too short to tell. ``tail`` and ``min_drop`` as in ``still_learning``."""
+    training loop logs them; rows without ``key`` are passed over), by why it stopped
+    (``stop_reason``): False where its stop rule ended it (it reached what the rule asks, and is
+    judged where it stopped); None where its learning-rate schedule ran down to zero (a loss
+    flattening as the rate reaches zero is the schedule's doing, not a sign it stopped
+    learning); else True, False, or None where the log is too short to tell. ``window`` and
+    ``slope`` as in ``still_learning``."""
+    reason = stop_reason(history)
+    if reason == STOP_RULE:
+        return False
+    if reason == SCHEDULE_ENDED:
+        return None
     rows = [r for r in history if key in r and "step" in r]
     return still_learning([float(r["step"]) for r in rows], [float(r[key]) for r in rows],
-                          tail, min_drop)
+                          window, slope)

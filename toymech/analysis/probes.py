@@ -13,6 +13,13 @@ The paper's memories, read as argmax recall over the matrices:
 
 The recall probes are 1.0 for a perfect associative memory and about 1/N (1/t for positions) for
 a random one. Multi-head models: each probe is the best head (pair).
+
+Argmax recall saturates: once the right target wins every row it reads 1.0 however clearly it
+wins, so two memories at 1.0 can differ in structure. The recall margins (``row_margins``) read
+the same score matrices continuously: how far the right target stands above its best competitor,
+in units of the competitors' spread. ``memory_reading`` puts each memory's margin beside two
+references read through the same parts (a random memory: the null; the hand-built construction),
+and its cosine with that construction.
 """
 
 from __future__ import annotations
@@ -28,30 +35,46 @@ def _dense(m) -> torch.Tensor:
     return (m.AB if hasattr(m, "AB") else m).detach().float().cpu()
 
 
-def previous_token_probe(qk: Float[torch.Tensor, "d d"], pos: Float[torch.Tensor, "T d"]) -> float:
-    """Fraction of positions t >= 1 whose best causal key under p_t QK p_sᵀ (s <= t) is t - 1."""
+def previous_token_scores(qk: Float[torch.Tensor, "d d"], pos: Float[torch.Tensor, "T d"]
+                          ) -> Float[torch.Tensor, "T T"]:
+    """p_t QK p_sᵀ [query position t, key position s], -inf where s > t (not causal)."""
     qk, pos = _dense(qk), _dense(pos)
     check(qk.ndim == 2 and qk.shape[0] == qk.shape[1] == pos.shape[-1], "qk", tuple(qk.shape),
           f"[d, d] with d = pos.shape[-1] = {pos.shape[-1]}")
-    scores = pos @ qk @ pos.T  # [t, s]
     T = pos.shape[0]
     causal = torch.ones(T, T, dtype=torch.bool).tril()
-    best = scores.masked_fill(~causal, float("-inf")).argmax(-1)
-    return float((best[1:] == torch.arange(T - 1)).float().mean())
+    return (pos @ qk @ pos.T).masked_fill(~causal, float("-inf"))
+
+
+def induction_key_scores(qk2: Float[torch.Tensor, "d d"], W_E: Float[torch.Tensor, "N d"],
+                         ov1: Float[torch.Tensor, "d d"]) -> Float[torch.Tensor, "N N"]:
+    """w_E(k) QK₂ (w_E(k') OV₁)ᵀ [query token k, key token k']."""
+    W_E = _dense(W_E)
+    return W_E @ _dense(qk2) @ (W_E @ _dense(ov1)).T
+
+
+def output_copy_scores(ov2: Float[torch.Tensor, "d d"], W_E: Float[torch.Tensor, "N d"],
+                       W_U: Float[torch.Tensor, "d N"]) -> Float[torch.Tensor, "N N"]:
+    """(w_E(k) OV₂ W_U)_j [token k, output j]."""
+    return _dense(W_E) @ _dense(ov2) @ _dense(W_U)
+
+
+def previous_token_probe(qk: Float[torch.Tensor, "d d"], pos: Float[torch.Tensor, "T d"]) -> float:
+    """Fraction of positions t >= 1 whose best causal key under p_t QK p_sᵀ (s <= t) is t - 1."""
+    best = previous_token_scores(qk, pos).argmax(-1)
+    return float((best[1:] == torch.arange(best.shape[0] - 1)).float().mean())
 
 
 def induction_key_probe(qk2: Float[torch.Tensor, "d d"], W_E: Float[torch.Tensor, "N d"],
                         ov1: Float[torch.Tensor, "d d"], tokens: torch.Tensor | None = None) -> float:
     """Fraction of tokens k (default: all) with argmax_{k'} w_E(k) QK₂ (w_E(k') OV₁)ᵀ == k."""
-    qk2, W_E, ov1 = _dense(qk2), _dense(W_E), _dense(ov1)
-    scores = W_E @ qk2 @ (W_E @ ov1).T  # [query token k, key token k']
-    return _recall(scores, tokens)
+    return _recall(induction_key_scores(qk2, W_E, ov1), tokens)
 
 
 def output_copy_probe(ov2: Float[torch.Tensor, "d d"], W_E: Float[torch.Tensor, "N d"],
                       W_U: Float[torch.Tensor, "d N"], tokens: torch.Tensor | None = None) -> float:
     """Fraction of tokens k (default: all) with argmax_j (w_E(k) OV₂ W_U)_j == k."""
-    return _recall(_dense(W_E) @ _dense(ov2) @ _dense(W_U), tokens)
+    return _recall(output_copy_scores(ov2, W_E, W_U), tokens)
 
 
 def bigram_kl_probe(W_F: Float[torch.Tensor, "d d"], W_E: Float[torch.Tensor, "N d"],
@@ -105,37 +128,202 @@ def model_probes(model: HookedTransformer, pi_b: torch.Tensor | None = None,
     return out
 
 
+# --- recall margins ----------------------------------------------------------------------------
+MIN_WRONG = 2  # a row's margin needs the spread of at least this many wrong candidates
+
+
+def row_margins(scores: Float[torch.Tensor, "R C"], target: torch.Tensor) -> torch.Tensor:
+    """Per row r of ``scores`` (a -inf entry is no candidate: a causal mask), the recall margin
+    of its right candidate ``target[r]``:
+
+        m_r = (s[r, y_r] - max_{j != y_r} s[r, j]) / sd_{j != y_r}(s[r, j])
+
+    with sd the population standard deviation over the wrong candidates. m_r > 0 exactly when
+    y_r wins the argmax (argmax recall is the share of rows with m_r > 0), and it keeps growing
+    after every row wins, where argmax recall stops at 1. Dividing by the wrong candidates'
+    spread makes m_r invariant under s[r] -> a s[r] + b (a > 0): memories read through parts of
+    different norms compare (trained against frozen embeddings), as softmax attention and logits
+    are invariant to a shift per row. For a random memory the right score is one more draw among
+    the n - 1 competitors, so m_r is about -E[max of n - 1 standard normals] (-2.4 at n = 65).
+    A row with fewer than ``MIN_WRONG`` wrong candidates is NaN; a row whose wrong candidates
+    all score the same gives +inf (right above them), -inf (below) or NaN (tied). Returns [R]."""
+    s = _dense(scores).double()
+    check(s.ndim == 2 and s.shape[1] >= 1, "scores", tuple(s.shape), "[rows, candidates]")
+    R = s.shape[0]
+    y = torch.as_tensor(target).long().cpu().flatten()
+    check(y.shape == (R,) and (R == 0 or (int(y.min()) >= 0 and int(y.max()) < s.shape[1])),
+          "target", tuple(y.shape), f"[{R}] candidate indices below {s.shape[1]}")
+    rows = torch.arange(R)
+    wrong = torch.isfinite(s)
+    wrong[rows, y] = False
+    n = wrong.sum(1)
+    mean = s.masked_fill(~wrong, 0.0).sum(1) / n.clamp(min=1)
+    sd = ((s - mean[:, None]) ** 2).masked_fill(~wrong, 0.0).sum(1).div(n.clamp(min=1)).sqrt()
+    gap = s[rows, y] - s.masked_fill(~wrong, float("-inf")).max(1).values
+    scale = s.masked_fill(~torch.isfinite(s), 0.0).abs().amax(1)
+    flat = sd <= 1e-12 * scale  # identical competitors up to rounding
+    m = gap / torch.where(flat, torch.zeros_like(sd), sd)
+    m[~torch.isfinite(s[rows, y]) | (n < MIN_WRONG) | (flat & (gap == 0))] = float("nan")
+    return m.float()
+
+
+def recall_margin(scores: Float[torch.Tensor, "R C"], target: torch.Tensor) -> float:
+    """The median over rows of ``row_margins`` (NaN rows left out; NaN when every row is): the
+    median, so a few rows whose competitors happen to be close together do not carry it."""
+    m = row_margins(scores, target)
+    m = m[~torch.isnan(m)]
+    return float(m.median()) if len(m) else float("nan")
+
+
+def previous_token_margin(qk: Float[torch.Tensor, "d d"], pos: Float[torch.Tensor, "T d"]
+                          ) -> float:
+    """``recall_margin`` of the previous-token memory: for each position t (with at least
+    ``MIN_WRONG`` other causal keys, t >= 2), key t - 1 among the keys s <= t."""
+    scores = previous_token_scores(qk, pos)
+    return recall_margin(scores[1:], torch.arange(scores.shape[0] - 1))
+
+
+def induction_key_margin(qk2: Float[torch.Tensor, "d d"], W_E: Float[torch.Tensor, "N d"],
+                         ov1: Float[torch.Tensor, "d d"], tokens: torch.Tensor | None = None
+                         ) -> float:
+    """``recall_margin`` of the induction key: for each query token k of ``tokens`` (default:
+    all), key token k among all key tokens k'."""
+    scores = induction_key_scores(qk2, W_E, ov1)
+    idx = _token_index(tokens, scores.shape[0])
+    return recall_margin(scores[idx], idx)
+
+
+def output_copy_margin(ov2: Float[torch.Tensor, "d d"], W_E: Float[torch.Tensor, "N d"],
+                       W_U: Float[torch.Tensor, "d N"], tokens: torch.Tensor | None = None
+                       ) -> float:
+    """``recall_margin`` of the output copy: for each token k of ``tokens`` (default: all),
+    output k among all outputs j."""
+    scores = output_copy_scores(ov2, W_E, W_U)
+    idx = _token_index(tokens, scores.shape[0])
+    return recall_margin(scores[idx], idx)
+
+
 # --- the hand-built construction -------------------------------------------------------------------
+MEMORIES = {"W_K1": "W_K1 (previous token)", "W_K2": "W_K2 (induction key)",
+            "W_O2": "W_O2 (output copy)", "W_F": "W_F (bigram)"}
+
+
+@torch.no_grad()
+def memory_parts(model: HookedTransformer) -> dict[str, torch.Tensor | None]:
+    """What a 2-layer model's memories are read through: the token embeddings and positions as
+    they enter the residual stream (``W_E`` [N, d], ``W_pos`` [T, d]: the embedding modules'
+    outputs, so a concatenated join's halves are what the model sees; ``W_pos`` None without a
+    positional table), the unembedding ``W_U`` [d, N] and layer 0's head-0 value-output map
+    ``OV1`` [d, d]."""
+    check(model.cfg.n_layers >= 2, "model", model.cfg.n_layers, "at least 2 layers")
+    dev = model.W_E.device
+    E = model.embed(torch.arange(model.cfg.d_vocab, device=dev)[None])[0]
+    P = None
+    if model.cfg.positional_embedding_type in ("standard", "shortformer"):
+        P = model.pos_embed(torch.zeros(1, model.cfg.n_ctx, dtype=torch.long, device=dev))[0]
+    return {"W_E": _dense(E), "W_pos": None if P is None else _dense(P),
+            "W_U": _dense(model.W_U), "OV1": _dense(model.OV[0, 0])}
+
+
+def construction_from(parts: dict[str, torch.Tensor | None], pi_b: torch.Tensor | None = None,
+                      triggers: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """The paper's associative memories built from ``parts`` (``memory_parts``), row
+    convention, e_k = rows of W_E, p_t = rows of W_pos, u_j = column j of W_U:
+    QK1 = Σ_t p_tᵀ p_{t-1} (only with W_pos); QK2 = Σ_k e_kᵀ (e_k OV1) (k over ``triggers``,
+    default all); OV2 = Σ_k e_kᵀ u_kᵀ; W_F = Σ_k e_kᵀ Σ_j π_b(j|k) u_jᵀ (k over non-triggers;
+    only with ``pi_b``). Keys: ``MEMORIES``' values."""
+    E, P, U, ov1 = parts["W_E"], parts["W_pos"], parts["W_U"], parts["OV1"]
+    Et = E if triggers is None else E[_token_index(triggers, E.shape[0])]
+    out = {}
+    if P is not None:
+        out[MEMORIES["W_K1"]] = P[1:].T @ P[:-1]
+    out[MEMORIES["W_K2"]] = Et.T @ (Et @ ov1)
+    out[MEMORIES["W_O2"]] = E.T @ U.T
+    if pi_b is not None:
+        pi = pi_b.detach().float().cpu().clone()
+        if triggers is not None:
+            pi[_token_index(triggers, E.shape[0])] = 0.0
+        out[MEMORIES["W_F"]] = E.T @ (pi @ U.T)
+    return out
+
+
 def construction(model: HookedTransformer, pi_b: torch.Tensor,
                  triggers: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-    """The paper's associative memories built from a 2-layer model's own (frozen random) parts,
-    row convention, e_k = rows of W_E, p_t = rows of W_pos, u_j = column j of W_U:
-    QK1 = Σ_t p_tᵀ p_{t-1}; QK2 = Σ_k e_kᵀ (e_k OV1) (k over ``triggers``, default all);
-    OV2 = Σ_k e_kᵀ u_kᵀ; W_F = Σ_k e_kᵀ Σ_j π_b(j|k) u_jᵀ (k over non-triggers; only when the
-    model has a W_F). Head 0 of layer 0 supplies OV1."""
+    """``construction_from`` the model's own parts (``memory_parts``); W_F only when the model
+    has one."""
     with torch.no_grad():
-        E, P, U = _dense(model.W_E), _dense(model.W_pos), _dense(model.W_U)
-        ov1 = _dense(model.OV[0, 0])
-        Et = E if triggers is None else E[_token_index(triggers, E.shape[0])]
-        out = {"W_K1 (previous token)": P[1:].T @ P[:-1],
-               "W_K2 (induction key)": Et.T @ (Et @ ov1),
-               "W_O2 (output copy)": E.T @ U.T}
-        if feed_forward_matrix(model) is not None:
-            pi = pi_b.detach().float().cpu().clone()
-            if triggers is not None:
-                pi[_token_index(triggers, E.shape[0])] = 0.0
-            out["W_F (bigram)"] = E.T @ (pi @ U.T)
-    return out
+        built = construction_from(memory_parts(model), pi_b, triggers)
+    if feed_forward_matrix(model) is None:
+        built.pop(MEMORIES["W_F"], None)
+    return built
 
 
 def trained_matrices(model: HookedTransformer) -> dict[str, torch.Tensor]:
     """The model's counterparts of ``construction``: QK1, QK2, OV2 (head 0) and W_F."""
-    out = {"W_K1 (previous token)": _dense(model.QK[0, 0]),
-           "W_K2 (induction key)": _dense(model.QK[1, 0]),
-           "W_O2 (output copy)": _dense(model.OV[1, 0])}
+    out = {MEMORIES["W_K1"]: _dense(model.QK[0, 0]),
+           MEMORIES["W_K2"]: _dense(model.QK[1, 0]),
+           MEMORIES["W_O2"]: _dense(model.OV[1, 0])}
     W_F = feed_forward_matrix(model)
     if W_F is not None:
-        out["W_F (bigram)"] = _dense(W_F)
+        out[MEMORIES["W_F"]] = _dense(W_F)
+    return out
+
+
+def _memory_margin(short: str, M: torch.Tensor, parts: dict[str, torch.Tensor | None],
+                   triggers: torch.Tensor | None) -> float:
+    if short == "W_K1":
+        return previous_token_margin(M, parts["W_pos"])
+    if short == "W_K2":
+        return induction_key_margin(M, parts["W_E"], parts["OV1"], triggers)
+    return output_copy_margin(M, parts["W_E"], parts["W_U"])
+
+
+@torch.no_grad()
+def memory_reading(model: HookedTransformer, parts: dict[str, torch.Tensor | None] | None = None,
+                   pi_b: torch.Tensor | None = None, triggers: torch.Tensor | None = None,
+                   non_triggers: torch.Tensor | None = None, n_null: int = 8,
+                   null_seed: int = 0) -> dict[str, dict[str, float]]:
+    """Each memory of a 2-layer model (``trained_matrices``: QK¹, QK², OV² of head 0, W_F) read
+    through ``parts`` (``memory_parts`` of some model; default: the model's own), so that two
+    models can be read through the same embeddings. Per memory (``W_K1``, ``W_K2``, ``W_O2``):
+
+    * ``margin``: its recall margin (W_K¹ over positions, W_K² over ``triggers``, default all
+      tokens, W_O² over all tokens);
+    * ``built``: the margin of the hand-built construction (``construction_from(parts)``);
+    * ``null``: the mean margin of ``n_null`` random memories (i.i.d. Gaussian [d, d] from a
+      generator seeded ``null_seed``), all read through the same parts;
+    * ``share``: (margin - null) / (built - null), the way from a random memory (0) to the
+      construction (1): comparable across runs whose parts differ in norm or shape (NaN where
+      the construction is no better than the null);
+    * ``cosine``: ``matrix_cosine(memory, construction)``.
+
+    W_F (where the model has one and ``pi_b`` is given): ``kl`` (``bigram_kl_probe`` through the
+    parts, over ``non_triggers``) and ``cosine``. W_K¹ is NaN without positions."""
+    parts = memory_parts(model) if parts is None else parts
+    mats = trained_matrices(model)
+    built = construction_from(parts, pi_b if MEMORIES["W_F"] in mats else None, triggers)
+    gen = torch.Generator().manual_seed(null_seed)
+    d = parts["W_E"].shape[1]
+    nulls = [torch.randn(d, d, generator=gen) for _ in range(n_null)]
+    nan = float("nan")
+    out: dict[str, dict[str, float]] = {}
+    for short in ("W_K1", "W_K2", "W_O2"):
+        name = MEMORIES[short]
+        if name not in built:
+            out[short] = {k: nan for k in ("margin", "built", "null", "share", "cosine")}
+            continue
+        M, B = mats[name], built[name]
+        row = {"margin": _memory_margin(short, M, parts, triggers),
+               "built": _memory_margin(short, B, parts, triggers),
+               "null": sum(_memory_margin(short, R, parts, triggers) for R in nulls) / n_null,
+               "cosine": matrix_cosine(M, B)}
+        reach = row["built"] - row["null"]
+        row["share"] = (row["margin"] - row["null"]) / reach if reach > 0 else nan
+        out[short] = row
+    if MEMORIES["W_F"] in built:
+        M = mats[MEMORIES["W_F"]]
+        out["W_F"] = {"kl": bigram_kl_probe(M, parts["W_E"], parts["W_U"], pi_b, non_triggers),
+                      "cosine": matrix_cosine(M, built[MEMORIES["W_F"]])}
     return out
 
 

@@ -11,11 +11,16 @@ For hidden states X [n, d] (one row per token position), centred as Xc = X - mea
 
 EV_k near 1 means the states live in (close to) a k-dimensional subspace. The paper reports
 EV_10 of the hidden states after the embedding and after each layer, normal vs random.
+
+``subspace_overlap`` compares two sets of directions instead (Birth, study 2: do trained token
+embeddings and positions share a subspace?), with its random-subspace null ``overlap_null``.
 """
 
 from __future__ import annotations
 
 import torch
+
+from ..core import check
 
 BASES = ("principal", "neuron")
 
@@ -43,6 +48,34 @@ def explained_variance(states: torch.Tensor, k: int = 10, basis: str = "principa
     if total <= 0:
         raise ValueError("states have zero variance: explained variance is undefined")
     return float(var[:k].sum() / total)
+
+
+def subspace_overlap(a: torch.Tensor, b: torch.Tensor, k: int) -> float:
+    """How much the spans of the top-``k`` directions of ``a`` [n, d] and ``b`` [m, d] share:
+    with V_a, V_b [d, k] the top-k right singular vectors of each (uncentred: the directions the
+    rows themselves occupy, e.g. the token embeddings and the positional embeddings as they add
+    into the residual stream),
+
+        overlap_k = ‖V_aᵀ V_b‖_F² / k = mean over the k principal angles θ_i of cos² θ_i.
+
+    1: the same k-dimensional subspace; 0: orthogonal subspaces (e.g. tokens and positions in
+    separate coordinates). For two independent uniformly random k-dimensional subspaces of R^d
+    its expectation is k / d (``overlap_null``): the null. ``k`` must not exceed the rank either
+    matrix can have (min(n, m, d))."""
+    check(a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[1], "a, b",
+          (tuple(a.shape), tuple(b.shape)), "[n, d] and [m, d] with the same d")
+    check(isinstance(k, int) and 1 <= k <= min(a.shape[0], b.shape[0], a.shape[1]), "k", k,
+          f"an integer in 1..{min(a.shape[0], b.shape[0], a.shape[1])}")
+    va = torch.linalg.svd(a.detach().double().cpu(), full_matrices=False).Vh[:k]  # [k, d]
+    vb = torch.linalg.svd(b.detach().double().cpu(), full_matrices=False).Vh[:k]
+    return float((va @ vb.T).pow(2).sum() / k)
+
+
+def overlap_null(k: int, d: int) -> float:
+    """E[``subspace_overlap``] of two independent uniformly random k-dimensional subspaces of
+    R^d: E‖V_aᵀ V_b‖_F² = k · k / d, divided by k."""
+    check(isinstance(k, int) and isinstance(d, int) and 1 <= k <= d, "k", k, f"1..d (d = {d})")
+    return k / d
 
 
 @torch.no_grad()

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from . import zoo_commands
 from .args import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
-from .report_commands import cmd_lab, cmd_report, cmd_results
+from .report_commands import cmd_lab, cmd_report, cmd_results, cmd_site_reports
 SIZES = ("smoke", "default", "paper")  # == toymech.core.SIZES, repeated to keep --help fast
 
 
@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "toymech.studies entry points)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in (_add_train, _add_sweep, _add_map, _add_list, _add_zoo, _add_report, _add_lab,
-                _add_results, _add_ladder):  # one subcommand each, in the order --help lists them
+                _add_results, _add_site_reports,
+                _add_ladder):  # one subcommand each, in the order --help lists them
         add(sub)
     return parser
 
@@ -249,17 +250,41 @@ def _add_lab(sub) -> None:
 
 
 def _add_results(sub) -> None:
-    """``toymech results``: the results record."""
-    p = sub.add_parser("results", help="update the results record (docs/results.md) from finished runs",
-                       description="Write each notebook's scorecard, commit, machine, wall time and command "
-                                   "from report folders (and each map's finding and cells) into a "
-                                   "results record; other text in it is kept.")
+    """``toymech results``: a report run's record as data; the results pages from the data."""
+    p = sub.add_parser("results", help="record a report run as data (docs/results/data), or "
+                       "generate the results pages from the shipped data (--pages)",
+                       description="With report folders: write each notebook's scorecard, "
+                                   "commit, machine, wall time and command (folders as "
+                                   "placeholders) as one JSON record per (notebook, setting). "
+                                   "With --pages: generate docs/results/ (a page per study: "
+                                   "finding, figures, tables, commands) from those records and "
+                                   "the map tables.")
     p.add_argument("reports", nargs="*", help="report folders written by toymech report")
-    p.add_argument("--maps", nargs="+", metavar="MAP", help="map tables (toymech map), their "
-                   "folders or zoos: each map's finding and cells")
-    p.add_argument("--into", default="docs/results.md", help="the record to update: a markdown (.md) file; "
-                   "a link is written through (default: docs/results.md)")
+    p.add_argument("--into", default="docs/results/data", help="the folder of the records "
+                   "(default: docs/results/data)")
+    p.add_argument("--pages", action="store_true", help="generate the results pages instead")
+    p.add_argument("--data", default="docs/results/data", help="with --pages: the records "
+                   "(default: docs/results/data)")
+    p.add_argument("--maps", nargs="+", default=["docs/maps"], metavar="MAP", help="with --pages: "
+                   "folders of map tables or tables (default: docs/maps)")
+    p.add_argument("--out", default="docs/results", help="with --pages: where the pages go "
+                   "(default: docs/results)")
     p.set_defaults(func=cmd_results)
+
+
+def _add_site_reports(sub) -> None:
+    """``toymech site-reports``: finished reports onto the documentation site."""
+    p = sub.add_parser("site-reports", help="copy finished reports onto the documentation site "
+                       "(docs/reports), without the scripts the site serves once",
+                       description="Copy every report that ran ok in the report folders (map "
+                                   "pages included) into the site's reports folder, each without "
+                                   "its inline plotly.js and circuitsvis bundle (the site serves "
+                                   "one copy of each), and rewrite the page listing them.")
+    p.add_argument("reports", nargs="+", help="report folders written by toymech report or "
+                   "toymech map --report")
+    p.add_argument("--into", default="docs/reports", help="the site's reports folder "
+                   "(default: docs/reports)")
+    p.set_defaults(func=cmd_site_reports)
 
 
 def _add_ladder(sub) -> None:

@@ -101,15 +101,30 @@ def cmd_lab(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from toymech.report.results import write_results
+    if args.pages:
+        if args.reports:
+            raise UsageError("results --pages reads the shipped data; record report folders "
+                             "first (toymech results <report folder>), then run --pages alone")
+        from toymech.report.pages import write_pages
 
-    if not args.reports and not args.maps:
-        raise UsageError("results needs a report folder or --maps MAP")
-    blocks_of = None
-    if args.maps:
-        from toymech.maps.page import map_blocks
+        written = write_pages(args.data, args.maps, args.out)
+        print(f"{len(written)} file(s) written under {args.out} (the results pages, their "
+              "finding boxes and figures)")
+        return EXIT_OK
+    if not args.reports:
+        raise UsageError("results needs a report folder (toymech report --out), or --pages")
+    from toymech.report.results import write_result_data
 
-        blocks_of = lambda: map_blocks(args.maps)  # noqa: E731
-    keys = write_results(args.reports, args.into, blocks_of=blocks_of)
-    print(f"{len(keys)} block(s) written into {args.into}: {', '.join(keys)}")
+    paths = write_result_data(args.reports, args.into)
+    print(f"{len(paths)} record(s) written: {', '.join(str(p) for p in paths)}; "
+          "then: toymech results --pages")
+    return EXIT_OK
+
+
+def cmd_site_reports(args: argparse.Namespace) -> int:
+    from toymech.report.site import copy_reports
+
+    written = copy_reports(args.reports, args.into)
+    print(f"{len(written)} report(s) copied into {args.into} without their scripts: "
+          f"{', '.join(p.name for p in written)}; then: ./run.sh docs")
     return EXIT_OK

@@ -112,7 +112,8 @@ def setup_notebook(silence_deprecations: bool = True) -> None:
     """Prepare a notebook kernel for offline figures; safe to call any number of times.
 
     Registers and activates the ``"toymech"`` plotly renderer (plotly mimetype + offline
-    ``text/html``) and, by default, hides TransformerLens' deprecation warnings. In an IPython
+    ``text/html``) and, with ``silence_deprecations``, hides TransformerLens' deprecation
+    warnings. In an IPython
     kernel it also follows the free cores before every cell (``devices.rebalance``, quietly):
     the training loop does so at its evaluation steps, but a notebook's analysis cells (the
     learning coefficient, patching) would otherwise keep the threads it took when the machine

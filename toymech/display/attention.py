@@ -89,10 +89,11 @@ _RENDER_JS = """<script>
 class AttentionView:
     """A circuitsvis attention-heads view that renders offline; display it as a cell's last value.
 
-    ``attention`` is ``[n_heads, n_pos, n_pos]`` (query position, key position); values are rounded
-    to ``decimals`` places to keep reports small. ``caption`` is shown above the view (and, when
-    folded, its first sentence is the summary line that unfolds it). ``focus``: the head name the
-    view opens on (None: the first head).
+    ``tokens``: the sequence's token strings. ``attention`` is ``[n_heads, n_pos, n_pos]``
+    (query position, key position); values are rounded to ``decimals`` places to keep reports
+    small. ``head_names``: one name per head (``L0H1``). ``caption`` is shown above the view
+    (and, when folded, its first sentence is the summary line that unfolds it). ``open``: shown
+    unfolded. ``focus``: the head name the view opens on (None: the first head).
     """
 
     component = "AttentionHeads"
@@ -231,7 +232,8 @@ def attention_caption(scores: Mapping[str, Any], *, threshold: float = 0.4,
     ``threshold`` (at most ``top``, highest first) are named with their scores; ``baselines``
     (kind -> the score of uniform attention) is quoted beside them; ``words`` overrides
     ``KIND_WORDS``. When no head reaches ``threshold``, the caption says so and names the
-    highest score, so a near-uniform view is called what it is. Head names default to ``L0H1``.
+    highest score, so a near-uniform view is called what it is. ``head_names``: one name per
+    head, in layer-major order (None: ``L0H1``...).
     """
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
         raise ValueError(f"threshold={threshold!r} is not allowed: a number in (0, 1]")
@@ -259,9 +261,10 @@ def attention_caption(scores: Mapping[str, Any], *, threshold: float = 0.4,
 
 def focus_head(scores: Mapping[str, Any], *, threshold: float = 0.4, top: int = 3,
                head_names: Sequence[str] | None = None) -> str:
-    """The head ``attention_caption`` (same arguments) names first: the strongest head of the
-    first kind that has one at ``threshold``, else the highest-scoring head, which the caption
-    quotes. A view opened on it (``attention_view(focus=...)``) shows what the caption says."""
+    """The head ``attention_caption`` names first, with the same ``scores``, ``threshold``,
+    ``top`` and ``head_names``: the strongest head of the first kind that has one at
+    ``threshold``, else the highest-scoring head, which the caption quotes. A view opened on it
+    (``attention_view(focus=...)``) shows what the caption says."""
     arrays, names = _checked_scores(scores, head_names)
     strong, best = _named_heads(arrays, names, threshold, top)
     return strong[0][1][0] if strong else best[1]

@@ -102,17 +102,32 @@ class Facts:
         return f"Facts({self.values!r})"
 
 
-def facts(zoo: bool = True, **values: Any) -> Facts:
+def core_seconds() -> float | None:
+    """The CPU seconds (user + system) this process and its finished child processes (the
+    training workers) have used so far, None where the platform does not say."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return None
+    used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return round(sum(u.ru_utime + u.ru_stime for u in used), 1)
+
+
+def facts(zoo: bool = True, core_s: bool = True, **values: Any) -> Facts:
     """The run's facts for the report's header and its "Where the time went" table, e.g.
     ``display.facts(device=dev, seeds=list(runs))`` as a notebook's last cell. Values are made
     JSON (a ``torch.device`` becomes ``"cpu"``). With ``zoo`` (the default), the zoo's counts of
-    models trained and loaded by this kernel are added under ``"zoo"`` where toymech records them.
-    Several ``facts`` outputs merge, the later ones winning."""
+    models trained and loaded by this kernel are added under ``"zoo"`` where toymech records them;
+    with ``core_s`` (the default), the kernel's CPU seconds so far (``core_seconds``), which
+    ``toymech results`` records as the run's core-seconds. Several ``facts`` outputs merge, the
+    later ones winning."""
 
     for name in values:
         if not name.isidentifier():
             raise ValueError(f"facts name {name!r} is not allowed: a Python identifier")
     out = {name: jsonable(value) for name, value in values.items()}
+    if core_s and (used := core_seconds()) is not None:
+        out["core_s"] = used
     if zoo:
         stats = _zoo_stats()
         if stats is not None:

@@ -39,5 +39,6 @@ class ScorecardView:
 
 
 def scorecard(card: pd.DataFrame) -> ScorecardView:
-    """Show a study's scorecard (``study.scorecard(...)``) as the notebook's scorecard output."""
+    """Show a study's scorecard ``card`` (``study.scorecard(...)``) as the notebook's scorecard
+    output."""
     return ScorecardView(card)

@@ -153,7 +153,9 @@ def _min_width(texts: list[str]) -> float:
 
 
 class ReaderTable:
-    """``reader_table``'s result: the reader's HTML, plain text, and the raw frame."""
+    """``reader_table``'s result: the reader's HTML, plain text, and the raw frame. Made by
+    ``reader_table``, which describes ``frame``, ``caption``, ``model``, ``units``, ``digits``,
+    ``missing_note`` (its ``missing``), ``max_width_px`` and ``code``."""
 
     def __init__(self, frame: pd.DataFrame, caption: str, model: str | None, units, digits: int,
                  missing_note: str, max_width_px: float, code: Sequence[Any] = ()):
@@ -226,6 +228,7 @@ class ReaderTable:
                 + " to show for this run")
 
     def html(self) -> str:
+        """The table as the reader sees it (parts side by side where it is too wide)."""
         if self.empty_note:
             return (f'<table class="dataframe toymech-table"><caption>{html.escape(self.caption)}'
                     f'</caption></table>\n<p class="toymech-table-note">{html.escape(self.empty_note)}.</p>')
@@ -247,6 +250,7 @@ class ReaderTable:
         return "\n".join(out)
 
     def text(self) -> str:
+        """The caption and the raw frame as plain text."""
         if self.empty_note:
             return f"{self.caption}\n{self.empty_note}."
         return self.caption + "\n" + self.frame.to_string()
@@ -280,8 +284,10 @@ def reader_table(df: pd.DataFrame | pd.Series, caption: str, model: str | None =
     """``df`` laid out for a reader (see the module docstring). ``caption``: what the table
     shows (a sentence); ``model``: which model(s) it measures; ``units``: {column: unit} for
     columns ``plots.labels`` does not know; ``digits``: significant digits of non-integer numbers;
-    ``missing``: why a value can be missing (the footnote under a dash); ``code``: columns whose
-    cells are a line of code to paste (shown as code, as written)."""
+    ``missing``: why a value can be missing (the footnote under a dash); ``max_width_px``: the
+    width above which a wide table is split into parts; ``code``: columns whose cells are a
+    line of code to paste (shown as code, as written). Example:
+    ``reader_table(pd.DataFrame({"eval_loss": [0.04]}), caption="One run")``."""
     if isinstance(df, pd.Series):
         df = df.to_frame()
     check(isinstance(df, pd.DataFrame), "df", type(df).__name__, "a pandas DataFrame or Series")

@@ -20,6 +20,7 @@ from typing import Any
 
 from transformer_lens import HookedTransformer
 
+from ..devices import use_thread_policy
 from ..tasks import Task
 from ..zoo import ZooEntry
 from .explorer import Explorer
@@ -42,9 +43,13 @@ def explore(model: HookedTransformer | ZooEntry | str, task: Task | None = None,
     Returns the ``Explorer``: in JupyterLab it displays as a widget; its methods return the same
     views as data. Raises ``ValueError`` (one line naming the argument) for an unknown
     experiment, a bare model without its task, a task that does not fit the model, or a bad
-    size, seed or variant. Example: ``toymech.explore("induction-2l").set_sequence("QWERTY" * 4)``.
+    size, seed or variant. On a CPU the process's torch threads follow the package's policy
+    unless chosen already (``devices.use_thread_policy``). Example:
+    ``toymech.explore("induction-2l").set_sequence("QWERTY" * 4)``.
     """
-    return Explorer(resolve(model, task, size, seed, cache_dir, variant))
+    source = resolve(model, task, size, seed, cache_dir, variant)
+    use_thread_policy(next(source.model.parameters()).device, log=None)  # a bare model too
+    return Explorer(source)
 
 
 class _CallableModule(types.ModuleType):

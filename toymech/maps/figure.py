@@ -10,11 +10,12 @@ of a run without one).
 
 Two or more dimensions: the phase diagram, a heatmap over the first two, each cell coloured by
 its phase (one colour per label, the states in greys and warm tones, named on the colour bar;
-text: the median number, "held of runs" and the runs without a label), one panel per value of
-the others. A frame without ``phase`` (a table written before the states) is coloured by the
-share of seeds with the label. One dimension: the share as a curve over it, each point's text
-the same, each point's phase on hover. The source's setting, where the map has its value, is
-outlined in red (a star on a curve).
+text: the median number, "held of runs" with the exact 95 % interval of that share and the runs
+without a label), one panel per value of the others. A frame without ``phase`` (a table written
+before the states) is coloured by the share of seeds with the label. One dimension: the share as
+a curve over it with its exact 95 % interval as error bars (the frame's ``low`` and ``high``),
+each point's text the same, each point's phase on hover. The source's setting, where the map has
+its value, is outlined in red (a star on a curve).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..analysis.exact import interval_text
 from ..core import check
 from ..plots.style import height
 
@@ -37,7 +39,8 @@ MAX_PANEL_COLUMNS = 3
 _NEEDED = ("runs", "held", "share", "median", "hover")
 # the states' colours (a run without a label); labels take LABEL_COLOURS in order, the mapped
 # label first
-STATE_COLOURS = {"untrained": "#d9d9d9", "still learning": "#fdd49e", "not measured": "#f0f0f0",
+STATE_COLOURS = {"untrained": "#d9d9d9", "still learning": "#fdd49e",
+                 "budget exhausted": "#fdae6b", "undecided": "#bdbdbd", "not measured": "#f0f0f0",
                  "diverged": "#fb6a4a", "failed": "#cb181d"}
 LABEL_COLOURS = ("#08519c", "#6baed6", "#31a354", "#756bb1", "#636363", "#e6550d")
 
@@ -52,10 +55,12 @@ def phase_colours(phases: Sequence[str], label: str) -> dict[str, str]:
 
 
 def cell_text(row: Mapping) -> str:
-    """A cell's text: the median number (a dash where none) over "held of runs"."""
+    """A cell's text: the median number (a dash where none) over "held of runs" and the exact
+    95 % interval of that share (``analysis.exact.interval_text``)."""
     m = row["median"]
     shown = "–" if m is None or (isinstance(m, float) and math.isnan(m)) else f"{m:.3g}"
-    text = f"{shown}<br>{int(row['held'])} of {int(row['runs'])}"
+    held, runs = int(row["held"]), int(row["runs"])
+    text = f"{shown}<br>{held} of {runs}<br>{interval_text(held, runs)}"
     if row.get("failed"):  # runs that did not finish (diverged): not a label of theirs
         text += f"<br>{row['failed']}"
     return text + ("<br>refined" if bool(row.get("refined", False)) else "")
@@ -100,8 +105,10 @@ def map_figure(cells: pd.DataFrame, dims: Sequence[str], *, label: str, number: 
 def _curve(cells, dim, label, number, source, title) -> go.Figure:
     xs = _values(cells, dim)
     rows = cells.assign(_x=cells[dim].astype(str)).set_index("_x").loc[xs]
+    bars = (dict(type="data", symmetric=False, array=rows["high"] - rows["share"],
+                 arrayminus=rows["share"] - rows["low"]) if {"low", "high"} <= set(rows) else None)
     fig = go.Figure(go.Scatter(
-        x=xs, y=rows["share"], mode="lines+markers+text", name=_share_title(label),
+        x=xs, y=rows["share"], mode="lines+markers+text", name=_share_title(label), error_y=bars,
         text=[cell_text(r) for _, r in rows.iterrows()], textposition="top center",
         customdata=rows["hover"], hovertemplate="%{customdata}<extra></extra>"))
     if source.get(dim) in xs:
@@ -110,7 +117,7 @@ def _curve(cells, dim, label, number, source, title) -> go.Figure:
                                  name=SOURCE_NAME, hovertemplate=f"{SOURCE_NAME}<extra></extra>",
                                  marker=dict(symbol="star", size=16, color=SOURCE_COLOUR)))
     fig.update_layout(title=title or f"Share of seeds labelled '{label}' over {dim} "
-                      f"(text: median {number}, seeds)", height=height(380),
+                      f"(text: median {number}, seeds, exact 95 % interval)", height=height(380),
                       xaxis=dict(title=dim, type="category"),
                       yaxis=dict(title=_share_title(label), range=[-0.05, 1.15]))
     return fig
@@ -173,8 +180,9 @@ def _heatmaps(cells, dims, label, number, source, title) -> go.Figure:
         fig.update_yaxes(title_text=y if col == 1 else None, type="category", row=row, col=col)
     fig.update_layout(title=title or (
         f"Each cell's commonest outcome (text: median {number}, seeds labelled '{label}' of the "
-        "cell's runs)" if phased else f"Share of seeds labelled '{label}' (text: median "
-        f"{number}, seeds with the label of the cell's runs)"),
+        "cell's runs, its exact 95 % interval)" if phased else f"Share of seeds labelled "
+        f"'{label}' (text: median {number}, seeds with the label of the cell's runs, its exact "
+        "95 % interval)"),
                       height=height(120 + 90 * len(ys) * n_rows + 60 * n_rows),
                       legend=dict(orientation="h", y=-0.2, itemsizing="constant"))
     return fig

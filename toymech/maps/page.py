@@ -3,14 +3,16 @@ read back, summarised per cell and drawn, through the thin notebook ``map.ipynb`
 module, executed and rendered like every report (``build_reports``) and listed in the index.
 
 The page opens with the map's finding, computed from the table (``maps.summary.finding``: in which cells
-the study's ``map_label`` holds on every seed, on some, on none), and where its rows come from
+the study's ``map_label`` holds on every seed, on some, on none, each share with its exact 95 %
+interval), and where its rows come from
 (``provenance``: a table whose runs recorded a commit "+ local changes" says it is not
 rebuildable from a commit); then the figure
 (``maps.figure.map_figure``: the share of seeds with the label per cell, the median of the map's
-number and "held of runs" as each cell's text, each seed's value on hover, the source's setting
-as a star); then other works' predictions judged on the map (the study's ``MAP_PREDICTIONS``,
-``maps.predictions``: "holds on our map" or not, with the counts used); then every cell with
-the line of Python that opens its runs (``toymech.explore(...)``).
+number and "held of runs" with its interval as each cell's text, each seed's value on hover, the
+source's setting as a star); then other works' predictions judged on the map (the study's
+``MAP_PREDICTIONS``, ``maps.predictions``: judged pair by pair, each pair's outcome and exact p,
+a verdict in three words: consistent, against, undecided); then every cell with the line of
+Python that opens its runs (``toymech.explore(...)``).
 
 The map notebook is not one of ``notebooks/``: it shows a table already measured, so it has no
 study of its own, no step slider and no training; tests/test_notebooks.py says so.
@@ -32,15 +34,14 @@ from ..core import check
 from ..display import note, reader_table
 from ..report.build import build_reports
 from ..report.index import ReportEntry
-from ..report.results import END, START, markdown_table
 from ..studies import protocol
 from ..studies.states import BEYOND
-from .summary import MEASURED, NOT_MEASURED, cell_groups, changes, finding
+from .summary import MEASURED, NOT_MEASURED, cell_groups, changes, count_text, finding
 from . import ledger
 from .table import knob_columns
 from .table import read_table as read_map_table
 from .figure import map_figure
-from .predictions import prediction_rows
+from .predictions import pair_rows, prediction_rows
 
 MAP_NOTEBOOK = Path(__file__).resolve().parent / "map.ipynb"
 PAGE_PREFIX = "map-"  # a map's page: <out>/map-<name>.html
@@ -128,7 +129,9 @@ def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFr
     ``runs``, ``held`` (measured seeds labelled ``label``), ``share``, ``phase`` (only for a table
     whose study writes run states: the cell's commonest outcome, a learned run's label or the
     state of a run without one; the first listed where two tie), ``outcomes`` (every outcome's count), ``median`` (of ``number``
-    over its measured runs), ``seeds`` ("2 of 3", with the runs without a label: "(1 diverged)"),
+    over its measured runs), ``low`` and ``high`` (the exact 95 % interval of ``share``:
+    ``summary.Cell.interval``), ``seeds`` ("2 of 3 [0.09, 0.99]": held of runs and that
+    interval, with the runs without a label: "(1 diverged)"),
     ``failed`` (those runs in words), ``refined`` (whether ``--refine`` added runs to it),
     ``hover`` (each seed's label and number) and ``open`` (``open_line`` of its first seed)."""
     check(isinstance(table, pd.DataFrame) and {"experiment", "seed", "label"} <= set(table),
@@ -149,12 +152,13 @@ def cell_frame(table: pd.DataFrame, label: str, number: str | None) -> pd.DataFr
         outcomes = [str(r["label"]) if r["state"] == MEASURED else str(r["state"])
                     for _, r in runs.iterrows()]
         counts = pd.Series(outcomes).value_counts(sort=False)
+        low, high = cell.interval(label)
         rows.append({**cell.knobs, "experiment": cell.experiment, "runs": cell.n,
-                     "held": held, "share": held / cell.n,
+                     "held": held, "share": held / cell.n, "low": low, "high": high,
                      **({"phase": str(counts.idxmax())} if "state" in table else {}),
                      "outcomes": ", ".join(f"{n} {o}" for o, n in counts.items()),
                      "median": float(nums.median()) if len(nums) else math.nan,
-                     "seeds": f"{held} of {cell.n}" + (f" ({failed})" if failed else ""),
+                     "seeds": count_text(held, cell.n) + (f" ({failed})" if failed else ""),
                      "failed": failed, "refined": refined,
                      "hover": f"{cell.experiment}: {cell.where()}<br>{seeds}<br>{line}",
                      "open": line})
@@ -205,6 +209,7 @@ class MapPage:
     predictions: pd.DataFrame  # ``prediction_rows`` of the study's MAP_PREDICTIONS on the table
     changes: list = None  # ``summary.changes``: where the commonest outcome changes
     evidence: str = ""  # the study's ``map_evidence`` of the table (its causal evidence)
+    pairs: pd.DataFrame = None  # ``pair_rows``: each pair of cells a prediction compares
 
     @classmethod
     def of(cls, table: pd.DataFrame, label: str | None = None,
@@ -214,7 +219,8 @@ class MapPage:
         return cls(table, label, number, cell_frame(table, label, number), dims,
                    source_of(study, dims), finding(table, label),
                    prediction_rows(study.map_predictions, table),
-                   changes(table), study.map_evidence(table))
+                   changes(table), study.map_evidence(table),
+                   pair_rows(study.map_predictions, table))
 
     @classmethod
     def read(cls, path: str | Path, label: str | None = None,
@@ -235,8 +241,9 @@ class MapPage:
                           source=self.source)
 
     def cell_table(self) -> pd.DataFrame:
-        """Every cell, as the page lists it: dimensions, the seeds with the label, the median
-        number, whether refined, and the line that opens its runs."""
+        """Every cell, as the page lists it: dimensions, the seeds with the label (with the
+        exact 95 % interval of their share), the median number, whether refined, and the line
+        that opens its runs."""
         shown = self.cells[[*self.dims, "seeds", "outcomes", "median", "refined", "open"]]
         return shown.rename(columns={"seeds": f"seeds '{self.label}'",
                                      "median": f"median {self.number or ''}".strip(),
@@ -244,7 +251,8 @@ class MapPage:
 
     def reader_table(self):
         return reader_table(self.cell_table(), caption=f"Every cell of the map: how many of its "
-                            f"seeds are labelled '{self.label}', every run's outcome (a learned "
+                            f"seeds are labelled '{self.label}' (in brackets the exact 95 % "
+                            "interval of that share), every run's outcome (a learned "
                             f"run's label, or its state), the median {self.number}, and "
                             "the line that opens its first seed's run in the explorer.",
                             code=["open its runs (Python)"])
@@ -256,7 +264,18 @@ class MapPage:
         if self.predictions.empty:
             return note("The mapped study declares no prediction from other work to judge on its map.")
         return reader_table(self.predictions, caption="Predictions from other work, each judged "
-                            "on this map with the counts it used (our setting, not the source's)")
+                            "on this map pair by pair: its verdict (consistent, against, "
+                            "undecided), its pairs' outcomes and the stratified exact p (our "
+                            "setting, not the source's)")
+
+    def pair_view(self):
+        """Every pair of cells the predictions compare (a table), or a note that none does."""
+        if self.pairs is None or self.pairs.empty:
+            return note("No prediction compares a pair of cells on this map.")
+        return reader_table(self.pairs, caption="Each pair of cells a prediction compares: the "
+                            "cell predicted to carry the label more often and the other, each "
+                            "with its labelled runs and the exact 95 % interval of its share, "
+                            "the pair's outcome and Fisher's exact one-sided p")
 
 
 def map_tables(paths) -> list[Path]:
@@ -302,51 +321,6 @@ def _header(path: Path) -> list[str]:
         return []
 
 
-def _sentence(text: Any) -> str:
-    """``text`` ending as a sentence does (a full stop added where it has none)."""
-    text = str(text).rstrip()
-    return text if not text or text.endswith((".", "!", "?")) else text + "."
-
-
-def map_block(path: str | Path) -> tuple[str, str]:
-    """(key, markdown) of a map for the results record (``toymech results --maps``): its name,
-    study, size, runs and commit, its finding and one row per cell (``MapPage.cell_table``
-    without the explorer line)."""
-    path = Path(path)
-    page = MapPage.read(path)
-    study = study_for(page.table)
-    key = f"map {path.stem}"
-    commits = sorted({str(c) for c in page.table.get("commit", pd.Series(dtype=str)).dropna()})
-    shown = page.cell_table().drop(columns=["open its runs (Python)"])
-    rows = [[_value_text(v) if not isinstance(v, bool) else ("yes" if v else "no") for v in r]
-            for r in shown.itertuples(index=False)]
-    lines = [START.format(key=key),
-             f"### Map `{path.stem}`: {study.title}", "",
-             f"{len(page.table)} runs over {len(page.cells)} cells at size "
-             f"`{', '.join(sorted(set(page.table['size'].astype(str))))}`, commit "
-             f"{', '.join(commits) or 'not recorded'} (`toymech map`, table `{path.name}`).", "",
-             page.provenance, "", page.finding, ""]
-    lines += [f"Where the commonest outcome changes between neighbouring cells: "
-              f"{'; '.join(page.changes)}.", ""] if page.changes else []
-    lines += [page.evidence, ""] if page.evidence else []
-    lines += markdown_table(list(shown.columns), rows)
-    if not page.predictions.empty:
-        lines += ["", "Predictions from other work, judged on this map (our setting, not the source's):", ""]
-        lines += [f"- {r['prediction']} ({r['source']}): **{r['on our map']}**. {_sentence(r['counts'])}"
-                  + (f" Not computed here: {r['not computed']}." if r.get("not computed") else "")
-                  for _, r in page.predictions.iterrows()]
-    return key, "\n".join(lines + [END]) + "\n"
-
-
-def map_blocks(paths) -> dict[str, str]:
-    """{key: markdown}: a block per map table of ``paths`` (``map_tables``) for the results
-    record (``toymech results --maps``)."""
-    tables = map_tables(paths)
-    check(bool(tables), "maps", [str(p) for p in paths], "folders holding map tables (toymech "
-          "map writes <zoo>/maps/<name>.csv)")
-    return dict(map_block(t) for t in tables)
-
-
 def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
                      size: str | None = None, command: str = "") -> ReportEntry:
     """Execute the map notebook on the table at ``table_path`` and write its page,
@@ -365,4 +339,4 @@ def build_map_report(table_path: str | Path, out_dir: str | Path = "reports", *,
     return entry
 
 
-__all__ = ["MapPage", "build_map_report", "provenance", "map_block", "map_blocks", "map_tables", "read_maps", "cell_frame", "open_line", "read_table", "study_for"]
+__all__ = ["MapPage", "build_map_report", "provenance", "map_tables", "read_maps", "cell_frame", "open_line", "read_table", "study_for"]

@@ -1,5 +1,7 @@
-"""Where a map is unsure, more runs: more seeds where a cell's seeds disagree, the value half
-way between neighbouring cells whose labels differ (``run_map(refine=N)``)."""
+"""Where a map is unsure, more runs (``run_map(refine=N)``): more seeds where a cell's share of
+the map's label is least certain (its exact interval widest: a unanimous 3 of 3 is [0.29, 1.00],
+no more certain than it looks narrow), then the value half way between neighbouring cells whose
+labels differ."""
 
 from __future__ import annotations
 
@@ -7,10 +9,37 @@ from typing import Any
 
 import pandas as pd
 
+from ..analysis.exact import share_interval
 from ..studies import protocol
 from .spec import MAX_MAP_SEEDS, check_map
 from .summary import cell_groups
 from .table import knob_columns
+
+# A cell gets more seeds while the exact 95 % interval of its share of the map's label is wider
+# than this: its share then known to within about a quarter either way. Three seeds never reach
+# it (0 or 3 of 3: 0.71 wide); six unanimous seeds do (0.46).
+TARGET_WIDTH = 0.5
+
+
+def _widths(table: pd.DataFrame, label: str) -> dict[tuple, tuple[float, bool, int]]:
+    """{cell: (the width of its label share's interval, whether its labels disagree, its runs)}
+    of the cells with a measured run, every run of the cell in the denominator."""
+    out = {}
+    for c in cell_groups(table):
+        if len(c.measured):
+            lo, hi = share_interval(c.held(label), c.n)
+            out[(c.experiment, *c.knobs.values())] = (hi - lo,
+                                                      c.measured["label"].nunique() > 1, c.n)
+    return out
+
+
+def _seeded(table: pd.DataFrame, cell: tuple, names: list[str]) -> set[int]:
+    """The seeds ``table`` already holds for ``cell``."""
+    mask = table["experiment"].astype(str) == cell[0]
+    for column, value in zip(names[1:], cell[1:]):
+        mask &= table[column].astype(str) == value
+    return {int(s) for s in table.loc[mask, "seed"]}
+
 
 def _measured_cells(table: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
     """{(experiment, *knob values): its measured runs} of the cells that have any: a run without
@@ -34,22 +63,33 @@ def _midpoint(knob, a: str, b: str) -> str | None:
 def refinements(table: pd.DataFrame, spec: dict[str, Any], budget: int) -> list[dict[str, Any]]:
     """Up to ``budget`` more runs where the map's ``table`` is unsure, as map specs of one cell
     each:
-    first a cell whose seeds disagree (more than one label) gets more seeds (the study's next
-    judged seeds, one per split cell in turn, at most as many as it has); then, along a numeric knob, two neighbouring cells
-    whose commonest labels differ get the value half way between them, with the map's seeds.
-    ``spec``: the map's (``check_map``'s) spec."""
+
+    1. each cell with a measured run whose share of the map's label has an exact 95 % interval
+       wider than ``TARGET_WIDTH`` gets more seeds (the study's next judged seeds that the cell
+       lacks), the widest interval first (at equal width, a cell whose labels disagree first,
+       then the table's order), one seed per cell in turn, each at most doubling its runs;
+    2. then, along a numeric knob, two neighbouring cells whose commonest labels differ get the
+       value half way between them, with the map's seeds.
+
+    ``table``: the map's table; ``spec``: the map's (``check_map``'s) spec; ``budget``: the
+    runs to add at most."""
     study = protocol.study(spec["study"])
     cells = _measured_cells(table)
-    names = ["experiment", *knob_columns(table)]
-    used = {int(s) for s in table["seed"]}
-    pool = [s for s in study.seeds_of(spec["size"], 0, MAX_MAP_SEEDS) if s not in used]
-    split = [cell for cell, runs in cells.items() if runs["label"].nunique() > 1]
-    more: dict[tuple, list[int]] = {cell: [] for cell in split}
+    columns = knob_columns(table)
+    names = ["experiment", *columns]
+    judged = list(study.seeds_of(spec["size"], 0, MAX_MAP_SEEDS))
+    widths = _widths(table, study.map_label)
+    # widest first; at equal width a cell whose labels disagree, then the table's order
+    wide = sorted((c for c, (w, _, _) in widths.items() if w > TARGET_WIDTH),
+                  key=lambda c: (-round(widths[c][0], 9), not widths[c][1]))
+    columns_of = ["experiment", *columns.values()]
+    pools = {c: [s for s in judged if s not in _seeded(table, c, columns_of)] for c in wide}
+    more: dict[tuple, list[int]] = {cell: [] for cell in wide}
     left = budget
-    for _ in range(max((len(cells[c]) for c in split), default=0)):  # a seed per cell in turn,
-        for cell in split:                                     # each at most doubling its seeds
-            if left and pool and len(more[cell]) < len(cells[cell]):
-                more[cell].append(pool.pop(0))
+    for _ in range(max((widths[c][2] for c in wide), default=0)):  # a seed per cell in turn,
+        for cell in wide:                                        # each at most doubling its runs
+            if left and pools[cell] and len(more[cell]) < widths[cell][2]:
+                more[cell].append(pools[cell].pop(0))
                 left -= 1
     parts = [_one_cell(spec, names, cell, seeds) for cell, seeds in more.items() if seeds]
     top = {cell: runs["label"].mode().iloc[0] for cell, runs in cells.items()}

@@ -36,9 +36,9 @@ from .live import MapProgress
 from .refine import refinements
 from .spec import check_map, load_map, sweep_grid
 from . import ledger
-from ..studies.states import STILL_LEARNING
+from ..studies.states import BUDGET_EXHAUSTED, STILL_LEARNING
 from .table import is_knob_column, knob_column, knob_columns, read_or_empty, read_table, write_table
-from .summary import cell_key
+from .summary import budget_state, cell_key
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
             out: str | Path | None = None, backend: str = "auto", address: str | None = None,
@@ -146,14 +146,15 @@ def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataF
 
 def _still_learning(table: pd.DataFrame, spec: dict[str, Any]) -> list[tuple[dict[str, Any], bool]]:
     """The map specs (one run each, with whether the run was a refinement) that continue
-    ``table``'s runs still learning below the cap of ``spec``'s budget policy: their steps
-    doubled, at most the cap."""
+    ``table``'s runs still learning below the cap of ``spec``'s budget policy (a run out of an
+    earlier, lower budget included): their steps doubled, at most the cap."""
     cap = spec.get("until_converged")
     if not cap or "state" not in table or "steps" not in table:
         return []
     parts = []
     columns = knob_columns(table)
-    for _, row in table[table["state"].astype(str) == STILL_LEARNING].iterrows():
+    for _, row in table[table["state"].astype(str).isin((STILL_LEARNING, BUDGET_EXHAUSTED))
+                        ].iterrows():
         steps = row["steps"]
         check(not pd.isna(steps) and str(steps).strip() != "", "steps", steps,
               f"the budget policy (until_converged) continues a run from its row's steps column, "
@@ -304,6 +305,8 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
             extra = {"panel": panel} if panel is not None else {}
             row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), size, trial.seed,
                                                         **extra)})
+            if "state" in row:  # the map's budget, which the study does not know
+                row["state"] = budget_state(row["state"], row["steps"], spec.get("until_converged"))
         row[ledger.ROW_HASH] = ledger.row_hash(row)  # what was measured, as measured
         rows.append(row)
     return rows

@@ -1,22 +1,33 @@
 """A map's runs grouped into cells, one rule for the states of runs that carry no label, the
-table per cell and its finding in words.
+table per cell and its finding in words, every share with its exact interval.
 
 A cell is the runs of one experiment at one value of every knob (its seeds). ``cell_groups`` is
 the one grouping: the page, the finding, the refinements and the predictions judged on a map all
 read cells from it. ``run_state`` is the one rule for a run's state:
 
 * a run the sweep did not finish is its sweep status (``failed``, ``diverged``, ...);
-* a finished run the study's ``map_row`` calls ``untrained`` (its own training distribution not
-  beaten by the study's best predictor without the mechanism) or ``still learning`` (its loss
-  still falling when it stopped) is that state: not having learned is never evidence of absence;
+* a finished run the study's ``map_row`` calls ``untrained``, ``still learning`` or
+  ``undecided`` (``toymech.studies.states``: the one order every study decides them in,
+  ``states.state_of``), or the map calls ``budget exhausted``, is that state: not having learned
+  is never evidence of absence;
 * a finished run with no label is ``not measured``;
-* every other run is ``measured`` (learned, and stopped learning) and carries its label.
+* every other run is ``measured`` (learned, stopped learning, its label decided) and carries its
+  label.
+
+**The map's budget.** A study does not know how many steps a map gives a run; the map does
+(``budget_state``, applied to each row as it is measured): a run the study calls ``still
+learning`` is ``budget exhausted`` once it has had the map's budget, the ``until_converged``
+cap of a map with that policy (``maps.spec``), else its own steps (a map without the policy
+gives a run its steps and no more). So in a finished map ``still learning`` is left only on a
+run the policy will continue; a later invocation with a higher cap continues a ``budget
+exhausted`` run too.
 
 A state is never a label: a cell's runs count every seed (its denominator), and a label is held
-only by measured runs. A study's ``map_row`` states a run's state in its ``state`` column
-(``LEARNED``, ``UNTRAINED``, ``STILL_LEARNING``; a table written before that column has none, and
-its labelled runs read as measured) and how far the run got beyond the best predictor without
-the mechanism in ``beyond_baseline`` (positive: better than it, in the study's own units).
+only by measured runs. Every share of a cell is printed with its exact 95 % interval
+(``analysis.exact.share_interval``, Clopper-Pearson: 3 of 3 is [0.29, 1.00]). A study's
+``map_row`` states a run's state in its ``state`` column and how far the run got beyond the
+best predictor without the mechanism in ``beyond_baseline`` (positive: better than it, in the
+study's own units).
 """
 
 from __future__ import annotations
@@ -26,26 +37,47 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ..analysis.exact import interval_text, share_interval
 from ..core import check
-from ..studies.states import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED
+from ..studies.states import (BEYOND, BUDGET_EXHAUSTED, LEARNED, STATES, STILL_LEARNING,
+                              UNDECIDED, UNTRAINED)
 from .table import knob_column, knob_columns
 
 MEASURED = "measured"
 NOT_MEASURED = "not measured"
 
 
+_WITHOUT_LABEL = tuple(s for s in STATES if s != LEARNED)  # a study's or map's state, no label
+
+
 def run_state(status, label, state=None) -> str:
     """A run's state (the module's rule): its sweep ``status`` where that is not ``ok``; the
-    study's own ``state`` where it is ``untrained`` or ``still learning``; ``not measured`` where
-    it finished but has no label (missing, or the study's own ``not measured``); else
-    ``measured``."""
+    row's ``state`` where it is one without a label (``untrained``, ``still learning``,
+    ``budget exhausted``, ``undecided``); ``not measured`` where it finished but has no label
+    (missing, or the study's own ``not measured``); else ``measured``.
+
+    ``status``: the sweep's status of the run; ``label``: its row's label; ``state``: its
+    row's ``state`` column (None where the study writes none)."""
     if isinstance(status, str) and status != "ok":
         return status
-    if isinstance(state, str) and state in (UNTRAINED, STILL_LEARNING):
+    if isinstance(state, str) and state in _WITHOUT_LABEL:
         return state
     if label is None or (isinstance(label, float) and math.isnan(label)) or str(label) in (NOT_MEASURED, ""):
         return NOT_MEASURED
     return MEASURED
+
+
+def budget_state(state, steps, cap) -> str:
+    """A measured row's ``state`` once the map's budget is known (the module docstring): a run
+    ``still learning`` at ``steps`` is ``budget exhausted`` where the map will give it no more
+    (``cap`` None: a map without the budget policy; or ``steps >= cap``); every other state is
+    returned as it is.
+
+    ``state``: the study's state of the run; ``steps``: the steps it trained; ``cap``: the map's
+    ``until_converged`` (None without it)."""
+    if state != STILL_LEARNING:
+        return state
+    return BUDGET_EXHAUSTED if cap is None or int(steps) >= int(cap) else STILL_LEARNING
 
 
 def cell_key(experiment: str, knobs: dict[str, str]) -> tuple:
@@ -78,8 +110,19 @@ class Cell:
         """How many of the cell's runs are measured and labelled ``label``."""
         return int((self.measured["label"].astype(str) == label).sum())
 
+    def interval(self, label: str) -> tuple[float, float]:
+        """The exact 95 % interval of the share of the cell's runs labelled ``label`` (every run
+        in the denominator: ``analysis.exact.share_interval``)."""
+        return share_interval(self.held(label), self.n)
+
+    def share_text(self, label: str) -> str:
+        """The share of runs labelled ``label`` as every page prints it: ``2 of 3 [0.09,
+        0.99]`` (``held`` of ``n`` and its exact 95 % interval)."""
+        return count_text(self.held(label), self.n)
+
     def states(self) -> dict[str, int]:
-        """{state: runs} of the runs that carry no label (failed, diverged, not measured)."""
+        """{state: runs} of the runs that carry no label (failed, diverged, not measured, the
+        studies' and the map's states), in the order they first appear."""
         return {s: int(n) for s, n in self.runs["state"][self.runs["state"] != MEASURED]
                 .value_counts(sort=False).items()}
 
@@ -95,6 +138,11 @@ class Cell:
     def where(self) -> str:
         """The cell in words: ``block_len 6, offset 0``."""
         return ", ".join(f"{k} {v}" for k, v in self.knobs.items())
+
+
+def count_text(k: int, n: int) -> str:
+    """``k`` of ``n`` runs with the share's exact 95 % interval: ``3 of 3 [0.29, 1.00]``."""
+    return f"{k} of {n} {interval_text(k, n)}"
 
 
 def cell_groups(table: pd.DataFrame) -> list[Cell]:
@@ -122,15 +170,21 @@ def cell_groups(table: pd.DataFrame) -> list[Cell]:
 def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per cell of the map's ``table`` (``cell_groups``: the experiment and every knob):
     runs, the share of its runs that carry each label (``share <label>``: a fraction of every
-    run, a state never being a label), the runs of each state without one (``runs <state>``) and
+    run, a state never being a label) with its exact 95 % interval (``low <label>``, ``high
+    <label>``: ``Cell.interval``), the runs of each state without one (``runs <state>``) and
     the median, min and max of each of ``numbers`` over its measured runs (``median <n>``,
-    ``min <n>``, ``max <n>``)."""
+    ``min <n>``, ``max <n>``).
+
+    ``table``: the map's table (one row per run); ``numbers``: its columns to summarise."""
+    groups = cell_groups(table)
+    labels = list(dict.fromkeys(str(v) for c in groups for v in c.measured["label"]))
     out = []
-    for cell in cell_groups(table):
+    for cell in groups:
         row = {"experiment": cell.experiment,
                **{knob_column(k): v for k, v in cell.knobs.items()}, "runs": cell.n}
-        for label, n in cell.measured["label"].astype(str).value_counts(sort=False).items():
-            row[f"share {label}"] = n / cell.n
+        for label in labels:
+            row[f"share {label}"] = cell.held(label) / cell.n
+            row[f"low {label}"], row[f"high {label}"] = cell.interval(label)
         for state, n in cell.states().items():
             row[f"runs {state}"] = n
         for name in numbers:
@@ -141,13 +195,14 @@ def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
                 row[f"max {name}"] = float(vals.max()) if len(vals) else math.nan
         out.append(row)
     frame = pd.DataFrame(out)
-    return frame.fillna({c: 0.0 for c in frame.columns if c.startswith("share ")}
-                        | {c: 0 for c in frame.columns if c.startswith("runs ")})
+    return frame.fillna({c: 0 for c in frame.columns if c.startswith("runs ")})
 
 
 def finding(table: pd.DataFrame, label: str) -> str:
     """The map's finding in words, computed from its cells (``cell_groups``): in which cells the
-    label holds on every seed, on some, on none (a run without a label never holds it).
+    label holds on every seed, on some, on none (a run without a label never holds it), each
+    cell with its count and the exact 95 % interval of its share (``count_text``: 3 of 3 runs
+    is [0.29, 1.00], not a certainty).
 
     ``table``: the map's table (one row per run); ``label``: the label whose cells are counted.
     Returns one paragraph."""
@@ -157,18 +212,24 @@ def finding(table: pd.DataFrame, label: str) -> str:
     def name(cell: Cell) -> str:
         return cell.where() + (f" ({cell.experiment})" if several else "")
 
-    every = [name(c) for c in groups if c.held(label) == c.n]
-    some = [name(c) for c in groups if 0 < c.held(label) < c.n]
+    def listed(cells: list[Cell]) -> str:
+        return f" ({'; '.join(f'{name(c)}: {c.share_text(label)}' for c in cells)})" \
+            if cells else ""
+
+    every = [c for c in groups if c.held(label) == c.n]
+    some = [c for c in groups if 0 < c.held(label) < c.n]
+    none = [c for c in groups if c.held(label) == 0]
     runs = min((c.n for c in groups), default=0)
     parts = [f"Label '{label}' on every seed in {len(every)} of {len(groups)} cells"
-             + (f" ({'; '.join(every)})" if every else "")]
+             + listed(every)]
     if some:
-        parts.append(f"on some seeds in {len(some)} ({'; '.join(some)})")
-    parts.append(f"on none in {len(groups) - len(every) - len(some)}")
+        parts.append(f"on some seeds in {len(some)}{listed(some)}")
+    parts.append(f"on none in {len(none)}{listed(none)}")
     without = [f"{c.states_text()} in {name(c)}" for c in groups if c.states()]
     if without:
         parts.append(f"runs without a label: {'; '.join(without)}")
-    return ", ".join(parts) + f"; at least {runs} seed(s) per cell."
+    return (", ".join(parts) + f"; at least {runs} seed(s) per cell (brackets: the exact 95 % "
+            "interval of each share).")
 
 
 def outcome(cell: Cell) -> tuple[str, int]:
@@ -201,7 +262,8 @@ def changes(table: pd.DataFrame) -> list[str]:
     """Where the map's answer changes, in words: for every two neighbouring cells of one
     experiment (they differ in one knob only, and no cell of the map has a value of that knob
     between theirs), whose commonest outcomes (``outcome``) differ, one sentence naming the
-    knob, its two values, the other knobs and both outcomes with their counts. Empty where no
+    knob, its two values, the other knobs and both outcomes with their counts and the exact
+    intervals of their shares (``count_text``). Empty where no
     neighbouring cells differ.
 
     ``table``: the map's table (one row per run)."""
@@ -229,9 +291,10 @@ def changes(table: pd.DataFrame) -> list[str]:
             at = [f"{n} {v}" for n, v in a.knobs.items() if n != k]
             at += [a.experiment] if several else []
             out.append(f"{k} {a.knobs[k]} -> {b.knobs[k]}" + (f" (at {', '.join(at)})" if at else "")
-                       + f": {oa} ({na} of {a.n}) -> {ob} ({nb} of {b.n})")
+                       + f": {oa} ({count_text(na, a.n)}) -> {ob} ({count_text(nb, b.n)})")
     return out
 
 
-__all__ = ["changes", "outcome", "BEYOND", "LEARNED", "MEASURED", "NOT_MEASURED", "STILL_LEARNING", "UNTRAINED", "Cell",
-           "cell_groups", "cell_key", "cells", "finding", "run_state"]
+__all__ = ["BEYOND", "BUDGET_EXHAUSTED", "LEARNED", "MEASURED", "NOT_MEASURED", "STILL_LEARNING",
+           "UNDECIDED", "UNTRAINED", "Cell", "budget_state", "cell_groups", "cell_key", "cells",
+           "changes", "count_text", "finding", "outcome", "run_state"]

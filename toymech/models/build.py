@@ -49,8 +49,8 @@ from .baselines import build_baseline
 from .config import VARIANTS, BaselineConfig, ModelConfig
 
 def to_hooked_config(cfg: ModelConfig, device: str | torch.device = "cpu") -> HookedTransformerConfig:
-    """The ``HookedTransformerConfig`` for ``cfg`` (the additive q/k tables use the rotary code
-    path)."""
+    """The ``HookedTransformerConfig`` for ``cfg`` on ``device`` (the additive q/k tables use
+    the rotary code path)."""
     tl_positions = "rotary" if cfg.positions in (*ADDITIVE_TABLES, "none") else cfg.positions
     kwargs: dict[str, Any] = dict(
         n_layers=cfg.n_layers,
@@ -102,10 +102,13 @@ ADDITIVE_TABLES = {"sinusoidal_qk": sinusoid_table, "post_sinusoidal_qk": post_s
 
 
 class ToyAttention(Attention):
-    """TransformerLens ``Attention`` with an additive q/k position table and/or smeared keys.
+    """TransformerLens ``Attention`` with an additive q/k position table and/or smeared keys
+    (``build_model`` puts it in place of a block's attention).
 
-    ``qk_table`` [n_ctx, d_head] or None; ``smear`` None, "per_head" or "per_position";
-    ``no_positions``: q and k pass the rotary step unchanged (``positions="none"``)."""
+    ``cfg``: the model's ``HookedTransformerConfig``; ``layer_id``: its block; ``qk_table``
+    [n_ctx, d_head] or None; ``smear`` None, "per_head" or "per_position"; ``smear_init``: the
+    smear weights' initial value in (0, 1); ``no_positions``: q and k pass the rotary step
+    unchanged (``positions="none"``)."""
 
     def __init__(self, cfg: HookedTransformerConfig, layer_id: int,
                  qk_table: torch.Tensor | None, smear: str | None, smear_init: float = 0.73,
@@ -124,6 +127,8 @@ class ToyAttention(Attention):
             self.hook_k_smeared = HookPoint()  # [batch, pos, head_index, d_head]
 
     def calculate_qkv_matrices(self, query_input, key_input, value_input):
+        """TransformerLens' queries, keys and values of ``query_input``, ``key_input`` and
+        ``value_input``, with the keys smeared where the model has smeared keys."""
         q, k, v = super().calculate_qkv_matrices(query_input, key_input, value_input)
         if self.smear == "per_head":
             s = torch.sigmoid(self.smear_logit)[:, None]  # [head_index, 1]
@@ -137,6 +142,9 @@ class ToyAttention(Attention):
         return q, k, v
 
     def apply_rotary(self, x, past_kv_pos_offset=0, attention_mask=None):
+        """Queries or keys ``x`` with positions applied: the additive q/k table (from
+        ``past_kv_pos_offset``), TransformerLens' rotary step (with ``attention_mask``), or
+        nothing for ``positions="none"``."""
         if self.no_positions:
             return x
         if not self.additive_sinusoid:
@@ -148,10 +156,11 @@ class ToyAttention(Attention):
 
 def build_model(cfg: ModelConfig | BaselineConfig, device: str | torch.device = "cpu"
                 ) -> HookedTransformer:
-    """A freshly initialised model for ``cfg`` (deterministic given cfg.seed): a
-    ``HookedTransformer``, or a plain-PyTorch baseline for a ``BaselineConfig``.
+    """A freshly initialised model for ``cfg`` (deterministic given cfg.seed) on ``device``:
+    a ``HookedTransformer``, or a plain-PyTorch baseline for a ``BaselineConfig``.
 
     The model carries its config as ``model.toymech_config`` so checkpoints can save it.
+    Example: ``build_model(ModelConfig(d_vocab=27, n_ctx=24, seed=0), "cpu")``.
     """
     if isinstance(cfg, BaselineConfig):
         model = build_baseline(cfg)
@@ -187,9 +196,10 @@ def build_model(cfg: ModelConfig | BaselineConfig, device: str | torch.device = 
 
 
 def torch_linear_init(model: HookedTransformer, seed: int) -> None:
-    """Redraw every weight matrix as PyTorch's ``nn.Linear`` default does (kaiming_uniform with
-    a=sqrt(5)): W ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = the inputs of the map, in
-    parameter order from ``torch.Generator().manual_seed(seed)`` (TransformerLens reseeds the
+    """Redraw every weight matrix of ``model`` as PyTorch's ``nn.Linear`` default does
+    (kaiming_uniform with a=sqrt(5)): W ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = the
+    inputs of the map, in parameter order from ``torch.Generator().manual_seed(seed)``
+    (TransformerLens reseeds the
     global RNGs on construction, so they are not used). W_E counts as a bias-free Linear on
     one-hot tokens (fan_in d_vocab); W_O's fan_in is n_heads*d_head (the concatenated heads).
     Biases stay zero; learned positions, LayerNorm and smear parameters keep their own init."""
@@ -217,7 +227,7 @@ def move(model: HookedTransformer, device: str | torch.device) -> HookedTransfor
 
 
 def parameter_counts(model: nn.Module) -> tuple[int, int]:
-    """(trainable, frozen) parameter counts."""
+    """(trainable, frozen) parameter counts of ``model``."""
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     frozen = sum(p.numel() for p in model.parameters() if not p.requires_grad)
     return trainable, frozen

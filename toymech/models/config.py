@@ -30,12 +30,29 @@ ACT_FNS = ("gelu", "gelu_new", "relu", "solu_ln")
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """A toy transformer. ``d_head`` defaults to ``d_model // n_heads``; ``d_mlp`` to 4*d_model
-    unless ``attn_only``. ``init_range`` None = TransformerLens' default (0.8/sqrt(d_model)).
+    """A toy transformer, as ``build_model`` builds it; every field is checked here (a
+    ValueError names the field, the value and what is allowed).
+
+    ``n_layers``: transformer blocks. ``n_heads``: attention heads per block. ``d_model``: the
+    residual stream's width. ``d_vocab``: the vocabulary (a task's ``d_vocab``). ``n_ctx``: the
+    longest sequence (a task's ``seq_len``). ``d_head``: each head's width (None:
+    ``d_model // n_heads``). ``attn_only``: no MLPs. ``d_mlp``: the MLPs' width (None: 4 x
+    ``d_model`` unless ``attn_only``). ``act_fn``: the MLPs' activation (gelu, gelu_new, relu,
+    solu_ln). ``normalization``: None, ``"LN"`` or ``"LNPre"`` (TransformerLens' LayerNorm
+    before each block and the unembedding). ``positions``: how positions enter: sinusoidal_qk
+    and post_sinusoidal_qk (a sin/cos table added to queries and keys only), shortformer,
+    standard (learned, in the residual stream), rotary or none. ``smear_keys``: each key mixed
+    with the previous position's (smeared keys), weighted per head or per head and position
+    (``smear``, from ``smear_init``). ``use_bias``: biases in the linear maps. ``init``:
+    TransformerLens' initialisation (``init_range``: its scale, None = 0.8/sqrt(d_model)) or
+    PyTorch's ``nn.Linear`` default (``"torch_linear"``). ``variant``: a registered structural
+    variant (``register_variant``) with its ``variant_options``. ``seed``: the initialisation's
+    seed.
 
     ``positions="post_sinusoidal_qk"``, ``smear="per_position"`` and ``init="torch_linear"`` give
     the induction post's exact model (see ``toymech.models.build``); the defaults keep older
-    configs (saved without these keys) meaning what they meant."""
+    configs (saved without these keys) meaning what they meant. Example:
+    ``build_model(ModelConfig(n_layers=2, d_model=64, d_vocab=27, n_ctx=24, seed=0))``."""
 
     n_layers: int = 2
     n_heads: int = 4
@@ -106,13 +123,17 @@ class ModelConfig:
               f"'' or a registered variant: {', '.join(sorted(VARIANTS)) or '(none registered)'}")
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as JSON-ready data (every field; ``from_dict`` reads it back)."""
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ModelConfig":
+        """The config ``to_dict`` wrote (``d``); an unknown key is refused by name."""
         return dataclass_from_dict(cls, d, "model config")
 
     def replace(self, **changes: Any) -> "ModelConfig":
+        """A copy with ``changes`` (field name -> value), checked again; ``d_head`` and
+        ``d_mlp`` follow a new ``d_model``, ``n_heads`` or ``attn_only`` unless given."""
         # Derived fields are recomputed unless given explicitly.
         d = self.to_dict()
         if "d_model" in changes or "n_heads" in changes:
@@ -135,6 +156,10 @@ VARIANT_OPTIONS: dict[str, dict[str, Any]] = {}
 
 
 def register_variant(name: str, options: dict[str, Any] | None = None) -> Callable:
+    """Decorator: register ``fn(model, cfg)``, which reshapes a freshly built model in place,
+    as the structural variant ``name`` (``ModelConfig.variant``), so a saved model of it loads
+    by path in a fresh interpreter. ``options``: the variant's option names and defaults (the
+    schema ``variant_options`` are checked against; None: any JSON scalars)."""
     def deco(fn: Callable[[Any, "ModelConfig"], None]) -> Callable:
         if name in VARIANTS:
             raise ValueError(f"model variant {name!r} is registered twice")
@@ -172,7 +197,9 @@ BASELINE_KINDS = ("lstm", "linearised")
 
 @dataclass(frozen=True)
 class BaselineConfig:
-    """A plain-PyTorch baseline (``toymech.models.baselines``): ``kind`` lstm or linearised."""
+    """A plain-PyTorch baseline (``toymech.models.baselines``): ``kind`` lstm or linearised,
+    ``n_layers`` layers of width ``d_model`` over ``d_vocab`` tokens and ``n_ctx`` positions,
+    initialised from ``seed``."""
 
     kind: str
     d_model: int
@@ -189,6 +216,7 @@ class BaselineConfig:
         set_checked(self, seed=check_seed(self.seed))
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as JSON-ready data (``config_from_dict`` reads it back)."""
         return dataclasses.asdict(self)
 
 

@@ -15,6 +15,7 @@ ACC = "fraction correct"
 NATS = "nats"
 SCORE = "score, 0 to 1"
 COMP = "composition score"
+MEMORY_SHARE = "share of the way from a random memory (0) to the construction (1)"
 
 # key -> (label, unit or None)
 LABELS: dict[str, tuple[str, str | None]] = {
@@ -44,6 +45,9 @@ LABELS: dict[str, tuple[str, str | None]] = {
     "probe_wk1": ("W_K¹ recall: previous token", ACC),
     "probe_wk2": ("W_K² recall: induction key", ACC),
     "probe_wo2": ("W_O² recall: output copy", ACC),
+    "probe_share_wk1": ("W_K¹ recall margin: previous token", MEMORY_SHARE),
+    "probe_share_wk2": ("W_K² recall margin: induction key", MEMORY_SHARE),
+    "probe_share_wo2": ("W_O² recall margin: output copy", MEMORY_SHARE),
     "linprobe_prev": ("linear probe: previous token", ACC),
     # attention and composition
     "attn_prev": ("layer 0: attention to the previous token", "attention weight"),

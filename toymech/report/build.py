@@ -17,7 +17,7 @@ from ..core import check_bool, check_int, source_commit
 from ..devices import choose_threads, free_cores, resolve_device
 from .checks import (SEEDS_PARAMETERS, parameters_cell, quiet_papermill, with_seeds,
                      check_arguments, check_out_dir, check_study_parameters, folder_lock,
-                     study_n_seeds, study_of)
+                     report_name, study_n_seeds, study_of)
 from ..display import duration_text
 from ..studies import protocol
 from ..models.reference import machine_record, reference_step_seconds
@@ -119,6 +119,7 @@ class _Request:
 
     out: Path
     paths: list[Path]
+    names: dict[Path, str]  # each notebook's report name (``report_name``: a variant's its own)
     parameters: dict[Path, dict]  # what each notebook gets injected
     defaults: dict[Path, dict[str, str]]  # each notebook's own parameters cell (source text)
     size: str
@@ -180,21 +181,33 @@ def build_reports(
     jobs: int = 1,
     command: str = "",
 ) -> list[ReportEntry]:
-    """Execute each notebook with papermill and render it to ``out_dir/<name>.html``.
+    """Execute each notebook with papermill and render it to ``out_dir/<name>.html``
+    (``<name>``: the notebook's stem; a variant's report adds its knobs, ``report_name``, so it
+    never replaces the plain report of the same notebook).
 
-    ``size`` (smoke, default or paper), ``device``, ``seed``, ``n_seeds`` (how many seeds the
-    claims run over, an integer >= 1, injected as the notebook's ``n_seeds`` or ``seeds``
-    parameter; None: the notebook's own default) and ``extra_parameters`` are injected into each notebook's cell tagged ``parameters``; all notebooks and arguments are
-    checked before any runs (``ValueError`` naming the problem). ``code=True`` keeps the code in
-    the pages (for authors); by default they are written for readers (``toymech.report.reader_page``).
-    ``kernel_name="python3"`` runs the notebooks in this Python environment. ``on_start(i,
-    path)`` / ``on_done(i, entry)`` report progress; ``progress`` (a ``LiveProgress``, or any object
-    with its ``start(i, previous, live_dir=...)``, ``cell``, ``done`` and ``close``) hears every
-    cell as it starts. Returns one entry per notebook, in order; a failed notebook has
+    The run's parameters are injected into each notebook's cell tagged ``parameters``; all
+    notebooks and arguments are checked before any runs (``ValueError`` naming the problem).
+    Returns one entry per notebook, in order; a failed notebook has
     ``entry.status == "failed"``.
 
-    ``jobs > 1`` executes that many notebooks at once, each kernel limited to its share of the
-    free cores (see ``_kernel_threads``) so they share the cores instead of fighting over them.
+    ``notebooks``: a notebook path or a list of them. ``out_dir``: the reports' folder (its
+    ``index.html`` lists them). ``size``: smoke, default or paper. ``device``: where models
+    train (``"auto"``: CUDA, else MPS, else CPU). ``seed``: the first seed. ``extra_parameters``:
+    any other notebook parameter, e.g. ``{"variant": {"block_len": "4-8"}}``. ``n_seeds``: how
+    many seeds the claims run over, an integer >= 1, injected as the notebook's ``n_seeds``
+    parameter (None: the notebook's own default). ``code``: keep the code in the pages (for
+    authors); by default they are written for readers (``toymech.report.reader_page``).
+    ``kernel_name``: the Jupyter kernel (``"python3"``: this Python environment). ``trust``:
+    sign the executed notebooks so JupyterLab runs their views' scripts. ``on_start``: called
+    as ``on_start(i, path)`` when notebook i starts. ``on_done``: called as
+    ``on_done(i, entry)`` when it is done. ``progress``: a ``LiveProgress``, or any object with
+    its ``start(i, previous, live_dir=...)``, ``cell``, ``done`` and ``close``, that hears every
+    cell as it starts. ``jobs``: notebooks executed at once, each kernel limited to its share
+    of the free cores (see ``_kernel_threads``) so they share the cores instead of fighting over
+    them. ``command``: the command line that asked for the run, shown on each page.
+
+    Example: ``build_reports(["notebooks/01_induction_repeated_blocks.ipynb"], "reports",
+    size="smoke")``.
     """
     jobs = check_int("jobs", jobs, 1, 256)
     code = check_bool("code", code)
@@ -208,12 +221,16 @@ def build_reports(
     per_notebook = {path: with_seeds(path, common, defaults[path], n_seeds) for path in paths}
     for path in paths:
         check_study_parameters(path, per_notebook[path])
-    req = _Request(out, paths, per_notebook, defaults, size, device, seed, n_seeds, extra_parameters,
-                   code, kernel_name, trust, jobs, command, on_start, on_done, progress)
+    # a variant's report has a name of its own: it never replaces the plain one
+    names = {path: report_name(path, size, extra_parameters.get("variant")) for path in paths}
+    check_out_dir("out_dir", out_dir, paths, [names[p] for p in paths])
+    req = _Request(out, paths, names, per_notebook, defaults, size, device, seed, n_seeds,
+                   extra_parameters, code, kernel_name, trust, jobs, command, on_start, on_done,
+                   progress)
 
     with folder_lock(out):  # one run at a time writes into out (a second one waits)
         (out / "executed").mkdir(parents=True, exist_ok=True)
-        say_unfinished(out, paths)
+        say_unfinished(out, list(names.values()))
         machine = _Machine.now(req)
         entries = _run_all(req, machine)
         write_index(out, entries)
@@ -246,14 +263,14 @@ def _run_one(req: _Request, machine: _Machine, index: int, path: Path) -> Report
     import nbformat
 
     # what this notebook's training processes are doing (toymech.training.live)
-    live_dir = req.out / LIVE_FOLDER / path.stem
+    live_dir = req.out / LIVE_FOLDER / req.names[path]
     shutil.rmtree(live_dir, ignore_errors=True)
     _announce(req, machine, index, path, live_dir)
     # Written beside the last run's files and swapped in once finished (``_swap_in``): a run
     # killed midway leaves the last finished one served, never a half-run notebook under its row.
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    staging = begin(req.out, path, date)  # never a previous run's output as this one's
-    executed = staging / path.name
+    staging = begin(req.out, req.names[path], date)  # never a previous run's output as this one's
+    executed = staging / f"{req.names[path]}.ipynb"
     wall_s, failure = _execute(req, index, path, executed, live_dir)
 
     # Papermill writes the output notebook even on failure; if the kernel never started
@@ -343,7 +360,8 @@ def _entry(req: _Request, machine: _Machine, path: Path, nb, ran: bool, facts: d
     """The notebook's index entry (``size_bytes`` is set once its page is written)."""
     seeds_given = next((given[n] for n in SEEDS_PARAMETERS if n in given), None)
     return ReportEntry(
-        notebook=str(path), html=f"{path.stem}.html", executed=f"executed/{path.name}",
+        notebook=str(path), html=f"{req.names[path]}.html",
+        executed=f"executed/{req.names[path]}.ipynb",
         status="failed" if failure else "ok", size=req.size, device=req.device, seed=req.seed,
         wall_s=round(wall_s, 2), date=date, versions=machine.versions,
         error=f"{failure['ename']}: {failure['evalue']}" if failure else None,

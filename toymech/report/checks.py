@@ -140,9 +140,14 @@ def read_notebook(path: Path):
                          ) from None
 
 
-def check_out_dir(name: str, out_dir: Any, notebooks: list[Path]) -> Path:
-    """A reports folder that can be written, holding no source notebooks, and no input notebook
-    inside its ``executed/`` (whose files each run replaces)."""
+def check_out_dir(name: str, out_dir: Any, notebooks: list[Path],
+                  reports: Sequence[str] | None = None) -> Path:
+    """A reports folder that can be written, holding no source notebooks, no input notebook
+    inside its ``executed/`` (whose files each run replaces) and no file toymech did not write
+    where a report of ``notebooks`` goes. ``name``: the argument named in the error;
+    ``out_dir``: the folder; ``reports``: each notebook's report name (``report_name``; None:
+    the notebooks' stems)."""
+    reports = [p.stem for p in notebooks] if reports is None else list(reports)
     out = check_path_writable_dir(name, out_dir)
     # An input notebook inside executed/ first: the most specific reason (and its remedy).
     executed = out.resolve() / "executed"
@@ -160,10 +165,10 @@ def check_out_dir(name: str, out_dir: Any, notebooks: list[Path]) -> Path:
               "a reports folder, not one holding an index.json toymech did not write (it would "
               "be replaced); move it, or pass another folder")
         ours = toymech_pages(out)
-        for path in notebooks:  # the files this run writes for each notebook
-            for mine in (f"{path.stem}.html", f"executed/{path.name}"):
+        for report in reports:  # the files this run writes for each notebook
+            for mine in (f"{report}.html", f"executed/{report}.ipynb"):
                 check(not os.path.lexists(out / mine) or Path(mine).name in ours
-                      or f"{path.stem}.html" in ours, name, str(out_dir),
+                      or f"{report}.html" in ours, name, str(out_dir),
                       f"a reports folder, not one holding a {mine} toymech did not write (the "
                       "run would replace it); move it, or pass another folder")
         pages = sorted(p.name for p in out.glob("*.html") if p.name not in ours)
@@ -230,6 +235,37 @@ def check_study_parameters(path: Path, parameters: dict[str, Any]) -> None:
             study.with_knobs(parameters["size"], parameters["variant"])
     except ValueError as exc:
         raise ValueError(f"{path.name}: {' '.join(str(exc).split())}") from None
+
+
+VARIANT_MARK = "@"  # <stem>@<knob>=<value>,...: a variant's report beside the plain one
+_NAME_MOST = 150  # longer variant names become the notebook's stem and a hash of the knobs
+
+
+def report_name(path: Path, size: Any, variant: Any = None) -> str:
+    """The name of notebook ``path``'s report in a reports folder (its page ``<name>.html``, its
+    executed notebook ``executed/<name>.ipynb``): the notebook's stem, and for a variant the
+    knobs it changes, in the order and form of the setting's canonical key (the study's
+    ``with_knobs(size, variant)``; ``01_induction_repeated_blocks@block_len=4-8,offset=0-3``),
+    so a variant's report never replaces the plain report of its notebook, nor another
+    variant's. A variant at the source's values is the plain setting and has the plain name.
+    ``size``: the run's size name; ``variant``: None or a mapping of knob names to values (a
+    notebook of no registered study: the values as given)."""
+    if not variant:
+        return path.stem
+    name = study_of(path, read_notebook(path))
+    if name is None:
+        pairs = [(str(k), str(v)) for k, v in sorted(dict(variant).items())]
+    else:
+        study = protocol.study(name)
+        setting = study.with_knobs(size, variant)  # canonical: only the knobs that change
+        pairs = [(k, study.knobs[k].text(v)) for k, v in setting.knobs.items()]
+    if not pairs:
+        return path.stem
+    text = ",".join(f"{k}={v.replace(', ', '+')}" for k, v in pairs)
+    text = re.sub(r"[^A-Za-z0-9_.+=,-]", "_", text)
+    if len(text) > _NAME_MOST:
+        text = hashlib.sha256(json.dumps(pairs).encode()).hexdigest()[:12]
+    return f"{path.stem}{VARIANT_MARK}{text}"
 
 
 def study_n_seeds(path: Path, size: str) -> int | None:

@@ -33,6 +33,8 @@ class CostTable:
 
     @staticmethod
     def key(size: str, n_seeds: int | None, variant: dict | None = None) -> str:
+        """The row key of a run at ``size`` with ``n_seeds`` seeds (None: the notebook's own)
+        and a ``variant``'s knobs: ``size=default,seeds=3,block_len=[4, 5]``."""
         # "seeds=" in the stored key: cost tables already written keep their rows; a variant's
         # knobs are part of its key (its runs cost what they cost, not the size's)
         knobs = "".join(f",{k}={json.dumps(v, sort_keys=True)}" for k, v in
@@ -82,6 +84,9 @@ class CostTable:
     def record(self, stem: str, key: str, cells: Sequence[float | None], total_s: float,
                reference_step_s: float | None = None, jobs: int | None = None,
                cores: int | None = None) -> None:
+        """Record notebook ``stem``'s run at ``key``: its ``cells``' seconds and ``total_s``,
+        with the ``reference_step_s`` of this machine and the ``jobs`` and free ``cores`` it
+        ran with, replacing the row of an earlier run."""
         with self._lock:  # notebooks finish in parallel threads
             data = self._read()
             data.setdefault(stem, {})[key] = {"cells": [None if c is None else round(c, 3) for c in cells],

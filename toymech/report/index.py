@@ -53,6 +53,7 @@ class ReportEntry:
 
     @property
     def ok(self) -> bool:
+        """Whether the notebook ran to its end (not what its claims came to)."""
         return self.status == "ok"
 
 
@@ -86,7 +87,8 @@ def _summary(rows: Sequence[ReportEntry]) -> dict:
 
 
 def write_index(out_dir: str | Path, entries: Sequence[ReportEntry]) -> Path:
-    """Write ``index.html`` + ``index.json``: ``entries`` plus earlier ones whose HTML still exists."""
+    """Write ``index.html`` + ``index.json`` into the reports folder ``out_dir``: ``entries``
+    plus earlier ones whose HTML still exists. Returns the index page's path."""
     out = Path(out_dir)
     fresh = {entry.html for entry in entries}
     kept = [e for e in _load_previous(out) if e.html not in fresh and (out / e.html).is_file()]

@@ -46,9 +46,11 @@ class _Row:
 class LiveProgress:
     """One live line per notebook; pass it as ``build_reports(progress=...)``.
 
-    ``stream`` defaults to stderr; ``live`` (default: whether the stream is a terminal) redraws the
-    lines in place, otherwise a line is printed at start, at each new section and at the end;
-    ``header`` is printed once, when the first notebook starts (after every argument is checked).
+    ``paths``: the notebooks, in the run's order. ``stream`` defaults to stderr; ``live``
+    (default: whether the stream is a terminal) redraws the lines in place, otherwise a line is
+    printed at start, at each new section and at the end; ``clock``: seconds for elapsed times
+    (``time.monotonic``); ``header`` is printed once, when the first notebook starts (after
+    every argument is checked).
     """
 
     def __init__(self, paths: Sequence[Path], stream: TextIO | None = None, live: bool | None = None,
@@ -86,6 +88,8 @@ class LiveProgress:
             self._ticker.start()
 
     def cell(self, index: int, cell_index: int, n_cells: int, section: str) -> None:
+        """Notebook ``index`` started its cell ``cell_index`` of ``n_cells``, in ``section``
+        (the heading above it)."""
         with self._lock:
             row = self.rows[index]
             new_section = section != row.section
@@ -95,6 +99,7 @@ class LiveProgress:
             self._redraw()
 
     def done(self, index: int, text: str) -> None:
+        """Notebook ``index`` finished; ``text``: its last line (``build.done_line``)."""
         with self._lock:
             row = self.rows[index]
             row.state, row.final = "done", text
@@ -103,12 +108,15 @@ class LiveProgress:
             self._redraw()
 
     def close(self) -> None:
+        """Stop the ticker and draw the lines a last time."""
         self._stop.set()
         with self._lock:
             self._redraw()
 
     # --- text -------------------------------------------------------------------------------
     def line(self, index: int) -> str:
+        """Notebook ``index``'s line now: waiting, the cell and section it is at, the model it
+        trains and an estimate of what is left, or its last line once done."""
         row, now = self.rows[index], self.clock()
         head = f"[{index + 1}/{len(self.rows)}] {row.name}"
         if row.state == "waiting":

@@ -125,7 +125,8 @@ def _reader_output(output: dict) -> dict | None:
 
 
 def facts_of(nb) -> dict:
-    """Every ``FACTS_MIME`` output of the notebook merged, later values winning."""
+    """Every ``FACTS_MIME`` output of the executed notebook ``nb`` merged, later values
+    winning."""
     facts: dict = {}
     for cell in nb.cells:
         for output in cell.get("outputs", []):
@@ -136,7 +137,8 @@ def facts_of(nb) -> dict:
 
 
 def time_table(nb, wall_s: float | None = None) -> list[dict]:
-    """Seconds per section: each markdown heading of level 2 or deeper starts one, cells before the
+    """Seconds per section of the executed notebook ``nb``: each markdown heading of level 2 or
+    deeper starts one, cells before the
     first are the setup. From papermill's per-cell ``duration``; with ``wall_s``, what the cells
     do not account for (kernel start-up, saving) is a last row. Rows: section, seconds, cells."""
     rows: dict[str, dict] = {}
@@ -204,7 +206,8 @@ def _swap_scorecard_table(cell, card: dict | None) -> None:
 
 
 def prepare(nb, *, code: bool = False, scorecard: dict | None = None) -> tuple[Any, dict]:
-    """A copy of the executed notebook laid out for the page, and what was left out.
+    """A copy of the executed notebook ``nb`` laid out for the page, and what was left out
+    (``code``: keep the code cells, for authors).
 
     The order: the title, "What this run found" (cells tagged ``finding``), the scorecard (the cell
     tagged ``scorecard``, else a copy of the scorecard found among the outputs, passed as

@@ -1,22 +1,16 @@
-"""The results record (``docs/results.md``): what toymech measured at each size it was run at,
-regenerated from finished runs by ``toymech results``.
+"""A report run's results as data (``toymech results <report folder>``): one small JSON file per
+(notebook, setting) in ``docs/results/data/``, from which ``toymech results --pages`` generates
+the results pages (``report.pages``).
 
-A record is made of blocks, each between ``<!-- toymech-results KEY -->`` and
-``<!-- /toymech-results -->``: one per (notebook, size) read from a report folder (its
-``index.json`` and executed notebooks: the scorecard the notebook displayed, with ``display.
-scorecard``'s JSON, the commit, the machine and its reference steps per second, the wall time
-and the command), and one per map table given to it (``blocks_of``, e.g. ``maps.page.map_blocks``:
-its finding and cells; study 3's width ladder is four such maps). Updating a record replaces the
-blocks it has new data for and keeps everything else (the prose a person wrote around them), so a
-record is never half-generated and never loses text.
+A record is read from a finished report folder (its ``index.json`` and executed notebooks: the
+scorecard the notebook displayed, with ``display.scorecard``'s JSON, the commit, the machine and
+its reference steps per second, the wall time, the models trained and read, and the command).
+What is written keeps nothing private: the command's folders become placeholders (``--cache
+<zoo>``, ``--out <out>``, any other absolute path ``<path>``). Each file is written atomically
+(``files.replace_file``); a file of the same (notebook, setting) is replaced, any other kept.
 
-What keeps that promise (``write_results``): a record whose markers do not pair (a START
-without its END, an END without a START, a marker spelled otherwise) or that holds one key
-twice is refused, naming the line, before anything is written; the record must be a markdown
-file (``.md``) in an existing folder and writable; it is rewritten under a lock
-(``.<name>.lock`` beside it), through a temporary file renamed over it, keeping its mode, and
-through a symbolic link (the link stays, its target is updated). A report folder is read only
-inside itself: an ``executed`` path in its ``index.json`` that leads elsewhere is refused.
+A report folder is read only inside itself: an ``executed`` path in its ``index.json`` that leads
+elsewhere is refused. A data file that is not a record (``read_data``) is refused, naming it.
 """
 
 from __future__ import annotations
@@ -24,29 +18,31 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
+import shlex
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
+from ..core import check
 from ..display import SCORECARD_MIME
 from ..files import replace_file
-from ..display.prose import duration_text
+from ..studies import protocol
 from ..studies.claims import SCALED_SAYS
 from .reader_page import facts_of
-from ..zoo.locks import EntryLock
-from .scorecards import SCORECARD_TAG, find_scorecard, scorecard_counts, verdict_word
+from .scorecards import SCORECARD_TAG, find_scorecard, verdict_word
 
-START = "<!-- toymech-results {key} -->"
-END = "<!-- /toymech-results -->"
-_START_LINE = re.compile(r"<!-- toymech-results (?P<key>[^\s>](?:[^>]*[^\s>])?) -->")
-# a line that opens a comment naming toymech's results: it must be one of the two markers
-_LOOKS_LIKE_MARKER = re.compile(r"^\s*<!--.*toymech[\s_-]*results?", re.I)
-RECORD_SUFFIXES = (".md", ".markdown")
+DATA_DIR = "docs/results/data"
+# a report's scorecard; a table of another run (the width ladder); a map's measured cost (its
+# table is the map's own file, docs/maps/<map>.csv, whose sha256 the record names: a record of
+# an earlier table of the same name is not shown)
+KINDS = ("scorecard", "table", "map")
 KEEP = ("claim", "source's number", "ours", "chance / null", "seeds agreeing", "verdict")
+# Options whose value is a folder of the machine that ran: written as a placeholder.
+PLACEHOLDERS = {"--cache": "<zoo>", "--out": "<out>", "--into": "<into>", "--zoo": "<zoo>"}
+_PRIVATE_PATH = re.compile(r"^(/|~|[A-Za-z]:\\)")
 
 
 def scorecard_of(nb) -> dict | None:
-    """The scorecard an executed notebook displayed in its cell tagged ``scorecard``:
+    """The scorecard the executed notebook ``nb`` displayed in its cell tagged ``scorecard``:
     ``display.scorecard``'s JSON when it is there (every cell in full), else the table found in
     its HTML (``find_scorecard``)."""
     found = None
@@ -91,7 +87,8 @@ def _inside(folder: Path, index: Path, relative) -> Path:
 
 
 def report_records(folder: str | Path) -> list[dict[str, Any]]:
-    """One record per notebook that ran ok in the report folder ``folder``."""
+    """One record per notebook that ran ok in the report folder ``folder``: its ``index.json``
+    row with ``name`` (the notebook's stem), ``card`` (``scorecard_of``) and ``facts``."""
     import nbformat
 
     folder = Path(folder)
@@ -114,200 +111,143 @@ def report_records(folder: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def _cell(text: Any) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(map(_cell, columns)) + " |",
-             "|" + "|".join(" --- " for _ in columns) + "|"]
-    lines += ["| " + " | ".join(map(_cell, r)) + " |" for r in rows]
-    return lines
-
-
-def _machine_text(machine: dict | None) -> str:
-    if not machine:
-        return "not recorded"
-    cuda = "CUDA" if machine.get("cuda") else "no GPU"
-    return (f"{machine.get('cores', '?')} cores, {cuda}, {machine.get('reference_steps_per_s', '?')} "
-            f"reference steps/s (torch {machine.get('torch', '?')})")
-
-
-def _cost_text(wall_s: float | None, machine: dict | None) -> str:
-    if wall_s is None:
-        return "not recorded"
-    steps = (machine or {}).get("reference_steps_per_s")
-    ref = f" = {wall_s * steps:,.0f} reference steps" if steps else ""
-    return f"{duration_text(wall_s)} ({wall_s:,.0f} s{ref})"
-
-
-def _variant_text(rec: dict[str, Any]) -> str:
-    """The knobs a report ran with (``block_len=4-8, offset=0-3``), "" for the size itself."""
-    variant = (rec.get("parameters") or {}).get("variant")
-    if not isinstance(variant, dict) or not variant:
+def public_command(command: str) -> str:
+    """``command`` with nothing of the machine that ran it: the value of ``--cache``/``--out``/
+    ``--into`` as a placeholder (``<zoo>``, ``<out>``), any other absolute path as ``<path>``
+    (``name=<path>`` where a word gives a name a path);
+    the repository's own relative paths (``notebooks/...``) stay."""
+    if not command:
         return ""
-    return ", ".join(f"{k}={v}" for k, v in variant.items())
-
-
-def report_block(rec: dict[str, Any]) -> tuple[str, str]:
-    """(key, markdown) of one report record."""
-    key = f"{rec['name']} size={rec['size']}"
-    knobs = _variant_text(rec)
-    if knobs:  # a variant's block never replaces the size's own
-        key += f" variant={knobs.replace(' ', '')}"
-    zoo = (rec.get("facts") or {}).get("zoo") or {}
-    zoo_text = (f"; {zoo.get('trained', '?')} models trained, {zoo.get('loaded', '?')} read from "
-                f"the zoo" if zoo else "")
-    named = f", a variant ({knobs}: properties, not verdicts)" if knobs else ""
-    lines = [START.format(key=key), f"### {rec.get('title') or rec['name']}: `{rec['size']}`"
-             f"{named}, seeds {rec.get('seeds') or '?'}", "",
-             f"- command: `{rec.get('command') or 'not recorded'}`",
-             f"- commit: `{rec.get('commit') or 'not recorded'}`; date {rec.get('date', '?')}",
-             f"- machine: {_machine_text(rec.get('machine'))}; device {rec.get('device_used') or rec.get('device')}",
-             f"- wall time: {_cost_text(rec.get('wall_s'), rec.get('machine'))}{zoo_text}"]
-    card = rec.get("card")
-    if card:
-        lines.append(f"- verdicts: {scorecard_counts(card)}")
-        cols = list(card["columns"])
-        keep = [i for i, c in enumerate(cols) if c in KEEP] or list(range(len(cols)))
-        lines += ["", *markdown_table([cols[i] for i in keep], [[r[i] for i in keep] for r in card["rows"]])]
-    else:
-        lines.append("- scorecard: none displayed")
-    return key, "\n".join(lines + [END]) + "\n"
-
-
-def record_parts(text: str, name: str = "record") -> list[tuple[str | None, str]]:
-    """``text`` cut into (key, text) parts: a block (``key`` its key, from its START line to its
-    END line) or prose between blocks (``key`` None); joined again they give ``text``. A record
-    whose markers do not pair, a line that opens a comment like a marker but is none, and a key
-    held twice are refused (``ValueError`` naming ``name`` and the line): updating such a record
-    could replace the user's text."""
-    parts: list[tuple[str | None, str]] = []
-    prose: list[str] = []
-    block: list[str] | None = None
-    key, opened, seen = None, 0, {}
-    for number, line in enumerate(text.splitlines(keepends=True), 1):
-        bare = line.strip()
-        start = _START_LINE.fullmatch(bare)
-        where = f"{name} line {number}"
-        if start:
-            if block is not None:
-                raise ValueError(f"{where} is not allowed: the block {key!r} opened at line "
-                                 f"{opened} has no {END} before this next block starts; "
-                                 "put it back, then rerun")
-            key, opened = start.group("key"), number
-            if key in seen:
-                raise ValueError(f"{where} is not allowed: block {key!r} is also at line "
-                                 f"{seen[key]}; one block per key (remove one, then rerun)")
-            seen[key] = number
-            if prose:
-                parts.append((None, "".join(prose)))
-                prose = []
-            block = [line]
-        elif bare == END:
-            if block is None:
-                raise ValueError(f"{where} is not allowed: {END} closes no block (its "
-                                 f"{START.format(key='KEY')} line is missing); put it back, then rerun")
-            block.append(line)
-            parts.append((key, "".join(block)))
-            block = None
-        elif _LOOKS_LIKE_MARKER.match(line):
-            raise ValueError(f"{where} is not allowed: a results marker is written exactly "
-                             f"{START.format(key='KEY')} or {END} (found {_quote(bare)})")
-        else:
-            (prose if block is None else block).append(line)
-    if block is not None:
-        raise ValueError(f"{name} line {opened} is not allowed: the block {key!r} has no {END} "
-                         "(the record ends first); put it back, then rerun")
-    if prose:
-        parts.append((None, "".join(prose)))
-    return parts
-
-
-def _quote(text: str) -> str:
-    return repr(text if len(text) <= 60 else text[:57] + "...")
-
-
-def update_record(text: str, blocks: dict[str, str], name: str = "record") -> str:
-    """``text`` with each block of ``blocks`` replaced where its key is, appended otherwise
-    (``record_parts`` refuses a record it cannot update without losing text)."""
-    parts = record_parts(text, name)
-    seen = {key for key, _ in parts if key is not None}
-    out = "".join(blocks.get(key, part) if key is not None else part for key, part in parts)
-    for key, block in blocks.items():
-        if key not in seen:
-            out = out.rstrip("\n") + "\n\n" + block
-    return out
-
-
-def check_record(into) -> Path:
-    """The record ``into``: a markdown file (``.md``) in an existing folder, writable, or a new
-    one there; a link is followed (the file it names is the record). One line when not."""
-    ok = isinstance(into, (str, Path)) and str(into).strip() != "" and "\0" not in str(into)
-    if not ok:
-        raise ValueError(f"--into={into!r} is not allowed: a markdown file path (e.g. docs/results.md)")
-    given = Path(into).expanduser()
-    if given.suffix.lower() not in RECORD_SUFFIXES:
-        raise ValueError(f"--into={str(into)!r} is not allowed: a markdown record ending in .md "
-                         "(toymech writes markdown blocks into it)")
     try:
-        real = given.resolve(strict=False)
-    except (OSError, RuntimeError):
-        raise ValueError(f"--into={str(into)!r} is not allowed: a file path (it is a symlink "
-                         "loop)") from None
-    if real.is_dir():
-        raise ValueError(f"--into={str(into)!r} is not allowed: a markdown file, not a folder")
-    if not real.parent.is_dir():
-        raise ValueError(f"--into={str(into)!r} is not allowed: a file in an existing folder "
-                         f"({real.parent} does not exist)")
-    if os.path.lexists(real):
-        mode = real.stat().st_mode
-        if not stat.S_ISREG(mode):
-            raise ValueError(f"--into={str(into)!r} is not allowed: a regular markdown file")
-        if not mode & 0o222 or not os.access(real, os.W_OK):
-            raise ValueError(f"--into={str(into)!r} is not allowed: a record you can write (it "
-                             "is read-only; make it writable first, e.g. chmod u+w)")
-    if not os.access(real.parent, os.W_OK | os.X_OK):
-        raise ValueError(f"--into={str(into)!r} is not allowed: a file in a folder you can "
-                         f"write ({real.parent} is not writable)")
-    return real
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    out, after = [], None
+    for word in words:
+        option, eq, value = word.partition("=")
+        if after is not None:
+            out.append(after)
+            after = None
+        elif word in PLACEHOLDERS:
+            out.append(word)
+            after = PLACEHOLDERS[word]
+        elif eq and option in PLACEHOLDERS:
+            out.append(f"{option}={PLACEHOLDERS[option]}")
+        elif _PRIVATE_PATH.match(word):
+            out.append("<path>")
+        elif eq and _PRIVATE_PATH.match(value):  # --param x=/home/me/data
+            out.append(f"{option}=<path>")
+        else:
+            out.append(word)
+    names = ["path", *(p[1:-1] for p in PLACEHOLDERS.values())]
+    placeholder = re.compile("<(?:%s)>" % "|".join(names))
+    return " ".join(w if placeholder.search(w) else shlex.quote(w) for w in out)
 
 
-def _write_through(real: Path, text: str) -> None:
-    """Replace the file ``real`` by ``text`` atomically (a temporary file beside it, renamed
-    over it), keeping its mode; the temporary file never stays behind."""
-    replace_file(real, text, durable=True)
+def _variant(rec: dict[str, Any]) -> dict[str, str]:
+    variant = (rec.get("parameters") or {}).get("variant")
+    return {str(k): str(v) for k, v in variant.items()} if isinstance(variant, dict) else {}
 
 
-def write_results(reports: Sequence[str | Path], into: str | Path,
-                  blocks_of: Callable[[], dict[str, str]] | None = None) -> list[str]:
-    """Update the record ``into`` from report folders and with ``blocks_of`` the blocks it returns ({key: markdown}, e.g. each map's:
-    ``maps.page.map_blocks``); returns the keys written. The record is checked first (``check_record``, ``record_parts``),
-    then replaced atomically under its lock (see the module docstring)."""
-    check_record(into)  # before any report folder is read: a bad target costs nothing
-    records = [r for folder in reports for r in report_records(folder)]
-    blocks = dict(report_block(r) for r in records)
-    # a notebook recorded at a smaller size and at paper: do its scaled verdicts hold there?
-    for small in records:
-        for full in records:
-            if (small["name"] == full["name"] and full["size"] == "paper"
-                    and small["size"] != "paper"
-                    and (found := scaled_check_block(small, full)) is not None):
-                blocks[found[0]] = found[1]
-    if blocks_of is not None:  # read after the record is checked: a bad target costs nothing
-        blocks.update(blocks_of())
-    if not blocks:
-        raise ValueError("nothing to record: no notebook ran ok in the report folders given")
-    real = check_record(into)
-    # one writer at a time: a second waits, then updates what the first wrote
-    with EntryLock(real.parent, real.name, what=f"results record {real}"):
+def _seed_list(text: Any) -> list[int]:
+    """The seeds of a report's header text ("3 (3, 4, 5)") as a list."""
+    inside = re.search(r"\(([^)]*)\)", str(text or ""))
+    return [int(s) for s in re.findall(r"-?\d+", inside.group(1))] if inside else []
+
+
+def study_of_notebook(notebook: str) -> str | None:
+    """The registered study whose notebook is ``notebook`` (a path or its stem), or None."""
+    stem = Path(str(notebook)).stem
+    for name, path in protocol.STUDIES.items():
+        if Path(path).stem == stem:
+            return name
+    return None
+
+
+def record_data(rec: dict[str, Any]) -> dict[str, Any]:
+    """The data of the report record ``rec`` (one of ``report_records``): what the results
+    pages show of it."""
+    card = rec.get("card")
+    zoo = (rec.get("facts") or {}).get("zoo") or {}
+    machine = dict(rec.get("machine") or {})
+    wall = rec.get("wall_s")
+    steps = machine.get("reference_steps_per_s")
+    return {
+        "kind": "scorecard", "notebook": rec["name"], "study": study_of_notebook(rec["name"]),
+        "title": rec.get("title") or rec["name"], "size": rec.get("size"),
+        "variant": _variant(rec), "seeds": _seed_list(rec.get("seeds")),
+        "command": public_command(rec.get("command") or ""), "commit": rec.get("commit") or "",
+        "date": rec.get("date") or "",
+        "machine": {**machine, "device": rec.get("device_used") or rec.get("device") or ""},
+        "wall_s": wall, "core_s": (rec.get("facts") or {}).get("core_s"),
+        "reference_steps": round(wall * steps) if wall and steps else None,
+        "zoo": {k: zoo[k] for k in ("trained", "loaded") if k in zoo},
+        "scorecard": _kept_columns(card) if card else None,
+    }
+
+
+def _kept_columns(card: dict) -> dict:
+    cols = list(card["columns"])
+    keep = [i for i, c in enumerate(cols) if c in KEEP] or list(range(len(cols)))
+    return {"columns": [cols[i] for i in keep],
+            "rows": [[str(r[i]) if i < len(r) else "" for i in keep] for r in card["rows"]]}
+
+
+def data_name(data: dict[str, Any]) -> str:
+    """The file name of the record ``data``: ``<notebook>-<size>[-<knob>=<value>...].json`` (a
+    table's ``<key>.json``, a map's ``map-<map>.json``), in characters safe on every file
+    system."""
+    if data.get("kind") == "table":
+        stem = str(data["key"])
+    elif data.get("kind") == "map":
+        stem = f"map-{data['map']}"
+    else:
+        stem = f"{data['notebook']}-{data['size']}" + "".join(
+            f"-{k}={v}" for k, v in sorted(data.get("variant", {}).items()))
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", stem) + ".json"
+
+
+def data_text(data: dict[str, Any]) -> str:
+    """The record ``data`` as it is stored: JSON, keys sorted, indented (diffs read well)."""
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_result_data(reports: Sequence[str | Path], into: str | Path = DATA_DIR) -> list[Path]:
+    """Write a data file (``record_data``) per notebook that ran ok in the report folders
+    ``reports`` into the folder ``into`` (which must exist); returns the paths written. Every
+    folder is read before anything is written, so a bad one costs nothing."""
+    folder = Path(into)
+    check(folder.is_dir(), "--into", str(into), "an existing folder (e.g. docs/results/data)")
+    records = [record_data(r) for given in reports for r in report_records(given)]
+    check(bool(records), "reports", [str(r) for r in reports],
+          "report folders with at least one notebook that ran ok")
+    paths = [folder / data_name(data) for data in records]
+    for path in paths:  # a name taken by something that is not a file: refused before writing
+        check(not os.path.lexists(path) or path.is_file() and not path.is_symlink(), "--into",
+              str(into), f"a folder where {path.name} is a file of toymech's (it is not a file)")
+    for path, data in zip(paths, records):
+        replace_file(path, data_text(data))
+    return paths
+
+
+def read_data(folder: str | Path) -> list[dict[str, Any]]:
+    """Every record in ``folder`` (``*.json``), in file-name order; a file that is not one is a
+    ValueError naming it."""
+    out = []
+    for path in sorted(Path(folder).glob("*.json")):
         try:
-            old = real.read_text(encoding="utf-8") if real.is_file() else "# Results record\n"
-        except UnicodeDecodeError:
-            raise ValueError(f"--into={str(into)!r} is not allowed: a markdown file (UTF-8 text)"
-                             ) from None
-        _write_through(real, update_record(old, blocks, name=f"--into={str(into)!r}"))
-    return list(blocks)
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"results data {str(path)!r} is not allowed: a JSON record written "
+                             f"by toymech results ({type(exc).__name__})") from None
+        ok = isinstance(data, dict) and data.get("kind") in KINDS
+        needs = {"scorecard": {"notebook", "size", "scorecard"}, "table": {"key", "tables"},
+                 "map": {"map"}}
+        ok = ok and needs[data["kind"]] <= set(data)
+        check(ok, "results data", str(path), f"a record of one of the kinds {', '.join(KINDS)} "
+              "(toymech results <report folder> writes them)")
+        out.append({**data, "file": path.name})
+    return out
 
 
 def _scaled_verdict(cell: str) -> str:
@@ -321,35 +261,35 @@ def _scaled_verdict(cell: str) -> str:
     return word
 
 
-def scaled_check_block(scaled: dict[str, Any], full: dict[str, Any]) -> tuple[str, str] | None:
-    """(key, markdown): each claim judged at a declared scaled setting in ``scaled`` (a record at
-    a smaller size) beside its verdict in ``full`` (the same notebook at the source's setting),
-    and whether the two agree: the evidence that the scaled setting stands in for the source's.
-    None when either has no scorecard or no row was judged scaled."""
-    a, b = scaled.get("card"), full.get("card")
-    if not a or not b:
+def scaled_comparison(scaled: dict[str, Any], full: dict[str, Any]) -> dict[str, Any] | None:
+    """Each claim judged at a declared scaled setting in ``scaled`` (a record at a smaller size)
+    beside its verdict in ``full`` (the same notebook at the source's setting) and whether the
+    two agree: the evidence that the scaled setting stands in for the source's. Returns
+    {"rows": [[claim, scaled verdict, full verdict, "yes"/"no"], ...], "agree": n}, or None when
+    either has no scorecard or no row was judged scaled."""
+    a, b = scaled.get("scorecard"), full.get("scorecard")
+    if not a or not b or "verdict" not in a["columns"] or "verdict" not in b["columns"]:
         return None
-    col_a, col_b = list(a["columns"]), list(b["columns"])
-    if "verdict" not in col_a or "verdict" not in col_b:
-        return None
-    at_full = {r[0]: r[col_b.index("verdict")] for r in b["rows"]}
+    at_full = {r[0]: r[b["columns"].index("verdict")] for r in b["rows"]}
     rows, agree = [], 0
     for r in a["rows"]:
-        word = _scaled_verdict(r[col_a.index("verdict")])
+        word = _scaled_verdict(r[a["columns"].index("verdict")])
         if not word.endswith(" (scaled)") or r[0] not in at_full:
             continue
         theirs = verdict_word(at_full[r[0]])
         same = word.removesuffix(" (scaled)") == theirs
         agree += same
         rows.append([r[0], word, theirs, "yes" if same else "no"])
-    if not rows:
-        return None
-    key = f"{scaled['name']} size={scaled['size']} vs size={full['size']}"
-    lines = [START.format(key=key),
-             f"### {scaled.get('title') or scaled['name']}: the scaled verdicts at `{scaled['size']}` "
-             f"against `{full['size']}`", "",
-             f"{agree} of {len(rows)} claims judged at the declared scaled setting "
-             f"(`{scaled['size']}`, seeds {scaled.get('seeds')}) get the verdict they get at the "
-             f"source's setting (`{full['size']}`, seeds {full.get('seeds')}).", "",
-             *markdown_table(["claim", f"{scaled['size']} (scaled)", full["size"], "same"], rows)]
-    return key, "\n".join(lines + [END]) + "\n"
+    return {"rows": rows, "agree": agree} if rows else None
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """A Markdown table: a header of ``columns`` and one line per row of ``rows``."""
+    lines = ["| " + " | ".join(map(_cell, columns)) + " |",
+             "|" + "|".join(" --- " for _ in columns) + "|"]
+    lines += ["| " + " | ".join(map(_cell, r)) + " |" for r in rows]
+    return lines

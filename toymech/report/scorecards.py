@@ -103,9 +103,9 @@ def html_of(output: dict) -> str:
 
 
 def find_scorecard(nb) -> dict | None:
-    """The scorecard an executed notebook displayed, as ``{"columns": [...], "rows": [[...]]}``,
-    or None when there is none (the run stopped before it, or the notebook shows none).
-    See the module docstring for where it is looked for."""
+    """The scorecard the executed notebook ``nb`` displayed, as ``{"columns": [...], "rows":
+    [[...]]}``, or None when there is none (the run stopped before it, or the notebook shows
+    none). See the module docstring for where it is looked for."""
     tagged = []
     for cell in nb.cells:
         if cell.get("cell_type") != "code" or SCORECARD_TAG not in cell.get("metadata", {}).get("tags", []):
@@ -116,8 +116,8 @@ def find_scorecard(nb) -> dict | None:
 
 
 def verdict_word(text: str) -> str:
-    """The counted form of one verdict cell: a known word (also when detail follows it, as in
-    "pipeline check: holds 0/2"), "consistent (k seeds)", or "other"; a verdict judged at a
+    """The counted form of one verdict cell's ``text``: a known word (also when detail follows
+    it, as in "pipeline check: holds 0/2"), "consistent (k seeds)", or "other"; a verdict judged at a
     scaled setting keeps " (scaled)" ("reproduced (scaled)"), so it is counted apart."""
     word = " ".join(text.lower().split())
     scaled = " (scaled)" if "(scaled:" in word or word.endswith("(scaled)") else ""
@@ -141,7 +141,8 @@ def _order(word: str) -> tuple[int, int, int]:
 
 
 def verdict_counts(card: dict | None) -> dict[str, int]:
-    """How many claims carry each verdict word, in display order ({} without a verdict column)."""
+    """How many claims of the scorecard ``card`` (``find_scorecard``'s) carry each verdict
+    word, in display order ({} without a verdict column)."""
     if not card:
         return {}
     columns = [c.strip().lower() for c in card["columns"]]
@@ -153,8 +154,8 @@ def verdict_counts(card: dict | None) -> dict[str, int]:
 
 
 def scorecard_counts(card: dict | None) -> str:
-    """The verdicts counted, in display order: "2 reproduced, 1 mixed" ("" without a verdict
-    column)."""
+    """The verdicts of the scorecard ``card`` counted, in display order: "2 reproduced, 1
+    mixed" ("" without a verdict column)."""
     return ", ".join(f"{n} {word}" for word, n in verdict_counts(card).items())
 
 

@@ -26,10 +26,11 @@ STAGING = ".unfinished"  # <out>/.unfinished/<notebook>/: one run's files until 
 _INDEX_LOCK = threading.Lock()
 
 
-def begin(out: Path, notebook: Path, date: str) -> Path:
-    """The empty staging folder of ``notebook``'s run (what an earlier one left is removed),
-    with a note of when it started, for the next run to quote if this one never finishes."""
-    staging = out / STAGING / notebook.stem
+def begin(out: Path, report: str, date: str) -> Path:
+    """The empty staging folder of the run of the report named ``report`` (``report_name``;
+    what an earlier one left is removed), with a note of when it started (``date``), for the
+    next run into ``out`` to quote if this one never finishes."""
+    staging = out / STAGING / report
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     (staging / "started.json").write_text(json.dumps({"date": date, "pid": os.getpid()}),
@@ -53,9 +54,10 @@ def swap_in(out: Path, staging: Path, executed: Path | None, page: Path, entry: 
         (out / STAGING).rmdir()  # only once empty
 
 
-def say_unfinished(out: Path, notebooks: Sequence[Path]) -> list[str]:
-    """Say on stderr which notebooks a previous run left unfinished and that their last
-    finished run is still the one served; then clear what it left. Returns the lines said."""
+def say_unfinished(out: Path, reports: Sequence[str]) -> list[str]:
+    """Say on stderr which reports a previous run into ``out`` left unfinished and that their
+    last finished run is still the one served (``reports``: the names this run writes); then
+    clear what it left. Returns the lines said."""
     staging = out / STAGING
     if not staging.is_dir():
         return []
@@ -68,7 +70,7 @@ def say_unfinished(out: Path, notebooks: Sequence[Path]) -> list[str]:
         served = (out / "executed" / f"{left.name}.ipynb").is_file()
         kept = ("its last finished run is still the one served" if served
                 else "no finished run of it is served")
-        rerun = "; this run reruns it" if any(p.stem == left.name for p in notebooks) else ""
+        rerun = "; this run reruns it" if left.name in reports else ""
         said.append(f"[toymech] the run of {left.name} started {started} did not finish (killed "
                     f"or interrupted): {kept}{rerun}")
         print(said[-1], file=sys.stderr, flush=True)

@@ -138,6 +138,12 @@ class Study(abc.ABC):
                             holds (a map's finding and its page's colour read its share)
     ``map_predictions``     other works' predictions judged on its maps
                             (``studies.predictions.MapPrediction``)
+    ``null_family``         for a study that maps: the algorithms without the mechanism its map
+                            label is judged against, in the study's own shape (studies 1 and 2:
+                            a tuple of members; study 3: task -> member names); empty: none
+    ``results_maps``        the names of its maps (a spec's ``name``: the shipped table's name
+                            before its size and machine) its results page shows first, the
+                            first as its figure; its other shipped maps follow
     ======================  ========================================================================
 
     **Computed** (a ``size`` is a size name or a ``core.Setting``, a size with a variant's
@@ -205,6 +211,8 @@ class Study(abc.ABC):
     dynamics_shown: ClassVar[tuple[str, ...]] = ()
     map_label: ClassVar[str | None] = None
     map_predictions: ClassVar[tuple] = ()
+    null_family: ClassVar[Sequence[Any] | Mapping[str, Any]] = ()
+    results_maps: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         cls = type(self)
@@ -229,6 +237,12 @@ class Study(abc.ABC):
               "a label exactly where the study has a map_row")
         check(self.maps or not self.map_predictions, "map_predictions", self.map_predictions,
               "none for a study without map_row")
+        check(self.maps or not self.null_family, "null_family", self.null_family,
+              "none for a study without map_row")
+        check(isinstance(self.results_maps, tuple)
+              and all(isinstance(n, str) and n for n in self.results_maps), "results_maps",
+              self.results_maps, "a tuple of map names (strings), the first the results "
+              "page's figure")
         clash = sorted(self.own_options & COMMON_OPTIONS)
         check(not clash, "own_options", clash, "options besides the common ones")
 

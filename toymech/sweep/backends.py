@@ -18,9 +18,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-import torch
-
 from ..core import check, check_float, check_int
+from ..devices import apply_threads
 from ..training import Experiment, TrainingDiverged
 from ..zoo import Zoo, ZooEntry
 
@@ -32,7 +31,8 @@ RAY_START_ATTEMPTS = 10
 
 class RayStartFailed(RuntimeError):
     """An embedded Ray did not start within its budget (one line: what was tried, how long,
-    and what to do instead)."""
+    and what to do instead): ``attempts`` made in ``seconds`` of a ``budget`` of seconds, and
+    the last ``error`` Ray gave."""
 
     def __init__(self, attempts: int, seconds: float, budget: float, error: str):
         self.attempts, self.seconds, self.error = attempts, round(seconds, 2), error[:300]
@@ -65,11 +65,18 @@ def run_job(exp_dicts: list[dict[str, Any]], cache_dir: str, device: str, tag: s
     """Train or load one job's experiments through the zoo; one outcome per experiment:
     ``{"ok": True, "final", "seconds", "device", "entry", "loaded"}`` or
     ``{"ok": False, "error", "diverged"}`` (the exception in one line). Never raises an
-    ``Exception``."""
+    ``Exception``. What every runner runs, in this process or another.
+
+    ``exp_dicts``: the experiments, as ``Experiment.to_dict`` writes them (they travel to other
+    processes). ``cache_dir``: the zoo. ``device``: where they train. ``tag``: the zoo tag of
+    their entries. ``stacked``: train seeds of one shape together (None: where it pays).
+    ``threads``: torch threads for this process (None: leave them). ``lock_timeout``: the
+    longest wait for another writer of an entry. ``callbacks``: ``"package.module:function"``
+    giving each experiment's callbacks (``resolve_callbacks``)."""
     started = time.perf_counter()
     try:
-        if threads is not None:
-            torch.set_num_threads(threads)
+        if threads is not None:  # explicit: the library's thread policy keeps it
+            apply_threads(threads, log=None)
         exps = [Experiment.from_dict(d) for d in exp_dicts]
         zoo = Zoo(cache_dir, lock_timeout=lock_timeout)
         make = resolve_callbacks(callbacks)
@@ -102,7 +109,8 @@ def one_line(exc: BaseException) -> str:
 
 
 class LocalRunner:
-    """Runs the jobs one after another in this process (``wait`` runs the next one)."""
+    """Runs the jobs one after another in this process (``wait`` runs the next one), with
+    ``threads`` torch threads (None: the process's own, by the thread policy)."""
 
     name, remote = "local", False
 
@@ -110,20 +118,25 @@ class LocalRunner:
         self.threads, self.queue = threads, []
 
     def submit(self, job: int, args: tuple, kwargs: dict) -> None:
+        """Queue job number ``job``: ``run_job(*args, **kwargs)`` (one job's experiments)."""
         self.queue.append((job, args, kwargs))
 
     def pending(self) -> int:
+        """The jobs submitted and not yet returned by ``wait``."""
         return len(self.queue)
 
     def wait(self) -> list[tuple[int, list[dict[str, Any]]]]:
+        """Block until at least one job has finished; its (job, outcomes) pairs, one outcome
+        per experiment of the job (``run_job``'s)."""
         job, args, kwargs = self.queue.pop(0)
         return [(job, run_job(*args, threads=self.threads, **kwargs))]
 
     def cancel(self) -> None:
+        """Drop the jobs not yet finished (Ctrl-C: the sweep writes them as cancelled)."""
         self.queue.clear()
 
     def close(self) -> None:
-        pass
+        """Release what the runner holds (nothing: the jobs ran in this process)."""
 
 
 class PoolRunner:
@@ -143,6 +156,7 @@ class PoolRunner:
                                            mp_context=multiprocessing.get_context("spawn"))
 
     def submit(self, job: int, args: tuple, kwargs: dict) -> None:
+        """Queue job number ``job``: ``run_job(*args, **kwargs)`` (one job's experiments)."""
         try:
             fut = self.pool.submit(run_job, *args, threads=1, **kwargs)
         except futures.BrokenExecutor:  # an earlier child died and took the pool with it
@@ -151,9 +165,12 @@ class PoolRunner:
         self.futures[fut] = (job, len(args[0]))
 
     def pending(self) -> int:
+        """The jobs submitted and not yet returned by ``wait``."""
         return len(self.futures)
 
     def wait(self) -> list[tuple[int, list[dict[str, Any]]]]:
+        """Block until at least one job has finished; its (job, outcomes) pairs, one outcome
+        per experiment of the job (``run_job``'s)."""
         done, _ = futures.wait(list(self.futures), return_when=futures.FIRST_COMPLETED)
         out = []
         for fut in done:
@@ -165,12 +182,14 @@ class PoolRunner:
         return out
 
     def cancel(self) -> None:
+        """Drop the jobs not yet finished (Ctrl-C: the sweep writes them as cancelled)."""
         for fut in self.futures:
             fut.cancel()
         self.futures.clear()
         self.pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
+        """Release what the runner holds (its processes, a Ray it started)."""
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -247,7 +266,9 @@ def start_ray(ray, workers: int, options: dict[str, Any]) -> dict[str, Any]:
 class RayRunner:
     """Ray core tasks (``num_cpus=1``, a GPU fraction on CUDA, ``max_retries=0``: the driver
     retries, keeping each error). Starts an embedded local Ray, or joins ``address``; shuts down
-    only a Ray it started itself."""
+    only a Ray it started itself. ``workers``: the CPUs an embedded Ray gets; ``gpu_fraction``:
+    the share of a GPU each task asks for on CUDA; ``device``: where the tasks train
+    (``"auto"``: CUDA when the cluster has a GPU, else the CPU)."""
 
     name, remote = "ray", True
 
@@ -274,13 +295,17 @@ class RayRunner:
             num_cpus=1, max_retries=0, num_gpus=gpu_fraction if self.device.startswith("cuda") else 0)
 
     def submit(self, job: int, args: tuple, kwargs: dict) -> None:
+        """Queue job number ``job``: ``run_job(*args, **kwargs)`` (one job's experiments)."""
         args = (*args[:2], self.device, *args[3:])
         self.refs[self.task.remote(*args, threads=1, **kwargs)] = (job, len(args[0]))
 
     def pending(self) -> int:
+        """The jobs submitted and not yet returned by ``wait``."""
         return len(self.refs)
 
     def wait(self) -> list[tuple[int, list[dict[str, Any]]]]:
+        """Block until at least one job has finished; its (job, outcomes) pairs, one outcome
+        per experiment of the job (``run_job``'s)."""
         done, _ = self.ray.wait(list(self.refs), num_returns=1)
         out = []
         for ref in done:
@@ -292,6 +317,7 @@ class RayRunner:
         return out
 
     def cancel(self) -> None:
+        """Drop the jobs not yet finished (Ctrl-C: the sweep writes them as cancelled)."""
         for ref in list(self.refs):
             try:
                 self.ray.cancel(ref)
@@ -300,6 +326,7 @@ class RayRunner:
         self.refs.clear()
 
     def close(self) -> None:
+        """Release what the runner holds (its processes, a Ray it started)."""
         if self.started and self.ray.is_initialized():
             self.ray.shutdown()
         self.started = False

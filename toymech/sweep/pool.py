@@ -63,6 +63,10 @@ def train_missing(zoo: Zoo, experiments: Sequence[Experiment], *, workers: int |
         run that trained (``total``: the runs that were missing).
     callbacks: ``"package.module:function"`` naming a function of an experiment that returns its
         callbacks (a study's probes: ``backends.resolve_callbacks``), rebuilt in each process.
+    device: where they train (``"cpu"``: one process per worker; another device trains here).
+    tag: the zoo tag of the entries (``Zoo.get_or_train``'s).
+    log: a print-like function for the lines of runs that fail and are tried again (None:
+        quiet).
     Every missing run's setting passes the preflight before anything starts; a run that fails
     is tried once more, then this raises RuntimeError naming it (the other runs are stored).
     """

@@ -190,10 +190,21 @@ def run_experiments(experiments: list[Experiment], *, cache_dir: str | Path | No
                     workers: int | None = None, lock_timeout: float | None = None,
                     log: Callable[[str], None] | None = None,
                     fallback: bool | None = None) -> SweepResult:
-    """A sweep of explicit experiments (a study's grid). Those that differ only in their seeds
-    train as one job, stacked where that pays (``stacked``: None), always (True) or never
-    (False). ``fallback`` (default: ``backend == 'auto'``): an embedded Ray that cannot start
-    hands the trials to local processes instead of failing."""
+    """A sweep of explicit ``experiments`` (a study's grid) into the zoo, with one table
+    (``<zoo>/sweeps/<name>.csv``); returns the ``SweepResult``. Those that differ only in their
+    seeds train as one job, stacked where that pays (``stacked``: None), always (True) or never
+    (False).
+
+    ``cache_dir``: the zoo (None: ``$TOYMECH_CACHE``, else ``~/.cache/toymech``). ``name``: the
+    table's name (None: one from the experiments' hash). ``backend``: auto, ray or local (as
+    ``grid.run_sweep``). ``device``: where they train (``"auto"``: CUDA, else MPS, else CPU).
+    ``retries``: tries after a trial's first failure. ``tag``: the zoo tag of their entries.
+    ``progress``: a live line. ``keep_ray``: leave an embedded Ray running for the process's
+    next sweep. ``workers``: trials at once (None: the free cores). ``lock_timeout``: the
+    longest wait for another writer of an entry. ``log``: a print-like function for the run's
+    lines (None: quiet). ``fallback`` (default: ``backend == 'auto'``): an embedded Ray that
+    cannot start hands the trials to local processes instead of failing. Example:
+    ``run_experiments([experiments.get("induction-1l", "smoke", s) for s in (0, 1)])``."""
     check(stacked is None or isinstance(stacked, bool), "stacked", stacked,
           "None (where it pays), True or False")
     which, device, zoo, _ = check_options(cache_dir=cache_dir, backend=backend, address=None,

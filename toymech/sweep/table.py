@@ -79,13 +79,15 @@ class Trial:
 
     @property
     def key(self) -> str:
+        """The zoo key of the trial's experiment under its tag."""
         return self.exp.key(self.tag)
 
 
 @dataclass
 class SweepResult:
-    """``table``: one row per trial (also at ``path``); ``trials``: the Trial objects, in the
-    table's order; ``entry(i)`` loads trial i's model from the zoo."""
+    """What a sweep returns. ``table``: one row per trial (also at ``path``); ``trials``: the
+    Trial objects, in the table's order; ``cache_dir``: the zoo; ``backend``: the runner used;
+    ``meta``: how it started. ``entry(i)`` loads trial i's model from the zoo."""
 
     table: pd.DataFrame
     trials: list[Trial]
@@ -97,19 +99,23 @@ class SweepResult:
     meta: dict = dataclasses.field(default_factory=dict)
 
     def count(self, status: str) -> int:
+        """The trials whose status is ``status`` (ok, failed, diverged, cancelled)."""
         return int((self.table["status"] == status).sum())
 
     @property
     def loaded(self) -> int:
+        """The trials read back from the zoo rather than trained."""
         return int(self.table["loaded"].sum())
 
     def summary(self) -> str:
+        """One line: the trials by status, the runner and the table's path."""
         diverged = f", {self.count('diverged')} diverged" if self.count("diverged") else ""
         return (f"{self.count('ok')} ok ({self.loaded} loaded from the zoo), "
                 f"{self.count('failed')} failed{diverged}, {self.count('cancelled')} cancelled of "
                 f"{len(self.trials)} trials ({self.backend}); table: {self.path}")
 
     def entry(self, i: int, device: str = "auto") -> ZooEntry:
+        """Trial ``i``'s model, loaded from the zoo onto ``device`` (a ``ZooEntry``)."""
         trial = self.trials[check_int("trial", i, 0, len(self.trials) - 1)]
         return Zoo(self.cache_dir).load(trial.exp, device=device, tag=trial.tag, log=None)
 

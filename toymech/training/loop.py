@@ -38,7 +38,7 @@ from typing import Callable, Iterable, Sequence
 import torch
 
 from ..core import check, seed_for
-from ..devices import make_generator, rebalance, resolve_device
+from ..devices import make_generator, rebalance, resolve_device, use_thread_policy
 from ..models import move, parameter_counts
 from ..tasks.base import Task
 from . import live
@@ -160,7 +160,8 @@ def train(model: torch.nn.Module, task: Task, cfg: TrainConfig, *,
     ``progress``: a progress bar; ``log``: a print-like function for the run's lines (None:
     quiet). Returns a ``TrainResult``; raises ``ValueError`` for a bad argument (one line naming
     it) and ``TrainingDiverged`` when the loss becomes non-finite or explodes. Only the zoo
-    stores what it trains (``Zoo.get_or_train`` calls this).
+    stores what it trains (``Zoo.get_or_train`` calls this). On a CPU the process's torch
+    threads follow the package's policy unless chosen already (``devices.use_thread_policy``).
     """
     return _run([model], [task], [cfg], device, [list(callbacks)], checkpoint_dir, resume_from,
                 progress, log, continue_shorter)[0]
@@ -258,6 +259,7 @@ def _setup(models, tasks: list[Task], cfgs: list[TrainConfig], device, callbacks
            checkpoint_dir, resume_from, log) -> _Loop:
     """Phase 1: the device, freezing, the optimizer and schedule, the data generators."""
     dev = resolve_device(device)
+    use_thread_policy(dev, log)  # on a CPU, the command line's threads (unless chosen already)
     cfg, n, task = cfgs[0], len(models), tasks[0]
     for m, task in zip(models, tasks):
         check(task.seq_len <= m.cfg.n_ctx, "task.seq_len", task.seq_len,

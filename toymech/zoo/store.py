@@ -44,7 +44,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ..core import check, check_bool
-from ..devices import resolve_device
+from ..devices import resolve_device, use_thread_policy
 from ..models import build_model, move
 from ..training import checkpoints, live
 from ..training.atomic import clean_leftovers
@@ -190,6 +190,7 @@ class Zoo:
         inventory.check_root(self.root)
         path = self.path(exp, tag)
         dev = resolve_device(device)
+        use_thread_policy(dev, log)  # what is measured on it runs on the policy's threads
         if not self.has(exp, tag) and not os.path.lexists(path):
             raise ValueError(f"zoo={str(self.root)!r} has no entry {path.name} for "
                              f"{exp.name or exp.task.name}: get_or_train (toymech train) makes it")
@@ -254,12 +255,15 @@ class Zoo:
         quarantined). ``progress``: a progress bar; ``log``: a print-like function for its lines
         (None: quiet). Returns the ``ZooEntry``; raises ``ValueError`` for a bad argument or an
         experiment the preflight refuses, ``TrainingDiverged`` when the run diverges (nothing is
-        stored) and ``LockTimeout`` when another writer holds the entry too long."""
+        stored) and ``LockTimeout`` when another writer holds the entry too long. On a CPU the
+        process's torch threads follow the package's policy, as ``toymech train`` sets them,
+        unless the process or its user chose already (``devices.use_thread_policy``)."""
         _check_call(exp, tag, log)
         retrain, progress = check_bool("retrain", retrain), check_bool("progress", progress)
         callbacks = check_callbacks(callbacks)
         inventory.check_root(self.root)
         dev = resolve_device(device)
+        use_thread_policy(dev, log)  # the threads `toymech train` uses, unless chosen already
         if not retrain:
             entry = self._load_sound(exp, dev, tag, log, repair=False)
             if entry is not None:

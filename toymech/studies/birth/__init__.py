@@ -10,7 +10,9 @@ main run, the trigger sweep, the freezing comparison, the extremes, the controls
 (summaries of what was measured), ``claims`` (the paper's claims), ``over_seeds`` (the main run
 over seeds: ``measure_seed``, the null world, the findings), ``dynamics`` (the probe data,
 through training), ``causal`` (the learning coefficient and the causal tests through training),
-``map_measure`` and ``design_map`` (one run's row and label for a map).
+``nulls`` (the null family: every predictor without the in-context mechanism a run is held
+against), ``structure`` (the structural measures of one run's memories), ``map_measure`` and
+``design_map`` (one run's row and label for a map).
 """
 
 from ..findings import not_run

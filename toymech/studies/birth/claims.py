@@ -20,6 +20,8 @@ that needs it reads "not measured". Keys:
     freeze.<freezing>.<icl_acc|probe_wk2|probe_wo2>
     construction.<W_K1|W_K2|W_O2|W_F>.<trained|init>   cosine with the hand-built construction
     extremes.<frozen|unfrozen>.<probe_wk2|probe_wo2|icl_acc>   only-trigger data
+    extremes.<frozen|unfrozen>.probe_share_<wk2|wo2>   their recall-margin shares, read through
+                                   the initial matrices both runs share
 
 Order claims hold only where each metric moved by at least ``MIN_RISE`` of its range and the
 half-way steps are further apart than the probe interval, in the order; a tie within one probe
@@ -74,7 +76,10 @@ HALF: dict[str, tuple[str, str, int]] = {
     "W_F": ("W_F bigram KL", "probe_wf_kl", -1),
 }
 FREEZE_KEYS = ("icl_acc", "probe_wk2", "probe_wo2")
-EXTREME_KEYS = ("icl_acc", "probe_wk2", "probe_wo2")
+EXTREME_KEYS = ("icl_acc", "probe_wk2", "probe_wo2", "probe_share_wk2", "probe_share_wo2")
+# what the reviewer's finding is judged on: the recall margins' shares (argmax recall reads 1.00
+# in both runs once every target wins, so it cannot show a difference)
+EXTREME_SHARES = ("probe_share_wk2", "probe_share_wo2")
 
 
 def _finite(v: Any) -> bool:
@@ -208,17 +213,18 @@ def _cosine_gains(n: Numbers) -> list[float]:
 
 
 def _extremes_gap(n: Numbers) -> float:
-    return min(n[f"extremes.unfrozen.{k}"] - n[f"extremes.frozen.{k}"]
-               for k in ("probe_wk2", "probe_wo2"))
+    """The recall-margin share gap (unfrozen - frozen) furthest from 0, W_K² or W_O²."""
+    return max((n[f"extremes.unfrozen.{k}"] - n[f"extremes.frozen.{k}"] for k in EXTREME_SHARES),
+               key=abs)
 
 
 def _extremes_differ(n: Numbers) -> bool:
     """The reviewer's finding: the unfrozen model's memories differ from the frozen one's (a
-    probe gap beyond COMPARABLE), where both learned the only-trigger data (their controls)."""
+    recall-margin share gap beyond COMPARABLE, read through the initial matrices both share),
+    where both learned the only-trigger data (their controls)."""
     if min(n["extremes.frozen.icl_acc"], n["extremes.unfrozen.icl_acc"]) < FORMED:
         return False  # a model that did not learn the data: nothing to compare
-    return max(abs(n[f"extremes.unfrozen.{k}"] - n[f"extremes.frozen.{k}"])
-               for k in ("probe_wk2", "probe_wo2")) > COMPARABLE
+    return abs(_extremes_gap(n)) > COMPARABLE
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -304,10 +310,14 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("only-triggers-differ", "a reviewer's finding: with only triggers, training every "
           "matrix gives memories very different from the frozen model's",
           REVIEWS + ", question 3", "'my matrices do actually show very different behavior'",
-          value=_extremes_gap, holds=_extremes_differ, unit="worst probe gap (unfrozen - frozen)",
-          test=f"a W_K² or W_O² probe of the unfrozen model more than {COMPARABLE} from the "
-               f"frozen model's, both having learned the data (accuracy >= {FORMED})",
-          why="a tenth of the probes' [0, 1] range, ten times the accuracy noise", **_SCALED),
+          value=_extremes_gap, holds=_extremes_differ,
+          unit="largest recall-margin share gap (unfrozen - frozen)",
+          test=f"a W_K² or W_O² recall-margin share of the unfrozen model, read through the "
+               f"initial matrices both runs share, more than {COMPARABLE} from the frozen "
+               f"model's, both having learned the data (accuracy >= {FORMED}); not the argmax "
+               "probes, which read 1.00 in both once every target wins",
+          why="a tenth of the share's range from a random memory (0) to the hand-built "
+              "construction (1)", **_SCALED),
     Claim("toward-construction", "every trained memory matrix moves toward the hand-built "
           "construction", "the paper, associative-memory construction (section 4)",
           "W_K¹, W_K², W_O², W_F as in the construction",
@@ -336,7 +346,9 @@ def source_like() -> dict[str, float]:
               "freeze.paper.probe_wo2": 0.9, "freeze.none.probe_wo2": 1.0,
               "extremes.frozen.icl_acc": 0.95, "extremes.frozen.probe_wk2": 0.9,
               "extremes.frozen.probe_wo2": 0.9, "extremes.unfrozen.icl_acc": 0.97,
-              "extremes.unfrozen.probe_wk2": 0.4, "extremes.unfrozen.probe_wo2": 0.95})
+              "extremes.unfrozen.probe_wk2": 0.4, "extremes.unfrozen.probe_wo2": 0.95,
+              "extremes.frozen.probe_share_wk2": 0.9, "extremes.frozen.probe_share_wo2": 0.8,
+              "extremes.unfrozen.probe_share_wk2": 0.5, "extremes.unfrozen.probe_share_wo2": 0.85})
     for mode, shared in (("fixed", (0.1, 0.2, 0.3)), ("random", (0.5, 0.6, 0.7))):
         for k, v in zip((1, 3, 5), shared):
             n[f"sweep.{mode}.non-top-K.K{k}"] = v

@@ -250,6 +250,9 @@ def _options(exp: Experiment, **changes: Any) -> dict:
     return {"model.variant_options": {**given, **changes}}
 
 
+# the attention weights the paper fixes (``FREEZINGS["paper"]`` beside the embeddings)
+FIXED_ATTENTION = ("blocks.*.attn.W_Q", "blocks.*.attn.W_V", "blocks.0.attn.W_O")
+
 # positions knob value -> (W_pos at init, whether W_pos trains)
 POSITIONS = {"frozen_random": ("random", False), "learned": ("random", True),
              "sinusoidal": ("sinusoidal", False), "none": ("none", False)}
@@ -299,6 +302,11 @@ KNOBS = knobs.table(
          "the token embeddings and the unembedding: random and frozen (the paper) or trained "
          "(the reviewer's point 3)", ("train.freeze",),
          overrides=_unfreeze(("embed.W_E", "unembed.W_U")), applies_to=PAPER_FROZEN),
+    Knob("attention", "choice", ("frozen", "trained"), "frozen",
+         "the attention weights the paper fixes, W_Q and W_V of both layers (the identity) and "
+         "layer 0's W_O (random): frozen (the paper) or trained; with embeddings trained and "
+         "positions learned, every matrix trains (the reviewer's setting)", ("train.freeze",),
+         overrides=_unfreeze(FIXED_ATTENTION), applies_to=PAPER_FROZEN),
     Knob("ff", "choice", tuple(FF), "last",
          "the linear feed-forward W_F: none, after layer 1 only, after layer 2 (the paper's) or "
          "after both (true and false, as before, mean last and none)", ("model.variant_options",),

@@ -224,7 +224,7 @@ def freezing_comparison(zoo: Zoo, size: str, seed: int, trigger_mode: str = "fix
 
 
 EXTREMES_COLUMNS = ("icl_acc", "bigram_acc", "loss", "probe_wk1", "probe_wk2", "probe_wo2",
-                    "probe_wf_kl")
+                    "probe_wf_kl", "probe_share_wk1", "probe_share_wk2", "probe_share_wo2")
 EXTREMES = {"mixed": ("mixed", "paper"), "only_triggers": ("only_triggers", "paper"),
             "only_triggers, unfrozen": ("only_triggers", "none"),
             "no_triggers": ("no_triggers", "paper")}
@@ -244,12 +244,20 @@ def extremes_experiments(size: str, seed: int, steps: int | None = None
 
 def extremes_rows(models: Mapping[str, HookedTransformer], exps: Mapping[str, Experiment],
                   size: str, seed: int) -> pd.DataFrame:
-    """The extremes table from its models: final metrics and the memory probes (over all
-    tokens), ``EXTREMES_COLUMNS``."""
+    """The extremes table from its models: final metrics, the argmax memory probes (over all
+    tokens) and each memory's recall-margin share (``probe_share_<m>``: the way from a random
+    memory to the construction, ``analysis.probes.memory_reading``) read through the matrices the
+    run started from, which every run of a seed shares whatever it trains
+    (``EXTREMES_COLUMNS``)."""
     rows = {}
     for name, exp in exps.items():
-        row = evaluate_sets(models[name], exp.task, size, seed)["test"]
-        row.update(probes.model_probes(models[name], exp.task.pi_b))
+        model = models[name]
+        row = evaluate_sets(model, exp.task, size, seed)["test"]
+        row.update(probes.model_probes(model, exp.task.pi_b))
+        initial = probes.memory_parts(build_model(exp.model, model.cfg.device))
+        read = probes.memory_reading(model, initial)
+        row.update({f"probe_share_{m.lower().replace('_', '')}": read[m]["share"]
+                    for m in ("W_K1", "W_K2", "W_O2")})
         rows[name] = row
     table = pd.DataFrame(rows).T.astype(float)
     return table[[c for c in EXTREMES_COLUMNS if c in table]]

@@ -11,7 +11,7 @@ from ...core import Setting
 from ...tasks import Batch, Task
 from ...training import Experiment
 from ..protocol import Study
-from . import causal, design, dynamics, map_measure, over_seeds
+from . import causal, design, dynamics, map_measure, nulls, over_seeds
 from .claims import CLAIMS, SETTINGS, SOURCE
 
 
@@ -38,6 +38,9 @@ class BirthStudy(Study):
     dynamics_names = dynamics.DYNAMICS_METRICS
     dynamics_shown = dynamics.CAUSAL_SHOWN
     map_label = map_measure.MAP_LABEL
+    null_family = nulls.NULL_FAMILY
+    # the maps its results page shows first (docs/results/), the first as its figure
+    results_maps = ("s2-design-calibrated", "s2-design", "s2-positions", "s2-design-calibration")
 
     def experiments(self, size: Setting | str, seeds: Sequence[int]) -> list[Experiment]:
         return design.experiments(size, seeds)

@@ -8,8 +8,10 @@ the post's models and their twins, knobs, named experiments, optional runs), ``m
 (train/load the models, measure them, the tables), ``claims`` (the post's claims), ``over_seeds``
 (the models over seeds: ``measure_seed``, the null world, the findings), ``dynamics`` (the probe
 data, through training), ``causal`` (the post's algorithms as activation and path patching),
-``panel`` (the test panel of the mechanism label), ``map_measure`` (one run's row and label for
-a map), ``predictions`` (other works' predictions judged on its maps).
+``panel`` (a map's one test panel, the predictors without induction and the rule that labels a
+run), ``own_sets`` (that rule on a run's own sets: the notebook's labels and the claims),
+``map_measure`` (one run's row and label for a map), ``predictions`` (other works' predictions
+judged on its maps).
 """
 
 from ..findings import not_run

@@ -121,6 +121,13 @@ def _offset(value, exp: Experiment) -> dict:
     return {"task.offset": value, **fixed}
 
 
+def _heads_of(value, exp: Experiment) -> dict:
+    # After d_model in the table: the width it divides is the run's own.
+    check(exp.model.d_model % value == 0, "d_head", value,
+          f"a divisor of d_model {exp.model.d_model} (n_heads = d_model / d_head)")
+    return {"model.n_heads": exp.model.d_model // value}
+
+
 KNOBS = knobs.table(
     Knob("n_letters", "int", (2, 52), 26, "the alphabet the blocks draw their letters from",
          ("task.n_letters",)),
@@ -140,6 +147,9 @@ KNOBS = knobs.table(
          ("model.n_heads",)),
     Knob("d_model", "int", (4, 1024), 32, "the residual stream's width (d_head follows: "
          "d_model / n_heads)", ("model.d_model",)),
+    Knob("d_head", "int", (1, 1024), 8, "each head's query, key and value width: the heads "
+         "follow, n_heads = d_model / d_head (with d_model, width and head dimension vary "
+         "apart)", ("model.n_heads",), overrides=_heads_of),
     Knob("positions", "choice", ("post_sinusoidal_qk", "sinusoidal_qk", "shortformer",
                                  "standard", "rotary", "none"), "post_sinusoidal_qk",
          "how positions enter: the post's q/k table, the textbook sin/cos q/k table, learned "

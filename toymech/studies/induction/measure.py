@@ -12,6 +12,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ... import analysis
+from ...analysis.dynamics import history_still_learning
 from ...core import check
 from ...devices import initial_threads
 from ...display import attention_caption, attention_view as view, focus_head
@@ -21,7 +22,9 @@ from ...sweep import train_missing
 from ...zoo import Zoo, ZooEntry
 from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
 from .design import experiment
-from .panel import MARGIN, own_bars, set_baselines, solved
+from .own_sets import own_bars, own_judge
+from .panel import MARGIN, TELLS, bars, margin_bounds, margin_draws, set_predictions
+from ..states import LEARNED, STILL_LEARNING, UNDECIDED, UNTRAINED
 
 POST_SETS = ("test", "doubled", "option1", "option2")
 MECHANISM_SETS = ("predictable", "shifted", "shorter", "longer")
@@ -46,6 +49,13 @@ class Model:
     @property
     def model(self) -> HookedTransformer:
         return self.module if self.module is not None else self.entry.model
+
+
+def learning(m: Model) -> bool | None:
+    """Whether the model ``m``'s logged loss was still falling at its end
+    (``analysis.dynamics.history_still_learning``; None: the log cannot tell); False for a
+    model without a zoo entry (never trained: judged untrained first)."""
+    return False if m.entry is None else history_still_learning(m.entry.history)
 
 
 def load_models(names, size: str, seed: int, device: torch.device,
@@ -104,73 +114,99 @@ def copy_table(models: dict[str, Model]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("model").round(3)
 
 
-def mechanism_baselines(task: RepeatedBlocks, sets: Mapping[str, Batch]
-                        ) -> dict[str, dict[str, float]]:
-    """The predictors without induction on the mechanism sets of ``sets`` (``MECHANISM_SETS``,
-    as ``eval_sets`` draws them for ``task``): {set: {"copier", "position", "best"}}
-    (``panel.set_baselines``: the in-context frequency copier, and the position-only copier
-    fitted on the run's own predictable letters, ``sets["predictable"]``, over ``task``'s
-    ``n_letters``). They do not depend on a model: computed once per set of sets, the bar every
-    model measured on them is judged against (``mechanism_verdict``, ``mechanism_label``)."""
+def mechanism_predictions(task: RepeatedBlocks, sets: Mapping[str, Batch]
+                          ) -> dict[str, dict[str, analysis.Prediction]]:
+    """The predictors without induction (``panel.NULL_FAMILY``) and induction itself on the
+    mechanism sets of ``sets`` (``MECHANISM_SETS``, as ``eval_sets`` draws them for ``task``):
+    ``panel.set_predictions``, the members fitted on the run's own predictable letters
+    (``sets["predictable"]``), over ``task``'s ``n_letters``. They do not depend on a model:
+    computed once per set of sets, the bar every model measured on them is judged against."""
     check(isinstance(sets, Mapping) and "predictable" in sets, "sets",
           sorted(sets) if isinstance(sets, Mapping) else sets,
           "the study's eval_sets (with 'predictable', the run's own predictable letters)")
-    return set_baselines({k: sets[k] for k in MECHANISM_SETS if k in sets}, sets["predictable"],
-                         task.n_letters)
+    return set_predictions({k: sets[k] for k in MECHANISM_SETS if k in sets}, sets["predictable"],
+                           task.n_letters)
+
+
+def mechanism_baselines(task: RepeatedBlocks, sets: Mapping[str, Batch]
+                        ) -> dict[str, dict[str, float]]:
+    """The losses of ``mechanism_predictions(task, sets)`` (``panel.bars``): {set: {member, ...,
+    "best", "oracle"}}, what ``mechanism_verdict`` and ``mechanism_label`` judge a model's losses
+    on the same sets against."""
+    return bars(mechanism_predictions(task, sets))
+
+
+def mechanism_bounds(model: HookedTransformer, sets: Mapping[str, Batch],
+                     predictions: Mapping[str, Mapping[str, analysis.Prediction]]
+                     ) -> dict[str, dict[str, tuple[float, float]]]:
+    """``model``'s margins' 95 % bootstrap intervals on the mechanism sets outside training
+    (``panel.margin_bounds``; ``sets``: the study's ``eval_sets``; ``predictions``:
+    ``mechanism_predictions`` of them)."""
+    outside = [k for k in MECHANISM_SETS[1:] if k in sets and k in predictions]
+    run = {k: analysis.model_prediction(model, sets[k]) for k in outside}
+    return margin_bounds(margin_draws(run, {k: predictions[k] for k in outside}))
 
 
 def mechanism_bars(base: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     """What each mechanism set's loss is judged against (``base``: ``mechanism_baselines``;
-    ``panel.OWN_SETS``): the in-context frequency copier on ``predictable`` and ``shifted`` (a
-    trained block length, which the position-only copier predicts), the better predictor without
-    induction on ``shorter`` and ``longer``; a loss ``MARGIN`` below its bar solves the set."""
+    ``own_sets.OWN_SETS``): the in-context frequency copier on ``predictable`` (learned) and
+    ``shifted`` (failed where not below it), the best predictor without induction on ``shorter``
+    and ``longer`` (beaten ``MARGIN`` below it)."""
     return own_bars(base)
 
 
-def mechanism_verdict(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]]) -> str:
-    """Which mechanism the losses on the mechanism sets point to.
+LABELS = ("content", "partial", "position")  # a learned run's labels; otherwise its state
+_VERDICTS = {
+    "content": "content-based (induction): beyond every predictor without induction on the "
+               "other block lengths, and no set failed",
+    "partial": "partial: beyond the predictors without induction on some of the other block "
+               "lengths, or on all of them while failing {failed}",
+    "position": "position: no better than a predictor without induction on the other block "
+                "lengths ({shifted})",
+}
 
-    ``losses``: {set: loss} on ``MECHANISM_SETS``; ``base``: the predictors without induction on
-    the same sets (``mechanism_baselines``). A set is solved when its loss is ``panel.MARGIN``
-    below its bar (``panel.solved``, the maps' rule): the in-context frequency copier on the
-    training distribution (``predictable``) and on the shifted start, the better of it and the
-    position-only copier on the other block lengths. An induction mechanism (content-based:
-    attend after an earlier copy of the current letter) solves a shifted start and other block
-    lengths; a fixed offset back (relative position) solves the shifted start only; absolute
-    position solves neither.
+
+def mechanism_verdict(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]],
+                      learning: bool | None = False,
+                      bounds: Mapping[str, Mapping[str, tuple[float, float]]] | None = None
+                      ) -> str:
+    """Which mechanism the losses on the mechanism sets point to, in words, by the maps' rule
+    (``own_sets.own_judge``: the same label and states as ``mechanism_label``).
+
+    ``losses``: {set: loss} on ``MECHANISM_SETS``; ``base``: the predictors on the same sets
+    (``mechanism_baselines``); ``learning``: whether the run was still learning at its end;
+    ``bounds``: its margins' intervals (``mechanism_bounds``; None: point estimates only). An
+    induction mechanism (content-based) beats every predictor without induction on other block
+    lengths and fails no set; a fixed offset back (relative position) solves a shifted start
+    only, absolute position not even that.
     """
-    ok = solved(losses, base)
-    if not ok["predictable"]:
+    v = own_judge(losses, base, learning, bounds)
+    if v["state"] == UNTRAINED:
         return "not solved in distribution yet"
-    other = all(v for k, v in ok.items() if k in ("shorter", "longer"))  # those that can tell
-    if ok["shifted"] and other:
-        return "content-based (induction): solves other block lengths and a shifted start"
-    if ok["shifted"]:
-        return "relative position (a fixed offset back): shifted start ok, other block lengths fail"
-    if other:
-        return "mixed: other block lengths ok, shifted start fails"
-    return "absolute position: fails with a shifted start and with other block lengths"
+    if v["state"] == STILL_LEARNING:
+        return "still learning: its loss was still falling at the end, no label yet"
+    if v["state"] == UNDECIDED:
+        return f"undecided: {v['undecided_because']}"
+    shifted = ("a shifted start fails too: absolute position" if "shifted" in v["failed_on"]
+               else "a shifted start is solved: a fixed offset back")
+    return _VERDICTS[v["label"]].format(failed=", ".join(v["failed_on"]), shifted=shifted)
 
 
-LABELS = ("content", "position", "neither")
+def mechanism_label(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]],
+                    learning: bool | None = False,
+                    bounds: Mapping[str, Mapping[str, tuple[float, float]]] | None = None
+                    ) -> str:
+    """The run's label by the maps' rule on its own mechanism sets (``own_sets.own_judge``; the
+    sets of ``task.mechanism_sets`` lie outside its training distribution): ``content``,
+    ``partial`` or ``position`` for a learned run, else its state (``untrained``, ``still
+    learning``, ``undecided``), the one vocabulary of notebook, scorecard and maps.
 
-
-def mechanism_label(losses: Mapping[str, float], base: Mapping[str, Mapping[str, float]]) -> str:
-    """The run's label from its losses on the mechanism sets (``losses``: {set: loss}; the sets
-    of ``task.mechanism_sets`` lie outside its training distribution), judged as
-    ``mechanism_verdict`` is, against the predictors without induction on the same sets
-    (``base``: ``mechanism_baselines``; ``panel.solved``):
-
-    * ``"content"``: the training distribution (``predictable``) AND every mechanism set (a
-      shifted start, shorter and longer blocks) solved: it copies by content (induction);
-    * ``"position"``: the training distribution solved, some mechanism set not: there it does
-      no better than a predictor without induction;
-    * ``"neither"``: the training distribution not solved (or not measured): not learned.
-    """
-    ok = solved(losses, base)
-    if not ok["predictable"]:
-        return "neither"
-    return "content" if all(ok.values()) else "position"
+    ``losses``: {set: loss}; ``base``: ``mechanism_baselines`` of the same sets; ``learning``:
+    whether it was still learning at its end (None: the log cannot tell, read as still
+    learning); ``bounds``: its margins' intervals (``mechanism_bounds``; None: point estimates
+    only)."""
+    v = own_judge(losses, base, learning, bounds)
+    return v["label"] if v["state"] == LEARNED else str(v["state"])
 
 
 BAR_ROW = "predictor without induction (the bar)"
@@ -178,19 +214,21 @@ BAR_ROW = "predictor without induction (the bar)"
 
 def mechanism_table(models: dict[str, Model], base: Mapping[str, Mapping[str, float]]
                     ) -> pd.DataFrame:
-    """Each model's loss on the mechanism sets and its ``mechanism_verdict``, under a last row
-    (``BAR_ROW``) with the bar of each set (``mechanism_bars`` of ``base``, the
+    """Each model's loss on the mechanism sets and its ``mechanism_verdict`` (from its losses
+    and whether it was still learning; the seed table's labels add the margins' intervals),
+    under a last row (``BAR_ROW``) with the bar of each set (``mechanism_bars`` of ``base``, the
     ``mechanism_baselines`` of the sets the models were measured on)."""
     rows = []
     for name, m in models.items():
         row: dict[str, Any] = {"model": name}
         row.update({k: m.losses.get(k) for k in MECHANISM_SETS})
-        row["verdict"] = mechanism_verdict(m.losses, base)
+        row["verdict"] = mechanism_verdict(m.losses, base, learning(m))
         rows.append(row)
     rows.append({"model": BAR_ROW, **mechanism_bars(base),
-                 "verdict": f"solved {MARGIN} nats below it (predictable, shifted: the "
-                            "in-context frequency copier; shorter, longer: the better of it and "
-                            "the position-only copier)"})
+                 "verdict": f"{MARGIN} nats below it: learned (predictable) or not failed "
+                            "(shifted) against the in-context frequency copier; shorter, longer: "
+                            "beyond the best predictor without induction, where that predictor "
+                            f"gets less than {TELLS:.0%} of induction's gain"})
     return pd.DataFrame(rows).set_index("model").round(3)
 
 
@@ -298,7 +336,7 @@ def algorithm_in_words(m: Model, base: Mapping[str, Mapping[str, float]],
                     key=lambda k: m.ablations[k]["predictable"] - intact)
         sents.append(f"Ablating {worst} hurts most: predictable-letter loss {intact:.2f} -> "
                      f"{m.ablations[worst]['predictable']:.2f} nats.")
-    sents.append(f"Mechanism check: {mechanism_verdict(m.losses, base)}.")
+    sents.append(f"Mechanism check: {mechanism_verdict(m.losses, base, learning(m))}.")
     return " ".join(sents)
 
 

@@ -9,6 +9,7 @@ the notebook's seed is never trained twice, and a run with more seeds reuses the
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -26,12 +27,14 @@ from ..claims import verdict_table
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from ..grid_training import train_grid
 from .causal import causal_numbers
-from .claims import CLAIMS, SETTINGS, SHORT, baselines_of, floor_and_chance, numbers
+from .claims import CLAIMS, SETTINGS, SHORT, floor_and_chance, numbers
 from ..protocol import judged_seeds
 from .design import CALIBRATION, MAIN, POST_SETTING, SIZES, experiment
 from .dynamics import InductionProbeData, probe_data
-from .measure import (MECHANISM_SETS, POST_SETS, Model, mechanism_baselines, mechanism_label,
-                      mechanism_verdict)
+from .measure import (MECHANISM_SETS, POST_SETS, Model, learning, mechanism_bounds,
+                      mechanism_label, mechanism_predictions, mechanism_verdict)
+from .own_sets import baselines_of, bounds_of
+from .panel import bars
 
 
 def load_seeds(size: str, seed: int, device: torch.device, cache_dir: str | Path | None = None,
@@ -91,8 +94,12 @@ def measure_seed(runs: Mapping[str, Model | HookedTransformer], data: InductionP
     ``runs`` are left as they are."""
     models = {name: _measured_for_claims(_as_model(name, r), data) for name, r in runs.items()}
     floor, chance = floor_and_chance(data.task)
-    base = mechanism_baselines(data.task, data.sets) if "predictable" in data.sets else {}
-    out = numbers({"models": models, "chance": chance, "floor": floor, "base": base})
+    predictions = (mechanism_predictions(data.task, data.sets) if "predictable" in data.sets
+                   else {})
+    bounds = {name: mechanism_bounds(m.model, data.sets, predictions)
+              for name, m in models.items()} if predictions else {}
+    out = numbers({"models": models, "chance": chance, "floor": floor, "base": bars(predictions),
+                   "bounds": bounds, "learning": {n: learning(m) for n, m in models.items()}})
     if data.causal is not None:  # the causal tests (``causal.causal_numbers``)
         out.update(causal_numbers({n: m.model for n, m in models.items()}, data.causal))
     return out
@@ -121,21 +128,25 @@ def _prefers(n: Mapping[str, float], short: str) -> str:
     return "option 1" if o1 < o2 else "option 2"
 
 
-def _mechanism_of(n: Mapping[str, float], short: str) -> tuple[dict[str, float],
-                                                                dict[str, dict[str, float]]]:
+def _mechanism_of(n: Mapping[str, float], short: str) -> tuple:
     """(the model ``short``'s losses on the mechanism sets, the predictors without induction on
-    them) from one seed's numbers ``n``; what was not measured is left out."""
-    return {k: n[f"{short}.{k}"] for k in MECHANISM_SETS if f"{short}.{k}" in n}, baselines_of(n)
+    them, whether it was still learning (None: cannot tell), its margins' intervals) from one
+    seed's numbers ``n``; what was not measured is left out."""
+    still = n.get(f"{short}.still_learning", 0.0)
+    return ({k: n[f"{short}.{k}"] for k in MECHANISM_SETS if f"{short}.{k}" in n},
+            baselines_of(n), None if math.isnan(still) else bool(still), bounds_of(n, short))
 
 
 def labels(n: Mapping[str, float]) -> dict[str, str]:
-    """One seed's mechanism label per model (``measure.mechanism_label`` against the seed's
-    predictors without induction, ``base.*``): {short name: label}."""
+    """One seed's mechanism label per model (``measure.mechanism_label``, the maps' rule, with
+    the seed's predictors without induction, ``base.*``, the model's margins' intervals and
+    whether it was still learning): {short name: content / partial / position, or its state}."""
     return {short: mechanism_label(*_mechanism_of(n, short)) for short in SHORT.values()}
 
 
 def seed_table(per_seed: Mapping[int, Mapping[str, float]]) -> pd.DataFrame:
-    """One row per seed: each model's mechanism label (content / position / neither), test
+    """One row per seed: each model's mechanism label (content / partial / position, or its
+    state: untrained, still learning, undecided), test
     losses, the option each model's losses favour, the heads that copy / suppress, and each
     claim's verdict for that seed (from the claims' own tests)."""
     rows = []
@@ -157,13 +168,15 @@ def seed_table(per_seed: Mapping[int, Mapping[str, float]]) -> pd.DataFrame:
     return table.join(verdict_table(CLAIMS, per_seed))
 
 
-_MECHANISM = {"content-based": "by induction (content): it also solves a shifted start and other "
-                               "block lengths",
-              "relative position": "by a fixed offset back: a shifted start is solved, other block "
-                                   "lengths are not",
-              "absolute position": "by absolute position, not by induction: it fails with a "
-                                   "shifted start and with other block lengths",
-              "mixed": "partly by content: other block lengths are solved, a shifted start is not",
+_MECHANISM = {"content-based": "by induction (content): beyond every predictor without "
+                               "induction on other block lengths, failing no set",
+              "partial": "partly by content: beyond the predictors without induction on some "
+                         "of the other block lengths, or failing a set induction solves",
+              "position": "by position, not by induction: no better than a predictor without "
+                          "induction on other block lengths",
+              "undecided": "undecided: a margin's interval straddles the cut, or too few sets "
+                           "can tell",
+              "still learning": "not yet: it was still learning when it stopped",
               "not solved": "not at all yet: the predictable letters are not solved in "
                             "distribution"}
 
@@ -177,7 +190,7 @@ def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, si
     at = at_setting(SETTINGS, size, POST_SETTING, "the post's")
     for short, label in (("2l", "The 2-layer model"), ("smeared", "The 1-layer smeared model")):
         verdicts = [mechanism_verdict(*_mechanism_of(n, short))
-                    for n in measured if "base.predictable.copier" in n]
+                    for n in measured if "base.predictable.oracle" in n]
         if verdicts:
             top, count = max(((v, verdicts.count(v)) for v in set(verdicts)), key=lambda x: x[1])
             key = next(k for k in _MECHANISM if top.startswith(k))

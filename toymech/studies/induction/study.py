@@ -12,7 +12,7 @@ from ...core import Setting
 from ...tasks import Batch, Task
 from ...training import Experiment
 from ..protocol import Study
-from . import causal, design, dynamics, map_measure, over_seeds
+from . import causal, design, dynamics, map_measure, over_seeds, panel
 from .claims import CLAIMS, SETTINGS, SOURCE
 from .predictions import MAP_PREDICTIONS
 
@@ -40,6 +40,9 @@ class InductionStudy(Study):
     dynamics_shown = dynamics.CAUSAL_SHOWN
     map_label = map_measure.MAP_LABEL
     map_predictions = MAP_PREDICTIONS
+    null_family = panel.NULL_FAMILY
+    # the maps its results page shows first (docs/results/), the first as its figure
+    results_maps = ("s1-capacity", "s1-smeared")
 
     def experiments(self, size: Setting | str, seeds: Sequence[int]) -> list[Experiment]:
         return design.experiments(size, seeds)

@@ -10,7 +10,7 @@ width ladder), ``measure`` (train/load a grid, one row per run), ``tables`` (wha
 shows), ``claims`` (the paper's claims; ``numbers``: one seed's tables -> named numbers),
 ``over_seeds`` (one seed's runs -> ``measure_seed``, the null world, the findings), ``dynamics``
 (through training), ``causal`` (the causal tests), ``map_measure`` (one run's row and label for
-a map).
+a map, judged against the null family declared there).
 """
 
 from ..findings import not_run

@@ -127,10 +127,15 @@ SETTINGS = StudySettings.of_sizes(lambda size: {**setting(size), **RECIPE_SETTIN
 
 
 # --- the verdicts' pieces ----------------------------------------------------------------------
+def solved_floor(chance: float) -> float:
+    """The least accuracy that solves a task whose trivial predictor scores ``chance``: at least
+    ``SOLVED`` and at least half way from chance to 1."""
+    return max(SOLVED, chance + (1 - chance) / 2)
+
+
 def task_solved(n: Numbers, key: str, task: str) -> bool:
-    """At least ``SOLVED`` and at least half way from chance to 1."""
-    chance = n[f"chance.{task}"]
-    return n[key] >= max(SOLVED, chance + (1 - chance) / 2)
+    """At least ``SOLVED`` and at least half way from chance to 1 (``solved_floor``)."""
+    return n[key] >= solved_floor(n[f"chance.{task}"])
 
 
 def _learned(n: Numbers, key: str, task: str, level: float = 0.9) -> bool:

@@ -108,7 +108,8 @@ def ladder_sentence(summary: pd.DataFrame | None) -> str:
             return f"{mode} not up to width {int(widest)}"
         parts.append(f"{r['task']}: {say('random')}, {say('normal')}")
     return (f"Solved (the maps' label: held-out accuracy on the whole answer at least "
-            f"{claims.SOLVED:.0%} and half way from chance) on most seeds of a width, each rung "
+            f"{claims.SOLVED:.0%}, half way from chance, and beyond every predictor of the "
+            "task's null family by the map's margin) on most seeds of a width, each rung "
             "the recipe's step budget: "
             + "; ".join(parts) + f". The paper's Table 1 is at width {PAPER_WIDTH}.")
 

@@ -33,6 +33,9 @@ class RandomTransformersStudy(Study):
     optional_run_names = design.OPTIONAL_RUNS
     dynamics_names = dynamics.DYNAMICS_METRICS
     map_label = map_measure.MAP_LABEL
+    null_family = map_measure.NULL_FAMILY
+    # the maps its results page shows first (docs/results/), the first as its figure
+    results_maps = ("s3-budget-parentheses", "s3-width-parentheses")
 
     def experiments(self, size: Setting | str, seeds: Sequence[int]) -> list[Experiment]:
         return design.experiments(size, seeds)
