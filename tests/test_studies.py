@@ -102,9 +102,34 @@ def test_a_study_whose_tables_break_a_rule_is_refused_when_made():
         _declared(own_options=frozenset({"also"}))()
     with pytest.raises(ValueError, match="^calibration="):
         _declared(calibration={"huge": (0,)})()
+    with pytest.raises(ValueError, match="^null_family="):  # a null family, no map row
+        _declared(null_family=("chance",))()
+    with pytest.raises(ValueError, match="^results_maps="):
+        _declared(results_maps="s1-capacity")()  # a string, not a tuple of names
+    with pytest.raises(ValueError, match="^results_maps="):
+        _declared(results_maps=("",))()
     maps = _declared(map_row=lambda self, run, size, seed: {"label": "x"}, map_label="x")()
     assert maps.maps and not template.maps
+    assert template.null_family == () and template.results_maps == ()
     assert template.map_panel([]) is None and template.map_evidence(None) == ""
+
+
+def test_each_mapping_study_declares_its_null_family_and_results_maps():
+    """Each built-in study names the null family its map label is judged against (kept in one
+    place of its modules) and the maps its results page leads with, among its shipped maps."""
+    from toymech.studies.birth import nulls
+    from toymech.studies.induction import panel
+    from toymech.studies.random_transformers import map_measure
+
+    family = {"induction": panel.NULL_FAMILY, "birth": nulls.NULL_FAMILY,
+              "random_transformers": map_measure.NULL_FAMILY}
+    shipped = {p.stem for p in (ROOT / "docs" / "maps").glob("*.csv")}
+    for name in family:
+        study = protocol.study(name)
+        assert study.maps and study.null_family is family[name], name
+        assert study.null_family and study.results_maps, name
+        for map_name in study.results_maps:
+            assert any(s.startswith(map_name + "-") for s in shipped), (name, map_name)
 
 
 def test_what_every_study_shares_is_defined_once():
