@@ -20,15 +20,97 @@ else:
     torch.set_num_threads(min(2, torch.get_num_threads()))
 
 
+# The two tiers. `./run.sh test` runs every test (CI); `./run.sh test --quick` (pytest --quick, or
+# -m "not slow") leaves out the slow tier: every test carrying one of SLOW_MARKS, every test using
+# one of SLOW_FIXTURES (MODULE.NAME: where the fixture is defined) and every test in SLOW_TESTS
+# (a module, or MODULE::FUNCTION with all its parametrisations). CONTRIBUTING.md says when to run
+# which. An entry naming a fixture or test that a collected module no longer has stops collection.
+SLOW_MARKS = ("notebook", "browser", "sphinx", "kill", "ray", "slow")
+SLOW_FIXTURES = {
+    "conftest.smoke_reports": "notebook",  # every project notebook executed at smoke
+    "conftest.smoke_map_page": "notebook",  # a map trained and its page rendered
+    "test_browser.browser": "browser",  # headless Chromium
+    "test_docs.site": "sphinx",
+    "test_report.built": "notebook",
+    "test_report_reader.reader": "notebook",
+    "test_sweep.both_backends": "ray",
+}
+SLOW_TESTS = {
+    "test_report_resume": "kill",
+    "test_sweep::test_sigkill_of_the_driver_then_rerun_finishes_the_sweep": "kill",
+    "test_sweep::test_a_study_grid_runs_on_local_ray_like_in_process": "ray",
+    "test_sweep_backends::test_a_real_embedded_ray_records_its_start": "ray",
+    "test_zoo::test_a_sweep_adds_the_trials_its_ray_workers_ran": "ray",
+    "test_zoo_integrity::test_kill_at_each_fault_point_loses_and_corrupts_nothing": "kill",
+    "test_maps::test_smoke_map_killed_and_resumed": "kill",
+    "test_bad_input_reports::test_a_killed_rerun_leaves_the_last_finished_run_served": "kill",
+    "test_bad_input_reports::test_ctrl_c_during_a_report_ends_on_one_line": "kill",
+    "test_bad_input_reports::test_two_reports_into_one_out": "notebook",
+}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--quick", action="store_true",
+                     help="the quick tier: leave out the tests marked slow (notebooks, browsers, "
+                          "Sphinx, kill-and-resume, Ray, long training); see CONTRIBUTING.md")
+
+
+def _module(item) -> str:
+    return item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+
+def _fixtures(item) -> set[str]:
+    """MODULE.NAME of every fixture ``item`` uses, directly or through another fixture."""
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return {f"{d.func.__module__.rsplit('.', 1)[-1]}.{name}"
+            for name, found in defs.items() for d in found}
+
+
+def _slow_mark(item) -> str | None:
+    """Why ``item`` is in the slow tier (one of SLOW_MARKS), or None for the quick tier."""
+    module = _module(item)
+    for key in (f"{module}::{getattr(item, 'originalname', item.name)}", module):
+        if key in SLOW_TESTS:
+            return SLOW_TESTS[key]
+    used = _fixtures(item)
+    for fixture, mark in SLOW_FIXTURES.items():
+        if fixture in used:
+            return mark
+    return next((m for m in SLOW_MARKS if item.get_closest_marker(m)), None)
+
+
+def _check_slow_lists(items) -> None:
+    """Every SLOW_TESTS and SLOW_FIXTURES entry of a collected module names what is there."""
+    modules, seen = set(), set()
+    for item in items:
+        module = _module(item)
+        modules.add(module)
+        seen |= {module, f"{module}::{getattr(item, 'originalname', item.name)}"} | _fixtures(item)
+    named = [*SLOW_TESTS, *(k for k in SLOW_FIXTURES if not k.startswith("conftest."))]
+    stale = [key for key in named if key.split("::")[0].split(".")[0] in modules and key not in seen]
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py names tests or fixtures not there: {stale}")
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the groups
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (--dist loadgroup) the tests that read the executed notebooks share one
-    worker, so the notebooks still execute once per run (and so do those that read the map's page)."""
+    worker, so the notebooks still execute once per run (and so do those that read the map's page).
+    Marks the slow tier (``_slow_mark``), and with ``--quick`` leaves it out."""
+    _check_slow_lists(items)
     for item in items:
         for shared in ("smoke_reports", "smoke_map_page"):  # the map's page: built once too
             if shared in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(shared))
                 break
+        mark = _slow_mark(item)
+        if mark is not None:
+            item.add_marker(getattr(pytest.mark, mark))
+            item.add_marker(pytest.mark.slow)
+    if config.getoption("quick"):
+        quick = [item for item in items if not item.get_closest_marker("slow")]
+        config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker("slow")])
+        items[:] = quick
 
 
 @pytest.fixture(autouse=True)
