@@ -23,8 +23,11 @@ else:
 # The two tiers. `./run.sh test` runs every test (CI); `./run.sh test --quick` (pytest --quick, or
 # -m "not slow") leaves out the slow tier: every test carrying one of SLOW_MARKS, every test using
 # one of SLOW_FIXTURES (MODULE.NAME: where the fixture is defined) and every test in SLOW_TESTS
-# (a module, or MODULE::FUNCTION with all its parametrisations). CONTRIBUTING.md says when to run
-# which. An entry naming a fixture or test that a collected module no longer has stops collection.
+# (a whole module, or its functions, each with all its parametrisations). CONTRIBUTING.md says
+# when to run which. `slow` there: a test that starts fresh Python processes (each imports torch
+# again: the CLI, plugins, imports checked in a new interpreter) or trains or measures models for
+# more than a couple of seconds. An entry naming a fixture or test that a collected module no
+# longer has stops collection (tests/test_tiers.py).
 SLOW_MARKS = ("notebook", "browser", "sphinx", "kill", "ray", "slow")
 SLOW_FIXTURES = {
     "conftest.smoke_reports": "notebook",  # every project notebook executed at smoke
@@ -36,16 +39,142 @@ SLOW_FIXTURES = {
     "test_sweep.both_backends": "ray",
 }
 SLOW_TESTS = {
+    "test_bad_input": {
+        "test_end_to_end_no_traceback": "slow",
+    },
+    "test_bad_input_reliability": {
+        "test_handled_two_writers_of_one_map_at_once_keep_every_row": "slow",
+    },
+    "test_bad_input_reports": {
+        "test_a_killed_rerun_leaves_the_last_finished_run_served": "kill",
+        "test_ctrl_c_during_a_report_ends_on_one_line": "kill",
+        "test_two_reports_into_one_out": "notebook",
+    },
+    "test_birth_map": {
+        "test_untrained_models_are_untrained_with_no_label_on_every_data": "slow",
+    },
+    "test_callbacks_in_processes": {
+        "test_birth_probes_in_spawned_processes_equal_a_run_in_this_process": "slow",
+    },
+    "test_causal_studies": {
+        "test_untrained_induction_models_pass_no_causal_claim": "slow",
+    },
+    "test_chance_named": {
+        "test_every_scorecards_chance_is_the_uniform_guess_of_its_task": "slow",
+    },
+    "test_claims_null": {
+        "test_null_world": "slow",
+    },
+    "test_cli": {
+        "test_bad_input_is_one_line_exit_2": "slow",
+        "test_train_list_and_config_round_trip": "slow",
+        "test_report_exit_codes_and_outputs": "slow",
+        "test_report_default_notebooks_from_dir": "slow",
+        "test_bad_config_file": "slow",
+    },
+    "test_docs": {
+        "test_getting_started_runs": "slow",
+        "test_the_readme_example_runs_and_ends_with_a_figure": "slow",
+    },
+    "test_fast": {
+        "test_the_hand_written_attention_against_autograd": "slow",
+        "test_training_with_and_without_the_fast_path_agree": "slow",
+    },
+    "test_imports": {
+        "test_every_module_imports_first": "slow",
+        "test_import_toymech_is_light_and_explore_is_a_lazy_attribute": "slow",
+    },
+    "test_induction_study": {
+        "test_seeds_train_once_and_are_measured_per_seed": "slow",
+        "test_measure_returns_a_new_model_and_leaves_its_input_as_it_was": "slow",
+        "test_untrained_models_are_neither_and_their_bars_are_measured_once_per_seed": "slow",
+    },
+    "test_knobs": {
+        "test_the_documented_papermill_command_gives_the_notebook_a_mapping": "notebook",
+        "test_null_world_at_a_variant": "slow",
+        "test_source_values_build_the_study_itself": "slow",
+        "test_induction_labels_untrained_are_never_content": "slow",
+    },
+    "test_ladder": {
+        "test_the_ladder_command_and_the_map_give_the_same_table_from_one_zoo": "slow",
+    },
+    "test_layers": {
+        "test_importing_a_layer_loads_nothing_above_it": "slow",
+    },
+    "test_llc": {
+        "test_a_regular_model_has_half_its_dimension": "slow",
+        "test_a_redundant_parameter_lowers_the_coefficient": "slow",
+    },
+    "test_map_page": {
+        "test_map_page_is_built_and_listed_in_the_index": "slow",
+    },
+    "test_maps": {
+        "test_smoke_map_killed_and_resumed": "kill",
+        "test_every_study_maps_at_smoke": "slow",
+        "test_report_folder_refused_before_any_training": "slow",
+        "test_runs_still_learning_are_continued_until_the_cap": "slow",
+    },
+    "test_models": {
+        "test_saved_model_loads_in_a_fresh_interpreter": "slow",
+    },
+    "test_plugins": {
+        "test_an_installed_distributions_entry_points_register_its_task_and_study": "slow",
+        "test_import_registers_a_task_and_a_study": "slow",
+        "test_without_the_import_the_name_is_unknown_and_bad_modules_refused": "slow",
+        "test_a_broken_installed_plugin_is_one_line_naming_its_entry_point": "slow",
+    },
+    "test_random_transformers": {
+        "test_measure_seeds_from_the_zoo_equals_the_notebooks_tables": "slow",
+        "test_run_grid_stacked_equals_sequential_rows": "slow",
+        "test_baselines_shapes_causality_and_training": "slow",
+        "test_run_grid_rows_and_summary": "slow",
+    },
+    "test_report": {
+        "test_parallel_jobs_keep_order_and_results": "notebook",
+    },
+    "test_report_reader": {
+        "test_progress_names_the_section_of_the_running_cell": "notebook",
+    },
     "test_report_resume": "kill",
-    "test_sweep::test_sigkill_of_the_driver_then_rerun_finishes_the_sweep": "kill",
-    "test_sweep::test_a_study_grid_runs_on_local_ray_like_in_process": "ray",
-    "test_sweep_backends::test_a_real_embedded_ray_records_its_start": "ray",
-    "test_zoo::test_a_sweep_adds_the_trials_its_ray_workers_ran": "ray",
-    "test_zoo_integrity::test_kill_at_each_fault_point_loses_and_corrupts_nothing": "kill",
-    "test_maps::test_smoke_map_killed_and_resumed": "kill",
-    "test_bad_input_reports::test_a_killed_rerun_leaves_the_last_finished_run_served": "kill",
-    "test_bad_input_reports::test_ctrl_c_during_a_report_ends_on_one_line": "kill",
-    "test_bad_input_reports::test_two_reports_into_one_out": "notebook",
+    "test_rt_width16": {
+        "test_the_width16_rows_fail_on_untrained_models": "slow",
+    },
+    "test_setting_keys": {
+        "test_named_experiments_keep_their_zoo_keys": "slow",
+    },
+    "test_studies": {
+        "test_template_runs_at_smoke": "slow",
+    },
+    "test_study_dynamics": {
+        "test_through_training_walks_the_zoo_snapshots": "slow",
+        "test_induction_metrics_keys_and_training": "slow",
+    },
+    "test_sweep": {
+        "test_sigkill_of_the_driver_then_rerun_finishes_the_sweep": "kill",
+        "test_a_study_grid_runs_on_local_ray_like_in_process": "ray",
+        "test_explicit_experiments_run_as_a_sweep_and_group_their_seeds": "slow",
+    },
+    "test_sweep_backends": {
+        "test_a_real_embedded_ray_records_its_start": "ray",
+        "test_an_automatic_choice_falls_back_to_local_processes": "slow",
+    },
+    "test_tiers": {
+        "test_quick_leaves_out_the_slow_tier_and_keeps_the_rest": "slow",
+    },
+    "test_train_missing": {
+        "test_two_processes_store_what_one_thread_alone_trains": "slow",
+        "test_runs_trained_by_the_workers_count_as_trained_not_as_read_from_the_zoo": "slow",
+    },
+    "test_training": {
+        "test_short_cpu_run_learns": "slow",
+    },
+    "test_zoo": {
+        "test_a_sweep_adds_the_trials_its_ray_workers_ran": "ray",
+    },
+    "test_zoo_integrity": {
+        "test_kill_at_each_fault_point_loses_and_corrupts_nothing": "kill",
+        "test_two_processes_train_one_entry_at_once": "slow",
+    },
 }
 
 
@@ -66,12 +195,19 @@ def _fixtures(item) -> set[str]:
             for name, found in defs.items() for d in found}
 
 
+def _listed() -> dict[str, str]:
+    """SLOW_TESTS as MODULE (a whole module) or MODULE::FUNCTION -> its mark."""
+    return {**{m: v for m, v in SLOW_TESTS.items() if isinstance(v, str)},
+            **{f"{m}::{f}": mark for m, v in SLOW_TESTS.items() if isinstance(v, dict)
+               for f, mark in v.items()}}
+
+
 def _slow_mark(item) -> str | None:
     """Why ``item`` is in the slow tier (one of SLOW_MARKS), or None for the quick tier."""
-    module = _module(item)
+    module, listed = _module(item), _listed()
     for key in (f"{module}::{getattr(item, 'originalname', item.name)}", module):
-        if key in SLOW_TESTS:
-            return SLOW_TESTS[key]
+        if key in listed:
+            return listed[key]
     used = _fixtures(item)
     for fixture, mark in SLOW_FIXTURES.items():
         if fixture in used:
@@ -86,8 +222,8 @@ def _check_slow_lists(items) -> None:
         module = _module(item)
         modules.add(module)
         seen |= {module, f"{module}::{getattr(item, 'originalname', item.name)}"} | _fixtures(item)
-    named = [*SLOW_TESTS, *(k for k in SLOW_FIXTURES if not k.startswith("conftest."))]
-    stale = [key for key in named if key.split("::")[0].split(".")[0] in modules and key not in seen]
+    named = [*_listed(), *(k for k in SLOW_FIXTURES if not k.startswith("conftest."))]
+    stale = [k for k in named if k.split("::")[0].split(".")[0] in modules and k not in seen]
     if stale:
         raise pytest.UsageError(f"tests/conftest.py names tests or fixtures not there: {stale}")
 
