@@ -50,17 +50,8 @@ SLOW_TESTS = {
         "test_ctrl_c_during_a_report_ends_on_one_line": "kill",
         "test_two_reports_into_one_out": "notebook",
     },
-    "test_birth_map": {
-        "test_untrained_models_are_untrained_with_no_label_on_every_data": "slow",
-    },
     "test_callbacks_in_processes": {
         "test_birth_probes_in_spawned_processes_equal_a_run_in_this_process": "slow",
-    },
-    "test_causal_studies": {
-        "test_untrained_induction_models_pass_no_causal_claim": "slow",
-    },
-    "test_chance_named": {
-        "test_every_scorecards_chance_is_the_uniform_guess_of_its_task": "slow",
     },
     "test_claims_null": {
         "test_null_world": "slow",
@@ -76,10 +67,6 @@ SLOW_TESTS = {
         "test_getting_started_runs": "slow",
         "test_the_readme_example_runs_and_ends_with_a_figure": "slow",
     },
-    "test_fast": {
-        "test_the_hand_written_attention_against_autograd": "slow",
-        "test_training_with_and_without_the_fast_path_agree": "slow",
-    },
     "test_imports": {
         "test_every_module_imports_first": "slow",
         "test_import_toymech_is_light_and_explore_is_a_lazy_attribute": "slow",
@@ -87,23 +74,16 @@ SLOW_TESTS = {
     "test_induction_study": {
         "test_seeds_train_once_and_are_measured_per_seed": "slow",
         "test_measure_returns_a_new_model_and_leaves_its_input_as_it_was": "slow",
-        "test_untrained_models_are_neither_and_their_bars_are_measured_once_per_seed": "slow",
     },
     "test_knobs": {
         "test_the_documented_papermill_command_gives_the_notebook_a_mapping": "notebook",
         "test_null_world_at_a_variant": "slow",
-        "test_source_values_build_the_study_itself": "slow",
-        "test_induction_labels_untrained_are_never_content": "slow",
     },
     "test_ladder": {
         "test_the_ladder_command_and_the_map_give_the_same_table_from_one_zoo": "slow",
     },
     "test_layers": {
         "test_importing_a_layer_loads_nothing_above_it": "slow",
-    },
-    "test_llc": {
-        "test_a_regular_model_has_half_its_dimension": "slow",
-        "test_a_redundant_parameter_lowers_the_coefficient": "slow",
     },
     "test_map_page": {
         "test_map_page_is_built_and_listed_in_the_index": "slow",
@@ -112,7 +92,6 @@ SLOW_TESTS = {
         "test_smoke_map_killed_and_resumed": "kill",
         "test_every_study_maps_at_smoke": "slow",
         "test_report_folder_refused_before_any_training": "slow",
-        "test_runs_still_learning_are_continued_until_the_cap": "slow",
     },
     "test_models": {
         "test_saved_model_loads_in_a_fresh_interpreter": "slow",
@@ -125,9 +104,6 @@ SLOW_TESTS = {
     },
     "test_random_transformers": {
         "test_measure_seeds_from_the_zoo_equals_the_notebooks_tables": "slow",
-        "test_run_grid_stacked_equals_sequential_rows": "slow",
-        "test_baselines_shapes_causality_and_training": "slow",
-        "test_run_grid_rows_and_summary": "slow",
     },
     "test_report": {
         "test_parallel_jobs_keep_order_and_results": "notebook",
@@ -139,20 +115,9 @@ SLOW_TESTS = {
     "test_rt_width16": {
         "test_the_width16_rows_fail_on_untrained_models": "slow",
     },
-    "test_setting_keys": {
-        "test_named_experiments_keep_their_zoo_keys": "slow",
-    },
-    "test_studies": {
-        "test_template_runs_at_smoke": "slow",
-    },
-    "test_study_dynamics": {
-        "test_through_training_walks_the_zoo_snapshots": "slow",
-        "test_induction_metrics_keys_and_training": "slow",
-    },
     "test_sweep": {
         "test_sigkill_of_the_driver_then_rerun_finishes_the_sweep": "kill",
         "test_a_study_grid_runs_on_local_ray_like_in_process": "ray",
-        "test_explicit_experiments_run_as_a_sweep_and_group_their_seeds": "slow",
     },
     "test_sweep_backends": {
         "test_a_real_embedded_ray_records_its_start": "ray",
@@ -164,9 +129,6 @@ SLOW_TESTS = {
     "test_train_missing": {
         "test_two_processes_store_what_one_thread_alone_trains": "slow",
         "test_runs_trained_by_the_workers_count_as_trained_not_as_read_from_the_zoo": "slow",
-    },
-    "test_training": {
-        "test_short_cpu_run_learns": "slow",
     },
     "test_zoo": {
         "test_a_sweep_adds_the_trials_its_ray_workers_ran": "ray",
