@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import inspect
 import os
-import re
 import subprocess
 import sys
 import textwrap
@@ -108,4 +107,3 @@ def test_quick_leaves_out_the_slow_tier_and_keeps_the_rest():
     assert "test_a_bad_start_budget_is_refused" in quick
     assert "test_a_real_embedded_ray_records_its_start" not in quick
     assert "test_a_killed_report_trains_only_what_is_missing_on_rerun" not in quick
-    assert re.search(r"\b2 deselected\b", done.stdout), done.stdout[-500:]
