@@ -77,8 +77,9 @@ class EntryLock:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ValueError(f"zoo={str(self.path.parent)!r} is not allowed: a folder toymech can "
-                             f"create and write ({exc.strerror or exc})") from None
+            raise ValueError(f"folder={str(self.path.parent)!r} is not allowed: a folder toymech "
+                             f"can create and write, for the lock of {self.what} "
+                             f"({exc.strerror or exc})") from None
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY
@@ -89,8 +90,9 @@ class EntryLock:
                     self._break(holder[0])
                 continue
             except OSError as exc:
-                raise ValueError(f"zoo={str(self.path.parent)!r} is not allowed: a folder toymech "
-                                 f"can write (creating {self.path.name}: {exc.strerror})") from None
+                raise ValueError(f"folder={str(self.path.parent)!r} is not allowed: a folder "
+                                 f"toymech can write, for the lock of {self.what} (creating "
+                                 f"{self.path.name}: {exc.strerror})") from None
             nonce = secrets.token_hex(8)
             info = {"pid": os.getpid(), "host": HOST, "hostname": socket.gethostname(),
                     "start": process_start(os.getpid()), "time": time.time(), "nonce": nonce}
