@@ -67,11 +67,11 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 # --------------------------------------------------------------------------------------------
 
 def files_of(folder: Path, name: str) -> list[str]:
-    """Every file name a map called ``name`` writes into ``folder`` (those of refinements and of
-    runs continued by the budget policy that are there included)."""
+    """Every file name a map called ``name`` writes into ``folder`` (those of refinements, of
+    runs continued by the budget policy and of rows measured again that are there included)."""
     names = [f"{name}.csv", f"{name}.parquet", f"{name}.runs.csv", f"{name}.runs.csv.meta.json"]
     if folder.is_dir():
-        names += sorted(p.name for pattern in ("refine", "converge")
+        names += sorted(p.name for pattern in ("refine", "converge", "remeasure")
                         for p in folder.glob(f"{name}.{pattern}-*.runs.csv*"))
     return names
 
