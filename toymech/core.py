@@ -227,7 +227,7 @@ def check_path_writable_dir(name: str, path: Any) -> "Path":
     return p
 
 
-def _probe(name: str, given: Any, folder: "Path", allowed: str) -> None:
+def _probe(name: str, given: Any, folder: Any, allowed: str) -> None:
     """Permissions do not tell everything (root in /proc, a read-only mount): make a folder in
     ``folder`` and remove it again, as the caller's mkdir would."""
     probe = folder / f".toymech-probe-{os.getpid()}-{id(given):x}"

@@ -43,7 +43,7 @@ from . import experiments
 from .studies import knobs as study_knobs, protocol as study_protocol
 from .core import Setting, check, check_bool, check_seed, check_size, jsonable
 from .models.reference import training_cost
-from .sweep.runner import check_options, check_retries, run_trials
+from .sweep.runner import check_options, check_retries, preflight_all, run_trials
 from .sweep.table import MAX_TRIALS, SweepResult, Trial, check_common, explicit_trials, sweep_name
 from .training import Experiment
 from .training.experiment import SECTIONS, apply_overrides
@@ -204,6 +204,8 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
     path = out if out is not None else zoo.root / "sweeps" / f"{sweep_name(spec, stem)}.csv"
     missing = {str(zoo.path(t.exp, t.tag)): t for t in trials if not zoo.has(t.exp, t.tag)}
     confirm_cost = check_bool("confirm_cost", confirm_cost)
+    check(log is None or callable(log), "log", log, "None or a callable taking one line")
+    preflight_all(list(missing.values()), device if not address else "cpu")  # then the cost
     training_cost([t.exp for t in missing.values() if t.size == "smoke"], "smoke",
                   confirmed=confirm_cost)  # smoke's budget: refused before any work
     training_cost([t.exp for t in missing.values()], None, log=log)

@@ -124,7 +124,7 @@ def load_experiment(args: argparse.Namespace):
 
 def cmd_train(args: argparse.Namespace) -> int:
     from toymech import listing
-    from toymech.devices import apply_threads, check_device
+    from toymech.devices import apply_threads, check_device, resolve_device
     from toymech.zoo import Zoo
 
     check_cache(args.cache)
@@ -148,12 +148,18 @@ def cmd_train(args: argparse.Namespace) -> int:
         return EXIT_OK
     zoo = Zoo(args.cache, lock_timeout=args.lock_timeout)
     log = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
-    if args.retrain or not zoo.has(experiment):  # its cost said (or refused) before it trains
+    apply_threads(args.threads, log=log)  # explicit, $TOYMECH_THREADS, else the free cores
+    if args.retrain or not zoo.has(experiment):  # every check, then its cost said (or refused)
+        from toymech.core import check_path_writable_dir
         from toymech.models.reference import training_cost
+        from toymech.training import preflight
+        from toymech.zoo import inventory
 
+        inventory.check_root(zoo.root)
+        check_path_writable_dir("zoo", zoo.root)
+        preflight(experiment, resolve_device(args.device), keep_model=False)
         training_cost([experiment], None if args.config else (args.size or "default"),
                       confirmed=args.yes, log=log)
-    apply_threads(args.threads, log=log)  # explicit, $TOYMECH_THREADS, else the free cores
     entry = zoo.get_or_train(experiment, device=args.device, retrain=args.retrain,
                              progress=not args.quiet, log=log)
     label = experiment.name or experiment.task.name

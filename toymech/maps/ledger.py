@@ -226,7 +226,7 @@ def writing(folder: Path, spec: Mapping[str, Any], log=None, timeout: float | No
     """Hold the lock of map ``spec`` in ``folder`` (writers of one map take turns), waiting at
     most ``timeout`` seconds (None: ``$TOYMECH_LOCK_TIMEOUT``, else 6 hours)."""
     lock = EntryLock(folder, f"map-{spec['name']}", log=log, timeout=timeout,
-                     what=f"map {spec['name']} in {folder}")
+                     what=f"map {spec['name']} in {folder}", where="map folder")
     lock.acquire()
     try:
         yield
@@ -296,6 +296,21 @@ def _numbers(table: pd.DataFrame) -> list[str]:
     knobs = set(knob_columns(table).values())
     return [c for c in table.columns if c not in ("seed", "refined", ROW_HASH)
             and c not in knobs and pd.api.types.is_float_dtype(table[c])]
+
+
+def differences(old: dict[str, Any], new: dict[str, Any] | None) -> str:
+    """What in row ``old`` (without a hash) differs from ``new``, its run measured again: ""
+    where nothing does (its commit and hash aside)."""
+    if new is None:
+        return "its run could not be measured again (the zoo key it names is not the run's)"
+    for c, v in old.items():
+        if c in ("commit", ROW_HASH) or v is None or v == "" or (
+                isinstance(v, float) and math.isnan(v)):
+            continue
+        if row_text(v) != row_text(new.get(c)):
+            return (f"its {c}={v!r} is not what its run measures now ({new.get(c)!r}: edited, "
+                    "or measured by an older rule)")
+    return ""
 
 
 def predates_hashes(table: pd.DataFrame) -> bool:
@@ -427,5 +442,6 @@ def study_for(table: pd.DataFrame):
 
 
 __all__ = ["FIXED", "LEDGER", "ROW_HASH", "check_files", "claim", "check_out", "check_recorded",
-           "files_of", "identity", "predates_hashes", "read_ledger", "record", "row_hash", "row_text",
+           "differences", "files_of", "identity", "predates_hashes", "read_ledger", "record",
+           "row_hash", "row_text",
            "study_for", "unhashed", "verify_rows", "writing"]

@@ -22,25 +22,25 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 
-from ..core import check, check_bool, check_int, source_commit
+from ..core import check, check_bool, check_int, check_path_writable_dir, source_commit
 from ..models.reference import training_cost
 from ..studies import protocol
 from ..studies.states import STILL_LEARNING
 from ..sweep import train_missing
-from ..sweep.runner import check_options, run_trials
-from ..zoo import Zoo
+from ..sweep.runner import check_options, preflight_all, run_trials
+from ..zoo import Zoo, inventory
 from ..zoo.locks import LockTimeout
 from .live import MapProgress
 from .refine import refinements
 from .spec import check_map, load_map, map_trials
 from . import ledger
-from .table import is_knob_column, knob_column, knob_columns, read_or_empty, read_table, write_table
+from .table import (is_blank, is_knob_column, knob_column, knob_columns, read_or_empty,
+                    read_table, row_knobs, write_table)
 from .summary import cell_key
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
@@ -83,7 +83,11 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     panel = _panel(spec, study, trials)
     folder = ledger.check_out(out) if out is not None else zoo.root / "maps"
     ledger.check_files(folder, spec, study, lambda p: read_table(p, verify=False))
-    missing = {str(zoo.path(t.exp)): t.exp for t in trials if not zoo.has(t.exp)}
+    inventory.check_root(zoo.root)
+    check_path_writable_dir("zoo", zoo.root)
+    missing = {str(zoo.path(t.exp)): t for t in trials if not zoo.has(t.exp)}
+    preflight_all(list(missing.values()), device if address is None else "cpu")
+    missing = {path: t.exp for path, t in missing.items()}
     training_cost(list(missing.values()), spec["size"], confirmed=confirm_cost,
                   what=f"map {spec['name']}: ", log=log)  # said, or refused, before any work
     if log:
@@ -198,18 +202,9 @@ def _still_learning(table: pd.DataFrame, spec: dict[str, Any]) -> list[tuple[dic
         if steps >= cap:
             continue
         parts.append(({**spec, "experiment": [str(row["experiment"])], "seeds": [int(row["seed"])],
-                       "knobs": {**_row_knobs(row, columns), "steps": [min(cap, 2 * steps)]}},
+                       "knobs": {**row_knobs(row, columns), "steps": [min(cap, 2 * steps)]}},
                       str(row.get("refined")) == "True"))
     return parts
-
-
-def _row_knobs(row, columns: dict[str, str]) -> dict[str, list[str]]:
-    """A row's knob values as a map spec's ``knobs`` (one value each; an empty cell left out)."""
-    return {k: [str(row[c])] for k, c in columns.items() if not _blank(row.get(c))}
-
-
-def _blank(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
 
 
 def _unhashed(spec, study, folder, path, table, log, how) -> pd.DataFrame:
@@ -230,15 +225,15 @@ def _unhashed(spec, study, folder, path, table, log, how) -> pd.DataFrame:
     fresh = []
     for i in where:
         row = table.iloc[i].to_dict()
-        knobs = _row_knobs(row, columns)
-        if spec.get("until_converged") and not _blank(row.get("steps")):
+        knobs = row_knobs(row, columns)
+        if spec.get("until_converged") and not is_blank(row.get("steps")):
             knobs["steps"] = [int(float(row["steps"]))]  # the run the policy continued
         part = {**spec, "experiment": [str(row["experiment"])], "seeds": [int(row["seed"])],
                 "knobs": knobs}
         got = _measured(part, study, _part_file(folder, spec["name"], "remeasure", part), done,
                         row.get("refined") is True, **how)
         new = next((r for r in got if r["zoo_key"] == row["zoo_key"]), None)
-        differs = _differs(row, new)
+        differs = ledger.differences(row, new)
         if differs:
             raise ValueError(
                 f"map table={str(path)!r} row {i + 1} (zoo key {row['zoo_key']}) is not allowed: "
@@ -247,20 +242,6 @@ def _unhashed(spec, study, folder, path, table, log, how) -> pd.DataFrame:
         fresh.append(new)
     return _save(folder, path, spec, study, fresh, log, replace="same",
                  timeout=how["lock_timeout"])
-
-
-def _differs(old: dict[str, Any], new: dict[str, Any] | None) -> str:
-    """What in row ``old`` (without a hash) differs from ``new``, its run measured again: ""
-    where nothing does (its commit and hash aside)."""
-    if new is None:
-        return "its run could not be measured again (the zoo key it names is not the run's)"
-    for c, v in old.items():
-        if c in ("commit", ledger.ROW_HASH) or _blank(v):
-            continue
-        if ledger.row_text(v) != ledger.row_text(new.get(c)):
-            return (f"its {c}={v!r} is not what its run measures now ({new.get(c)!r}: edited, "
-                    "or measured by an older rule)")
-    return ""
 
 
 def _until_converged(spec, study, folder, path, table, log, how) -> pd.DataFrame:
@@ -306,7 +287,7 @@ def _read(path: Path, study) -> pd.DataFrame:
 def _run_of(row) -> tuple:
     """A row's run apart from its steps: its experiment, knob values and seed."""
     return (str(row["experiment"]), str(int(float(row["seed"]))),
-            *sorted((k, str(v)) for k, v in row.items() if is_knob_column(k) and not _blank(v)))
+            *sorted((k, str(v)) for k, v in row.items() if is_knob_column(k) and not is_blank(v)))
 
 
 def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict[str, Any]],

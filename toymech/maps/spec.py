@@ -114,8 +114,9 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
     label = spec.get("name", "map")
     check(isinstance(label, str) and NAME.fullmatch(label) is not None
           and len(label) <= MAX_NAME, "name", label,
-          f"letters a-z and A-Z, digits, - and _, at most {MAX_NAME} characters, starting with a "
-          "letter or digit (without a name: the map file's name; give 'name:' in the map)")
+          f"letters, digits, - and _ (ASCII: a-z, A-Z, 0-9), at most {MAX_NAME} characters, "
+          "starting with a letter or digit (without a name: the map file's name; give 'name:' "
+          "in the map)")
     cap = spec.get("until_converged")
     if cap is not None:
         cap = check_int("until_converged", cap, 1, MAX_STEPS)

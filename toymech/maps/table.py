@@ -8,6 +8,7 @@ names (``ledger.verify_rows``) before anything is drawn or published from it.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -70,6 +71,17 @@ def read_or_empty(path: Path) -> pd.DataFrame:
                          "again") from None
 
 
+def is_blank(value) -> bool:
+    """Whether a cell of the table holds nothing (missing, NaN or empty text)."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
+
+
+def row_knobs(row, columns: dict[str, str]) -> dict[str, list[str]]:
+    """A row's knob values (``columns``: ``knob_columns``) as a map spec's ``knobs``, one value
+    each; an empty cell left out."""
+    return {k: [str(row[c])] for k, c in columns.items() if not is_blank(row.get(c))}
+
+
 def write_table(table: pd.DataFrame, path: Path) -> None:
     """The table as CSV and, beside it, as Parquet (each atomically: a killed write leaves the
     last good table). Text columns are written as text (an empty one as missing), so both read
@@ -82,4 +94,5 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
     replace_file(path.with_suffix(".parquet"), lambda tmp: table.to_parquet(tmp, index=False))
 
 
-__all__ = ["KNOB_PREFIX", "TEXT_COLUMNS", "is_knob_column", "knob_column", "knob_columns", "read_or_empty", "read_table", "write_table"]
+__all__ = ["KNOB_PREFIX", "TEXT_COLUMNS", "is_blank", "is_knob_column", "knob_column",
+           "knob_columns", "read_or_empty", "read_table", "row_knobs", "write_table"]

@@ -29,7 +29,7 @@ from ..tasks.repeated_blocks import RepeatedBlocks
 from .build import sinusoid_table
 
 BATCH = 256
-MATMUL_WIDTH = 256  # the width at which a layer's matrix products cost what its per-element work does
+MATMUL_WIDTH = 256  # the width at which a layer's matrix products cost its per-element work
 # every run of a command at ``smoke`` together, in reference steps, above which it is refused
 # unless confirmed: smoke is meant to take seconds, and the shipped smoke maps stay far below it
 SMOKE_MAX_REFERENCE_STEPS = 10_000

@@ -271,4 +271,4 @@ def study_n_seeds(path: Path, size: str) -> int | None:
 def folder_lock(out: Path, log=None) -> EntryLock:
     """The claim of one report run on ``out`` (``with folder_lock(out): ...``): a second run
     into the same folder waits for it (``TOYMECH_LOCK_TIMEOUT`` at most), saying who holds it."""
-    return EntryLock(out, LOCK_NAME, log, what=f"reports folder {out}")
+    return EntryLock(out, LOCK_NAME, log, what=f"reports folder {out}", where="reports folder")

@@ -4,8 +4,9 @@
 of each notebook at each size (and seed count). It is recorded in the folder's marker
 (``index.MARKER``) with its sha256 each time toymech writes it, and a ``costs.json`` that is not
 toymech's (``toymech_costs``: a user's file of the same name, a JSON list, ...) is never read as
-an empty table nor replaced: the reports folder is refused before any work (``checks``). The next run estimates from it; before any run
-of its own, from the cost table shipped in the package (``toymech/data/report_costs.json``: the
+an empty table nor replaced: the reports folder is refused before any work (``checks``). The
+next run estimates from it; before any run of its own, from the cost table shipped in the
+package (``toymech/data/report_costs.json``: the
 ``default`` run measured on a 2-core CPU with an empty zoo, dated in ``benchmarks/README.md``).
 Each row carries the reference step's seconds of the machine that measured it
 (``toymech.models.reference``); ``get`` scales a row to this machine's reference step, so the

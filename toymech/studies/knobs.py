@@ -226,7 +226,8 @@ def parse_variant(knobs: Mapping[str, Knob], variant: Any, study: str = "",
             others = every_study_knobs() if others is None else others
             owner = [s for s, names in others.items() if name in names and s != study]
             where = f" (a knob of study {owner[0]!r}, not of {study!r})" if owner else ""
-            listed = f" (the knobs of study {study!r}: 'toymech list knobs {study}')" if study else ""
+            listed = (f" (the knobs of study {study!r}: 'toymech list knobs {study}')"
+                      if study else "")
             check(False, "knob", name, f"one of {', '.join(knobs) or '(none)'}{where}{listed}")
     return {name: knob.parse(variant[name]) for name, knob in knobs.items() if name in variant}
 
