@@ -125,6 +125,32 @@ def test_unusable_out_folders_are_one_line(case, tmp_path):
     assert tree(tmp_path) == before
 
 
+DIGITS = "1" * 5000
+CLI_CASES = {
+    # name: (argv, fragments of the one line)
+    "refused: a 5,000-digit --set value (Python's own message before)": (
+        ["train", "induction-2l", "--size", "smoke", "--set", f"d_model={DIGITS}"],
+        ["d_model='1111", "an integer in 4..1024"]),
+    "refused: a 5,000-digit --set range": (
+        ["train", "induction-2l", "--size", "smoke", "--set", f"block_len=4-{DIGITS}"],
+        ["block_len='4-1111", "a range such as"]),
+    "refused: a 5,000-digit --param value": (
+        ["report", "--size", "smoke", "--param", f"also={DIGITS}"],
+        ["--param also=1111", "at most 100 digits"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CLI_CASES), ids=list(CLI_CASES))
+def test_long_integers_are_named_in_one_line(case, tmp_path):
+    argv, fragments = CLI_CASES[case]
+    before = tree(tmp_path)
+    with no_hang():
+        code, out, err = run_cli([*argv, "--cache", str(tmp_path / "zoo")])
+    line = refused(code, out, err, fragments)
+    assert "Exceeds the limit" not in line and len(line) < 600, line
+    assert tree(tmp_path) == before
+
+
 LEDGERS = {
     "refused: a ledger whose map entry is a list (traceback before)": {"maps": {"m": []}},
     "refused: a ledger whose identity is a number": {"maps": {"m": {"identity": 1, "files": {}}}},

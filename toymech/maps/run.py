@@ -28,7 +28,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from ..core import check, check_bool, check_int, check_path_writable_dir, source_commit
-from ..models.reference import training_cost
+from ..models.reference import reference_steps, training_cost
 from ..studies import protocol
 from ..studies.states import STILL_LEARNING
 from ..sweep import train_missing
@@ -91,7 +91,7 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     training_cost(list(missing.values()), spec["size"], confirmed=confirm_cost,
                   what=f"map {spec['name']}: ", log=log)  # said, or refused, before any work
     if log:
-        for line in notes + _calibration_notes(spec, study):
+        for line in notes + _calibration_notes(spec, study) + _policy_cost(spec, trials):
             log(line)
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
@@ -107,6 +107,16 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
         if created:  # a map that stopped before writing anything leaves no empty folder
             with contextlib.suppress(OSError):
                 folder.rmdir()
+
+
+def _policy_cost(spec: dict[str, Any], trials) -> list[str]:
+    """One line bounding what the budget policy may add: every run continued to the cap."""
+    cap = spec.get("until_converged")
+    if not cap:
+        return []
+    more = sum(reference_steps([t.exp]) * (cap / t.exp.train.steps - 1) for t in trials)
+    return [f"map {spec['name']}: the budget policy may continue runs still learning up to "
+            f"{cap:,} steps: at most about {more:,.0f} reference steps more"]
 
 
 def _calibration_notes(spec: dict[str, Any], study) -> list[str]:
