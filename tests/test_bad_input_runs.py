@@ -92,6 +92,68 @@ def test_map_files_refused_before_any_work(case, tmp_path):
     assert "map-" not in line.split("is not allowed")[0], line  # named as the user wrote it
 
 
+def _two_values(knob):
+    """Two values of ``knob`` other than its source's (None where it has not two)."""
+    if knob.kind == "bool":
+        return None
+    if knob.kind == "choice":
+        others = [c for c in knob.allowed if c != knob.source]
+        return others[:2] if len(others) >= 2 else None
+    lo, hi = knob.allowed
+    if knob.kind == "float":
+        return [v for v in (knob.source / 2, knob.source * 2, lo, hi) if lo <= v <= hi
+                and v != knob.source][:2]
+    return [v for v in (knob.source + 1, knob.source - 1, lo, hi) if lo <= v <= hi
+            and v != knob.source][:2]
+
+
+@pytest.mark.parametrize("name", ["induction", "birth", "random_transformers"])
+def test_damage_any_knob_that_reaches_no_experiment_of_a_map_is_refused(name):
+    """Over every knob and named experiment of each study (no run trained): where two values of
+    a knob build one run of an experiment (the same zoo key), a map of that experiment alone
+    over them is refused; where they build two runs, it is two cells."""
+    from toymech.core import Setting
+    from toymech.maps import check_map
+    from toymech.maps.spec import map_trials
+    from toymech.studies import protocol
+
+    study = protocol.study(name)
+    checked = {"refused": 0, "mapped": 0}
+    for k, knob in study.knobs.items():
+        values = _two_values(knob)
+        if not values or len(values) < 2:
+            continue
+        try:
+            at = [study.with_knobs("smoke", {k: v}) for v in values]
+        except ValueError:
+            continue  # a value the study refuses at smoke: no map of it
+        seen = set()
+        for exp_name, named in study.named_experiments.items():
+            keys = []
+            for setting in at:
+                try:
+                    keys.append(named.make(setting, 0).key(""))
+                except ValueError:
+                    keys.append(None)
+            if None in keys:
+                continue
+            spec = check_map({"study": name, "experiment": [exp_name], "size": "smoke",
+                              "seeds": 1, "knobs": {k: values}, "name": "m"})
+            kind = ("refused" if keys[0] == keys[1] == named.make(Setting("smoke"), 0).key("")
+                    else "mapped" if keys[0] != keys[1] else None)
+            if kind is None or kind in seen:
+                continue  # one experiment of each kind per knob
+            seen.add(kind)
+            if kind == "refused":
+                with pytest.raises(ValueError, match=rf"knobs\['{k}'\]=.* changes none"):
+                    map_trials(spec)
+            else:
+                trials, _ = map_trials(spec)
+                assert len({t.key for t in trials}) == len(trials) == 2, (k, exp_name)
+            checked[kind] += 1
+    assert checked["mapped"] >= 1 and (name != "induction" or checked["refused"] >= 2), checked
+
+
 def test_refused_a_map_name_from_a_non_latin_file_name_says_where_it_came_from(tmp_path):
     spec = _write(tmp_path / "карта.yaml", TWO_LAYER + "knobs: {offset: [0]}\n")
     before = tree(tmp_path)

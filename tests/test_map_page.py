@@ -377,7 +377,10 @@ def test_every_view_counts_each_state_of_run_alike(tmp_path):
     # toymech results --maps: the same finding, cells and counts
     folder = tmp_path / "maps"
     folder.mkdir()
-    table.to_csv(folder / "s1-states.csv", index=False)
+    from toymech.maps.ledger import ROW_HASH, row_hash
+
+    hashed = table.assign(**{ROW_HASH: [row_hash(r) for r in table.to_dict("records")]})
+    hashed.to_csv(folder / "s1-states.csv", index=False)  # as toymech writes it: rows hashed
     record = tmp_path / "results.md"
     assert main(["results", "--maps", str(folder), "--into", str(record)]) == 0
     text = record.read_text()

@@ -232,25 +232,31 @@ def _unhashed(spec, study, folder, path, table, log, how) -> pd.DataFrame:
             "again from the zoo and compared before the table is extended")
     columns = knob_columns(table)
     done = table.drop(index=table.index[where])
-    fresh = []
+    parts: dict[str, tuple[dict[str, Any], bool, list[int]]] = {}  # one per cell: its seeds
     for i in where:
         row = table.iloc[i].to_dict()
         knobs = row_knobs(row, columns)
         if spec.get("until_converged") and not is_blank(row.get("steps")):
             knobs["steps"] = [int(float(row["steps"]))]  # the run the policy continued
-        part = {**spec, "experiment": [str(row["experiment"])], "seeds": [int(row["seed"])],
-                "knobs": knobs}
+        part = {**spec, "experiment": [str(row["experiment"])], "seeds": [], "knobs": knobs}
+        refined = row.get("refined") is True
+        key = json.dumps([part["experiment"], knobs, refined], sort_keys=True, default=str)
+        parts.setdefault(key, (part, refined, []))[2].append(i)
+    measured: dict[str, dict[str, Any]] = {}
+    for part, refined, rows in parts.values():
+        part["seeds"] = [int(table.iloc[i]["seed"]) for i in rows]
         got = _measured(part, study, _part_file(folder, spec["name"], "remeasure", part), done,
-                        row.get("refined") is True, **how)
-        new = next((r for r in got if r["zoo_key"] == row["zoo_key"]), None)
-        differs = ledger.differences(row, new)
+                        refined, **how)
+        measured.update({r["zoo_key"]: r for r in got})
+    for i in where:
+        row = table.iloc[i].to_dict()
+        differs = ledger.differences(row, measured.get(row["zoo_key"]))
         if differs:
             raise ValueError(
                 f"map table={str(path)!r} row {i + 1} (zoo key {row['zoo_key']}) is not allowed: "
                 f"it has no row hash, and {differs}; move the table aside to measure the map "
                 "again")
-        fresh.append(new)
-    return _save(folder, path, spec, study, fresh, log, replace="same",
+    return _save(folder, path, spec, study, list(measured.values()), log, replace="same",
                  timeout=how["lock_timeout"])
 
 
