@@ -97,6 +97,15 @@ def test_float_text_keeps_the_short_form_and_every_digit():
         float_text(float("nan"))
 
 
+def test_cost_keys_write_knob_values_in_the_one_text_form():
+    from toymech.report.costs import CostTable
+
+    a = CostTable.key("smoke", None, {"lr": 0.0010000001})
+    assert a == "size=smoke,lr=0.0010000001" != CostTable.key("smoke", None, {"lr": 0.0010000002})
+    assert CostTable.key("default", 3, {"block_len": "4-8", "mlp": True}) == (
+        "size=default,seeds=3,block_len=4-8,mlp=yes")
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_source_values_build_the_study_itself(name):
     """A variant of the source's values IS the source's size: the same experiments, the same

@@ -128,14 +128,20 @@ def float_text(value: float) -> str:
 
 
 def value_text(value: Any) -> str:
-    """A knob's JSON value as text (``Knobs``): a float by ``float_text``, a bool as
-    ``true``/``false``, a list as its values joined by ``, ``, anything else by ``str``."""
+    """The one text form of a knob's value (tables, cell keys, cost keys, sentences): a float by
+    ``float_text``, a bool as ``yes``/``no``, a list of integers in a run as ``4-8``, another
+    list as its values joined by ``, `` (``4, 6, 8``), anything else by ``str``. A study's knob
+    reads each of them back as the same value (``studies.knobs.Knob.parse``)."""
     if isinstance(value, bool):
-        return "true" if value else "false"
+        return "yes" if value else "no"
     if isinstance(value, float):
         return float_text(value)
     if isinstance(value, (list, tuple)):
-        return ", ".join(value_text(v) for v in value)
+        items = list(value)
+        if len(items) > 1 and all(is_int(v) for v in items) and \
+                items == list(range(int(items[0]), int(items[-1]) + 1)):
+            return f"{items[0]}-{items[-1]}"
+        return ", ".join(value_text(v) for v in items)
     return str(value)
 
 

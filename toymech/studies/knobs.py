@@ -49,7 +49,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from ..core import Setting, check, float_text, is_int
+from ..core import Setting, check, is_int, value_text
 from ..training import Experiment
 from ..training.experiment import SECTIONS, apply_overrides
 from .protocol import STUDIES, study
@@ -172,15 +172,7 @@ class Knob:
         """A value as a reader writes it, in the one text form that ``parse`` reads back as the
         same value: ``4-8`` for a run of integers, ``4, 6, 8`` for others, a float by
         ``core.float_text`` (``0.0012345678`` stays that), ``yes``/``no``, a choice as itself."""
-        if isinstance(value, tuple):
-            if list(value) == list(range(value[0], value[-1] + 1)):
-                return f"{value[0]}-{value[-1]}"
-            return ", ".join(map(str, value))
-        if isinstance(value, bool):
-            return "yes" if value else "no"
-        if isinstance(value, float):
-            return float_text(value)  # the one lossless form: reads back as this very float
-        return str(value)
+        return value_text(value)  # the one lossless form (``core.value_text``)
 
     def applies(self, exp: Experiment) -> bool:
         """Whether this knob changes ``exp``: ``applies_to`` names or shell patterns
