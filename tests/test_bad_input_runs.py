@@ -444,7 +444,7 @@ def test_a_users_files_in_a_report_folder_are_never_replaced(case, command, tmp_
              "--out", str(tmp_path / "reports")])
     before = tree(tmp_path)
     with no_hang():
-        code, out, err = run_cli(argv)
+        code, out, err = run_cli(argv, TOYMECH_CACHE=os.environ.get("TOYMECH_CACHE"))
     refused(code, out, err, fragments)
     assert tree(tmp_path) == before, "a file was written or replaced"
 
@@ -583,6 +583,20 @@ def test_refused_a_smoke_run_above_its_budget_through_train(argv, tmp_path):
     before = tree(tmp_path)
     code, out, err = run_cli([*argv, "--cache", str(tmp_path / "zoo")])
     refused(code, out, err, ["size='smoke'", "--yes", "reference steps"])
+    assert tree(tmp_path) == before
+
+
+def test_refused_a_smoke_report_variant_above_its_budget(tmp_path):
+    notebook = (Path(__file__).resolve().parents[1] / "notebooks"
+                / "01_induction_repeated_blocks.ipynb")
+    before = tree(tmp_path)
+    with no_hang():
+        code, out, err = run_cli(["report", str(notebook), "--size", "smoke", "--set",
+                                  "batch=4096", "--set", "d_model=512", "--set", "n_layers=8",
+                                  "--cache", str(tmp_path / "zoo"), "--out",
+                                  str(tmp_path / "reports")],
+                                 TOYMECH_CACHE=os.environ.get("TOYMECH_CACHE"))  # restored after
+    refused(code, out, err, ["size='smoke'", "--yes", "the studies' main runs"])
     assert tree(tmp_path) == before
 
 

@@ -254,6 +254,7 @@ def _add_report(sub) -> None:
                    help="notebooks executed at once; each kernel gets cores/jobs threads (default: 1)")
     p.add_argument("--cache", help=CACHE_HELP)
     _add_lock_timeout(p)
+    _add_yes(p)
     p.set_defaults(func=cmd_report)
 
 
