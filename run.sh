@@ -3,7 +3,8 @@
 #   ./run.sh report [--size smoke|default|paper] [--seeds N] [--device auto|cpu|cuda] [--seed N]
 #        [--code]  set up the environment if needed, execute every notebook with papermill (a
 #        live line each), write HTML reports (--code: with the code) + executed notebooks to reports/
-#   ./run.sh test [pytest args]      set up the environment if needed, run the test suite
+#   ./run.sh test [--quick] [pytest args]  set up the environment if needed, run the test suite
+#        (--quick: the quick tier, without notebooks, browsers, Sphinx, kills and Ray)
 #   ./run.sh lab                     open the notebooks in JupyterLab
 #   ./run.sh docs [OUT]              build the documentation site (offline) into OUT (build/docs)
 #   ./run.sh setup                   only set up the environment (what the others do first)
@@ -103,6 +104,6 @@ case "$cmd" in
     ensure_env
     PATH="$(env_dir)/bin:$PATH" exec "$(env_dir)/bin/python" -m toymech lab "$@" ;;
   *)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     [ -z "$cmd" ] || [ "$cmd" = help ] || [ "$cmd" = --help ] || exit 2 ;;
 esac

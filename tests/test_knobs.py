@@ -45,6 +45,67 @@ def test_knob_round_trips_and_refuses_bad_values(name, knob):
             protocol.study(name).with_knobs("default", {knob.name: bad})
 
 
+def _values(knob):
+    """Values of ``knob`` across its range, floats of 10 significant digits among them."""
+    if knob.kind == "bool":
+        return [True, False]
+    if knob.kind == "choice":
+        return list(knob.allowed)
+    lo, hi = knob.allowed
+    if knob.kind == "float":
+        inside = [lo + (hi - lo) * f for f in (0.0, 1e-9, 0.0012345678, 0.31415926535, 1.0)]
+        return [*inside, knob.source, knob.source * (1 + 1e-9)]
+    mid = (lo + hi) // 2
+    values = [lo, hi, mid, knob.source]
+    if knob.kind == "ints" and hi - lo >= 4:
+        values += [(lo, lo + 1, lo + 2), (lo, lo + 2, lo + 4)]
+    return values
+
+
+@pytest.mark.parametrize("name, knob", _knobs(), ids=lambda x: getattr(x, "name", x))
+def test_every_knob_value_has_one_lossless_text_form(name, knob):
+    """One text form per value that reads back as the same value (a float exactly: two floats
+    apart in their tenth digit stay two texts); the text of that value again is the same text;
+    the table's check (``ledger.verify_rows``) reads that text as written by toymech."""
+    texts = {}
+    for value in _values(knob):
+        try:
+            canonical = knob.parse(value)
+        except ValueError:
+            continue  # outside the knob's range (its source times a little)
+        text = knob.text(canonical)
+        assert knob.parse(text) == canonical and knob.text(knob.parse(text)) == text, (value, text)
+        assert isinstance(canonical, float) == (knob.kind == "float")
+        texts.setdefault(text, set()).add(canonical)
+    assert all(len(v) == 1 for v in texts.values()), texts  # distinct values, distinct texts
+    if knob.kind == "float":
+        lo, hi = knob.allowed
+        a = lo + (hi - lo) * 0.0010000001
+        b = lo + (hi - lo) * 0.0010000002
+        assert knob.text(knob.parse(a)) != knob.text(knob.parse(b))
+
+
+def test_float_text_keeps_the_short_form_and_every_digit():
+    from toymech.core import float_text
+
+    assert [float_text(v) for v in (0.001, 3.0, 1e-05, 0.3, 123456.0)] == [
+        "0.001", "3", "1e-05", "0.3", "123456"]  # as tables written before wrote them
+    assert float_text(0.0012345678) == "0.0012345678"
+    assert float_text(0.0010000001) != float_text(0.0010000002)
+    assert float(float_text(0.1 + 0.2)) == 0.1 + 0.2
+    with pytest.raises(ValueError, match="finite"):
+        float_text(float("nan"))
+
+
+def test_cost_keys_write_knob_values_in_the_one_text_form():
+    from toymech.report.costs import CostTable
+
+    a = CostTable.key("smoke", None, {"lr": 0.0010000001})
+    assert a == "size=smoke,lr=0.0010000001" != CostTable.key("smoke", None, {"lr": 0.0010000002})
+    assert CostTable.key("default", 3, {"block_len": "4-8", "mlp": True}) == (
+        "size=default,seeds=3,block_len=4-8,mlp=yes")
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_source_values_build_the_study_itself(name):
     """A variant of the source's values IS the source's size: the same experiments, the same

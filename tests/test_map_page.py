@@ -431,7 +431,10 @@ def test_every_view_counts_each_state_of_run_alike(tmp_path):
     # toymech results --pages: the same finding, cells and counts
     folder = tmp_path / "maps"
     folder.mkdir()
-    table.to_csv(folder / "s1-states.csv", index=False)
+    from toymech.maps.ledger import ROW_HASH, row_hash
+
+    hashed = table.assign(**{ROW_HASH: [row_hash(r) for r in table.to_dict("records")]})
+    hashed.to_csv(folder / "s1-states.csv", index=False)  # as toymech writes it: rows hashed
     assert main(["results", "--pages", "--maps", str(folder), "--data", str(tmp_path / "none"),
                  "--out", str(tmp_path / "site")]) == 0
     text = (tmp_path / "site" / "induction.md").read_text()

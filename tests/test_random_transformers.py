@@ -12,9 +12,11 @@ import toymech.experiments
 from toymech.analysis.subspace import concentration, explained_variance, hidden_states
 from toymech.models import BaselineConfig, build_model
 from toymech.studies import random_transformers as rt
+from toymech.studies.claims import BELOW
 from toymech.studies.random_transformers import claims as rtc
 from toymech.studies.random_transformers import design as rtd, measure as rtm, tables as rtt
 from toymech.studies.random_transformers.over_seeds import measure_data, recipe_experiment
+from toymech.studies.settings import shortfall
 from toymech.training import train, train_stacked
 from toymech.zoo import Zoo
 
@@ -338,13 +340,14 @@ def test_numbers_per_seed_over_the_table_the_sweep_and_the_short_budget_runs():
     by_key = {c.key: c.statement for c in rt.STUDY.claims}
     assert card.loc[by_key["random-solves-parentheses"], "seeds agreeing"] == "2/3"
     assert card.loc[by_key["random-solves-needle"], "seeds agreeing"] == "0/1 (2 not measured)"
-    # width 64 at default is far below the paper's 1,024: no verdict, the gap named instead
-    assert card.loc[by_key["random-solves-needle"], "verdict"].startswith(
-        "below the source's setting: width 64 vs the source's 1,024")
+    # width 64 at default is far below the paper's 1,024: no verdict (test_claims: the gap named)
+    needle = next(c for c in rt.STUDY.claims if c.key == "random-solves-needle")
+    assert card.loc[needle.statement, "verdict"].startswith(BELOW)
+    assert ("width", 64, 1024) in shortfall(needle.setting, rtc.SETTINGS.of("default"))
     # the claims over all four tasks: only where a seed measured all four (here: none); the
     # setting is below the source's anyway, which the verdict says first
     for key in ("width-helps-random", "random-close-to-normal"):
-        assert card.loc[by_key[key], "verdict"].startswith("below the source's setting")
+        assert card.loc[by_key[key], "verdict"].startswith(BELOW)
         assert card.loc[by_key[key], "seeds agreeing"].startswith("0/0")
     table = rtt.short_budget_table(short, main)
     assert list(table["width"]) == [64, 128] and list(table["solved"]) == ["0/3", "2/3"]

@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 
 from toymech import grid
+from toymech.core import SIZES
 from toymech.models import build_model
 from toymech.studies import random_transformers as rt
 from toymech.studies.claims import assess, by_key
 from toymech.studies.random_transformers import claims as rtc
 from toymech.studies.random_transformers.design import ALGORITHMIC, CALIBRATION, experiment
 from toymech.studies.random_transformers.over_seeds import measure_data, measure_seed
+from toymech.studies.settings import shortfall
 
 W16_ROWS = ("normal-w16-decimal-all-or-nothing", "random-w16-solves-none")
 
@@ -39,8 +41,7 @@ def test_the_width16_grid_trains_what_paper_judges_the_rows_on():
     for key in W16_ROWS:
         c = by_key(rtc.CLAIMS, key)
         assert c.numeric or not c.scaled
-        assert rtc.SETTINGS.reach(c.setting).startswith("reached by `./run.sh report --size "
-                                                       "paper`")
+        assert [s for s in SIZES if not shortfall(c.setting, rtc.SETTINGS.of(s))] == ["paper"]
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,8 @@ def test_an_automatic_choice_falls_back_to_local_processes(tmp_path, ray_never_s
                        workers=2, log=lines.append)
     assert list(result.table["status"]) == ["ok", "ok"]
     assert result.backend == "processes" and len(ray_never_starts) >= 2  # retried first
-    assert len(lines) == 1 and "did not start" in lines[0] and "2 local processes" in lines[0]
+    assert len(lines) == 2 and "run(s) to train, about" in lines[0]  # the cost, said first
+    assert "did not start" in lines[1] and "2 local processes" in lines[1]
     meta = json.loads(meta_path(result.path).read_text())
     assert meta == result.meta and meta["outcome"] == "fell back" and meta["backend"] == "processes"
     assert meta["requested"] == "ray" and meta["attempts"] == len(ray_never_starts)
@@ -58,8 +59,9 @@ def test_an_explicit_ray_backend_fails_in_one_line(tmp_path, ray_never_starts, c
     code = cli.main(["sweep", str(tmp_path / "grid.json"), "--backend", "ray", "--cache",
                      str(tmp_path / "zoo"), "--no-progress"])
     err = capsys.readouterr().err
-    assert code == cli.EXIT_FAILED and err.count("\n") == 1 and "Traceback" not in err
-    assert "did not start" in err and "--address auto" in err and "TOYMECH_RAY_START_S" in err
+    cost, error = err.splitlines()  # what the runs to train cost, then the one error line
+    assert code == cli.EXIT_FAILED and "run(s) to train, about" in cost and "Traceback" not in err
+    assert "did not start" in error and "--address auto" in error and "TOYMECH_RAY_START_S" in error
 
 
 def test_a_start_that_fails_once_is_retried(monkeypatch):

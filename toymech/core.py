@@ -113,6 +113,38 @@ def short_repr(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def float_text(value: float) -> str:
+    """The one text form of a float that reads back exactly: ``:g``'s form at the fewest
+    significant digits, 6 or more, whose ``float`` is ``value`` (``0.001``, ``3``, ``1e-05``,
+    ``0.0012345678``; ``0.0010000001`` and ``0.0010000002`` stay apart). A value that ``:g``
+    writes exactly keeps ``:g``'s text, so tables written before keep reading as written."""
+    value = float(value)
+    check(math.isfinite(value), "number", value, "a finite number")
+    for digits in range(6, 18):
+        text = format(value, f".{digits}g")
+        if float(text) == value:
+            return text
+    return repr(value)  # not reached: 17 significant digits always round-trip
+
+
+def value_text(value: Any) -> str:
+    """The one text form of a knob's value (tables, cell keys, cost keys, sentences): a float by
+    ``float_text``, a bool as ``yes``/``no``, a list of integers in a run as ``4-8``, another
+    list as its values joined by ``, `` (``4, 6, 8``), anything else by ``str``. A study's knob
+    reads each of them back as the same value (``studies.knobs.Knob.parse``)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return float_text(value)
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+        if len(items) > 1 and all(is_int(v) for v in items) and \
+                items == list(range(int(items[0]), int(items[-1]) + 1)):
+            return f"{items[0]}-{items[-1]}"
+        return ", ".join(value_text(v) for v in items)
+    return str(value)
+
+
 def is_int(value: Any) -> bool:
     """Whether ``value`` is an integer: Python or numpy (anything with ``__index__``), never a
     bool."""
@@ -196,23 +228,28 @@ def check_path_writable_dir(name: str, path: Any) -> "Path":
     if p.exists():
         check(p.is_dir(), name, str(path), "a folder, not a file")
         check(os.access(p, os.W_OK | os.X_OK), name, str(path), "a folder you can write to")
+        _probe(name, path, p, "a folder toymech can write in")
         return p
     parent = p.absolute().parent
-    while not parent.exists():
+    while not os.path.lexists(parent):
         parent = parent.parent
-    check(parent.is_dir(), name, str(path), f"a folder path ({parent} is a file)")
+    check(parent.is_dir(), name, str(path), f"a folder path ({parent} is a file, not a folder)")
     check(os.access(parent, os.W_OK | os.X_OK), name, str(path),
           f"a folder that can be created ({parent} is not writable)")
-    # Permissions do not tell everything (root in /proc, a read-only mount): make a folder
-    # there and remove it again, as the caller's mkdir would.
-    probe = parent / f".toymech-probe-{os.getpid()}-{id(p):x}"
+    _probe(name, path, parent, "a folder that can be created")
+    return p
+
+
+def _probe(name: str, given: Any, folder: Any, allowed: str) -> None:
+    """Permissions do not tell everything (root in /proc, a read-only mount): make a folder in
+    ``folder`` and remove it again, as the caller's mkdir would."""
+    probe = folder / f".toymech-probe-{os.getpid()}-{id(given):x}"
     try:
         probe.mkdir()
     except OSError as exc:
-        check(False, name, str(path), f"a folder that can be created (making one in {parent} "
-              f"fails: {exc.strerror or exc})")
+        check(False, name, str(given), f"{allowed} (making a folder in {folder} fails: "
+              f"{exc.strerror or exc})")
     probe.rmdir()
-    return p
 
 
 def check_path_writable_file(name: str, path: Any) -> "Path":
@@ -255,7 +292,7 @@ class Knobs(Mapping):
         items = dict(items)
         check(all(isinstance(k, str) and k for k in items), "knob", next(iter(items), None),
               "knob names (non-empty strings)")
-        self._items = tuple((k, _frozen(v)) for k, v in items.items())
+        self._items = tuple((k, _frozen(v, k)) for k, v in items.items())
 
     def __getitem__(self, key: str) -> Any:
         for k, v in self._items:
@@ -282,12 +319,16 @@ class Knobs(Mapping):
         return (Knobs, (dict(self._items),))
 
 
-def _frozen(value: Any) -> Any:
-    """A knob's JSON value made hashable: lists (and tuples) as tuples, all the way down."""
+def _frozen(value: Any, name: str) -> Any:
+    """Knob ``name``'s JSON value made hashable: lists (and tuples) as tuples, all the way
+    down; a float that is not finite is refused (nan is not even equal to itself, so two equal
+    settings would differ)."""
     if isinstance(value, (list, tuple)):
-        return tuple(_frozen(v) for v in value)
+        return tuple(_frozen(v, name) for v in value)
     check(value is None or isinstance(value, (bool, int, float, str)) or is_int(value),
-          "knob value", value, "a JSON value (a number, text, a bool or a list of them)")
+          f"knob {name}", value, "a JSON value (a number, text, a bool or a list of them)")
+    check(not isinstance(value, float) or math.isfinite(value), f"knob {name}", value,
+          "a finite number (nan and inf are no knob's value)")
     return int(value) if is_int(value) and not isinstance(value, bool) else value
 
 

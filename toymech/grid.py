@@ -41,8 +41,9 @@ from typing import Any, Callable
 
 from . import experiments
 from .studies import knobs as study_knobs, protocol as study_protocol
-from .core import Setting, check, check_seed, check_size, jsonable
-from .sweep.runner import check_options, check_retries, run_trials
+from .core import Setting, check, check_bool, check_seed, check_size, jsonable
+from .models.reference import training_cost
+from .sweep.runner import check_options, check_retries, preflight_all, run_trials
 from .sweep.table import MAX_TRIALS, SweepResult, Trial, check_common, explicit_trials, sweep_name
 from .training import Experiment
 from .training.experiment import SECTIONS, apply_overrides
@@ -172,6 +173,7 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
               retries: int | None = None, device: str = "auto", progress: bool = True,
               workers: int | None = None, gpu_fraction: float = 0.25,
               keep_ray: bool = False, lock_timeout: float | None = None,
+              confirm_cost: bool = False,
               log: Callable[[str], None] | None = print) -> SweepResult:
     """Run every trial of ``grid`` (a spec dict or a JSON/YAML file) into the zoo at
     ``cache_dir`` and write the table (``out``, default ``<zoo>/sweeps/<name>.csv``).
@@ -184,6 +186,8 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
     ``keep_ray``: leave an embedded Ray this call started running for the next sweep of this
     process (a notebook's several grids start it once; it stops when the process exits).
     ``lock_timeout``: the longest wait for another process's lock on a trial's entry.
+    ``confirm_cost``: train the trials at ``smoke`` even above its budget (the cost of the
+    trials to train is said first: ``models.reference.training_cost``).
     ``device``: where the trials train (``"auto"``: CUDA, else MPS, else CPU); ``progress``: a
     live line; ``log``: a print-like function for the run's lines (None: quiet).
     Ctrl-C cancels the pending trials, writes the table (``cancelled`` rows) and re-raises.
@@ -199,6 +203,13 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
     trials = expand_grid(spec)
     retries = check_retries(spec.get("retries", 1) if retries is None else retries)
     path = out if out is not None else zoo.root / "sweeps" / f"{sweep_name(spec, stem)}.csv"
+    missing = {str(zoo.path(t.exp, t.tag)): t for t in trials if not zoo.has(t.exp, t.tag)}
+    confirm_cost = check_bool("confirm_cost", confirm_cost)
+    check(log is None or callable(log), "log", log, "None or a callable taking one line")
+    preflight_all(list(missing.values()), device if not address else "cpu")  # then the cost
+    training_cost([t.exp for t in missing.values() if t.size == "smoke"], "smoke",
+                  confirmed=confirm_cost)  # smoke's budget: refused before any work
+    training_cost([t.exp for t in missing.values()], None, log=log)
     return run_trials(trials, spec, which=which, device=device, zoo=zoo, path=path,
                       retries=retries, address=address, progress=progress, workers=workers,
                       gpu_fraction=gpu_fraction, keep_ray=keep_ray, lock_timeout=lock_timeout,

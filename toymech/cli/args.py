@@ -38,8 +38,8 @@ def parse_param(text: str) -> tuple[str, object]:
     if (depth := json_nesting(raw)) > MAX_PARAM_DEPTH:  # json.loads would recurse that deep
         raise UsageError(f"--param {name}={raw[:20]!r}... is not allowed: JSON nested at most "
                          f"{MAX_PARAM_DEPTH} deep (it nests {depth:,} deep)")
-    try:
-        value = json.loads(raw)  # numbers, true/false, null, lists; anything else is a string
+    try:  # numbers, true/false, null, lists; anything else is a string
+        value = json.loads(raw, parse_int=lambda t: _param_int(name, t))
     except json.JSONDecodeError:
         value = raw
     if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
@@ -48,6 +48,16 @@ def parse_param(text: str) -> tuple[str, object]:
         raise UsageError(f"--param {name}={raw!r} is not allowed: {name!r} has its own option; "
                          f"pass {OWN_OPTIONS[name]} instead")
     return name, value
+
+
+MAX_DIGITS = 100  # an integer in a --param VALUE (Python refuses to read one of thousands)
+
+
+def _param_int(name: str, text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise UsageError(f"--param {name}={text[:20]}... is not allowed: an integer of at most "
+                         f"{MAX_DIGITS} digits (it has {len(text.lstrip('-')):,})")
+    return int(text)
 
 
 def parse_sets(texts: Sequence[str]) -> dict[str, str]:

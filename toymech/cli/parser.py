@@ -13,6 +13,7 @@ subcommands so that ``toymech --help`` answers at once.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -87,8 +88,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_lock_timeout(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lock-timeout", type=_seconds, metavar="SECONDS", help="longest wait for another process writing the same zoo entry (default: "
-                   "$TOYMECH_LOCK_TIMEOUT, else 21600 s = 6 h); then exit 1 naming the holder")
+    p.add_argument("--lock-timeout", type=_seconds, metavar="SECONDS",
+                   help="longest wait for another process holding a lock this command needs (a "
+                   "zoo entry, a map's table, a reports folder, the results record; default: "
+                   "$TOYMECH_LOCK_TIMEOUT, else 21600 s = 6 h); the wait names the holder, and "
+                   "when it runs out the command exits 1 naming it, nothing written")
+
+
+# == toymech.models.reference.SMOKE_MAX_REFERENCE_STEPS, repeated to keep --help fast
+SMOKE_MAX_REFERENCE_STEPS = 10_000
+
+
+def _add_yes(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--yes", action="store_true",
+                   help="train at --size smoke even runs above smoke's budget of "
+                   f"{SMOKE_MAX_REFERENCE_STEPS:,} reference steps (smoke is meant to take "
+                   "seconds; the cost of the runs to train is printed first, in reference steps "
+                   "and wall time on this machine, and above that budget refused without --yes)")
 
 
 def _add_train(sub) -> None:
@@ -114,6 +130,7 @@ def _add_train(sub) -> None:
     p.add_argument("--threads", type=_threads, help="torch CPU threads (default: $TOYMECH_THREADS, "
                    "else the cores not busy with other work or other toymech processes)")
     _add_lock_timeout(p)
+    _add_yes(p)
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar or log lines (refusals and repairs are still said)")
     p.set_defaults(func=zoo_commands.cmd_train)
@@ -138,6 +155,7 @@ def _add_sweep(sub) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--cache", help=CACHE_HELP)
     _add_lock_timeout(p)
+    _add_yes(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=zoo_commands.cmd_sweep)
 
@@ -169,6 +187,8 @@ def _add_map(sub) -> None:
     p.add_argument("--no-progress", action="store_true",
                    help="no live line (runs and cells done, the run in progress and its step, "
                    "an estimate left)")
+    _add_lock_timeout(p)
+    _add_yes(p)
     p.set_defaults(func=zoo_commands.cmd_map)
 
 
@@ -204,6 +224,7 @@ def _add_zoo(sub) -> None:
                    "their folder's key) and save them again with an integrity record; their "
                    "metrics are taken as they are")
     p.add_argument("--cache", help=CACHE_HELP)
+    _add_lock_timeout(p)
     p.set_defaults(func=zoo_commands.cmd_zoo_verify)
 
 
@@ -233,6 +254,8 @@ def _add_report(sub) -> None:
     p.add_argument("--jobs", type=_jobs, default=1,
                    help="notebooks executed at once; each kernel gets cores/jobs threads (default: 1)")
     p.add_argument("--cache", help=CACHE_HELP)
+    _add_lock_timeout(p)
+    _add_yes(p)
     p.set_defaults(func=cmd_report)
 
 
@@ -269,6 +292,7 @@ def _add_results(sub) -> None:
                    "folders of map tables or tables (default: docs/maps)")
     p.add_argument("--out", default="docs/results", help="with --pages: where the pages go "
                    "(default: docs/results)")
+    _add_lock_timeout(p)
     p.set_defaults(func=cmd_results)
 
 
@@ -308,6 +332,8 @@ def _add_ladder(sub) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     p.add_argument("--cache", help=CACHE_HELP)
     p.add_argument("--no-progress", action="store_true", help="no live line")
+    _add_lock_timeout(p)
+    _add_yes(p)
     p.set_defaults(func=zoo_commands.cmd_ladder)
 
 
@@ -337,6 +363,24 @@ class _Never(Exception):
     pass
 
 
+@contextlib.contextmanager
+def _lock_timeout(seconds: float | None):
+    """``--lock-timeout`` for every lock the command takes, its child processes' and notebook
+    kernels' too: ``$TOYMECH_LOCK_TIMEOUT`` while the command runs (restored after)."""
+    if seconds is None:
+        yield
+        return
+    old = os.environ.get("TOYMECH_LOCK_TIMEOUT")
+    os.environ["TOYMECH_LOCK_TIMEOUT"] = f"{seconds:.6f}".rstrip("0").rstrip(".")
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("TOYMECH_LOCK_TIMEOUT", None)
+        else:
+            os.environ["TOYMECH_LOCK_TIMEOUT"] = old
+
+
 def _version() -> str:
     from toymech import __version__
 
@@ -361,7 +405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.imports:  # the report's kernels import them too
             os.environ[plugins.ENV] = ",".join(
                 dict.fromkeys([*plugins.modules_from_env(), *args.imports]))
-        return args.func(args)
+        with _lock_timeout(getattr(args, "lock_timeout", None)):
+            return args.func(args)
     except UsageError as exc:
         print(f"toymech: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

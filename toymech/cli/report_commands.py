@@ -59,6 +59,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if variant:
         extra["variant"] = variant
     check_out_dir("--out", args.out, [p for p in notebooks if p.is_file()])
+    cost = _cost_line(notebooks, args, variant)  # at smoke above its budget: refused
     seeds_note = f", seeds {args.n_seeds}" if args.n_seeds is not None else ""
     if variant:
         seeds_note += ", knobs " + ", ".join(f"{k}={v}" for k, v in variant.items())
@@ -66,7 +67,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     # under a heading printed once the arguments are checked (bad input stays one line).
     progress = LiveProgress(notebooks, stream=sys.stderr, header=(
         f"{len(notebooks)} notebook(s) at size {args.size}{seeds_note}, device {args.device}, seed "
-        f"{args.seed}, {args.jobs} at a time -> {args.out}"))
+        f"{args.seed}, {args.jobs} at a time -> {args.out}" + (f"\n{cost}" if cost else "")))
     entries = build_reports(
         notebooks, out_dir=args.out, size=args.size, device=args.device, seed=args.seed,
         n_seeds=args.n_seeds, code=args.code, extra_parameters=extra, progress=progress, jobs=args.jobs,
@@ -75,6 +76,37 @@ def cmd_report(args: argparse.Namespace) -> int:
     failed = [e for e in entries if not e.ok]
     print(f"{len(entries) - len(failed)} ok, {len(failed)} failed; index: {Path(args.out) / 'index.html'}")
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _cost_line(notebooks: list[Path], args: argparse.Namespace, variant: dict) -> str:
+    """What the study notebooks' main runs that the zoo lacks cost to train (the study's
+    ``experiments`` at the report's setting and seeds, in reference steps and wall time here:
+    ``models.reference.training_cost``), said under the heading once every argument is checked;
+    at ``smoke`` above its budget a ValueError unless ``--yes``. "" where there is nothing to
+    train or a notebook's arguments do not build (its own check names them)."""
+    from toymech.models.reference import training_cost
+    from toymech.report.checks import read_notebook, study_of
+    from toymech.studies import protocol
+    from toymech.zoo import Zoo
+
+    zoo, runs = Zoo(None), {}  # the zoo the kernels use ($TOYMECH_CACHE)
+    try:
+        for path in notebooks:
+            name = study_of(path, read_notebook(path)) if path.is_file() else None
+            if name is None:
+                continue
+            study = protocol.study(name)
+            setting = study.with_knobs(args.size, variant or None)
+            for exp in study.experiments(setting, study.seeds_of(args.size, args.seed,
+                                                                 args.n_seeds)):
+                if not zoo.has(exp):
+                    runs[str(zoo.path(exp))] = exp
+    except ValueError:
+        return ""  # build_reports refuses these arguments, naming the notebook
+    said: list[str] = []
+    training_cost(list(runs.values()), args.size, confirmed=args.yes,
+                  what="the studies' main runs: ", log=said.append)
+    return said[0] if said else ""
 
 
 def cmd_lab(args: argparse.Namespace) -> int:

@@ -46,7 +46,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_zoo_verify(args: argparse.Namespace) -> int:
     from toymech.zoo import Zoo
 
-    zoo = Zoo(args.cache)
+    zoo = Zoo(args.cache, lock_timeout=args.lock_timeout)
     if not os.path.lexists(zoo.root):  # checking nothing is no "0 ok"
         raise ValueError(f"zoo={str(zoo.root)!r} is not allowed: an existing zoo folder (it does "
                          "not exist; --cache or $TOYMECH_CACHE names the zoo)")
@@ -124,7 +124,7 @@ def load_experiment(args: argparse.Namespace):
 
 def cmd_train(args: argparse.Namespace) -> int:
     from toymech import listing
-    from toymech.devices import apply_threads, check_device
+    from toymech.devices import apply_threads, check_device, resolve_device
     from toymech.zoo import Zoo
 
     check_cache(args.cache)
@@ -149,6 +149,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     zoo = Zoo(args.cache, lock_timeout=args.lock_timeout)
     log = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
     apply_threads(args.threads, log=log)  # explicit, $TOYMECH_THREADS, else the free cores
+    if args.retrain or not zoo.has(experiment):  # every check, then its cost said (or refused)
+        from toymech.core import check_path_writable_dir
+        from toymech.models.reference import training_cost
+        from toymech.training import preflight
+        from toymech.zoo import inventory
+
+        inventory.check_root(zoo.root)
+        check_path_writable_dir("zoo", zoo.root)
+        preflight(experiment, resolve_device(args.device), keep_model=False)
+        training_cost([experiment], None if args.config else (args.size or "default"),
+                      confirmed=args.yes, log=log)
     entry = zoo.get_or_train(experiment, device=args.device, retrain=args.retrain,
                              progress=not args.quiet, log=log)
     label = experiment.name or experiment.task.name
@@ -247,7 +258,7 @@ def _run_maps(todo: list, args: argparse.Namespace) -> int:
                              address=getattr(args, "address", None),
                              device=getattr(args, "device", "auto"),
                              progress=not args.no_progress, refine=getattr(args, "refine", 0),
-                             log=log)
+                             lock_timeout=args.lock_timeout, confirm_cost=args.yes, log=log)
         print(maps.finding(table, protocol.study(spec["study"]).map_label))
         failed = failed or bool((table.get("status") != "ok").any())
         if report is not None:  # the map's page, listed in the reports folder's index
@@ -279,6 +290,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     result = run_sweep(args.grid, cache_dir=args.cache, backend=args.backend,
                        address=args.address, out=args.out, retries=args.retries,
                        device=args.device, progress=not args.no_progress,
-                       lock_timeout=args.lock_timeout, log=log)
+                       lock_timeout=args.lock_timeout, confirm_cost=args.yes, log=log)
     print(result.summary())
     return EXIT_FAILED if result.count("failed") or result.count("diverged") else EXIT_OK

@@ -8,7 +8,8 @@ in place once a second; elsewhere (a CI log, a file) a line is printed when a ru
 measuring starts and at the end, so a log stays short.
 
 The estimate is the time the runs still to train will take at the pace of those trained so far
-in this call, in units of ``sweep.run_cost`` (steps x batch x positions x layers x width), the
+in this call, in units of ``models.reference.run_cost`` (steps x batch x positions x layers x
+width, the width counted again for the matrix products), the
 steps the running ones have done counting for their share and a run a stop rule ended early
 counting for the steps it ran: runs that differ in size weigh what they cost, and several
 workers in parallel show in the pace. Runs still to train count at their whole budget, so with
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Hashable, Sequence, TextIO
 
-from ..sweep.pool import run_cost
+from ..models.reference import run_cost
 from ..training import live as live_status
 
 

@@ -34,54 +34,17 @@ from ..core import check
 from ..display import note, reader_table
 from ..report.build import build_reports
 from ..report.index import ReportEntry
-from ..studies import protocol
 from ..studies.states import BEYOND
 from .summary import MEASURED, NOT_MEASURED, cell_groups, changes, count_text, finding
 from . import ledger
-from .table import knob_columns
-from .table import read_table as read_map_table
+from .ledger import study_for
+from .table import knob_columns, read_table  # the one reader (verify=True: every row checked)
 from .figure import map_figure
 from .predictions import pair_rows, prediction_rows
 
 MAP_NOTEBOOK = Path(__file__).resolve().parent / "map.ipynb"
 PAGE_PREFIX = "map-"  # a map's page: <out>/map-<name>.html
 _NOT_NUMBERS = ("seed", "refined")
-
-
-def read_table(path: str | Path) -> pd.DataFrame:
-    """A map's table (``.csv`` or ``.parquet``, ``table.read_table``), knobs as text, checked
-    before anything is drawn or published from it: the file as toymech recorded it, and every
-    row against the run it names (``ledger.verify_rows``: ValueError naming the row)."""
-    path = Path(path)
-    ledger.check_recorded(path.parent, path.stem, [path.name])
-    table = read_map_table(path)
-    if len(table):
-        missing = [c for c in ledger.FIXED if c not in table]
-        check(not missing, "map table", str(path), "a table written by toymech map (it has no "
-              f"{missing[0] if missing else ''!r} column)")
-        ledger.verify_rows(table, path, study_for(table))
-    return table.astype({c: str for c in [*knob_columns(table).values(), "experiment"]
-                         if c in table})
-
-
-def study_for(table: pd.DataFrame):
-    """The registered study whose runs the table holds: its ``study`` column (one value), or, in
-    a table written before that column existed, the study whose named experiments the runs are."""
-    names = set(table["experiment"].astype(str)) if "experiment" in table else set()
-    if "study" in table and table["study"].notna().any():
-        given = sorted(set(table["study"].dropna().astype(str)))
-        check(len(given) == 1 and given[0] in protocol.STUDIES, "table study", given[:3],
-              f"one registered study ({', '.join(protocol.STUDIES)})")
-        study = protocol.study(given[0])
-        check(names <= set(study.named_experiments), "table experiments", sorted(names)[:4],
-              f"the {given[0]} study's named experiments ({', '.join(study.named_experiments)})")
-        return study
-    for name in protocol.STUDIES:
-        study = protocol.study(name)
-        if names and names <= set(study.named_experiments):
-            return study
-    raise ValueError(f"table experiments={sorted(names)!r} is not allowed: the named experiments "
-                     "of one registered study (a table written by toymech map)")
 
 
 def label_of(table: pd.DataFrame, label: str | None = None) -> str:

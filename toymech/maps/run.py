@@ -27,22 +27,26 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ..core import check, check_int, source_commit
-from ..grid import expand_grid, run_sweep
+from ..core import check, check_bool, check_int, check_path_writable_dir, source_commit
+from ..models.reference import reference_steps, training_cost
 from ..studies import protocol
 from ..sweep import train_missing
-from ..zoo import Zoo
+from ..sweep.runner import check_options, preflight_all, run_trials
+from ..zoo import Zoo, inventory
+from ..zoo.locks import LockTimeout
 from .live import MapProgress
 from .refine import refinements
-from .spec import check_map, load_map, sweep_grid
+from .spec import check_map, load_map, map_trials
 from . import ledger
+from .table import (is_blank, is_knob_column, knob_column, knob_columns, read_or_empty,
+                    read_table, row_knobs, write_table)
 from ..studies.states import BUDGET_EXHAUSTED, STILL_LEARNING
-from .table import is_knob_column, knob_column, knob_columns, read_or_empty, read_table, write_table
 from .summary import budget_state, cell_key
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
             out: str | Path | None = None, backend: str = "auto", address: str | None = None,
             device: str = "auto", progress: bool = True, refine: int = 0,
+            lock_timeout: float | None = None, confirm_cost: bool = False,
             log: Callable[[str], None] | None = print) -> pd.DataFrame:
     """Train what the zoo lacks of ``spec``'s runs, measure every run with its study's
     ``map_row`` and write the tidy table (see the module docstring): returns it. ``out``: the
@@ -54,9 +58,14 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     ``cache_dir``: the zoo (None: ``$TOYMECH_CACHE``, else ``~/.cache/toymech``); ``backend``:
     ``auto``, ``local`` or ``ray`` (as ``grid.run_sweep``), ``address``: a Ray cluster to join;
     ``device``: where the runs train (``"auto"``: CUDA, else MPS, else CPU; on a GPU the runs of
-    one model shape train stacked); ``progress``: the live line; ``log``: a print-like function
-    for the run's lines (None: quiet). Raises ``ValueError`` for a bad spec or option (one line
-    naming it) before any run trains. Example::
+    one model shape train stacked); ``progress``: the live line; ``lock_timeout``: the longest
+    wait, in seconds, for another process holding a zoo entry or this map's table (None:
+    ``$TOYMECH_LOCK_TIMEOUT``, else 6 hours; then ``LockTimeout`` naming the holder, nothing
+    written); ``confirm_cost``: train at ``smoke`` runs above its budget
+    (``models.reference.training_cost``: the cost of the runs to train is said first, in
+    reference steps and wall time here); ``log``: a print-like function for the run's lines
+    (None: quiet). Raises ``ValueError`` for a bad spec or option (one line naming it) before
+    any run trains. Example::
 
         table = run_map("specs/maps/s1-content.yaml", backend="local")
         print(finding(table, "content"))
@@ -66,33 +75,73 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     raw.setdefault("name", stem)
     spec = check_map(raw)
     refine = check_int("refine", refine, 0, 10_000)
+    confirm_cost = check_bool("confirm_cost", confirm_cost)
     study = protocol.study(spec["study"])
-    zoo = Zoo(cache_dir)
-    _check_measurable(spec, study)
-    panel = _panel(spec, study)
+    zoo = Zoo(cache_dir, lock_timeout=lock_timeout)
+    trials, notes = map_trials(spec)  # a knob reaching no run, or one run in two cells: refused
+    _check_measurable(spec, study, trials)
+    panel = _panel(spec, study, trials)
     folder = ledger.check_out(out) if out is not None else zoo.root / "maps"
-    ledger.check_files(folder, spec, study, read_table)  # nothing of the user's replaced
+    ledger.check_files(folder, spec, study, lambda p: read_table(p, verify=False))
+    inventory.check_root(zoo.root)
+    check_path_writable_dir("zoo", zoo.root)
+    missing = {str(zoo.path(t.exp)): t for t in trials if not zoo.has(t.exp)}
+    preflight_all(list(missing.values()), device if address is None else "cpu")
+    missing = {path: t.exp for path, t in missing.items()}
+    training_cost(list(missing.values()), spec["size"], confirmed=confirm_cost,
+                  what=f"map {spec['name']}: ", log=log)  # said, or refused, before any work
+    if log:
+        for line in notes + _calibration_notes(spec, study) + _policy_cost(spec, trials):
+            log(line)
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec['name']}.csv"
     try:
-        ledger.claim(folder, spec, log)
+        ledger.claim(folder, spec, log, lock_timeout)
         with contextlib.ExitStack() as stack:
             live = stack.enter_context(MapProgress(spec["name"])) if progress else None
             return _run_map(spec, study, zoo, folder, path, refine, live, log,
                             dict(zoo=zoo, backend=backend, address=address, device=device,
-                                 log=log, panel=panel))
+                                 log=log, panel=panel, lock_timeout=lock_timeout))
     finally:
         if created:  # a map that stopped before writing anything leaves no empty folder
             with contextlib.suppress(OSError):
                 folder.rmdir()
 
 
-def _settings(spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Each distinct (size, knobs) of ``spec``'s trials, in grid order: the settings its cells
-    are at (a cell is one experiment at one of them, ``summary.cell_key``)."""
+def _policy_cost(spec: dict[str, Any], trials) -> list[str]:
+    """One line bounding what the budget policy may add: every run continued to the cap."""
+    cap = spec.get("until_converged")
+    if not cap:
+        return []
+    more = sum(reference_steps([t.exp]) * (cap / t.exp.train.steps - 1) for t in trials)
+    return [f"map {spec['name']}: the budget policy may continue runs still learning up to "
+            f"{cap:,} steps: at most about {more:,.0f} reference steps more"]
+
+
+def _calibration_notes(spec: dict[str, Any], study) -> list[str]:
+    """One line where the map's seeds include the study's calibration seeds at its size (the
+    seeds its thresholds were chosen on): their rows are marked (``calibration``)."""
+    tuned = _calibration_seeds(spec, study)
+    used = [s for s in spec["seeds"] if s in tuned]
+    if not used:
+        return []
+    return [f"map {spec['name']}: seed(s) {', '.join(map(str, used))} are the {spec['study']} "
+            f"study's calibration seeds at {spec['size']} (its thresholds were chosen on them): "
+            "their rows are marked calibration=True and are no independent evidence"]
+
+
+def _calibration_seeds(spec: dict[str, Any], study) -> set[int]:
+    settings = getattr(study, "settings", None)
+    return set(settings.calibration_seeds(spec["size"])) if settings is not None else set()
+
+
+def _settings(trials) -> list[tuple[str, dict[str, Any]]]:
+    """Each distinct (size, knobs) of the map's ``trials`` (``spec.map_trials``), in grid
+    order: the settings its cells are at (a cell is one experiment at one of them,
+    ``summary.cell_key``)."""
     out, seen = [], set()
-    for trial in expand_grid(sweep_grid(spec)):
+    for trial in trials:
         key = (str(trial.size), tuple(sorted((k, str(v)) for k, v in trial.knobs.items())))
         if key not in seen:
             seen.add(key)
@@ -100,10 +149,10 @@ def _settings(spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def _check_measurable(spec: dict[str, Any], study) -> None:
+def _check_measurable(spec: dict[str, Any], study, trials) -> None:
     """Every cell's setting through the study's ``map_check`` before anything trains: a cell
     its measurement would refuse is refused now, naming its knobs."""
-    for size, knobs in _settings(spec):
+    for size, knobs in _settings(trials):
         try:
             study.map_check(study.with_knobs(size, knobs))
         except ValueError as exc:
@@ -112,31 +161,26 @@ def _check_measurable(spec: dict[str, Any], study) -> None:
                              f"({exc}): leave that value out of the map") from None
 
 
-def _cells(spec: dict[str, Any], study) -> list:
-    """One size with its knobs per setting of ``spec`` (``_settings``, through the study's
-    ``with_knobs``), in grid order."""
-    return [study.with_knobs(size, knobs) for size, knobs in _settings(spec)]
-
-
-def _panel(spec: dict[str, Any], study):
+def _panel(spec: dict[str, Any], study, trials):
     """The map's one test panel, built from every cell of ``spec`` (the study's ``map_panel``),
     or None for a study whose rows need none: every run of the map, refinements and runs
     continued by the budget policy included, is judged on it."""
-    return study.map_panel(_cells(spec, study))
+    return study.map_panel([study.with_knobs(size, knobs) for size, knobs in _settings(trials)])
 
 
 def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataFrame:
     how["live"] = live
     table = _read(path, study)
+    table = _unhashed(spec, study, folder, path, table, log, how)
     rows = _measured(spec, study, folder / f"{spec['name']}.runs.csv", table, False, **how)
-    table = _save(folder, path, spec, study, rows, log)
+    table = _save(folder, path, spec, study, rows, log, timeout=how["lock_timeout"])
     table = _until_converged(spec, study, folder, path, table, log, how)
     added = 0
     for part in (refinements(table, spec, refine) if refine else []):
         got = _measured(part, study, _part_file(folder, spec["name"], "refine", part), table,
                         True, **how)
         added += len(got)
-        table = _save(folder, path, spec, study, got, log)
+        table = _save(folder, path, spec, study, got, log, timeout=how["lock_timeout"])
         table = _until_converged(spec, study, folder, path, table, log, how)
     if log:
         log(f"map {spec['name']}: {len(rows) + added} run(s) measured now ({added} refining), "
@@ -163,11 +207,53 @@ def _still_learning(table: pd.DataFrame, spec: dict[str, Any]) -> list[tuple[dic
         steps = int(float(steps))
         if steps >= cap:
             continue
-        knobs = {k: [str(row[c])] for k, c in columns.items() if str(row[c]) != "nan"}
         parts.append(({**spec, "experiment": [str(row["experiment"])], "seeds": [int(row["seed"])],
-                       "knobs": {**knobs, "steps": [min(cap, 2 * steps)]}},
+                       "knobs": {**row_knobs(row, columns), "steps": [min(cap, 2 * steps)]}},
                       str(row.get("refined")) == "True"))
     return parts
+
+
+def _unhashed(spec, study, folder, path, table, log, how) -> pd.DataFrame:
+    """Rows without their hash (``ledger.unhashed``: a table from before row hashes, a hash
+    blanked or its column removed) are never taken as toymech measured them: each row's run is
+    measured again from the zoo (trained where the zoo lacks it) and compared with the row. A
+    row whose values differ from its run's is a ValueError naming the row, the column and both
+    values (nothing written); otherwise the rows are written back as measured now, with their
+    hashes."""
+    where = ledger.unhashed(table)
+    if not where:
+        return table
+    if log:
+        log(f"map {spec['name']}: {len(where)} row(s) of {path.name} without a row hash: measured "
+            "again from the zoo and compared before the table is extended")
+    columns = knob_columns(table)
+    done = table.drop(index=table.index[where])
+    parts: dict[str, tuple[dict[str, Any], bool, list[int]]] = {}  # one per cell: its seeds
+    for i in where:
+        row = table.iloc[i].to_dict()
+        knobs = row_knobs(row, columns)
+        if spec.get("until_converged") and not is_blank(row.get("steps")):
+            knobs["steps"] = [int(float(row["steps"]))]  # the run the policy continued
+        part = {**spec, "experiment": [str(row["experiment"])], "seeds": [], "knobs": knobs}
+        refined = row.get("refined") is True
+        key = json.dumps([part["experiment"], knobs, refined], sort_keys=True, default=str)
+        parts.setdefault(key, (part, refined, []))[2].append(i)
+    measured: dict[str, dict[str, Any]] = {}
+    for part, refined, rows in parts.values():
+        part["seeds"] = [int(table.iloc[i]["seed"]) for i in rows]
+        got = _measured(part, study, _part_file(folder, spec["name"], "remeasure", part), done,
+                        refined, **how)
+        measured.update({r["zoo_key"]: r for r in got})
+    for i in where:
+        row = table.iloc[i].to_dict()
+        differs = ledger.differences(row, measured.get(row["zoo_key"]))
+        if differs:
+            raise ValueError(
+                f"map table={str(path)!r} row {i + 1} (zoo key {row['zoo_key']}) is not allowed: "
+                f"it has no row hash, and {differs}; move the table aside to measure the map "
+                "again")
+    return _save(folder, path, spec, study, list(measured.values()), log, replace="same",
+                 timeout=how["lock_timeout"])
 
 
 def _until_converged(spec, study, folder, path, table, log, how) -> pd.DataFrame:
@@ -188,7 +274,8 @@ def _until_converged(spec, study, folder, path, table, log, how) -> pd.DataFrame
                              table, refined, **how)
         if not got:  # nothing measured anew (every continued run known): nothing to continue
             return table
-        table = _save(folder, path, spec, study, got, log, replace=True)
+        table = _save(folder, path, spec, study, got, log, replace=True,
+                      timeout=how["lock_timeout"])
 
 
 def _part_file(folder: Path, name: str, kind: str, part: dict[str, Any]) -> Path:
@@ -201,28 +288,38 @@ def _part_file(folder: Path, name: str, kind: str, part: dict[str, Any]) -> Path
 
 
 def _read(path: Path, study) -> pd.DataFrame:
-    """The map's table so far, every row checked (``ledger.verify_rows``); empty if none."""
+    """The map's table so far, every row checked (``ledger.verify_rows``; rows without a hash
+    pass here, to be measured again: ``_unhashed``); empty if none."""
     table = read_or_empty(path)
     if len(table):
-        ledger.verify_rows(table, path, study)
+        ledger.verify_rows(table, path, study, remeasure=True)
     return table
 
 
 def _run_of(row) -> tuple:
     """A row's run apart from its steps: its experiment, knob values and seed."""
-    return (str(row["experiment"]), str(row["seed"]),
-            *sorted((k, str(v)) for k, v in row.items() if is_knob_column(k)))
+    return (str(row["experiment"]), str(int(float(row["seed"]))),
+            *sorted((k, str(v)) for k, v in row.items() if is_knob_column(k) and not is_blank(v)))
 
 
 def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict[str, Any]],
-          log, replace: bool = False) -> pd.DataFrame:
+          log, replace: bool | str = False, timeout: float | None = None) -> pd.DataFrame:
     """Merge ``rows`` into the table under the map's lock: another writer of this map may have
     added rows meanwhile (re-read and checked here), so only the rows it lacks are added and
     none is lost; the files written are recorded as toymech's (``ledger``). ``replace``: each
-    row replaces the shorter run of its experiment, knobs and seed (the budget policy's)."""
-    with ledger.writing(folder, spec, log):
+    row replaces the shorter run of its experiment, knobs and seed (the budget policy's);
+    ``"same"``: each row replaces the row of the same zoo key (measured again). A run is one
+    row whatever policy wrote it: a row of a run the table holds under another zoo key is a
+    ValueError, never a second row."""
+    with ledger.writing(folder, spec, log, timeout):
         ledger.check_recorded(folder, spec["name"], [path.name, path.with_suffix(".parquet").name])
         current = _read(path, study)
+        if replace == "same" and len(current):
+            again = {r["zoo_key"]: r for r in rows}
+            current = pd.DataFrame([again.get(r["zoo_key"], r) for r in current.to_dict("records")],
+                                   columns=list(dict.fromkeys(
+                                       [*current.columns, *(c for r in rows for c in r)])))
+            rows, replace = [], False
         known = set(current["zoo_key"]) if "zoo_key" in current else set()
         new = [r for r in rows if r["zoo_key"] not in known]
         if replace and new and len(current):
@@ -240,6 +337,12 @@ def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict
             new = [r for r in new if _run_of(r) not in placed]
             current = pd.DataFrame(rows, columns=list(dict.fromkeys(
                 [*current.columns, *(c for r in rows for c in r)])))
+        runs = {_run_of(r): r["zoo_key"] for r in current.to_dict("records")}
+        for r in new:  # never a second row of one run (another policy's, another zoo key)
+            check(_run_of(r) not in runs, f"map {spec['name']} run", r["zoo_key"],
+                  f"a run the table does not hold under another zoo key ({runs.get(_run_of(r))}: "
+                  "the same experiment, knobs and seed); move the table aside to measure the "
+                  "map again")
         table = pd.concat([current, pd.DataFrame(new)], ignore_index=True) if new else current
         write_table(table, path)
         ledger.record(folder, spec)
@@ -248,15 +351,17 @@ def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict
 
 def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame, refined: bool,
               *, zoo: Zoo, backend: str, address: str | None, device: str,
-              live: MapProgress | None, log, panel=None) -> list[dict[str, Any]]:
+              live: MapProgress | None, log, panel=None,
+              lock_timeout: float | None = None) -> list[dict[str, Any]]:
     """The rows of ``spec``'s runs that ``done`` lacks: trained where the zoo lacks them (the
-    sweep machinery), each measured by the study's ``map_row``."""
+    sweep machinery), each measured by the study's ``map_row``. A lock on a run that another
+    process holds past ``lock_timeout`` ends the map (``LockTimeout``: no row of it written)."""
+    trials, _ = map_trials(spec)
     if backend != "ray" and address is None:
         # what the zoo lacks trains first (``sweep.train_missing``): on a CPU one one-thread
         # process per free core; on a GPU in this process, the runs that share a model shape
         # (seeds, data knobs) as one stacked program where that measures faster
         # (``training.stacking``). The sweep below then reads every run back from the zoo.
-        trials = expand_grid(sweep_grid(spec))
         if live is not None:
             live.plan([(zoo.path(t.exp), _cell_key(study, t), t.exp) for t in trials],
                       {zoo.path(t.exp) for t in trials if zoo.has(t.exp)})
@@ -265,21 +370,27 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         try:
             train_missing(zoo, [t.exp for t in trials], device=device, log=log,
                           on_progress=on_progress)
+        except LockTimeout:
+            raise  # waited for another writer long enough: the map ends, nothing written
         except RuntimeError as exc:  # a run that failed (diverged) is a row of the table: the
             if log:                  # sweep below records its status, the others are stored
                 log(f"[toymech] {exc}")
         if live is not None:
             live.failed({zoo.path(t.exp) for t in trials if not zoo.has(t.exp)})
-    result = run_sweep(sweep_grid(spec), cache_dir=zoo.root, backend=backend, address=address,
-                       out=runs_table, device=device,
-                       progress=live is not None and (backend == "ray" or address is not None),
-                       log=log)
+    which, device, _, out = check_options(cache_dir=zoo.root, backend=backend, address=address,
+                                          out=runs_table, retries=None, device=device,
+                                          gpu_fraction=0.25, workers=None)
+    result = run_trials(trials, {}, which=which, device=device, zoo=zoo, path=out, retries=1,
+                        address=address,
+                        progress=live is not None and (backend == "ray" or address is not None),
+                        lock_timeout=lock_timeout, log=log, fallback=backend == "auto")
     known = set(done["zoo_key"]) if "zoo_key" in done else set()
     # under the budget policy a run continued past its first steps has a row of the longer run
     # (another zoo key): the shorter run's row is not added back when the map is read again
     longer = ({_run_of(r): int(r["steps"]) for r in done.to_dict("records")}
               if spec.get("until_converged") and "steps" in done else {})
     commit = source_commit()
+    tuned = _calibration_seeds(spec, study)  # rows of these seeds are marked
     rows = []
     for i, trial in enumerate(result.trials):
         if live is not None:
@@ -294,7 +405,8 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
                                **{knob_column(k): _cell_text(study, k, v) for k, v in shown.items()},
                                "seed": trial.seed, "size": str(trial.size),
                                "steps": int(trial.exp.train.steps), "zoo_key": key,
-                               "commit": commit, "refined": refined}
+                               "commit": commit, "refined": refined,
+                               "calibration": trial.seed in tuned}
         if longer.get(_run_of(row), -1) >= row["steps"]:
             continue
         status = result.table.loc[result.table.index[i], "status"]

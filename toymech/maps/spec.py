@@ -16,22 +16,40 @@ zoo continuing the shorter run) and measured again, until it stops learning or r
 its row is replaced by the longer run's. The study needs a ``steps`` knob, and the spec may then
 not map ``steps`` itself.
 
-``check_map`` checks every key before any work; ``sweep_grid`` is the sweep grid that trains the
-map's runs (``toymech.grid``'s knobs axis).
+``until_converged`` must exceed the steps every experiment of the map trains at its size (a cap
+at or below them could never continue a run), and it is part of the map's identity
+(``ledger.identity``): the same map with another policy is another map, never merged into one
+table (a run would be kept twice, once per policy).
+
+A knob that does not change one of the map's experiments (``n_layers`` on a map holding the
+1-layer ``induction-1l-smeared`` beside the 2-layer ``induction-2l``: every value builds the same
+1-layer run) is left at the source's value for that experiment: its runs are mapped once, in
+one cell whose column shows the source's value, and the map says so in one line
+(``map_trials``). A knob that changes none of the map's experiments is refused before any work,
+and so are two cells of one experiment that would build the same run (the same zoo key): a
+run is one row, one cell.
+
+``check_map`` checks every key before any work; ``map_trials`` is the map's runs (one trial each,
+through the sweep grid ``sweep_grid``: ``toymech.grid``'s knobs axis).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from ..core import check, check_int, check_seed, check_size, short_repr
+from ..core import Setting, check, check_int, check_seed, check_size, short_repr
+from ..grid import expand_grid
 from ..studies import knobs as study_knobs, protocol
+from ..sweep.table import Trial
 from ..training.specfiles import read_mapping
 
 MAP_KEYS = ("study", "experiment", "size", "seeds", "seed", "knobs", "name", "until_converged")
 MAX_STEPS = 10_000_000
 MAX_MAP_SEEDS = 100
+MAX_NAME = 100  # characters of a map's name (it names files, a lock and a page)
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 def load_map(path: str | Path) -> dict[str, Any]:
@@ -58,11 +76,16 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
     check(study.maps, "study", study_name,
           "a study with a map measurement (map_row): "
           + ", ".join(s for s in protocol.STUDIES if protocol.study(s).maps))
-    names = spec.get("experiment") or [next(iter(study.named_experiments))]
-    names = [names] if isinstance(names, str) else list(names)
+    names = spec.get("experiment")
+    names = [next(iter(study.named_experiments))] if names is None else names
+    names = [names] if isinstance(names, str) else names
+    check(isinstance(names, list) and len(names) >= 1, "experiment", names,
+          "a name of the study's experiments or a non-empty list of them (left out: "
+          f"{next(iter(study.named_experiments))})")
     for n in names:
         check(isinstance(n, str) and n in study.named_experiments, "experiment", n,
               f"one of the study's: {', '.join(study.named_experiments)}")
+    check(len(set(names)) == len(names), "experiment", names, "each experiment once")
     size = check_size(spec.get("size", "default"))
     seed = check_seed(spec.get("seed", 0))
     seeds = spec.get("seeds", None)
@@ -90,8 +113,11 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
                   f"value ({study.knobs[key].text(canonical)})")
             seen[canonical] = v
     label = spec.get("name", "map")
-    check(isinstance(label, str) and label.replace("-", "").replace("_", "").isalnum(), "name",
-          label, "letters, digits, - and _")
+    check(isinstance(label, str) and NAME.fullmatch(label) is not None
+          and len(label) <= MAX_NAME, "name", label,
+          f"letters, digits, - and _ (ASCII: a-z, A-Z, 0-9), at most {MAX_NAME} characters, "
+          "starting with a letter or digit (without a name: the map file's name; give 'name:' "
+          "in the map)")
     cap = spec.get("until_converged")
     if cap is not None:
         cap = check_int("until_converged", cap, 1, MAX_STEPS)
@@ -99,14 +125,93 @@ def check_map(spec: Any, name: str = "map") -> dict[str, Any]:
               f"only for a study with a steps knob ({study_name} has none)")
         check("steps" not in given, "until_converged", cap,
               "a cap on the steps of runs still learning, or a steps knob in the map, not both")
+        for n in names:  # a cap the runs already reach could never continue one of them
+            own = int(study.named_experiments[n].make(Setting(size), seeds[0]).train.steps)
+            check(cap > own, "until_converged", cap,
+                  f"a cap above the steps the runs train ({n} trains {own:,} at {size}): the "
+                  "budget policy doubles the steps of a run still learning, up to the cap")
     return {"study": study_name, "experiment": names, "size": size, "seeds": seeds,
             "knobs": given, "name": label, "until_converged": cap}
 
 
 def sweep_grid(spec: dict[str, Any]) -> dict[str, Any]:
-    """The sweep grid that trains the map's runs (the grid's knobs axis)."""
+    """The sweep grid of every combination of the map's experiments, seeds and knob values (the
+    grid's knobs axis); ``map_trials`` makes the map's runs from it."""
     return {"experiment": spec["experiment"], "size": spec["size"], "seed": spec["seeds"],
             "knobs": spec["knobs"], "name": f"map-{spec['name']}"}
 
 
-__all__ = ["MAP_KEYS", "MAX_MAP_SEEDS", "check_map", "load_map", "sweep_grid"]
+def map_trials(spec: dict[str, Any]) -> tuple[list[Trial], list[str]]:
+    """(the map's runs, one trial each, in grid order; the lines that say what was left out)
+    for a checked ``spec`` (``check_map``). A knob whose values all build the same run of an
+    experiment is set to the source's value in that experiment's trials (its runs are one
+    cell, not one per value), said in one line; a knob that changes none of the map's
+    experiments, or two cells of one experiment that build the same run, is a ValueError
+    naming them, before any work (module docstring)."""
+    study = protocol.study(spec["study"])
+    trials = expand_grid(sweep_grid(spec))
+    first = spec["seeds"][0]
+    notes, reached = [], {k: [] for k in spec["knobs"]}
+    for name in spec["experiment"]:
+        cells = [t for t in trials if t.experiment == name and t.seed == first]
+        for k in spec["knobs"]:
+            if _reaches(study, spec["size"], name, first, cells, k):
+                reached[k].append(name)
+                continue
+            source = study.knobs[k].source
+            values = {study.knobs[k].parse(v) for v in spec["knobs"][k]}
+            for t in trials:
+                if t.experiment == name:
+                    t.knobs = {**t.knobs, k: study_knobs.jsonable_value(source)}
+            if values != {source}:
+                notes.append(f"map {spec['name']}: knob {k} does not change {name} (its runs "
+                             f"are the same at every value): mapped once, at {k} "
+                             f"{study.knobs[k].text(source)} (the source's value)")
+    for k, names in reached.items():
+        changes = {study.knobs[k].parse(v) for v in spec["knobs"][k]} != {study.knobs[k].source}
+        check(names or not changes, f"knobs[{k!r}]", spec["knobs"][k],
+              f"values that change a run of the map: {k} changes none of its experiments "
+              f"({', '.join(spec['experiment'])}); 'toymech list knobs {spec['study']}' says "
+              "which runs each knob changes")
+    out: list[Trial] = []
+    seen: dict[tuple, Trial] = {}  # (experiment, seed, knobs) -> its trial
+    runs: dict[str, Trial] = {}  # zoo key -> the trial that builds it
+    for t in trials:
+        where = (t.experiment, t.seed, tuple(sorted((k, repr(v)) for k, v in t.knobs.items())))
+        if where in seen:
+            continue  # the same run, left at the source's value above
+        other = runs.get(t.key)
+        if other is not None:
+            raise ValueError(
+                f"knobs {_cell_words(study, other)} and {_cell_words(study, t)} are not allowed "
+                f"together in map {spec['name']!r}: they build the same run of {t.experiment} "
+                f"(zoo key {t.key}), which would be two cells; leave one of them out")
+        seen[where] = runs[t.key] = t
+        t.index = t.group = len(out)
+        out.append(t)
+    return out, notes
+
+
+def _reaches(study, size: str, name: str, seed: int, cells: list[Trial], knob: str) -> bool:
+    """Whether ``knob`` changes experiment ``name``'s run in one of its ``cells`` (the trials of
+    one seed): some cell's run differs from the same cell with ``knob`` at the source's value."""
+    source = study_knobs.jsonable_value(study.knobs[knob].source)
+    for t in cells:
+        at = {k: study_knobs.jsonable_value(study.knobs[k].parse(v)) for k, v in t.knobs.items()}
+        try:
+            plain = study.named_experiments[name].make(
+                Setting(size, {**at, knob: source}), seed).key(t.tag)
+        except ValueError:  # that combination cannot be built: the knob matters here
+            return True
+        if plain != t.key:
+            return True
+    return False
+
+
+def _cell_words(study, trial: Trial) -> str:
+    """A trial's knobs as the table writes them: ``n_layers=1, offset=0``."""
+    return ", ".join(f"{k}={study.knobs[k].text(study.knobs[k].parse(v))}"
+                     for k, v in trial.knobs.items())
+
+
+__all__ = ["MAP_KEYS", "MAX_MAP_SEEDS", "check_map", "load_map", "map_trials", "sweep_grid"]

@@ -1,11 +1,14 @@
 """A map's table on disk: ``<name>.csv`` and the same frame as ``<name>.parquet`` beside it.
 
 Text columns (the knobs, the keys, the status and the label) are written and read back as text,
-so either file reads back as the same frame.
+so either file reads back as the same frame. ``read_table`` is the one reader: with ``verify``
+(the default) the file is checked against the ledger beside it and every row against the run it
+names (``ledger.verify_rows``) before anything is drawn or published from it.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -13,22 +16,37 @@ import pandas as pd
 from ..core import check
 from ..files import replace_file
 from ..sweep.table import KNOB_PREFIX, is_knob_column, knob_column, knob_columns  # the one place naming them
+from . import ledger
 
 TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label", "state", "panel",
                 "ablate.top")
-def read_table(path: str | Path) -> pd.DataFrame:
+
+
+def read_table(path: str | Path, verify: bool = True) -> pd.DataFrame:
     """A map's table as ``toymech map`` wrote it, from the ``.csv`` or ``.parquet`` at
-    ``path``: the same frame either way (knobs, keys and labels as text)."""
+    ``path``: the same frame either way (knobs, keys and labels as text). ``verify``: the file
+    as the ledger beside it records it (``ledger.check_recorded``) and every row against the run
+    it names (``ledger.verify_rows``: a ValueError naming the row); False only where the caller
+    checks the rows itself (a map run, which measures rows without a hash again)."""
     path = Path(path)
     check(path.is_file(), "map table", str(path), "a table written by toymech map (.csv, .parquet)")
+    if verify:
+        ledger.check_recorded(path.parent, path.stem, [path.name])
     if path.suffix == ".parquet":
-        return _as_text(pd.read_parquet(path))
-    header = pd.read_csv(path, nrows=0).columns
-    table = pd.read_csv(path, dtype={c: str for c in header
-                                     if is_knob_column(c) or c in TEXT_COLUMNS})
-    if "refined" in table:  # True / False as written (a bool column, as Parquet keeps it)
-        table["refined"] = table["refined"].map(lambda v: v is True or str(v) == "True")
-    return _as_text(table)
+        table = _as_text(pd.read_parquet(path))
+    else:
+        header = pd.read_csv(path, nrows=0).columns
+        table = pd.read_csv(path, dtype={c: str for c in header
+                                         if is_knob_column(c) or c in TEXT_COLUMNS})
+        if "refined" in table:  # True / False as written (a bool column, as Parquet keeps it)
+            table["refined"] = table["refined"].map(lambda v: v is True or str(v) == "True")
+        table = _as_text(table)
+    if verify and len(table):
+        missing = [c for c in ledger.FIXED if c not in table]
+        check(not missing, "map table", str(path), "a table written by toymech map (it has no "
+              f"{missing[0] if missing else ''!r} column)")
+        ledger.verify_rows(table, path, ledger.study_for(table))
+    return table
 
 
 def _as_text(table: pd.DataFrame) -> pd.DataFrame:
@@ -46,11 +64,22 @@ def read_or_empty(path: Path) -> pd.DataFrame:
     if not path.is_file():
         return pd.DataFrame()
     try:
-        return read_table(path)
+        return read_table(path, verify=False)  # the caller checks every row (``maps.run``)
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"map table={str(path)!r} is not allowed: a table written by toymech map "
                          f"(reading it gives {type(exc).__name__}); move it aside to start "
                          "again") from None
+
+
+def is_blank(value) -> bool:
+    """Whether a cell of the table holds nothing (missing, NaN or empty text)."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
+
+
+def row_knobs(row, columns: dict[str, str]) -> dict[str, list[str]]:
+    """A row's knob values (``columns``: ``knob_columns``) as a map spec's ``knobs``, one value
+    each; an empty cell left out."""
+    return {k: [str(row[c])] for k, c in columns.items() if not is_blank(row.get(c))}
 
 
 def write_table(table: pd.DataFrame, path: Path) -> None:
@@ -65,4 +94,5 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
     replace_file(path.with_suffix(".parquet"), lambda tmp: table.to_parquet(tmp, index=False))
 
 
-__all__ = ["KNOB_PREFIX", "TEXT_COLUMNS", "is_knob_column", "knob_column", "knob_columns", "read_or_empty", "read_table", "write_table"]
+__all__ = ["KNOB_PREFIX", "TEXT_COLUMNS", "is_blank", "is_knob_column", "knob_column",
+           "knob_columns", "read_or_empty", "read_table", "row_knobs", "write_table"]

@@ -3,12 +3,22 @@ post's attention-only toy: d_model 32, 4 heads, 24 positions, 26 letters, sinuso
 k), batch 256, on one CPU thread. Costs are stated in these steps beside the wall time, so a figure
 measured on one machine carries to another of a different speed (``reference_step_seconds``
 measures it here in about a second); the benchmarks compare toymech's own loop with it.
+
+What a run will cost, before it trains: ``run_cost`` (its steps x batch x positions x layers x
+width, the width counted once for the work per element and again, over ``MATMUL_WIDTH``, for the
+matrix products, which dominate once the width reaches a few hundred), in reference steps
+(``reference_steps``). ``training_cost`` says it in one line with the wall time on this machine
+(the reference step measured here now), and refuses, at ``smoke`` (meant to take seconds), runs
+above ``SMOKE_MAX_REFERENCE_STEPS`` unless the caller confirms them (``--yes`` on the command line,
+``confirm_cost=True`` in Python): knob values at their maxima can make a smoke run take an hour.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+from typing import Any, Callable, Iterable
 
 import torch
 from torch import nn
@@ -19,6 +29,10 @@ from ..tasks.repeated_blocks import RepeatedBlocks
 from .build import sinusoid_table
 
 BATCH = 256
+MATMUL_WIDTH = 256  # the width at which a layer's matrix products cost its per-element work
+# every run of a command at ``smoke`` together, in reference steps, above which it is refused
+# unless confirmed: smoke is meant to take seconds, and the shipped smoke maps stay far below it
+SMOKE_MAX_REFERENCE_STEPS = 10_000
 # Reference steps per second of the machine that measured the shipped costs
 # (benchmarks/README.md: the plain loop, 1 thread, quiet 2-core machine, 2026-11-30).
 SHIPPED_STEPS_PER_S = 37.7
@@ -98,3 +112,64 @@ def machine_record(reference_step_s: float | None = None) -> dict:
     seconds = reference_step_s or reference_step_seconds()
     return {"cores": usable_cores(), "reference_steps_per_s": round(1.0 / seconds, 1),
             "torch": torch.__version__, "cuda": torch.cuda.is_available()}
+
+
+def run_cost(exp: Any) -> float:
+    """A run's work: steps x batch x positions x layers x (width + width² / ``MATMUL_WIDTH``)
+    (an ``Experiment``, or anything with its ``model``, ``train`` and ``task`` fields)."""
+    model, train = exp.model, exp.train
+    width = float(getattr(model, "d_model", 1))
+    return float(train.steps * train.batch_size * exp.task.seq_len
+                 * getattr(model, "n_layers", 1) * (width + width * width / MATMUL_WIDTH))
+
+
+# run_cost of one reference step (the reference model at its batch: 24 positions, 2 layers,
+# width 32)
+REFERENCE_STEP_COST = BATCH * 24 * 2 * (32 + 32 * 32 / MATMUL_WIDTH)
+
+
+def reference_steps(experiments: Iterable[Any]) -> float:
+    """What ``experiments`` cost to train, in reference steps (``run_cost`` over the reference
+    step's)."""
+    return sum(run_cost(e) for e in experiments) / REFERENCE_STEP_COST
+
+
+@functools.cache
+def _step_seconds_now() -> float:
+    """A reference step's seconds here, measured once per process (a short measurement)."""
+    return reference_step_seconds(steps=10)
+
+
+def duration_text(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3.2 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def training_cost(experiments: Iterable[Any], size: str | None, *, confirmed: bool = False,
+                  what: str = "", log: Callable[[str], None] | None = None,
+                  step_seconds: Callable[[], float] = _step_seconds_now) -> float:
+    """Before ``experiments`` (the runs still to train) train: their cost in reference steps,
+    said through ``log`` in one line with the wall time on one core of this machine (a
+    reference step measured here now), and returned. At ``size`` ``smoke`` a cost above
+    ``SMOKE_MAX_REFERENCE_STEPS`` is a ValueError in one line unless ``confirmed`` (``--yes``).
+    ``what``: what trains, for the line ("map s1: "); nothing to train says nothing."""
+    runs = list(experiments)
+    if not runs:
+        return 0.0
+    steps = reference_steps(runs)
+    seconds = steps * step_seconds()
+    line = (f"{what}{len(runs)} run(s) to train, about {steps:,.0f} reference steps: about "
+            f"{duration_text(seconds)} on one core of this machine (a reference step takes "
+            f"{1000 * seconds / max(steps, 1e-9):.0f} ms here now)")
+    if size == "smoke" and steps > SMOKE_MAX_REFERENCE_STEPS and not confirmed:
+        raise ValueError(f"size='smoke' is not allowed for these runs without --yes: {line}, above "
+                         f"smoke's {SMOKE_MAX_REFERENCE_STEPS:,} reference steps (smoke is meant "
+                         "to take seconds); give --yes (confirm_cost=True) to train them anyway, "
+                         "or smaller knob values")
+    if log is not None:
+        log(line)
+    return steps

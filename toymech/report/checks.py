@@ -31,7 +31,9 @@ from ..core import check, check_int, check_path_writable_dir, check_seed, check_
 from ..devices import resolve_device
 from ..studies import params as study_params, protocol
 from ..zoo.locks import EntryLock
-from .index import written_by_toymech
+from .costs import toymech_costs
+from .index import MARKER, written_by_toymech
+from .staging import STAGING
 
 # The notebooks' name for "how many seeds" (``build_reports(n_seeds=...)``): the first of these
 # that a notebook's parameters cell assigns.
@@ -164,6 +166,17 @@ def check_out_dir(name: str, out_dir: Any, notebooks: list[Path],
         check(not os.path.lexists(index) or toymech_rows(out) is not None, name, str(out_dir),
               "a reports folder, not one holding an index.json toymech did not write (it would "
               "be replaced); move it, or pass another folder")
+        check(toymech_costs(out), name, str(out_dir), "a reports folder, not one holding a "
+              "costs.json toymech did not write (each run records its cell times there, "
+              "replacing it); move it, or pass another folder")
+        check(_toymech_marker(out), name, str(out_dir), f"a reports folder, not one holding a "
+              f"{MARKER} toymech did not write (toymech records the files it writes there, "
+              "replacing it); move it, or pass another folder")
+        for folder in ("executed", STAGING):  # folders the run writes into
+            check(not os.path.lexists(out / folder) or ((out / folder).is_dir()
+                                                         and not (out / folder).is_symlink()),
+                  name, str(out_dir), f"a reports folder, not one holding a {folder} that is not "
+                  "a folder (the run writes its files into it); move it, or pass another folder")
         ours = toymech_pages(out)
         for report in reports:  # the files this run writes for each notebook
             for mine in (f"{report}.html", f"executed/{report}.ipynb"):
@@ -196,6 +209,20 @@ def toymech_rows(out: Path) -> list[dict] | None:
     if isinstance(rows, list) and all(isinstance(r, dict) and fields <= set(r) for r in rows):
         return rows
     return None
+
+
+def _toymech_marker(out: Path) -> bool:
+    """Whether ``out``'s marker is absent or the record toymech keeps ({file name: sha256})."""
+    path = out / MARKER
+    if not os.path.lexists(path):
+        return True
+    try:
+        data = json.loads(path.read_bytes()) if path.is_file() and not path.is_symlink() else None
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and all(
+        isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v)
+        for k, v in data.items())
 
 
 def toymech_pages(out: Path) -> set[str]:
@@ -280,4 +307,4 @@ def study_n_seeds(path: Path, size: str) -> int | None:
 def folder_lock(out: Path, log=None) -> EntryLock:
     """The claim of one report run on ``out`` (``with folder_lock(out): ...``): a second run
     into the same folder waits for it (``TOYMECH_LOCK_TIMEOUT`` at most), saying who holds it."""
-    return EntryLock(out, LOCK_NAME, log, what=f"reports folder {out}")
+    return EntryLock(out, LOCK_NAME, log, what=f"reports folder {out}", where="reports folder")

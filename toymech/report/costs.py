@@ -1,8 +1,12 @@
 """The cost table ``toymech report``'s estimates come from.
 
 ``CostTable``: ``costs.json`` beside the reports, the per-cell seconds of the last successful run
-of each notebook at each size (and seed count). The next run estimates from it; before any run
-of its own, from the cost table shipped in the package (``toymech/data/report_costs.json``: the
+of each notebook at each size (and seed count). It is recorded in the folder's marker
+(``index.MARKER``) with its sha256 each time toymech writes it, and a ``costs.json`` that is not
+toymech's (``toymech_costs``: a user's file of the same name, a JSON list, ...) is never read as
+an empty table nor replaced: the reports folder is refused before any work (``checks``). The
+next run estimates from it; before any run of its own, from the cost table shipped in the
+package (``toymech/data/report_costs.json``: the
 ``default`` run measured on a 2-core CPU with an empty zoo, dated in ``benchmarks/README.md``).
 Each row carries the reference step's seconds of the machine that measured it
 (``toymech.models.reference``); ``get`` scales a row to this machine's reference step, so the
@@ -13,13 +17,19 @@ three notebooks on two cores doubles when the same three share one core.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.resources
 import json
+import os
+import sys
 import threading
 from pathlib import Path
+from typing import Any, Mapping, Sequence
 
+from ..core import value_text
 from ..files import replace_file
 from ..models.reference import SHIPPED_STEPS_PER_S
+from .index import mark_written, written_by_toymech
 
 SHIPPED_COSTS = "report_costs.json"  # in toymech.data
 
@@ -32,16 +42,19 @@ class CostTable:
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(size: str, n_seeds: int | None, variant: dict | None = None) -> str:
-        """The row key of a run at ``size`` with ``n_seeds`` seeds (None: the notebook's own)
-        and a ``variant``'s knobs: ``size=default,seeds=3,block_len=[4, 5]``."""
-        # "seeds=" in the stored key: cost tables already written keep their rows; a variant's
-        # knobs are part of its key (its runs cost what they cost, not the size's)
-        knobs = "".join(f",{k}={json.dumps(v, sort_keys=True)}" for k, v in
-                        sorted((variant or {}).items()))
+    def key(size: str, n_seeds: int | None, variant: Mapping[str, Any] | None = None) -> str:
+        """The row of a run: its size, seeds and knobs (``variant``: a setting's knobs, each
+        value in the one lossless text form, ``core.value_text``; its runs cost what they cost,
+        not the size's). "seeds=" in the stored key: cost tables already written keep their
+        rows."""
+        knobs = "".join(f",{k}={value_text(v)}" for k, v in sorted((variant or {}).items()))
         return f"size={size}" + (f",seeds={n_seeds}" if n_seeds is not None else "") + knobs
 
     def _read(self) -> dict:
+        """The folder's table ({} where there is none, or where the file is not toymech's:
+        read for nothing, and never written over, ``record``)."""
+        if not toymech_costs(self.path.parent):
+            return {}
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             return data if isinstance(data, dict) else {}
@@ -88,6 +101,10 @@ class CostTable:
         with the ``reference_step_s`` of this machine and the ``jobs`` and free ``cores`` it
         ran with, replacing the row of an earlier run."""
         with self._lock:  # notebooks finish in parallel threads
+            if not toymech_costs(self.path.parent):  # put there during the run: left alone
+                print(f"[toymech] {self.path} is not the cost table toymech writes: left as it "
+                      "is, this run's cell times not recorded", file=sys.stderr)
+                return
             data = self._read()
             data.setdefault(stem, {})[key] = {"cells": [None if c is None else round(c, 3) for c in cells],
                                               "total_s": round(total_s, 2)}
@@ -96,6 +113,31 @@ class CostTable:
             if jobs and cores:
                 data[stem][key].update(jobs=int(jobs), cores=int(cores))
             replace_file(self.path, json.dumps(data, indent=1))
+            mark_written(self.path.parent, [self.path.name])
+
+
+def toymech_costs(out: Path) -> bool:
+    """Whether ``out/costs.json`` is absent or toymech's: recorded in the folder's marker with
+    its sha256, or, written before the marker recorded it, a cost table (notebook -> key ->
+    row with its cells and total)."""
+    path = Path(out) / "costs.json"
+    if not os.path.lexists(path):
+        return True
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return False
+    recorded = written_by_toymech(Path(out)).get(path.name)
+    if recorded is not None:
+        return hashlib.sha256(raw).hexdigest() == recorded
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and all(
+        isinstance(rows, dict) and all(_valid(r) for r in rows.values()) for rows in data.values())
 
 
 def crowding(jobs: int | None, cores: int | None) -> float | None:
@@ -163,4 +205,5 @@ def scale_text(previous: dict) -> str:
     return f" (scaled {'; '.join(parts)})" if parts else ""
 
 
-__all__ = ["SHIPPED_COSTS", "CostTable", "crowding", "estimate_left", "scale_text", "scaled", "shipped_costs"]
+__all__ = ["SHIPPED_COSTS", "CostTable", "crowding", "estimate_left", "scale_text", "scaled",
+           "shipped_costs", "toymech_costs"]

@@ -49,7 +49,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from ..core import Setting, check, is_int
+from ..core import Setting, check, is_int, value_text
 from ..training import Experiment
 from ..training.experiment import SECTIONS, apply_overrides
 
@@ -57,6 +57,7 @@ KINDS = ("int", "ints", "float", "choice", "bool")
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 MAX_CHOICES = 1024  # values an ``ints`` knob may draw from
+MAX_DIGITS = 30  # digits of an integer typed as a knob's value (every allowed value has fewer)
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,8 @@ class Knob:
         if not isinstance(value, str):
             return None
         text = value.strip()
+        if re.search(rf"[0-9]{{{MAX_DIGITS + 1}}}", text):  # no knob's; Python's int() refuses
+            return None                                       # thousands of digits in its words
         if text.isascii() and text.isdigit():
             return [int(text)]
         m = _RANGE.match(text) if text.isascii() else None
@@ -165,16 +168,10 @@ class Knob:
         return None
 
     def text(self, value: Any) -> str:
-        """A value as a reader writes it: ``4-8`` for a run of integers, ``4, 6, 8`` for others."""
-        if isinstance(value, tuple):
-            if list(value) == list(range(value[0], value[-1] + 1)):
-                return f"{value[0]}-{value[-1]}"
-            return ", ".join(map(str, value))
-        if isinstance(value, bool):
-            return "yes" if value else "no"
-        if isinstance(value, float):
-            return f"{value:g}"
-        return str(value)
+        """A value as a reader writes it, in the one text form that ``parse`` reads back as the
+        same value: ``4-8`` for a run of integers, ``4, 6, 8`` for others, a float by
+        ``core.float_text`` (``0.0012345678`` stays that), ``yes``/``no``, a choice as itself."""
+        return value_text(value)  # the one lossless form (``core.value_text``)
 
     def applies(self, exp: Experiment) -> bool:
         """Whether this knob changes ``exp``: ``applies_to`` names or shell patterns
@@ -219,7 +216,8 @@ def parse_variant(knobs: Mapping[str, Knob], variant: Any, study: str = "",
         if name not in knobs:
             owner = [s for s, names in (others or {}).items() if name in names and s != study]
             where = f" (a knob of study {owner[0]!r}, not of {study!r})" if owner else ""
-            listed = f" ('toymech list knobs {study}')" if study else ""
+            listed = (f" (the knobs of study {study!r}: 'toymech list knobs {study}')"
+                      if study else "")
             check(False, "knob", name, f"one of {', '.join(knobs) or '(none)'}{where}{listed}")
     return {name: knob.parse(variant[name]) for name, knob in knobs.items() if name in variant}
 
@@ -331,8 +329,16 @@ def with_knobs_for(knobs: Mapping[str, Knob], study: str, source: str,
 
 def variant_values(knobs: Mapping[str, Knob], size: Any) -> dict[str, Any]:
     """The canonical values of the study's ``knobs`` that ``size`` carries (a ``Setting``;
-    ``{}`` for a plain size name): what a study's experiment builder applies."""
-    return {k: knobs[k].parse(v) for k, v in Setting.of(size).knobs.items() if k in knobs}
+    ``{}`` for a plain size name): what a study's experiment builder applies. A Setting with a
+    knob the study does not declare (another study's Setting, a typo) is refused in one line
+    naming the knob, the study and its knobs: never built as the study's plain runs while its
+    sentence calls it a variant."""
+    setting = Setting.of(size)
+    unknown = [k for k in setting.knobs if k not in knobs]
+    if unknown:
+        owner = next((name for name in STUDIES if study(name).knobs is knobs), "")
+        parse_variant(knobs, {unknown[0]: None}, owner)  # raises, naming the knob's study
+    return {k: knobs[k].parse(v) for k, v in setting.knobs.items()}
 
 
 def apply_to_plan(knobs: Mapping[str, Knob], plan: Any, size: Any) -> Any:

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from ..core import check, check_float, check_int
 from ..devices import apply_threads
 from ..training import Experiment, TrainingDiverged
-from ..zoo import Zoo, ZooEntry
+from ..zoo import LockTimeout, Zoo, ZooEntry
 
 # How long an embedded Ray may take to start, all attempts together (Ray itself gives its raylet
 # a fixed 30 s per attempt, which a slow or busy machine can miss): TOYMECH_RAY_START_S.
@@ -90,6 +90,7 @@ def run_job(exp_dicts: list[dict[str, Any]], cache_dir: str, device: str, tag: s
     except Exception as exc:  # reported in the table, not raised: the other trials go on
         error = {"ok": False, "error": one_line(exc), "device": str(device),
                  "diverged": isinstance(exc, TrainingDiverged),
+                 "lock_timeout": isinstance(exc, LockTimeout),
                  "seconds": time.perf_counter() - started}
         return [dict(error) for _ in exp_dicts]
     return [outcome(e) for e in entries]

@@ -22,27 +22,18 @@ import torch
 
 from ..core import check, check_float, check_int, jsonable
 from ..devices import choose_threads, resolve_device
+from ..models.reference import REFERENCE_STEP_COST, run_cost
 from ..training import Experiment, preflight, seedless_key
 from ..training.resume import EXTENDABLE
-from ..zoo import Zoo, ZooEntry, add_zoo_stats, mark_trained
+from ..zoo import LockTimeout, Zoo, ZooEntry, add_zoo_stats, mark_trained
 from .backends import one_line, resolve_callbacks, run_job
 
 Progress = Callable[[int, int, Experiment], None]
 
-# run_cost of one step of the reference model (study 1's 2-layer toy, batch 256: 24 positions,
-# 2 layers, width 32); an automatic choice spawns processes only when the runs to train come to
-# at least START_STEPS of these per worker, since each worker first imports torch and toymech
-# (a few seconds: a smoke run is over before that)
-REFERENCE_STEP_COST = 256 * 24 * 2 * 32
+# an automatic choice spawns processes only when the runs to train come to at least START_STEPS
+# reference steps per worker (``models.reference.run_cost``), since each worker first imports
+# torch and toymech (a few seconds: a smoke run is over before that)
 START_STEPS = 200
-
-
-def run_cost(exp: Experiment) -> float:
-    """A rough size of one run (steps x batch x positions x layers x width), to start the
-    longest first."""
-    model, train = exp.model, exp.train
-    return float(train.steps * train.batch_size * exp.task.seq_len
-                 * getattr(model, "n_layers", 1) * getattr(model, "d_model", 1))
 
 
 def train_missing(zoo: Zoo, experiments: Sequence[Experiment], *, workers: int | None = None,
@@ -145,6 +136,8 @@ def _in_process(zoo, missing, dev, tag, on_progress, log, callbacks=None) -> Non
         try:
             zoo.get_or_train(e, device=dev, tag=tag, progress=False, log=log,
                              callbacks=list(make(e)) if make else ())
+        except LockTimeout:
+            raise  # another process holds the run past the lock timeout: no run failed
         except (ValueError, RuntimeError, OSError) as exc:  # the others still train
             errors[i] = one_line(exc)
             continue
@@ -193,6 +186,8 @@ def _in_processes(zoo, missing, workers, tag, on_progress, log, callbacks=None) 
                             if on_progress:
                                 on_progress(len(counted), len(missing), missing[i])
                         continue
+                    if outcome.get("lock_timeout"):  # not a failed run: the wait ran out
+                        raise LockTimeout(outcome["error"].removeprefix("LockTimeout: "))
                     errors[i] = outcome["error"]
                     retry = retry or (not outcome.get("diverged") and attempts[c] < 2)
                 if retry:

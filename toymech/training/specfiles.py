@@ -3,13 +3,18 @@ boundedly. A file is read only when it is a regular file of at most ``MAX_BYTES`
 device is refused at once, never waited on) and parsed only when it holds at most ``MAX_KEYS``
 keys (counted as colons, before parsing); a key given twice in one mapping, nesting deeper
 than Python's parser allows, or text that is not UTF-8 is an error naming the file, never a
-silent "last value wins".
+silent "last value wins". An integer is read only in plain decimal digits, at most
+``MAX_DIGITS`` of them (``10_000`` groups them): YAML 1.1 reads ``010`` as 8, ``0x10`` as 16 and
+``1:30`` as 90, which is refused in one line naming the file, the line and the value rather
+than read as another number; a number of thousands of digits is named there too, not in
+Python's own words.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -25,8 +30,29 @@ MAX_KEYS = 10_000  # a spec file's keys, counted (as its colons) before parsing:
 SUFFIXES = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 
 
+MAX_DIGITS = 100  # an integer in a spec file (a seed needs 19)
+_DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9]*(_[0-9]+)*)")  # 10_000 groups digits (read as 10000)
+
+
 class _Duplicate(ValueError):
     pass
+
+
+class _Unreadable(ValueError):
+    """A value of the file that is refused (its message says where and why)."""
+
+
+def _integer(text: str, where: str) -> int:
+    """``text`` as an integer when it is one in plain decimal digits (at most ``MAX_DIGITS``)."""
+    digits = text.lstrip("+-").replace("_", "")
+    if len(digits) > MAX_DIGITS:
+        raise _Unreadable(f"{where}an integer of {len(digits):,} digits (at most {MAX_DIGITS})")
+    if not _DECIMAL.fullmatch(text):
+        raise _Unreadable(f"{where}{text!r} is not a plain decimal integer (YAML 1.1 reads a "
+                          "leading 0 as octal, 0x as hex and : as base 60, giving another "
+                          "number); write it in decimal digits without a leading 0, or quote it "
+                          "as text")
+    return int(digits) * (-1 if text.startswith("-") else 1)
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -72,14 +98,18 @@ def _parsed(load, text: str, what: str, path: Any, kind: str, errors, detail) ->
     except RecursionError:
         raise ValueError(f"{what}={str(path)!r} is not allowed: {kind} nested at most a few "
                          "hundred levels deep") from None
+    except _Unreadable as exc:
+        raise ValueError(f"{what}={str(path)!r} is not allowed: {exc}") from None
     except errors as exc:
         raise ValueError(f"{what}={str(path)!r} is not allowed: valid {kind} ({detail(exc)})") from None
 
 
 def parse_json(text: str, what: str, path: Any) -> Any:
     """JSON with duplicate keys refused (one line naming the file and the key)."""
-    return _parsed(lambda t: json.loads(t, object_pairs_hook=_pairs), text, what, path, "JSON",
-                   json.JSONDecodeError, lambda e: f"line {e.lineno}, column {e.colno}: {e.msg}")
+    return _parsed(lambda t: json.loads(t, object_pairs_hook=_pairs,
+                                        parse_int=lambda v: _integer(v, "")),
+                   text, what, path, "JSON", json.JSONDecodeError,
+                   lambda e: f"line {e.lineno}, column {e.colno}: {e.msg}")
 
 
 def parse_yaml(text: str, what: str, path: Any) -> Any:
@@ -100,7 +130,12 @@ def parse_yaml(text: str, what: str, path: Any) -> Any:
                 raise _Duplicate(key)
         return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
+    def integer(loader, node):
+        return _integer(str(loader.construct_scalar(node)),
+                        f"line {node.start_mark.line + 1}: ")
+
     Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    Strict.add_constructor("tag:yaml.org,2002:int", integer)
     return _parsed(lambda t: yaml.load(t, Loader=Strict), text, what, path, "YAML",  # noqa: S506
                    yaml.YAMLError, lambda e: " ".join(str(e).split())[:200])
 

@@ -60,14 +60,16 @@ class EntryLock:
     ``root``: the zoo's folder; ``name``: the entry's folder name; ``log``: a print-like
     function told once that the lock is waited for (None: standard error); ``poll_s``: seconds
     between tries; ``timeout``: seconds ``acquire`` waits at most (None: ``$TOYMECH_LOCK_TIMEOUT``,
-    else 6 hours); ``what``: what the lock guards, in words (default "zoo entry NAME"). Use it as
+    else 6 hours); ``what``: what the lock guards, in words (default "zoo entry NAME");
+    ``where``: what to call ``root`` in a refusal (default "zoo"). Use it as
     a context manager: ``with EntryLock(root, name): ...``.
     """
 
     def __init__(self, root: Path, name: str, log=None, poll_s: float = 0.2,
-                 timeout: float | None = None, what: str | None = None):
+                 timeout: float | None = None, what: str | None = None, where: str = "zoo"):
         self.path, self.name, self.log, self.poll_s = root / f".{name}.lock", name, log, poll_s
         self.what = what or f"zoo entry {name}"
+        self.where = where
         self.timeout = lock_timeout(timeout)
         self.nonce: str | None = None
 
@@ -77,8 +79,9 @@ class EntryLock:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ValueError(f"zoo={str(self.path.parent)!r} is not allowed: a folder toymech can "
-                             f"create and write ({exc.strerror or exc})") from None
+            raise ValueError(f"{self.where}={str(self.path.parent)!r} is not allowed: a folder "
+                             f"toymech can create and write, for the lock of {self.what} "
+                             f"({exc.strerror or exc})") from None
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY
@@ -89,8 +92,9 @@ class EntryLock:
                     self._break(holder[0])
                 continue
             except OSError as exc:
-                raise ValueError(f"zoo={str(self.path.parent)!r} is not allowed: a folder toymech "
-                                 f"can write (creating {self.path.name}: {exc.strerror})") from None
+                raise ValueError(f"{self.where}={str(self.path.parent)!r} is not allowed: a "
+                                 f"folder toymech can write, for the lock of {self.what} "
+                                 f"(creating {self.path.name}: {exc.strerror})") from None
             nonce = secrets.token_hex(8)
             info = {"pid": os.getpid(), "host": HOST, "hostname": socket.gethostname(),
                     "start": process_start(os.getpid()), "time": time.time(), "nonce": nonce}
