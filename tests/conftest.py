@@ -105,6 +105,7 @@ SLOW_TESTS = {
         "test_import_registers_a_task_and_a_study": "slow",
         "test_without_the_import_the_name_is_unknown_and_bad_modules_refused": "slow",
         "test_a_broken_installed_plugin_is_one_line_naming_its_entry_point": "slow",
+        "test_a_copy_of_the_template_outside_the_package_is_a_study": "slow",
     },
     "test_random_transformers": {
         "test_measure_seeds_from_the_zoo_equals_the_notebooks_tables": "slow",
