@@ -252,8 +252,8 @@ def test_handled_a_knob_of_one_experiment_maps_the_other_once(tmp_path):
     with no_hang(300):
         again = _map(tmp_path, text)
     assert again[0] == 0 and "0 run(s) measured now" in again[2], again[2][-2000:]
-    code, out, err = run_cli(["results", "--maps", str(tmp_path / "out" / "m.csv"), "--into",
-                              str(tmp_path / "r.md")])
+    code, out, err = run_cli(["results", "--pages", "--maps", str(tmp_path / "out" / "m.csv"),
+                              "--data", str(tmp_path / "no-data"), "--out", str(tmp_path / "site")])
     assert code == 0, err[-2000:]
     assert set(before) <= set(tree(tmp_path / "out"))
 
@@ -386,9 +386,10 @@ READ_BACK = {
 def test_results_refuse_rows_without_a_hash(case, copy):
     change, fragments = READ_BACK[case]
     table = _edit(copy, change)
-    code, out, err = run_cli(["results", "--maps", str(table), "--into", str(copy / "r.md")])
+    code, out, err = run_cli(["results", "--pages", "--maps", str(table), "--data",
+                              str(copy / "no-data"), "--out", str(copy / "site")])
     refused(code, out, err, [str(table), *fragments])
-    assert not (copy / "r.md").exists()
+    assert not (copy / "site").exists(), "a page was written"
 
 
 def test_handled_rows_from_before_hashes_are_measured_again_and_kept_when_equal(copy):

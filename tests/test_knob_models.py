@@ -163,7 +163,7 @@ def test_rt_width_sets_the_tables_large_width_only():
     size = st.with_knobs("default", {"width": 128})
     p, own = rdesign.plan(size), rdesign.plan("default")
     assert p.widths == (own.widths[0], 128) and p.sweep_widths == own.sweep_widths
-    widths = {e.model.d_model for e in st.experiments(size, [0])}
+    widths = {e.model.d_model for e in st.STUDY.experiments(size, [0])}
     assert widths == {own.widths[0], 128}
     assert rdesign.setting(size)["width"] == 128
     exp = rdesign.experiment("parentheses", p.widths[1], "random", size)
@@ -173,7 +173,7 @@ def test_rt_width_sets_the_tables_large_width_only():
 def test_rt_trains_sets_what_the_random_arm_trains():
     st = importlib.import_module("toymech.studies.random_transformers")
     size = st.with_knobs("default", {"trains": "U"})
-    runs = st.experiments(size, [0])
+    runs = st.STUDY.experiments(size, [0])
     random = [e for e in runs if "-random-" in e.name]
     normal = [e for e in runs if "-normal-" in e.name]
     assert random and all(e.train.freeze == rdesign.FREEZE_MODES["U"] for e in random)

@@ -359,14 +359,16 @@ def test_explore_a_variant(tmp_path):
         toymech.explore(x.source.model, x.source.task, variant={"block_len": "4-8"})
 
 
-def test_a_variant_report_gets_a_results_block_of_its_own():
-    from toymech.report.results import report_block
+def test_a_variant_report_gets_a_results_record_of_its_own():
+    from toymech.report.results import data_name, record_data
 
-    base = {"name": "01_induction_repeated_blocks", "size": "default", "card": None}
-    own, _ = report_block(base)
-    key, text = report_block({**base, "parameters": {"variant": {"block_len": "4-8"}}})
-    assert own == "01_induction_repeated_blocks size=default"
-    assert key == own + " variant=block_len=4-8" and "a variant (block_len=4-8" in text
+    base = {"name": "01_induction_repeated_blocks", "size": "default", "card": None,
+            "wall_s": None}
+    own = record_data(base)
+    variant = record_data({**base, "parameters": {"variant": {"block_len": "4-8"}}})
+    assert own["variant"] == {} and variant["variant"] == {"block_len": "4-8"}
+    assert data_name(own) == "01_induction_repeated_blocks-default.json"
+    assert data_name(variant) == "01_induction_repeated_blocks-default-block_len=4-8.json"
 
 
 def test_the_documented_papermill_command_gives_the_notebook_a_mapping(tmp_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from toymech.maps.ledger import ROW_HASH, row_hash
 from toymech.report import pages, results
 from toymech.studies import protocol
 
@@ -29,13 +30,17 @@ def _key(block_len: str, offset: str, seed: int) -> str:
     return induction.STUDY.named_experiments["induction-2l"].make(size, seed).key("")
 
 
-def _map(labels: dict, state: str = "learned") -> pd.DataFrame:
-    return pd.DataFrame([{"study": "induction", "experiment": "induction-2l",
+def _map(labels: dict, state: str = "learned", **columns) -> pd.DataFrame:
+    """A table as ``toymech map`` writes it (``columns``: values set in every row), each row
+    with its hash."""
+    rows = [{"study": "induction", "experiment": "induction-2l",
                           "knob.block_len": b, "knob.offset": o, "seed": s, "size": "smoke",
                           "zoo_key": _key(b, o, s), "commit": "abc", "status": "ok",
                           "state": state, "beyond_baseline": 0.3 if labels[(b, o)] == "content"
                           else -0.5, "label": labels[(b, o)] if state == "learned" else ""}
-                         for b, o in CELLS for s in (3, 4, 5)])
+            for b, o in CELLS for s in (3, 4, 5)]
+    rows = [{**row, **columns} for row in rows]
+    return pd.DataFrame([{**row, ROW_HASH: row_hash(row)} for row in rows])
 
 
 def _record(card: dict, size: str = "paper", **extra) -> dict:
@@ -143,7 +148,7 @@ def test_a_table_that_fails_its_check_writes_nothing(tmp_path):
     labels = {c: "content" for c in CELLS}
     maps, out = tmp_path / "maps", tmp_path / "out"
     maps.mkdir()
-    _map(labels).assign(zoo_key="0123456789abcdef").to_csv(maps / "s1-a.csv", index=False)
+    _map(labels, zoo_key="0123456789abcdef").to_csv(maps / "s1-a.csv", index=False)
     with pytest.raises(ValueError, match="s1-a.csv"):
         pages.write_pages(tmp_path / "none", maps, out, png=False)
     assert not out.exists()
@@ -192,6 +197,6 @@ def test_a_maps_cost_is_shown_only_for_the_table_it_was_measured_on(tmp_path):
     (data / results.data_name(cost)).write_text(results.data_text(cost))
     page = pages.build_pages(data, maps)["induction.md"]
     assert "- measured: 12 min 34 s wall; 1,346 core-s" in page
-    _map(labels).assign(commit="def").to_csv(table, index=False)  # the map ran again
+    _map(labels, commit="def").to_csv(table, index=False)  # the map ran again
     page = pages.build_pages(data, maps)["induction.md"]
     assert "1,346 core-s" not in page and "- measured: not recorded with the table" in page

@@ -43,10 +43,10 @@ class CostTable:
 
     @staticmethod
     def key(size: str, n_seeds: int | None, variant: Mapping[str, Any] | None = None) -> str:
-        """The row of a run: its size, seeds and knobs (``variant``: a setting's knobs, each
-        value in the one lossless text form, ``core.value_text``; its runs cost what they cost,
-        not the size's). "seeds=" in the stored key: cost tables already written keep their
-        rows."""
+        """The row of a run at ``size`` (a size name) over ``n_seeds`` seeds (None: a row for
+        any number) with the knobs of ``variant`` (a setting's knobs, each value in the one
+        lossless text form, ``core.value_text``; its runs cost what they cost, not the
+        size's)."""
         knobs = "".join(f",{k}={value_text(v)}" for k, v in sorted((variant or {}).items()))
         return f"size={size}" + (f",seeds={n_seeds}" if n_seeds is not None else "") + knobs
 

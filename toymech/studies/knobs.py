@@ -327,6 +327,15 @@ def with_knobs_for(knobs: Mapping[str, Knob], study: str, source: str,
     return with_knobs
 
 
+def _no_studies() -> dict[str, Mapping[str, Knob]]:
+    return {}
+
+
+#: Every registered study's knob table by study name. The studies' protocol (which imports this
+#: module) sets it, so a refusal can name the study a knob belongs to.
+study_tables: Callable[[], Mapping[str, Mapping[str, Knob]]] = _no_studies
+
+
 def variant_values(knobs: Mapping[str, Knob], size: Any) -> dict[str, Any]:
     """The canonical values of the study's ``knobs`` that ``size`` carries (a ``Setting``;
     ``{}`` for a plain size name): what a study's experiment builder applies. A Setting with a
@@ -336,8 +345,10 @@ def variant_values(knobs: Mapping[str, Knob], size: Any) -> dict[str, Any]:
     setting = Setting.of(size)
     unknown = [k for k in setting.knobs if k not in knobs]
     if unknown:
-        owner = next((name for name in STUDIES if study(name).knobs is knobs), "")
-        parse_variant(knobs, {unknown[0]: None}, owner)  # raises, naming the knob's study
+        tables = study_tables()
+        owner = next((name for name, table in tables.items() if table is knobs), "")
+        parse_variant(knobs, {unknown[0]: None}, owner,
+                      {name: list(table) for name, table in tables.items()})  # raises
     return {k: knobs[k].parse(v) for k, v in setting.knobs.items()}
 
 

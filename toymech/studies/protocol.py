@@ -469,4 +469,11 @@ def all_studies() -> list[Study]:
 
 def every_study_knobs() -> dict[str, list[str]]:
     """Every registered study's knob names (to say which study an unknown knob belongs to)."""
-    return {name: list(study(name).knobs) for name in STUDIES}
+    return {name: list(table) for name, table in _knob_tables().items()}
+
+
+def _knob_tables() -> dict[str, Mapping[str, study_knobs.Knob]]:
+    return {name: study(name).knobs for name in STUDIES}
+
+
+study_knobs.study_tables = _knob_tables

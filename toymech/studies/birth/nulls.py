@@ -48,7 +48,7 @@ COPY_BACK = tuple(range(1, 9))          # the copier's k
 
 
 @dataclass(frozen=True)
-class NullMember:
+class BirthNull:
     """One member of the null family: its ``name``, what it reads (``reads``, a phrase), and
     ``members(task, tokens)``: its (parameter text, next-token probabilities [B, T, N]) pairs,
     one per parameter value."""
@@ -128,15 +128,15 @@ def _copies(task, tokens):
     yield from _mixed(task, tokens, {f"k={k}": copy_back(task, tokens, k) for k in COPY_BACK})
 
 
-NULL_FAMILY: tuple[NullMember, ...] = (
-    NullMember("chance", "nothing", _chance),
-    NullMember("unigram", "pi_u", _unigram),
-    NullMember("bigram", "pi_b and the current token", _bigram_only),
-    NullMember("context cache", "pi_b, the current token and the context's counts in no order",
+NULL_FAMILY: tuple[BirthNull, ...] = (
+    BirthNull("chance", "nothing", _chance),
+    BirthNull("unigram", "pi_u", _unigram),
+    BirthNull("bigram", "pi_b and the current token", _bigram_only),
+    BirthNull("context cache", "pi_b, the current token and the context's counts in no order",
                _context),
-    NullMember("recency cache", "pi_b, the current token and the context's counts weighted by "
+    BirthNull("recency cache", "pi_b, the current token and the context's counts weighted by "
                "recency", _recency),
-    NullMember("copy k back", "pi_b, the current token and the token k - 1 positions back",
+    BirthNull("copy k back", "pi_b, the current token and the token k - 1 positions back",
                _copies),
 )
 
@@ -173,5 +173,5 @@ def best_null(task: BigramTriggers, batch: Batch) -> dict[str, Any]:
     return {**top, "member": top["member"] + (f" ({top['param']})" if top["param"] else "")}
 
 
-__all__ = ["COPY_BACK", "NULL_FAMILY", "RECENCY", "NullMember", "best_null", "copy_back",
+__all__ = ["COPY_BACK", "NULL_FAMILY", "RECENCY", "BirthNull", "best_null", "copy_back",
            "member_scores", "recency_cache"]
