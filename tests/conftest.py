@@ -112,6 +112,7 @@ SLOW_TESTS = {
     },
     "test_report": {
         "test_parallel_jobs_keep_order_and_results": "notebook",
+        "test_a_variant_report_never_replaces_the_plain_one": "notebook",
     },
     "test_report_reader": {
         "test_progress_names_the_section_of_the_running_cell": "notebook",
