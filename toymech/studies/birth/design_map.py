@@ -318,18 +318,26 @@ def reviewer_headline(table: pd.DataFrame) -> str:
 
 def design_answer(table: pd.DataFrame, calibration: pd.DataFrame | None = None) -> str:
     """The design map's answer in words from its ``table`` (module docstring): the in-context
-    head per arm, trained against frozen embeddings per W_F placement, and the reviewer's
-    settings against the frozen model on trigger-only data (``reviewer_comparisons``; with the
-    ``calibration`` table, each arm at its own learning rate too), each verdict naming its
-    measure and each arm the matrices it trained."""
+    head per arm, then ``comparisons_said`` (with the ``calibration`` table, each reviewer arm
+    at its own learning rate too)."""
     arms = arm_table(table)
     knob_names = [k for k in knob_columns(table)]
-    parts = ["In-context head (the claim's cut) per arm: " + "; ".join(
+    head = "In-context head (the claim's cut) per arm: " + "; ".join(
         ", ".join(f"{k} {r[k]}" for k in knob_names) + f": {r['in-context head']} ({r['runs']})"
-        for _, r in arms.iterrows()) + "."]
-    mixed = []
-    for ff in sorted({_value(r, "ff") for _, r in _cell(table, data="mixed").iterrows()},
-                     key=["none", "first", "last", "both"].index):
+        for _, r in arms.iterrows()) + "."
+    return " ".join(p for p in (head, comparisons_said(table, calibration)) if p)
+
+
+def comparisons_said(table: pd.DataFrame, calibration: pd.DataFrame | None = None) -> str:
+    """The map's comparisons in words (what its page and results section print under the
+    table): trained against frozen token embeddings per W_F placement on mixed data, and the
+    reviewer's settings against the frozen model on trigger-only data
+    (``reviewer_comparisons``), each verdict naming its measure and each arm the matrices it
+    trained; "" where the map holds no such pair."""
+    parts, mixed = [], []
+    data = {_value(r, "data") for _, r in table.iterrows()}
+    for ff in sorted({_value(r, "ff") for _, r in _cell(table, data="mixed").iterrows()}
+                     if "mixed" in data else [], key=["none", "first", "last", "both"].index):
         c = compare(table, {"data": "mixed", "ff": ff, "embeddings": "trained", "positions":
                             "frozen_random", "attention": "frozen"},
                     {"data": "mixed", "ff": ff, **FROZEN}, need_formed=False)
@@ -339,17 +347,19 @@ def design_answer(table: pd.DataFrame, calibration: pd.DataFrame | None = None) 
     if mixed:
         parts.append("Token embeddings and unembedding trained minus frozen, mixed data, per seed: "
                      + "; ".join(mixed) + ".")
-    parts.append(f"Measures ({MEASURES_SAID}).")
-    for c in reviewer_comparisons(table, calibration):
+    reviewer = reviewer_comparisons(table, calibration) if "only_triggers" in data else []
+    for c in reviewer:
         how = ("at the same learning rate" if c["how"] == "matched"
                else "each at its own calibrated learning rate")
         parts.append(f"The reviewer's setting with {c['setting']} trained (trained: "
                      f"{c['trained_a']}; lr {c['lr_a']}) minus the paper's frozen model (trained: "
                      f"{c['trained_b']}; lr {c['lr_b']}), {how}, trigger-only data, both having "
                      f"learned the data (in-context accuracy >= {FORMED}): {_said(c)}.")
+    if parts:
+        parts.append(f"Measures ({MEASURES_SAID}).")
     return " ".join(parts)
 
 
 __all__ = ["MEASURES", "MEASURES_SAID", "REVIEWER", "VERDICTS", "arm_markdown", "arm_table",
-           "compare", "design_answer", "own_lrs", "reviewer_comparisons", "reviewer_headline",
+           "comparisons_said", "compare", "design_answer", "own_lrs", "reviewer_comparisons", "reviewer_headline",
            "verdict"]

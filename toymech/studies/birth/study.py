@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+import pandas as pd
 import torch
 
 from ...core import Setting
 from ...tasks import Batch, Task
 from ...training import Experiment
 from ..protocol import Study
-from . import causal, design, dynamics, map_measure, nulls, over_seeds
+from . import causal, design, design_map, dynamics, map_measure, nulls, over_seeds
 from .claims import CLAIMS, SETTINGS, SOURCE
 
 
@@ -76,3 +77,6 @@ class BirthStudy(Study):
 
     def map_row(self, run: Any, size: Setting | str, seed: int, **options: Any) -> dict:
         return map_measure.map_row(run, size, seed, **options)
+
+    def map_evidence(self, table: pd.DataFrame) -> str:
+        return design_map.comparisons_said(table)
