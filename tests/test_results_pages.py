@@ -23,10 +23,12 @@ CELLS = [("6", "0"), ("6", "0-3"), ("4-8", "0"), ("4-8", "0-3")]
 
 
 @functools.lru_cache(maxsize=None)
-def _key(block_len: str, offset: str, seed: int) -> str:
+def _key(block_len: str, offset: str, seed: int, d_model: str | None = None) -> str:
     from toymech.studies import induction
 
-    size = induction.STUDY.with_knobs("smoke", {"block_len": block_len, "offset": offset})
+    knobs = {"block_len": block_len, "offset": offset}
+    knobs.update({"d_model": d_model} if d_model else {})
+    size = induction.STUDY.with_knobs("smoke", knobs)
     return induction.STUDY.named_experiments["induction-2l"].make(size, seed).key("")
 
 
@@ -54,14 +56,14 @@ def _record(card: dict, size: str = "paper", **extra) -> dict:
             "zoo": {"trained": 30, "loaded": 0}, "scorecard": card, **extra}
 
 
-def _card(numbers: str) -> dict:
-    """The induction study's scorecard at paper on its ``source_like`` or ``at_chance`` numbers
-    (the study's own claims module), over three seeds."""
+def _card(numbers: str, size: str = "paper") -> dict:
+    """The induction study's scorecard at ``size`` on its ``source_like`` or ``at_chance``
+    numbers (the study's own claims module), over three seeds."""
     study = protocol.study("induction")
     cl = importlib.import_module("toymech.studies.induction.claims")
     n = cl.source_like() if numbers == "source" else cl.at_chance(cl.source_like())
-    seeds = list(study.seeds_of("paper", 0, 3))
-    card = study.scorecard([n] * len(seeds), "paper", seeds).reset_index()
+    seeds = list(study.seeds_of(size, 0, 3))
+    card = study.scorecard([n] * len(seeds), size, seeds).reset_index()
     card = card.rename(columns={card.columns[0]: "claim"})  # the claim is the frame's index
     return {"columns": list(card.columns), "rows": card.astype(str).values.tolist()}
 
@@ -200,3 +202,95 @@ def test_a_maps_cost_is_shown_only_for_the_table_it_was_measured_on(tmp_path):
     _map(labels, commit="def").to_csv(table, index=False)  # the map ran again
     page = pages.build_pages(data, maps)["induction.md"]
     assert "1,346 core-s" not in page and "- measured: not recorded with the table" in page
+
+
+def _wide_map() -> pd.DataFrame:
+    """A map of 12 cells (block_len x offset x d_model): 'content' on every seed where the
+    block length varies at a width of 32 or 64, 'position' where it is fixed; at width 16 no
+    run carries a label (still learning at a fixed length, diverged at a varied one)."""
+    rows = []
+    for (b, o), d, s in ((cell, d, s) for cell in CELLS for d in ("16", "32", "64")
+                         for s in (3, 4, 5)):
+        learned = d != "16"
+        rows.append({"study": "induction", "experiment": "induction-2l", "knob.block_len": b,
+                     "knob.offset": o, "knob.d_model": d, "seed": s, "size": "smoke",
+                     "zoo_key": _key(b, o, s, d), "commit": "abc",
+                     "status": "ok" if learned or b == "6" else "diverged",
+                     "state": "learned" if learned else "still learning",
+                     "beyond_baseline": 0.3 if learned else float("nan"),
+                     "label": ("content" if "-" in b else "position") if learned else ""})
+    return pd.DataFrame([{**row, ROW_HASH: row_hash(row)} for row in rows])
+
+
+def test_a_maps_finding_counts_a_large_group_of_cells_and_names_none_of_them(tmp_path):
+    """A finding bullet stays short however many cells the map has: counts per group, the runs
+    without a label counted by state, the fewest seeds and the interval rule; a cell is named
+    only in a group of at most two (``NAMED_AT_MOST``), and the page's table lists every one."""
+    from toymech.display.prose import NAMED_AT_MOST
+    from toymech.maps.summary import cell_groups
+
+    data, maps = tmp_path / "data", tmp_path / "maps"
+    data.mkdir()
+    maps.mkdir()
+    table = _wide_map()
+    table.to_csv(maps / "s1-capacity-smoke-cpu.csv", index=False)
+    files = pages.build_pages(data, maps, specs=ROOT / "specs" / "maps")
+    (bullet,) = [line for line in files["_induction-finding.md"].splitlines()
+                 if line.startswith("- Map `s1-capacity`")]
+    assert len(bullet.split()) <= 50, bullet
+    assert ("Label 'content' on every seed in 4 of 12 cells, on none in 8, runs without a "
+            "label: 6 still learning, 6 diverged, in 4 cells; at least 3 seeds per cell") in bullet
+    groups = cell_groups(table)
+    assert len(groups) == 12 and NAMED_AT_MOST < 4
+    assert not any(c.where() in bullet for c in groups)  # every group here holds 4 cells or more
+    page = files["induction.md"]
+    for c in groups:  # the table on the results page names each cell with its share
+        k = c.knobs
+        assert (f"| {k['block_len']} | {k['offset']} | {k['d_model']} | "
+                f"{c.share_text('content')}") in page
+    # a group of at most two cells is named: here the two cells whose runs diverged
+    few = table[~((table["knob.d_model"] == "16") & (table["knob.block_len"] == "6"))]
+    few.to_csv(maps / "s1-capacity-smoke-cpu.csv", index=False)
+    bullet = next(line for line in pages.build_pages(data, maps)["_induction-finding.md"]
+                  .splitlines() if line.startswith("- Map `s1-capacity`"))
+    assert ("on none in 6, runs without a label: 3 diverged in block_len 4-8, offset 0, "
+            "d_model 16; 3 diverged in block_len 4-8, offset 0-3, d_model 16;") in bullet
+
+
+def test_a_scorecards_shared_verdict_clause_is_said_once_above_its_table(tmp_path):
+    """The verdict column holds the verdict words; what every row short of the source's setting
+    shares (the setting's gap, the scaled caveat) is one sentence above the table, said once."""
+    from toymech.report.study_results import shared_verdicts
+    from toymech.studies.claims import BELOW, SCALED_CAVEAT, verdict_parts
+
+    card = _card("source", size="default")
+    at = card["columns"].index("verdict")
+    parts = [verdict_parts(r[at]) for r in card["rows"]]
+    gap = parts[0].gaps[0]  # the study's own gap at default ("steps ... vs the source's ...")
+    assert all(gap in p.gaps for p in parts) and sum(bool(p.scaled_says) for p in parts) > 1
+    data = tmp_path / "data"
+    data.mkdir()
+    rec = _record(card, size="default")
+    (data / results.data_name(rec)).write_text(results.data_text(rec))
+    page = pages.build_pages(data, None)["induction.md"]
+    section = page.split("### At `default`")[1].split("\n## ")[0]
+    assert section.count(gap) == 1 and section.count(SCALED_CAVEAT) == 1
+    table = [line for line in section.splitlines() if line.startswith("| ")][2:]
+    assert len(table) == len(card["rows"])
+    for line, p in zip(table, parts):
+        cell = line.rstrip(" |").rsplit(" | ", 1)[1]
+        assert cell.startswith(p.word.removesuffix(" (scaled)")) and len(cell.split()) <= 12
+        assert (BELOW in cell) == (p.word == BELOW)
+    # rows that differ keep what differs; a command two rows name is said once
+    reach = "reached by `./run.sh report --size paper` (hours)"
+    rows = [["a", (f"{BELOW}: steps 400 vs the source's 10,000; width 64 vs the source's "
+                   f"1,024; {reach}")],
+            ["b", f"{BELOW}: steps 400 vs the source's 10,000; {reach}"],
+            ["c", f"{BELOW}: steps 400 vs the source's 10,000; no size of ours reaches it"],
+            ["d", "not measured"]]
+    said, short = shared_verdicts({"columns": ["claim", "verdict"], "rows": rows})
+    assert said.count("steps 400 vs the source's 10,000") == 1 and said.count(reach) == 1
+    assert "unless it names another" in said
+    assert [r[1] for r in short] == [f"{BELOW}: width 64 vs the source's 1,024", BELOW,
+                                     f"{BELOW}; no size of ours reaches it", "not measured"]
+    assert shared_verdicts({"columns": ["claim", "verdict"], "rows": rows[3:]}) == ("", rows[3:])

@@ -22,6 +22,9 @@ from ..zoo import zoo_stats
 
 # The mimetype of ``facts`` outputs; toymech.report reads it and never shows it.
 FACTS_MIME = "application/vnd.toymech.facts+json"
+# A generated sentence names the members of a group (cells of a map, pairs of cells) only where
+# the group has at most this many; a larger one is counted (the table beside it lists each).
+NAMED_AT_MOST = 2
 
 
 def duration_text(seconds: float) -> str:

@@ -39,6 +39,7 @@ import pandas as pd
 
 from ..analysis.exact import interval_text, share_interval
 from ..core import check
+from ..display.prose import NAMED_AT_MOST
 from ..studies.states import (BEYOND, BUDGET_EXHAUSTED, LEARNED, STATES, STILL_LEARNING,
                               UNDECIDED, UNTRAINED)
 from .table import knob_column, knob_columns
@@ -199,13 +200,15 @@ def cells(table: pd.DataFrame, numbers: tuple[str, ...] = ()) -> pd.DataFrame:
 
 
 def finding(table: pd.DataFrame, label: str) -> str:
-    """The map's finding in words, computed from its cells (``cell_groups``): in which cells the
-    label holds on every seed, on some, on none (a run without a label never holds it), each
-    cell with its count and the exact 95 % interval of its share (``count_text``: 3 of 3 runs
-    is [0.29, 1.00], not a certainty).
+    """The map's finding in words, computed from its cells (``cell_groups``): in how many cells
+    the label holds on every seed, on some, on none (a run without a label never holds it), how
+    many runs carry no label and in which states, the fewest seeds of a cell, and the interval
+    rule. A group of at most ``NAMED_AT_MOST`` cells names them, each with its count and the
+    exact 95 % interval of its share (``count_text``: 3 of 3 runs is [0.29, 1.00], not a
+    certainty); a larger group is only counted (the map's table lists every cell).
 
     ``table``: the map's table (one row per run); ``label``: the label whose cells are counted.
-    Returns one paragraph."""
+    Returns one sentence."""
     groups = cell_groups(table)
     several = len({c.experiment for c in groups}) > 1
 
@@ -214,7 +217,7 @@ def finding(table: pd.DataFrame, label: str) -> str:
 
     def listed(cells: list[Cell]) -> str:
         return f" ({'; '.join(f'{name(c)}: {c.share_text(label)}' for c in cells)})" \
-            if cells else ""
+            if 0 < len(cells) <= NAMED_AT_MOST else ""
 
     every = [c for c in groups if c.held(label) == c.n]
     some = [c for c in groups if 0 < c.held(label) < c.n]
@@ -225,11 +228,19 @@ def finding(table: pd.DataFrame, label: str) -> str:
     if some:
         parts.append(f"on some seeds in {len(some)}{listed(some)}")
     parts.append(f"on none in {len(none)}{listed(none)}")
-    without = [f"{c.states_text()} in {name(c)}" for c in groups if c.states()]
-    if without:
-        parts.append(f"runs without a label: {'; '.join(without)}")
-    return (", ".join(parts) + f"; at least {runs} seed(s) per cell (brackets: the exact 95 % "
-            "interval of each share).")
+    unlabelled = [c for c in groups if c.states()]
+    if 0 < len(unlabelled) <= NAMED_AT_MOST:
+        parts.append("runs without a label: "
+                     + "; ".join(f"{c.states_text()} in {name(c)}" for c in unlabelled))
+    elif unlabelled:
+        by_state: dict[str, int] = {}
+        for c in unlabelled:
+            for state, n in c.states().items():
+                by_state[state] = by_state.get(state, 0) + n
+        parts.append(f"runs without a label: {', '.join(f'{n} {s}' for s, n in by_state.items())}"
+                     f", in {len(unlabelled)} cells")
+    seeds = f"{runs} seed" + ("" if runs == 1 else "s")
+    return ", ".join(parts) + f"; at least {seeds} per cell (brackets: exact 95 % intervals)."
 
 
 def outcome(cell: Cell) -> tuple[str, int]:

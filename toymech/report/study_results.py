@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,6 +24,7 @@ from ..display.prose import duration_text
 from ..maps.page import MapPage, map_tables, study_for
 from ..maps.summary import cell_groups
 from ..studies import protocol
+from ..studies.claims import BELOW, SCALED_CAVEAT, SCALED_SAYS, VerdictParts, verdict_parts
 from .costs import shipped_costs
 from .results import DATA_DIR, read_data, scaled_comparison
 from .scorecards import verdict_counts
@@ -77,6 +79,49 @@ def counts_sentence(card: dict | None, what: str = "claims") -> str:
     if not held:
         return f"none of the {judged} {what} judged holds, of {total} ({listed})"
     return f"{held} of the {judged} {what} judged hold, of {total} ({listed})"
+
+
+def shared_verdicts(card: dict) -> tuple[str, list[list[str]]]:
+    """A scorecard's (``card``'s) rows with short verdict cells, and one sentence saying once
+    what they share (empty where nothing is shared): the parameters short of the source's that
+    every row short of it names, the command that reaches the source's setting where two rows
+    or more name it, and the caveat on a quoted scaled verdict where two rows or more carry it
+    (``claims.verdict_parts`` reads each cell). A row keeps what it does not share; a card
+    without a verdict column is returned as it is."""
+    rows = [list(r) for r in card["rows"]]
+    if "verdict" not in card["columns"]:
+        return "", rows
+    at = card["columns"].index("verdict")
+    parts = [verdict_parts(r[at]) if at < len(r) else VerdictParts("") for r in rows]
+    short = [p for p in parts if p.gaps]
+    gaps = [g for g in short[0].gaps if all(g in p.gaps for p in short)] if len(short) > 1 else []
+    reaches = Counter(p.reach for p in parts if p.reach)
+    reach, named = reaches.most_common(1)[0] if reaches else ("", 0)
+    reach = reach if named > 1 else ""
+    caveat = sum(bool(p.scaled_says) for p in parts) > 1
+    said = [f"every row short of the source's setting ran at {', '.join(gaps)}"] if gaps else []
+    if reach:
+        said.append("each row below the source's setting"
+                    + ("" if named == sum(reaches.values()) else ", unless it names another")
+                    + f": {reach}")
+    if caveat:
+        said.append(f"where a row quotes what {SCALED_SAYS.strip()}, {SCALED_CAVEAT}")
+
+    def cell(p: VerdictParts) -> str:
+        rest = "; ".join(g for g in p.gaps if g not in gaps)
+        if p.word != BELOW:
+            return f"{p.word.removesuffix(' (scaled)')} (scaled: {rest})" if rest else p.word
+        return "; ".join([BELOW + (f": {rest}" if rest else "")]
+                         + ([p.reach] if p.reach and p.reach != reach else [])
+                         + ([f"{SCALED_SAYS}{p.scaled_says}"
+                             + ("" if caveat else f", but {SCALED_CAVEAT}")]
+                            if p.scaled_says else []))
+
+    for row, p in zip(rows, parts):
+        if at < len(row):
+            row[at] = cell(p)
+    text = "; ".join(said)
+    return (sentence(text[:1].upper() + text[1:]) if text else ""), rows
 
 
 def machine_text(machine: dict | None) -> str:

@@ -54,7 +54,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import pandas as pd
 
 from ..core import Setting, check
-from .settings import Parameters, StudySettings, describe, missing, shortfall
+from .settings import (NO_SIZE_REACHES, REACHED_BY, Parameters, StudySettings, describe, missing,
+                       shortfall)
 
 Numbers = Mapping[str, Any]
 
@@ -63,6 +64,8 @@ REPRODUCED_SHARE = 0.8    # share of them that must agree
 PIPELINE_SIZES = ("smoke",)  # sizes whose scorecard is a pipeline check, not evidence
 BELOW = "below the source's setting"
 SCALED_SAYS = "our scaled run says "  # how a BELOW verdict quotes the scaled run's own verdict
+# what a BELOW verdict adds after quoting the scaled run
+SCALED_CAVEAT = "no run has shown that the scaled setting gives the source's setting's verdict"
 LEGEND = (f". \"Reproduced\" needs at least {REPRODUCED_SEEDS} seeds measured and "
           f"{REPRODUCED_SHARE:.0%} of the seeds requested agreeing (a seed not measured or "
           "unresolved counts against); with fewer a claim reads \"consistent (n seeds)\"; "
@@ -283,11 +286,56 @@ def assess(claim: Claim, per_seed: Sequence[Numbers], pipeline: bool = False,
             said = f"{said} (scaled: {describe(short)})"
         else:
             said = (f"{BELOW}: {describe(short)}; {settings.reach(claim.setting)}"
-                    + (f"; {SCALED_SAYS}{said}, but no run has shown that the scaled "
-                       "setting gives the source's setting's verdict" if claim.scaled else ""))
+                    + (f"; {SCALED_SAYS}{said}, but {SCALED_CAVEAT}" if claim.scaled else ""))
     return Assessment(float(med), float(low), float(high), agree, len(held), unresolved,
                       said, float(statistics.median(refs)) if refs else float("nan"),
                       len(per_seed))
+
+
+@dataclass(frozen=True)
+class VerdictParts:
+    """A verdict cell as ``assess`` writes it, in its parts: ``word`` (the verdict words, "below
+    the source's setting", or "reproduced (scaled)" for a row judged scaled), ``gaps`` (each
+    parameter short of the source's, "steps 400 vs the source's 10,000"), ``reach`` (the
+    command that meets the source's setting, or that no size does; "" where the cell has none)
+    and ``scaled_says`` (the scaled run's own verdict a BELOW row quotes, followed by
+    ``SCALED_CAVEAT``; "" where none)."""
+
+    word: str
+    gaps: tuple[str, ...] = ()
+    reach: str = ""
+    scaled_says: str = ""
+
+
+def _clauses(text: str) -> list[str]:
+    """``text`` split at each "; " outside brackets (a cost may hold one in its brackets)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith("; ", i):
+            out.append(text[start:i])
+            start = i + 2
+    return [*out, text[start:]]
+
+
+def verdict_parts(cell: str) -> VerdictParts:
+    """A verdict ``cell`` (``assess``'s words, as a scorecard shows them) in its parts
+    (``VerdictParts``); a cell of no known form is all ``word``."""
+    text = " ".join(str(cell).split())
+    if text.startswith(f"{BELOW}: "):
+        gaps, reach, says = [], "", ""
+        for clause in _clauses(text[len(BELOW) + 2:]):
+            if clause.startswith(REACHED_BY) or clause == NO_SIZE_REACHES:
+                reach = clause
+            elif clause.startswith(SCALED_SAYS) and clause.endswith(f", but {SCALED_CAVEAT}"):
+                says = clause[len(SCALED_SAYS):-len(f", but {SCALED_CAVEAT}")]
+            else:
+                gaps.append(clause)
+        return VerdictParts(BELOW, tuple(gaps), reach, says)
+    if text.endswith(")") and " (scaled: " in text:
+        word, _, short = text[:-1].rpartition(" (scaled: ")
+        return VerdictParts(f"{word} (scaled)", tuple(_clauses(short)))
+    return VerdictParts(text)
 
 
 def property_verdict(a: Assessment) -> str:

@@ -26,6 +26,8 @@ AT_LEAST = frozenset({"steps", "batch", "width", "d_model", "eval_n", "train_n",
 
 Parameters = Mapping[str, Any]  # a setting as parameters: {"steps": 10_000, "width": 512, ...}
 Short = tuple[tuple[str, Any, Any], ...]  # (parameter, ours, theirs)
+REACHED_BY = "reached by "  # how ``reach`` names the command that meets a setting
+NO_SIZE_REACHES = "no size of ours reaches it"
 
 # What every claim's setting names (``missing``), so that no row is judged at a size that
 # differs from the source's in something the setting leaves out: the training budget, the
@@ -123,8 +125,8 @@ class StudySettings:
         """The command that meets ``source`` and its cost, or that no size of ours does."""
         for size in SIZES:
             if not shortfall(source, self.sizes[size]):
-                return f"reached by `./run.sh report --size {size}` ({self.cost[size]})"
-        return "no size of ours reaches it"
+                return f"{REACHED_BY}`./run.sh report --size {size}` ({self.cost[size]})"
+        return NO_SIZE_REACHES
 
     def seeds_text(self) -> str:
         """"calibration: default 0-2; judged: ..." for the claims table."""

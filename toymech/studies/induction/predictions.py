@@ -25,6 +25,7 @@ cell left out is named with its states.
 
 from __future__ import annotations
 
+from ...display.prose import NAMED_AT_MOST
 from ..predictions import Judgement, MapPrediction, Pair
 from .design import KNOBS
 
@@ -57,8 +58,19 @@ def _judgeable(cell) -> bool:
 
 
 def _unjudged(cells) -> str:
-    return "; ".join(f"{_cell_name(c.knobs)} {c.n - len(c.measured)} of {c.n} without a label "
-                     f"({c.states_text() or 'not measured'})" for c in cells)
+    """The ``cells`` left out for want of labelled runs: each named with its states where they
+    are at most ``NAMED_AT_MOST``, else counted, their runs summed by state."""
+    cells = list(cells)
+    if len(cells) <= NAMED_AT_MOST:
+        return "; ".join(f"{_cell_name(c.knobs)} {c.n - len(c.measured)} of {c.n} without a "
+                         f"label ({c.states_text() or 'not measured'})" for c in cells)
+    by_state: dict[str, int] = {}
+    for c in cells:
+        for state, n in c.states().items():
+            by_state[state] = by_state.get(state, 0) + n
+    return (f"{len(cells)} cells, {sum(c.n - len(c.measured) for c in cells)} of "
+            f"{sum(c.n for c in cells)} runs without a label "
+            f"({', '.join(f'{n} {s}' for s, n in by_state.items())})")
 
 
 def _pair(conjunct: str, label: str, higher, lower) -> Pair:
@@ -99,8 +111,10 @@ def varied_lengths_give_content(cells) -> Judgement:
                     shortcut.append(_pair(SHORTCUT, "position", f, v))
     left_out = []
     if random_start:
+        named = ("; ".join(random_start) if len(random_start) <= NAMED_AT_MOST
+                 else f"{len(random_start)} pairs")
         left_out.append(f"the shortcut conjunct at a random start, where no absolute-position "
-                        f"shortcut exists ({'; '.join(random_start)})")
+                        f"shortcut exists ({named})")
     if skipped:
         left_out.append("cells whose runs mostly carry no label: " + _unjudged(skipped.values()))
     if not content:
