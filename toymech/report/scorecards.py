@@ -18,6 +18,8 @@ import re
 from collections import Counter
 from html.parser import HTMLParser
 
+from ..studies.findings import CONSISTENT, verdict_word
+
 SCORECARD_TAG = "scorecard"
 # Display order of the verdict words; "consistent (k seeds)" sorts by k after "reproduced".
 # A variant's rows are properties, not verdicts: "holds", "holds on" (some seeds), "does not hold".
@@ -25,10 +27,6 @@ SCORECARD_TAG = "scorecard"
 VERDICT_ORDER = ("reproduced", "holds (our test)", "consistent", "mixed", "not reproduced",
                  "does not hold (our test)", "holds", "holds on", "does not hold", "unresolved",
                  "not measured", "below the source's setting", "pipeline check", "other")
-_KNOWN = {"reproduced", "mixed", "not reproduced", "unresolved", "not measured", "pipeline check",
-          "below the source's setting", "holds", "holds on", "does not hold", "holds (our test)",
-          "does not hold (our test)"}
-_CONSISTENT = re.compile(r"^(consistent \((\d+) seeds?\))")
 
 
 class _Tables(HTMLParser):
@@ -115,26 +113,10 @@ def find_scorecard(nb) -> dict | None:
     return tagged[-1] if tagged else None
 
 
-def verdict_word(text: str) -> str:
-    """The counted form of one verdict cell's ``text``: a known word (also when detail follows
-    it, as in "pipeline check: holds 0/2"), "consistent (k seeds)", or "other"; a verdict judged at a
-    scaled setting keeps " (scaled)" ("reproduced (scaled)"), so it is counted apart."""
-    word = " ".join(text.lower().split())
-    scaled = " (scaled)" if "(scaled:" in word or word.endswith("(scaled)") else ""
-    match = _CONSISTENT.match(word)
-    if match:
-        return match.group(1) + scaled
-    # A known word followed by detail ("pipeline check: holds 0/2") counts as that word.
-    for known in sorted(_KNOWN, key=len, reverse=True):
-        if re.match(rf"{re.escape(known)}(?!\w)", word):
-            return known + scaled
-    return "other"
-
-
 def _order(word: str) -> tuple[int, int, int]:
     scaled = int(word.endswith(" (scaled)"))
     word = word.removesuffix(" (scaled)")
-    match = _CONSISTENT.match(word)
+    match = CONSISTENT.match(word)
     if match:
         return VERDICT_ORDER.index("consistent"), int(match.group(2)), scaled
     return VERDICT_ORDER.index(word), 0, scaled
@@ -162,7 +144,7 @@ def scorecard_counts(card: dict | None) -> str:
 def verdict_class(text: str) -> str:
     """CSS class of a verdict cell: ``toymech-verdict-not-reproduced``, ``...-consistent``."""
     word = verdict_word(text).removesuffix(" (scaled)")
-    word = "consistent" if _CONSISTENT.match(word) else word
+    word = "consistent" if CONSISTENT.match(word) else word
     return "toymech-verdict-" + re.sub(r"[^a-z0-9]+", "-", word).strip("-")
 
 

@@ -4,6 +4,8 @@ figure comes from the scorecard, the per-seed numbers or the size."""
 
 from __future__ import annotations
 
+import re
+
 from collections import Counter
 from typing import Sequence
 
@@ -16,6 +18,7 @@ from .settings import Parameters, StudySettings, shortfall
 ORDER = ("reproduced", OURS_HOLDS, "consistent", "mixed", "not reproduced", OURS_FAILS,
          "holds on", "holds", "does not hold", "unresolved", "not measured", BELOW,
          "pipeline check")
+CONSISTENT = re.compile(r"^(consistent \((\d+) seeds?\))")  # "consistent (2 seeds)"
 
 
 class Findings:
@@ -51,19 +54,20 @@ class Findings:
     __repr__ = __str__
 
 
-def verdict_word(v: str) -> str:
-    """A verdict as counted: its first words, keeping the seed count of "consistent (1 seed)"
-    and "(scaled)" for a row judged below the source's setting as a scaled claim."""
-    v = str(v)
-    word = next((w for w in ORDER if v.startswith(w)), "other")
-    if word == "consistent":
-        word = v.split(")")[0] + ")"
-    return word + (" (scaled)" if "(scaled:" in v else "")
-
-
-def verdict_counts(card: pd.DataFrame) -> Counter:
-    """The scorecard's verdicts counted by ``verdict_word``."""
-    return Counter(verdict_word(v) for v in card["verdict"])
+def verdict_word(text: str) -> str:
+    """The counted form of one verdict cell's ``text`` (the one rule, for scorecards and for
+    reports read back): a known word (also when detail follows it, as in "pipeline check: holds
+    0/2"), "consistent (k seeds)", or "other"; a verdict judged at a scaled setting keeps
+    " (scaled)" ("reproduced (scaled)"), so it is counted apart."""
+    word = " ".join(str(text).lower().split())
+    scaled = " (scaled)" if "(scaled:" in word or word.endswith("(scaled)") else ""
+    match = CONSISTENT.match(word)
+    if match:
+        return match.group(1) + scaled
+    for known in sorted(ORDER, key=len, reverse=True):  # "holds on" before "holds"
+        if known != "consistent" and re.match(rf"{re.escape(known)}(?!\w)", word):
+            return known + scaled
+    return "other"
 
 
 def _rank(word: str) -> tuple[int, str]:
@@ -73,7 +77,7 @@ def _rank(word: str) -> tuple[int, str]:
 
 def scorecard_sentence(card: pd.DataFrame) -> str:
     """One sentence counting the verdicts, with the size and seeds of the title."""
-    counts = verdict_counts(card)
+    counts = Counter(verdict_word(v) for v in card["verdict"])
     size = card.attrs.get("size")
     if is_pipeline(size):
         return (f"This is a pipeline check at size {size}: models trained for seconds, so the "
