@@ -204,13 +204,3 @@ def test_margins():
     assert mm.accuracy_interval(1.0, 3)[0] == pytest.approx(0.2924, abs=1e-4)
 
 
-def test_state_table_counts_every_run_by_state():
-    table = pd.DataFrame([{"experiment": "rt-parentheses-random", "knob.recipe_width": "16",
-                           "seed": s, "status": "ok", "mode": "random", "acc": a,
-                           "baseline": 0.76, "state": st, "label": lab}
-                          for s, a, st, lab in [(3, 0.74, "untrained", ""),
-                                                (4, 0.95, "still learning", ""),
-                                                (5, 0.99, "learned", "solved")]])
-    text = mm.state_table(table)
-    assert text.splitlines()[2] == ("| 16 | random | 0.740 / 0.950 / 0.990 | 0.760 | 1 of 3 | "
-                                    "1 learned, 1 still learning, 1 untrained |")

@@ -88,7 +88,6 @@ from ...analysis.dynamics import history_still_learning, stop_reason
 from ...analysis.exact import share_interval
 from ...core import check
 from ..states import BEYOND, LEARNED, state_of
-from ...sweep.table import knob_columns
 from ...tasks.base import Batch, Task
 from ...tasks.parentheses import CLOSE, OPEN, QUERY, YES
 from ...training import Experiment
@@ -299,31 +298,3 @@ def map_row(run, size: str, seed: int) -> dict[str, object]:
     row["stopped_by"] = stop_reason(history)
     row.update(judged)
     return row
-
-
-def state_table(table) -> str:
-    """A study-3 map ``table`` (one row per run, as ``toymech map`` writes it: its ``knob.*``
-    columns, ``mode``, ``acc``, ``baseline``, ``state`` and ``label``) as a markdown table, one
-    row per cell (the runs of one experiment at one value of every knob, in the table's order):
-    its knobs and mode, the test accuracy of every run (min / median / max, whatever its state),
-    the best baseline's median, the runs labelled ``solved`` and each state's runs (a run without
-    a ``state``, or a sweep status other than ``ok``, is counted by its status). The record quotes
-    it (tested against the table)."""
-    named = knob_columns(table)  # {knob: its column}
-    knobs = list(named.values())
-    lines = ["| " + " | ".join([*named, "mode",
-                                 "acc min / median / max", "baseline", "solved", "states"]) + " |",
-             "| " + " | ".join(["---"] * (len(knobs) + 5)) + " |"]
-    for _, runs in table.groupby(["experiment", *knobs], sort=False, dropna=False):
-        acc = runs["acc"].astype(float)
-        status = runs["status"] if "status" in runs else ["ok"] * len(runs)
-        states = Counter(str(st) if ok == "ok" else str(ok)
-                         for ok, st in zip(status, runs["state"]))
-        said = ", ".join(f"{n} {st}" for st, n in sorted(states.items()))
-        solved = int((runs["label"].astype(str) == MAP_LABEL).sum())
-        lines.append("| " + " | ".join([*(str(runs[k].iloc[0]) for k in knobs),
-                                        str(runs["mode"].iloc[0]),
-                                        f"{acc.min():.3f} / {acc.median():.3f} / {acc.max():.3f}",
-                                        f"{runs['baseline'].astype(float).median():.3f}",
-                                        f"{solved} of {len(runs)}", said]) + " |")
-    return "\n".join(lines)
