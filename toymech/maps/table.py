@@ -18,8 +18,17 @@ from ..files import replace_file
 from ..sweep.table import KNOB_PREFIX, is_knob_column, knob_column, knob_columns  # the one place naming them
 from . import ledger
 
-TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label", "state", "panel",
-                "ablate.top")
+TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label", "state")
+
+
+def _text_columns(studies) -> set[str]:
+    """The columns read as text: every map's (``TEXT_COLUMNS``) and those the tables' studies
+    (the names in ``studies``: its ``study`` column) declare (``Study.text_columns``)."""
+    out = set(TEXT_COLUMNS)
+    for name in {str(n) for n in studies if isinstance(n, str)}:
+        if name in ledger.protocol.STUDIES:
+            out |= set(ledger.protocol.study(name).text_columns)
+    return out
 
 
 def read_table(path: str | Path, verify: bool = True) -> pd.DataFrame:
@@ -33,14 +42,18 @@ def read_table(path: str | Path, verify: bool = True) -> pd.DataFrame:
     if verify:
         ledger.check_recorded(path.parent, path.stem, [path.name])
     if path.suffix == ".parquet":
-        table = _as_text(pd.read_parquet(path))
+        table = pd.read_parquet(path)
+        table = _as_text(table, _text_columns(table["study"] if "study" in table else ()))
     else:
         header = pd.read_csv(path, nrows=0).columns
+        studies = (pd.read_csv(path, usecols=["study"], dtype=str)["study"].dropna().unique()
+                   if "study" in header else ())
+        text = _text_columns(studies)
         table = pd.read_csv(path, dtype={c: str for c in header
-                                         if is_knob_column(c) or c in TEXT_COLUMNS})
+                                         if is_knob_column(c) or c in text})
         if "refined" in table:  # True / False as written (a bool column, as Parquet keeps it)
             table["refined"] = table["refined"].map(lambda v: v is True or str(v) == "True")
-        table = _as_text(table)
+        table = _as_text(table, text)
     if verify and len(table):
         missing = [c for c in ledger.FIXED if c not in table]
         check(not missing, "map table", str(path), "a table written by toymech map (it has no "
@@ -49,11 +62,11 @@ def read_table(path: str | Path, verify: bool = True) -> pd.DataFrame:
     return table
 
 
-def _as_text(table: pd.DataFrame) -> pd.DataFrame:
+def _as_text(table: pd.DataFrame, text: set[str]) -> pd.DataFrame:
     """The text columns as pandas' text columns (missing where empty), whichever file they came
     from, so that a column with no value at all reads back as text too."""
     for c in table.columns:
-        if is_knob_column(c) or c in TEXT_COLUMNS:
+        if is_knob_column(c) or c in text:
             table[c] = pd.Series([None if pd.isna(v) else str(v) for v in table[c]],
                                  dtype="str", index=table.index)
     return table
@@ -86,8 +99,9 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
     """The table as CSV and, beside it, as Parquet (each atomically: a killed write leaves the
     last good table). Text columns are written as text (an empty one as missing), so both read
     back as the same frame."""
+    text = _text_columns(table["study"].dropna().unique() if "study" in table else ())
     table = _as_text(table.assign(**{c: table[c].map(lambda v: None if pd.isna(v) or v == "" else v)
-                                     for c in table.columns if c in TEXT_COLUMNS}))
+                                     for c in table.columns if c in text}), text)
     if "refined" in table:  # rows of a map measured before it was refined: not refined
         table = table.assign(refined=table["refined"].map(lambda v: v is True))
     replace_file(path, lambda tmp: table.to_csv(tmp, index=False))

@@ -144,6 +144,8 @@ class Study(abc.ABC):
     ``results_maps``        the names of its maps (a spec's ``name``: the shipped table's name
                             before its size and machine) its results page shows first, the
                             first as its figure; its other shipped maps follow
+    ``text_columns``        columns of its map rows that hold text although they may read as
+                            numbers (a map table reads them back as text)
     ======================  ========================================================================
 
     **Computed** (a ``size`` is a size name or a ``core.Setting``, a size with a variant's
@@ -213,6 +215,7 @@ class Study(abc.ABC):
     map_predictions: ClassVar[tuple] = ()
     null_family: ClassVar[Sequence[Any] | Mapping[str, Any]] = ()
     results_maps: ClassVar[tuple[str, ...]] = ()
+    text_columns: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         cls = type(self)

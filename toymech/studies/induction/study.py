@@ -43,6 +43,7 @@ class InductionStudy(Study):
     null_family = panel.NULL_FAMILY
     # the maps its results page shows first (docs/results/), the first as its figure
     results_maps = ("s1-capacity", "s1-smeared")
+    text_columns = ("panel", "ablate.top")  # the panel's description; the top head's name
 
     def experiments(self, size: Setting | str, seeds: Sequence[int]) -> list[Experiment]:
         return design.experiments(size, seeds)
