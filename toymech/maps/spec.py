@@ -163,6 +163,7 @@ def map_trials(spec: dict[str, Any]) -> tuple[list[Trial], list[str]]:
             for t in trials:
                 if t.experiment == name:
                     t.knobs = {**t.knobs, k: study_knobs.jsonable_value(source)}
+                    t.setting = None  # rebuilt below from the knobs now set
             if values != {source}:
                 notes.append(f"map {spec['name']}: knob {k} does not change {name} (its runs "
                              f"are the same at every value): mapped once, at {k} "
@@ -173,6 +174,13 @@ def map_trials(spec: dict[str, Any]) -> tuple[list[Trial], list[str]]:
               f"values that change a run of the map: {k} changes none of its experiments "
               f"({', '.join(spec['experiment'])}); 'toymech list knobs {spec['study']}' says "
               "which runs each knob changes")
+    settings: dict[tuple, Setting] = {}  # each knob point's Setting, built once
+    for t in trials:
+        if t.setting is None:
+            point = tuple(sorted((k, repr(v)) for k, v in t.knobs.items()))
+            if point not in settings:
+                settings[point] = study.with_knobs(spec["size"], t.knobs)
+            t.setting = settings[point]
     out: list[Trial] = []
     seen: dict[tuple, Trial] = {}  # (experiment, seed, knobs) -> its trial
     runs: dict[str, Trial] = {}  # zoo key -> the trial that builds it
