@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..core import check, check_int, check_path_writable_dir, check_seed, check_size
+from ..core import Setting, check, check_int, check_path_writable_dir, check_seed, check_size
 from ..devices import resolve_device
 from ..studies import params as study_params, protocol
 from ..zoo.locks import EntryLock
@@ -295,9 +295,10 @@ def report_name(path: Path, size: Any, variant: Any = None) -> str:
     return f"{path.stem}{VARIANT_MARK}{text}"
 
 
-def study_n_seeds(path: Path, size: str) -> int | None:
-    """How many seeds the study behind notebook ``path`` runs at ``size`` by default (its
-    ``SIZES[size].n_seeds``); None for a notebook of no registered study."""
+def study_n_seeds(path: Path, size: Setting | str) -> int | None:
+    """How many seeds the study behind notebook ``path`` runs at ``size`` (a size name or a
+    ``Setting``) by default (its ``SIZES[size].n_seeds``); None for a notebook of no registered
+    study."""
     name = study_of(path, read_notebook(path))
     if name is None:
         return None
