@@ -279,13 +279,7 @@ def report_name(path: Path, size: Any, variant: Any = None) -> str:
     notebook of no registered study: the values as given)."""
     if not variant:
         return path.stem
-    name = study_of(path, read_notebook(path))
-    if name is None:
-        pairs = [(str(k), str(v)) for k, v in sorted(dict(variant).items())]
-    else:
-        study = protocol.study(name)
-        setting = study.with_knobs(size, variant)  # canonical: only the knobs that change
-        pairs = [(k, study.knobs[k].text(v)) for k, v in setting.knobs.items()]
+    pairs = [(str(k), str(v)) for k, v in canonical_variant([path], size, variant).items()]
     if not pairs:
         return path.stem
     text = ",".join(f"{k}={v.replace(', ', '+')}" for k, v in pairs)
@@ -293,6 +287,22 @@ def report_name(path: Path, size: Any, variant: Any = None) -> str:
     if len(text) > _NAME_MOST:
         text = hashlib.sha256(json.dumps(pairs).encode()).hexdigest()[:12]
     return f"{path.stem}{VARIANT_MARK}{text}"
+
+
+def canonical_variant(paths: Sequence[Path], size: Any, variant: Any) -> dict:
+    """``variant`` (None, or a mapping of knob names to values) as the study behind the
+    notebooks ``paths`` keys it: its ``with_knobs(size, variant).variant()``, only the knobs
+    that change a run, each value in its one text form, so ``block_len=4-8`` and
+    ``block_len=[4, 5, 6, 7, 8]`` are one variant and the source's values none ({}). Notebooks
+    of no registered study: the knobs as given, sorted by name. ValueError for a knob, value
+    or combination the study refuses."""
+    if not variant:
+        return {}
+    for path in paths:
+        name = study_of(path, read_notebook(path))
+        if name is not None:
+            return protocol.study(name).with_knobs(size, variant).variant()
+    return dict(sorted(dict(variant).items()))
 
 
 def study_n_seeds(path: Path, size: Setting | str) -> int | None:
