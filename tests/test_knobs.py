@@ -4,6 +4,7 @@ builds the study's own experiments (the same zoo keys), out-of-range and unknown
 refused in one line naming the knob, and the null world holds at a variant."""
 
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -224,7 +225,6 @@ def test_studies_read_knob_values_only_through_the_knobs_module():
     """A study's modules never read a setting's knob values themselves: ``knobs.variant_values``
     (experiment builders, ``apply_knobs``) and ``knobs.apply_to_plan`` are the one path."""
     import re
-    from pathlib import Path
 
     root = Path(__file__).resolve().parents[1] / "toymech" / "studies"
     hits = [f"{p.relative_to(root)}: {m.group(0)}" for p in root.glob("*/*.py")
@@ -369,6 +369,37 @@ def test_a_variant_report_gets_a_results_record_of_its_own():
     assert own["variant"] == {} and variant["variant"] == {"block_len": "4-8"}
     assert data_name(own) == "01_induction_repeated_blocks-default.json"
     assert data_name(variant) == "01_induction_repeated_blocks-default-block_len=4-8.json"
+
+
+def test_two_spellings_of_one_setting_are_one_report_and_the_source_value_none(tmp_path,
+                                                                               monkeypatch):
+    """``build_reports`` converts a variant once (``checks.canonical_variant``): ``4-8``, the
+    list and ``4,5,6,7,8`` give one report name, one cost-table key, one injected ``variant``
+    and so one results record; the source's value is the plain run (no variant anywhere)."""
+    from toymech.report import build
+    from toymech.report.costs import CostTable
+    from toymech.report.results import data_name, record_data
+
+    seen = []
+    monkeypatch.setattr(build, "_run_all", lambda req, machine: seen.append((req, machine)) or [])
+    monkeypatch.setattr(build, "reference_step_seconds", lambda: 0.03)  # nothing runs
+    notebook = Path(__file__).resolve().parents[1] / protocol.STUDIES["induction"]
+    source = protocol.study("induction").knobs["block_len"].source
+    for i, value in enumerate(["4-8", [4, 5, 6, 7, 8], "4,5,6,7,8", source, str(source)]):
+        build.build_reports([notebook], tmp_path / f"r{i}", size="paper",
+                            extra_parameters={"variant": {"block_len": value}})
+    keys = []
+    for req, machine in seen:
+        (path,) = req.paths
+        record = record_data({"name": notebook.stem, "size": "paper", "card": None,
+                              "wall_s": None, "parameters": req.parameters[path]})
+        keys.append((req.names[path], machine.cost_key, req.parameters[path].get("variant"),
+                     data_name(record)))
+    assert keys[0] == keys[1] == keys[2] == (
+        f"{notebook.stem}@block_len=4-8", CostTable.key("paper", None, {"block_len": "4-8"}),
+        {"block_len": "4-8"}, f"{notebook.stem}-paper-block_len=4-8.json")
+    assert keys[3] == keys[4] == (notebook.stem, CostTable.key("paper", None), None,
+                                  f"{notebook.stem}-paper.json")
 
 
 def test_the_documented_papermill_command_gives_the_notebook_a_mapping(tmp_path):

@@ -339,6 +339,47 @@ def test_a_grid_with_knobs_keeps_the_trial_ids_and_zoo_keys_of_the_previous_main
                                               "knob.block_len"]
 
 
+def test_a_trial_carries_the_setting_its_grid_built():
+    """``Trial.setting`` is the study's ``with_knobs`` of the trial's size and knobs, built once
+    by the grid: two spellings of one knob value are one Setting (the table keeps each column
+    as given), the source's value is the plain size, and the trial's run is built from it."""
+    from toymech.core import Setting
+    from toymech.grid import expand_grid
+    from toymech.sweep.table import explicit_trials
+
+    study = protocol.study("induction")
+    trials = expand_grid({"experiment": ["induction-2l"], "size": "smoke", "seed": [3],
+                          "knobs": {"block_len": [6, "4-8", [4, 5, 6, 7, 8]]}})
+    assert [t.setting for t in trials] == [study.with_knobs("smoke", t.knobs) for t in trials]
+    assert trials[0].setting == Setting("smoke") and trials[0].size == "smoke"
+    assert trials[1].setting == trials[2].setting != Setting("smoke")
+    assert trials[1].knobs != trials[2].knobs and trials[1].id != trials[2].id  # as given
+    made = study.named_experiments["induction-2l"].make
+    assert [t.key for t in trials] == [made(t.setting, 3).key() for t in trials]
+    assert trials[1].key == trials[2].key != trials[0].key
+    explicit = explicit_trials({"experiments": [trials[0].exp]})
+    assert explicit[0].setting is None and explicit[0].size == ""
+
+
+def test_a_knob_left_at_the_source_value_for_one_experiment_resets_its_setting_too():
+    """``map_trials`` sets a knob that changes none of an experiment's runs to the source's
+    value in that experiment's trials: their setting follows, so the row is measured at the
+    setting its knobs say (the smeared model's cell at n_layers 2 is the plain size)."""
+    from toymech.core import Setting
+    from toymech.maps.spec import check_map, map_trials
+
+    spec = check_map({"study": "induction", "experiment": ["induction-1l-smeared", "induction-2l"],
+                      "size": "smoke", "seeds": 1, "knobs": {"n_layers": [1, 3]}, "name": "m"})
+    trials, notes = map_trials(spec)
+    study = protocol.study("induction")
+    assert len(notes) == 1 and len(trials) == 3
+    assert [t.setting for t in trials] == [study.with_knobs("smoke", t.knobs) for t in trials]
+    smeared = [t for t in trials if t.experiment == "induction-1l-smeared"]
+    assert [t.setting for t in smeared] == [Setting("smoke")]
+    assert sorted(dict(t.setting.knobs)["n_layers"] for t in trials
+                  if t.experiment == "induction-2l") == [1, 3]
+
+
 def test_a_continued_run_takes_its_shorter_row_s_place(tmp_path, monkeypatch):
     """The longer run's row replaces the shorter one where it stood, so the table keeps the
     grid's order of cells and seeds (which the page and the findings read)."""

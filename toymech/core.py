@@ -363,6 +363,13 @@ class Setting:
         may pass either."""
         return size if isinstance(size, Setting) else Setting(check_size(size))
 
+    def variant(self) -> dict[str, str]:
+        """Its knobs as a variant: each value in its one text form (``value_text``), in its
+        order; {} for a plain size. A study's ``with_knobs`` keeps only the knobs that change a
+        run, so two spellings of one setting give one variant and the source's values none:
+        what a report's name, cost key and results record are keyed on."""
+        return {k: value_text(v) for k, v in self.knobs.items()}
+
     def text(self) -> str:
         """The setting in words: its size, and the variant's sentence where it has knobs."""
         if not self.knobs:

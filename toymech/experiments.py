@@ -24,7 +24,7 @@ TASK_STEPS = {"smoke": 20, "default": 1000, "paper": 10_000}
 TASK_BATCH = {"smoke": 32, "default": 128, "paper": 256}
 
 
-def task_experiment(task_name: str, size: str | Setting = "default", seed: int = 0) -> Experiment:
+def task_experiment(task_name: str, size: Setting | str = "default", seed: int = 0) -> Experiment:
     """The experiment every task gets (see the module docstring): the registered task
     ``task_name`` on a 2-layer transformer, at ``size`` (a size name, or a ``Setting``: a task
     of no study has no knobs) and ``seed``."""
@@ -77,7 +77,7 @@ def names() -> list[str]:
     return sorted(registry())
 
 
-def get(name: str, size: str | Setting = "default", seed: int = 0, variant=None) -> Experiment:
+def get(name: str, size: Setting | str = "default", seed: int = 0, variant=None) -> Experiment:
     """The experiment named ``name`` (``names()``) at ``size`` (a size name, or a ``Setting``
     from its study's ``with_knobs``) and ``seed``; ``variant``: its study's knobs on top
     (``{"block_len": "4-8"}``; refused, naming the knobs, for an experiment of no study). Raises
@@ -86,7 +86,7 @@ def get(name: str, size: str | Setting = "default", seed: int = 0, variant=None)
     return _named(name).make(setting(name, size, variant), check_seed(seed))
 
 
-def setting(name: str, size: str | Setting = "default", variant=None) -> Setting:
+def setting(name: str, size: Setting | str = "default", variant=None) -> Setting:
     """The ``Setting`` the experiment named ``name`` is built at: ``size`` (a size name or a
     ``Setting``) with ``variant``'s knobs (a mapping of its study's knob names to values) on top,
     checked by its study's ``with_knobs``; a ValueError for knobs on an experiment of no study.

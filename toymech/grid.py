@@ -21,10 +21,12 @@ or explicit experiments instead of a named one and its axes: ``{"experiments": [
 ...], "stack_seeds": true, "name": ...}`` (``runner.run_experiments``).
 
 The cartesian product gives the trials (at most ``MAX_TRIALS``, counted before anything is
-expanded): each is ``experiments.get(name, size, seed)`` with the overrides applied through
-``to_dict`` -> ``from_dict`` (so every config check applies; derived fields follow their inputs
-as in ``ModelConfig.replace``: ``d_head``/``d_mlp`` follow ``d_model``, the model's vocabulary and
-context follow a changed task, ``eval_every`` and ``warmup_steps`` shrink with ``train.steps``).
+expanded): each carries the ``Setting`` of its size and knobs (``Trial.setting``: the study's
+``with_knobs``, built once per grid point) and is its experiment at that setting and its seed
+with the overrides applied through ``to_dict`` -> ``from_dict`` (so every config check
+applies; derived fields follow their inputs as in ``ModelConfig.replace``: ``d_head``/``d_mlp``
+follow ``d_model``, the model's vocabulary and context follow a changed task, ``eval_every``
+and ``warmup_steps`` shrink with ``train.steps``).
 Files are read strictly (``training.specfiles``: duplicate keys are an error). Every option is
 checked before the grid is read, every grid value before any trial is made, and every trial's
 experiment passes the preflight before the first trains (``runner``).
@@ -127,7 +129,7 @@ def expand_grid(spec: dict[str, Any]) -> list[Trial]:
         at = (study_protocol.study(registry[name].study).with_knobs(size, knobs) if knobs
               else Setting(size))  # every knob and combination checked before any trial is made
         for seed in seeds:
-            trial = Trial(len(trials), name, size, seed, point, None, tag,
+            trial = Trial(len(trials), name, at, seed, point, None, tag,
                           group if stack else len(trials), knobs)
             try:
                 trial.exp = apply_overrides(registry[name].make(at, seed), point)

@@ -74,10 +74,10 @@ def dims_of(table: pd.DataFrame) -> list[str]:
     return list(knob_columns(table)) + (["experiment"] if table["experiment"].nunique() > 1 else [])
 
 
-def open_line(experiment: str, knobs: dict[str, str], size: str, seed: int) -> str:
-    """The line of Python that opens one run of a cell in the explorer."""
+def open_line(experiment: str, knobs: dict[str, str], size_name: str, seed: int) -> str:
+    """The line of Python that opens one run of a cell at size ``size_name`` in the explorer."""
     variant = ", ".join(f"{k!r}: {v!r}" for k, v in knobs.items())
-    return (f'toymech.explore("{experiment}", size="{size}", seed={int(seed)}, '
+    return (f'toymech.explore("{experiment}", size="{size_name}", seed={int(seed)}, '
             f"variant={{{variant}}})").replace("'", '"')
 
 

@@ -32,6 +32,7 @@ from ..models.reference import reference_steps, training_cost
 from ..studies import protocol
 from ..sweep import train_missing
 from ..sweep.runner import check_options, preflight_all, run_trials
+from ..sweep.table import Trial
 from ..zoo import Zoo, inventory
 from ..zoo.locks import LockTimeout
 from .live import MapProgress
@@ -136,27 +137,27 @@ def _calibration_seeds(spec: dict[str, Any], study) -> set[int]:
     return set(settings.calibration_seeds(spec["size"])) if settings is not None else set()
 
 
-def _settings(trials) -> list[tuple[str, dict[str, Any]]]:
-    """Each distinct (size, knobs) of the map's ``trials`` (``spec.map_trials``), in grid
-    order: the settings its cells are at (a cell is one experiment at one of them,
-    ``summary.cell_key``)."""
+def _settings(trials) -> list[Trial]:
+    """One trial per distinct knob point (size and knobs as the grid gives them) of the map's
+    ``trials`` (``spec.map_trials``), in grid order: its ``setting`` is a setting the map's
+    cells are at (a cell is one experiment at one of them, ``summary.cell_key``)."""
     out, seen = [], set()
     for trial in trials:
-        key = (str(trial.size), tuple(sorted((k, str(v)) for k, v in trial.knobs.items())))
+        key = (trial.size, tuple(sorted((k, str(v)) for k, v in trial.knobs.items())))
         if key not in seen:
             seen.add(key)
-            out.append((trial.size, trial.knobs))
+            out.append(trial)
     return out
 
 
 def _check_measurable(spec: dict[str, Any], study, trials) -> None:
     """Every cell's setting through the study's ``map_check`` before anything trains: a cell
     its measurement would refuse is refused now, naming its knobs."""
-    for size, knobs in _settings(trials):
+    for trial in _settings(trials):
         try:
-            study.map_check(study.with_knobs(size, knobs))
+            study.map_check(trial.setting)
         except ValueError as exc:
-            given = ", ".join(f"{k}={_cell_text(study, k, v)}" for k, v in knobs.items())
+            given = ", ".join(f"{k}={_cell_text(study, k, v)}" for k, v in trial.knobs.items())
             raise ValueError(f"knobs {given} cannot be measured by the {spec['study']} map "
                              f"({exc}): leave that value out of the map") from None
 
@@ -165,7 +166,7 @@ def _panel(spec: dict[str, Any], study, trials):
     """The map's one test panel, built from every cell of ``spec`` (the study's ``map_panel``),
     or None for a study whose rows need none: every run of the map, refinements and runs
     continued by the budget policy included, is judged on it."""
-    return study.map_panel([study.with_knobs(size, knobs) for size, knobs in _settings(trials)])
+    return study.map_panel([trial.setting for trial in _settings(trials)])
 
 
 def _run_map(spec, study, zoo, folder, path, refine, live, log, how) -> pd.DataFrame:
@@ -398,12 +399,11 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         key = trial.exp.key(trial.tag)
         if key in known:
             continue
-        knobs = trial.knobs
-        shown = {k: v for k, v in knobs.items()
+        shown = {k: v for k, v in trial.knobs.items()
                  if not (k == "steps" and spec.get("until_converged"))}  # the policy's, not a cell's
         row: dict[str, Any] = {"study": spec["study"], "experiment": trial.experiment,
                                **{knob_column(k): _cell_text(study, k, v) for k, v in shown.items()},
-                               "seed": trial.seed, "size": str(trial.size),
+                               "seed": trial.seed, "size": trial.size,
                                "steps": int(trial.exp.train.steps), "zoo_key": key,
                                "commit": commit, "refined": refined,
                                "calibration": trial.seed in tuned}
@@ -413,10 +413,9 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
         if status != "ok":
             row.update({"status": status, "label": "not measured"})
         else:
-            size = study.with_knobs(trial.size, knobs)
             extra = {"panel": panel} if panel is not None else {}
-            row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), size, trial.seed,
-                                                        **extra)})
+            row.update({"status": "ok", **study.map_row(result.entry(i, "cpu"), trial.setting,
+                                                        trial.seed, **extra)})
             if "state" in row:  # the map's budget, which the study does not know
                 row["state"] = budget_state(row["state"], row["steps"], spec.get("until_converged"))
         row[ledger.ROW_HASH] = ledger.row_hash(row)  # what was measured, as measured

@@ -155,7 +155,7 @@ def map_trials(spec: dict[str, Any]) -> tuple[list[Trial], list[str]]:
     for name in spec["experiment"]:
         cells = [t for t in trials if t.experiment == name and t.seed == first]
         for k in spec["knobs"]:
-            if _reaches(study, spec["size"], name, first, cells, k):
+            if _reaches(study, name, first, cells, k):
                 reached[k].append(name)
                 continue
             source = study.knobs[k].source
@@ -163,6 +163,7 @@ def map_trials(spec: dict[str, Any]) -> tuple[list[Trial], list[str]]:
             for t in trials:
                 if t.experiment == name:
                     t.knobs = {**t.knobs, k: study_knobs.jsonable_value(source)}
+                    t.setting = None  # rebuilt below from the knobs now set
             if values != {source}:
                 notes.append(f"map {spec['name']}: knob {k} does not change {name} (its runs "
                              f"are the same at every value): mapped once, at {k} "
@@ -173,6 +174,13 @@ def map_trials(spec: dict[str, Any]) -> tuple[list[Trial], list[str]]:
               f"values that change a run of the map: {k} changes none of its experiments "
               f"({', '.join(spec['experiment'])}); 'toymech list knobs {spec['study']}' says "
               "which runs each knob changes")
+    settings: dict[tuple, Setting] = {}  # each knob point's Setting, built once
+    for t in trials:
+        if t.setting is None:
+            point = tuple(sorted((k, repr(v)) for k, v in t.knobs.items()))
+            if point not in settings:
+                settings[point] = study.with_knobs(spec["size"], t.knobs)
+            t.setting = settings[point]
     out: list[Trial] = []
     seen: dict[tuple, Trial] = {}  # (experiment, seed, knobs) -> its trial
     runs: dict[str, Trial] = {}  # zoo key -> the trial that builds it
@@ -192,7 +200,7 @@ def map_trials(spec: dict[str, Any]) -> tuple[list[Trial], list[str]]:
     return out, notes
 
 
-def _reaches(study, size: str, name: str, seed: int, cells: list[Trial], knob: str) -> bool:
+def _reaches(study, name: str, seed: int, cells: list[Trial], knob: str) -> bool:
     """Whether ``knob`` changes experiment ``name``'s run in one of its ``cells`` (the trials of
     one seed): some cell's run differs from the same cell with ``knob`` at the source's value."""
     source = study_knobs.jsonable_value(study.knobs[knob].source)
@@ -200,7 +208,7 @@ def _reaches(study, size: str, name: str, seed: int, cells: list[Trial], knob: s
         at = {k: study_knobs.jsonable_value(study.knobs[k].parse(v)) for k, v in t.knobs.items()}
         try:
             plain = study.named_experiments[name].make(
-                Setting(size, {**at, knob: source}), seed).key(t.tag)
+                Setting(t.size, {**at, knob: source}), seed).key(t.tag)
         except ValueError:  # that combination cannot be built: the knob matters here
             return True
         if plain != t.key:

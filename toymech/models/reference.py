@@ -149,13 +149,14 @@ def duration_text(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def training_cost(experiments: Iterable[Any], size: str | None, *, confirmed: bool = False,
+def training_cost(experiments: Iterable[Any], size_name: str | None, *, confirmed: bool = False,
                   what: str = "", log: Callable[[str], None] | None = None,
                   step_seconds: Callable[[], float] = _step_seconds_now) -> float:
     """Before ``experiments`` (the runs still to train) train: their cost in reference steps,
     said through ``log`` in one line with the wall time on one core of this machine (a
-    reference step measured here now), and returned. At ``size`` ``smoke`` a cost above
-    ``SMOKE_MAX_REFERENCE_STEPS`` is a ValueError in one line unless ``confirmed`` (``--yes``).
+    reference step measured here now), and returned. At size ``smoke`` (``size_name``; None: no
+    size) a cost above ``SMOKE_MAX_REFERENCE_STEPS`` is a ValueError in one line unless
+    ``confirmed`` (``--yes``).
     ``what``: what trains, for the line ("map s1: "); nothing to train says nothing."""
     runs = list(experiments)
     if not runs:
@@ -165,7 +166,7 @@ def training_cost(experiments: Iterable[Any], size: str | None, *, confirmed: bo
     line = (f"{what}{len(runs)} run(s) to train, about {steps:,.0f} reference steps: about "
             f"{duration_text(seconds)} on one core of this machine (a reference step takes "
             f"{1000 * seconds / max(steps, 1e-9):.0f} ms here now)")
-    if size == "smoke" and steps > SMOKE_MAX_REFERENCE_STEPS and not confirmed:
+    if size_name == "smoke" and steps > SMOKE_MAX_REFERENCE_STEPS and not confirmed:
         raise ValueError(f"size='smoke' is not allowed for these runs without --yes: {line}, above "
                          f"smoke's {SMOKE_MAX_REFERENCE_STEPS:,} reference steps (smoke is meant "
                          "to take seconds); give --yes (confirm_cost=True) to train them anyway, "

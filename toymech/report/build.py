@@ -17,7 +17,7 @@ from ..core import check_bool, check_int, source_commit
 from ..devices import choose_threads, free_cores, resolve_device
 from .checks import (SEEDS_PARAMETERS, parameters_cell, quiet_papermill, with_seeds,
                      check_arguments, check_out_dir, check_study_parameters, folder_lock,
-                     report_name, study_n_seeds, study_of)
+                     canonical_variant, report_name, study_n_seeds, study_of)
 from ..display import duration_text
 from ..studies import protocol
 from ..models.reference import machine_record, reference_step_seconds
@@ -216,11 +216,20 @@ def build_reports(
     # which would move relative paths under other notebooks running at the same time.
     paths = [p.resolve() for p in check_arguments(notebooks, size, device, seed, n_seeds, extra_parameters)]
     out = check_out_dir("out_dir", out_dir, paths).resolve()  # before any notebook runs
-    common = {"size": size, "device": device, "seed": seed, **extra_parameters}
-    defaults = {path: parameters_cell(path, list(common)) for path in paths}
-    per_notebook = {path: with_seeds(path, common, defaults[path], n_seeds) for path in paths}
+
+    def parameters() -> tuple[dict, dict]:
+        common = {"size": size, "device": device, "seed": seed, **extra_parameters}
+        defaults = {path: parameters_cell(path, list(common)) for path in paths}
+        return defaults, {path: with_seeds(path, common, defaults[path], n_seeds)
+                          for path in paths}
+
+    defaults, per_notebook = parameters()
     for path in paths:
         check_study_parameters(path, per_notebook[path])
+    if "variant" in extra_parameters:  # converted once: the report's name, cost key and record
+        variant = canonical_variant(paths, size, extra_parameters.pop("variant"))
+        extra_parameters.update({"variant": variant} if variant else {})  # none: the plain run
+        defaults, per_notebook = parameters()
     # a variant's report has a name of its own: it never replaces the plain one
     names = {path: report_name(path, size, extra_parameters.get("variant")) for path in paths}
     check_out_dir("out_dir", out_dir, paths, [names[p] for p in paths])

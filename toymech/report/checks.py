@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..core import check, check_int, check_path_writable_dir, check_seed, check_size
+from ..core import Setting, check, check_int, check_path_writable_dir, check_seed, check_size
 from ..devices import resolve_device
 from ..studies import params as study_params, protocol
 from ..zoo.locks import EntryLock
@@ -279,13 +279,7 @@ def report_name(path: Path, size: Any, variant: Any = None) -> str:
     notebook of no registered study: the values as given)."""
     if not variant:
         return path.stem
-    name = study_of(path, read_notebook(path))
-    if name is None:
-        pairs = [(str(k), str(v)) for k, v in sorted(dict(variant).items())]
-    else:
-        study = protocol.study(name)
-        setting = study.with_knobs(size, variant)  # canonical: only the knobs that change
-        pairs = [(k, study.knobs[k].text(v)) for k, v in setting.knobs.items()]
+    pairs = [(str(k), str(v)) for k, v in canonical_variant([path], size, variant).items()]
     if not pairs:
         return path.stem
     text = ",".join(f"{k}={v.replace(', ', '+')}" for k, v in pairs)
@@ -295,9 +289,26 @@ def report_name(path: Path, size: Any, variant: Any = None) -> str:
     return f"{path.stem}{VARIANT_MARK}{text}"
 
 
-def study_n_seeds(path: Path, size: str) -> int | None:
-    """How many seeds the study behind notebook ``path`` runs at ``size`` by default (its
-    ``SIZES[size].n_seeds``); None for a notebook of no registered study."""
+def canonical_variant(paths: Sequence[Path], size: Any, variant: Any) -> dict:
+    """``variant`` (None, or a mapping of knob names to values) as the study behind the
+    notebooks ``paths`` keys it: its ``with_knobs(size, variant).variant()``, only the knobs
+    that change a run, each value in its one text form, so ``block_len=4-8`` and
+    ``block_len=[4, 5, 6, 7, 8]`` are one variant and the source's values none ({}). Notebooks
+    of no registered study: the knobs as given, sorted by name. ValueError for a knob, value
+    or combination the study refuses."""
+    if not variant:
+        return {}
+    for path in paths:
+        name = study_of(path, read_notebook(path))
+        if name is not None:
+            return protocol.study(name).with_knobs(size, variant).variant()
+    return dict(sorted(dict(variant).items()))
+
+
+def study_n_seeds(path: Path, size: Setting | str) -> int | None:
+    """How many seeds the study behind notebook ``path`` runs at ``size`` (a size name or a
+    ``Setting``) by default (its ``SIZES[size].n_seeds``); None for a notebook of no registered
+    study."""
     name = study_of(path, read_notebook(path))
     if name is None:
         return None

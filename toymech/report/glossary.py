@@ -28,16 +28,17 @@ def _options_text(options: Sequence[str], given: str | None) -> str:
             f"runs them when it is made with --param also=NAME. In this run: {this}.")
 
 
-def glossary(size: str, seed: int, seeds: str, parameters: Sequence[tuple[str, Any]] = (),
+def glossary(size_name: str, seed: int, seeds: str, parameters: Sequence[tuple[str, Any]] = (),
              options: Sequence[str] = ()) -> list[tuple[str, str]]:
-    """(word, meaning) rows for a report of ``size`` with base ``seed``, the ``seeds`` measured
-    (as the header writes them), the notebook's other ``parameters`` ((name, value) pairs) and
-    the study's optional comparisons ``options``."""
-    check(size in SIZES, "size", size, f"one of {', '.join(SIZES)}")
-    others = ", ".join(f"{s} ({w})" for s, w in SIZE_SHORT.items() if s != size)
+    """(word, meaning) rows for a report at size ``size_name`` (the notebook's ``size``
+    parameter) with base ``seed``, the ``seeds`` measured (as the header writes them), the
+    notebook's other ``parameters`` ((name, value) pairs) and the study's optional comparisons
+    ``options``."""
+    check(size_name in SIZES, "size", size_name, f"one of {', '.join(SIZES)}")
+    others = ", ".join(f"{s} ({w})" for s, w in SIZE_SHORT.items() if s != size_name)
     rows = [
-        ("size", f"how large a run is. This report ran at {size}: {SIZE_WORDS[size]}. The other "
-                 f"sizes: {others}."),
+        ("size", f"how large a run is. This report ran at {size_name}: {SIZE_WORDS[size_name]}. "
+                 f"The other sizes: {others}."),
         ("seed", f"the number every random draw of a run derives from (initialisation, training "
                  f"data, evaluation data). This report's first seed: {seed}."),
         ("seeds", f"the independent runs a claim is judged over; a claim needs several seeds to "

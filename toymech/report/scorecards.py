@@ -166,9 +166,10 @@ def scorecard_table_html(card: dict) -> str:
             f"<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>")
 
 
-def scorecard_heading(size: str) -> str:
-    """The fixed heading of the scorecard section: at ``smoke`` a run of a few steps only checks
-    that the code runs, so its scorecard is titled a pipeline check."""
-    if size == "smoke":
+def scorecard_heading(size_name: str) -> str:
+    """The fixed heading of the scorecard section of a report at size ``size_name``: at
+    ``smoke`` a run of a few steps only checks that the code runs, so its scorecard is titled
+    a pipeline check."""
+    if size_name == "smoke":
         return "Pipeline check (size smoke: the verdicts test the code, not the claims)"
     return "Scorecard"

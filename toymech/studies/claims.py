@@ -254,7 +254,7 @@ def holds_per_seed(claim: Claim, per_seed: Sequence[Numbers]) -> list[bool | Non
 
 
 def assess(claim: Claim, per_seed: Sequence[Numbers], pipeline: bool = False,
-           settings: StudySettings | None = None, size: str | None = None,
+           settings: StudySettings | None = None, size: Setting | str | None = None,
            seeds: Sequence[int] | None = None) -> Assessment:
     """Median/spread of ``claim``'s value and how many of the requested seeds (every entry of
     ``per_seed``) agree with the source (``pipeline``: a pipeline-check size, no verdict words); with ``settings`` and ``size``, "below the source's
@@ -354,13 +354,13 @@ VARIANT_LEGEND = (". A variant is not the source's setting: each row says whethe
                   "row is a verdict on the source.")
 
 
-def is_pipeline(size: str | Setting | None) -> bool:
+def is_pipeline(size: Setting | str | None) -> bool:
     """Whether ``size`` (a size name or a ``Setting``) is a pipeline check (``smoke``), whose
     scorecard has no verdict words."""
     return (size.size if isinstance(size, Setting) else size) in PIPELINE_SIZES
 
 
-def title(size: str | Setting | None, seeds: Sequence[int] | None) -> str:
+def title(size: Setting | str | None, seeds: Sequence[int] | None) -> str:
     """The scorecard's title: the size (a size name or a ``Setting``: a variant's sentence
     follows it) and the seeds it was assessed over."""
     setting = None if size is None else Setting.of(size)
@@ -386,7 +386,7 @@ def _agreeing(a: Assessment) -> str:
 
 
 def check_seeds(seeds: Sequence[int] | None, per_seed: Sequence[Numbers],
-                settings: StudySettings | None = None, size: str | None = None) -> None:
+                settings: StudySettings | None = None, size: Setting | str | None = None) -> None:
     """``seeds``: one distinct seed per entry of ``per_seed``, none of them a calibration seed of
     ``size`` under the study's ``settings`` (ValueError otherwise; None: nothing to check)."""
     if seeds is None:
@@ -399,7 +399,7 @@ def check_seeds(seeds: Sequence[int] | None, per_seed: Sequence[Numbers],
           f"judged seeds only: {sorted(cal & set(seeds))} calibrated the thresholds at {size}")
 
 
-def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: str | Setting,
+def scorecard(claims: Sequence[Claim], per_seed: Sequence[Numbers], size: Setting | str,
               seeds: Sequence[int] | None = None, settings: StudySettings | None = None
               ) -> pd.DataFrame:
     """One row per claim of ``claims``: the source's number beside ours (median [min, max] over seeds), the

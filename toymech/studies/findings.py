@@ -31,7 +31,7 @@ class Findings:
     a finding and the page never presents the smaller run as the source's."""
 
     def __init__(self, lines: Sequence[str], title: str = "What this run found",
-                 setting: str = "", size: str | Setting | None = None):
+                 setting: str = "", size: Setting | str | None = None):
         lines = [line for line in lines if line]
         if setting:
             lines = [line[len(setting)].upper() + line[len(setting) + 1:]
@@ -115,7 +115,7 @@ def misses(card: pd.DataFrame, most: int = 3) -> str:
     return " ".join(said)
 
 
-def at_setting(settings: StudySettings, size: str, source: Parameters, whose: str) -> str:
+def at_setting(settings: StudySettings, size: Setting | str, source: Parameters, whose: str) -> str:
     """The opening of a finding made below the source's setting: "At 2,000 of the post's
     10,000 steps, " (and "width 64 where the paper's is 1,024, " ...); "" at its setting. A
     headline never presents a smaller run as the source's."""

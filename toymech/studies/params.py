@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from ..core import check, check_int, check_path_writable_dir, check_seed, size_name
+from ..core import Setting, check, check_int, check_path_writable_dir, check_seed, size_name
 from ..devices import apply_threads, resolve_device
 
 MAX_SEEDS = 1000  # the most seeds a study's claims are assessed over
@@ -27,7 +27,7 @@ def check_n_seeds(n_seeds: Any) -> int | None:
     return None if n_seeds is None else check_int("n_seeds", n_seeds, 1, MAX_SEEDS)
 
 
-def validate_run(size: str, seed: int, device: str | torch.device = "auto",
+def validate_run(size: Setting | str, seed: int, device: str | torch.device = "auto",
                  n_seeds: int | None = None, cache_dir: str | None = None,
                  threads: int | None = None) -> torch.device:
     size_name(size)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..core import SIZES, check, size_name
+from ..core import SIZES, Setting, check, size_name
 
 # Parameters where more is at least the source's setting (a longer run, a wider model).
 AT_LEAST = frozenset({"steps", "batch", "width", "d_model", "eval_n", "train_n", "seeds",
@@ -113,12 +113,12 @@ class StudySettings:
         """The parameters ``size`` (a size name or a ``core.Setting``; None: none) trains at."""
         return None if size is None else self.sizes[size_name(size)]
 
-    def scaled_shown(self, size: str | None, key: str) -> bool:
+    def scaled_shown(self, size: Setting | str | None, key: str) -> bool:
         """Whether claim ``key``'s scaled verdict at ``size`` was shown to match the source's
         setting (``evidence``)."""
         return size is not None and key in self.evidence.get(size_name(size), frozenset())
 
-    def calibration_seeds(self, size: str | None) -> tuple[int, ...]:
+    def calibration_seeds(self, size: Setting | str | None) -> tuple[int, ...]:
         return tuple(self.calibration.get(size_name(size), ())) if size is not None else ()
 
     def reach(self, source: Parameters) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from ..files import replace_file
-from ..core import check, check_int, check_path_writable_file, check_str, jsonable
+from ..core import Setting, check, check_int, check_path_writable_file, check_str, jsonable
 from ..training import Experiment, seedless_key
 from ..zoo import Zoo, ZooEntry
 
@@ -50,17 +50,28 @@ def knob_columns(table: pd.DataFrame) -> dict[str, str]:
 @dataclass(eq=False)
 class Trial:
     """One model of the sweep (one table row). Trials with the same ``group`` train as one job
-    (the seeds of a grid point with ``stack_seeds``)."""
+    (the seeds of a grid point with ``stack_seeds``).
+
+    ``setting``: the ``core.Setting`` the grid built the trial's experiment from (its size and
+    the study's knobs, canonical: the study's ``with_knobs``), or None for an explicit
+    experiment (no size). ``knobs``: the grid point's knob values as the grid gives them, its
+    table columns (``knob.<name>``) and part of its ``id``; a knob at the source's value is a
+    column here though the setting, which holds only the knobs that change a run, drops it."""
 
     index: int
     experiment: str
-    size: str
+    setting: Setting | None
     seed: int
     overrides: dict[str, Any]
     exp: Experiment
     tag: str = ""
     group: int = 0
-    knobs: dict[str, Any] = field(default_factory=dict)  # the study's knobs at this grid point
+    knobs: dict[str, Any] = field(default_factory=dict)  # the grid point's, as given
+
+    @property
+    def size(self) -> str:
+        """The trial's size name ("" for an explicit experiment): its setting's size."""
+        return self.setting.size if self.setting is not None else ""
 
     @property
     def columns(self) -> dict[str, Any]:
@@ -246,7 +257,8 @@ def explicit_trials(spec: dict[str, Any]) -> list[Trial]:
     trials = []
     for i, exp in enumerate(exps):
         group = groups.setdefault(seedless_key(exp), len(groups)) if stack else i
-        trials.append(Trial(i, exp.name or exp.task.name, "", exp.train.seed, {}, exp, tag, group))
+        trials.append(Trial(i, exp.name or exp.task.name, None, exp.train.seed, {}, exp, tag,
+                            group))
     seen: set[str] = set()
     dup = next((t.key for t in trials if t.key in seen or seen.add(t.key)), None)
     check(dup is None, "experiments", dup, "each experiment once (two have the same zoo key)")

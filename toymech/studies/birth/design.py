@@ -154,7 +154,7 @@ COST = {"smoke": "seconds", "default": "about 13 minutes on a 2-core CPU",
                  "a GPU"}
 
 
-def setting(size: str) -> dict:
+def setting(size: Setting | str) -> dict:
     """What ``size``'s main run trains, in ``PAPER_SETTING``'s parameters."""
     s = size_of(SIZES, size)
     return {"steps": s.steps, "batch": s.batch, "length": s.length, "d_model": s.d_model,
@@ -162,7 +162,7 @@ def setting(size: str) -> dict:
 MODELS = ("simplified", "control")
 
 
-def experiment(size: str = "default", seed: int = 0, *, model: str = "simplified",
+def experiment(size: Setting | str = "default", seed: int = 0, *, model: str = "simplified",
                trigger_mode: str = "fixed", n_triggers: int = 3, variant: str = "mixed",
                n_ood: int = 0, freezing: str = "paper", tied: bool = False, ff: bool = True,
                steps: int | None = None, lr: float | None = None, name: str = "",
@@ -405,7 +405,7 @@ def check_own_options(size: Setting | str, seed: int, *, trigger_mode: str = "fi
         check_int("sweep_steps", sweep_steps, 1, 10**8)
 
 
-def describe(size: str, seed: int, device, *, n_seeds: int | None = None,
+def describe(size: Setting | str, seed: int, device, *, n_seeds: int | None = None,
              trigger_mode: str = "fixed", n_triggers: int = 3) -> str:
     """The run's settings in words (from the size, not typed), for the notebook's first output:
     at ``size``, on ``device``, the ``n_seeds`` seeds from ``seed`` (None: the size's count),
@@ -420,8 +420,8 @@ def describe(size: str, seed: int, device, *, n_seeds: int | None = None,
             f"the main run over {len(seeds)} seeds ({', '.join(map(str, seeds))})")
 
 
-def eval_sets(task: tasks.Task, size: str, seed: int, device: str | torch.device = "cpu", *,
-              n: int | None = None, pools: Mapping[str, torch.Tensor] | None = None
+def eval_sets(task: tasks.Task, size: Setting | str, seed: int, device: str | torch.device = "cpu",
+              *, n: int | None = None, pools: Mapping[str, torch.Tensor] | None = None
               ) -> dict[str, Batch]:
     """The evaluation sets of a run with seed ``seed``: ``task.eval_sets`` (test, and ood where
     the task has held-out triggers; ``n`` sequences each, None: the size's ``eval_n``), then one
@@ -435,5 +435,5 @@ def eval_sets(task: tasks.Task, size: str, seed: int, device: str | torch.device
     return sets
 
 
-def _eval_n(size: str, eval_n: int | None) -> int:
+def _eval_n(size: Setting | str, eval_n: int | None) -> int:
     return size_of(SIZES, size).eval_n if eval_n is None else eval_n

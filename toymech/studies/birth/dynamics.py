@@ -16,7 +16,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ...analysis import composition_scores, probes
-from ...core import check
+from ...core import Setting, check
 from ...tasks import Batch
 from ...tasks.bigram_triggers import BigramTriggers
 from .callbacks import trigger_sets
@@ -49,7 +49,7 @@ class BirthProbeData(ProbeData):
     """
 
     task: BigramTriggers
-    size: str
+    size: Setting | str
     seed: int
     test: Batch
     ood: Batch | None
@@ -59,9 +59,9 @@ class BirthProbeData(ProbeData):
     causal: BirthCausalData | None = None
 
 
-def probe_data(task: BigramTriggers, size: str, seed: int, device: str | torch.device = "cpu",
-               *, eval_n: int | None = None, window: int = WINDOW,
-               n_causal: int | None = N_CAUSAL) -> BirthProbeData:
+def probe_data(task: BigramTriggers, size: Setting | str, seed: int,
+               device: str | torch.device = "cpu", *, eval_n: int | None = None,
+               window: int = WINDOW, n_causal: int | None = N_CAUSAL) -> BirthProbeData:
     """The fixed data of ``task``'s run with seed ``seed`` at ``size``, on ``device``
     (``eval_n`` sequences per set; None: the size's ``eval_n``; ``n_causal``: the sequences of
     the causal (patching) measurements, None: none).

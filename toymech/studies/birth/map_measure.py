@@ -55,6 +55,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ...analysis.dynamics import history_still_learning
+from ...core import Setting
 from ..states import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED, state_of
 from ...models import build_model
 from ...sweep.table import knob_column, knob_columns
@@ -203,7 +204,7 @@ def calibrated_lr(table: pd.DataFrame, knob: str = "lr") -> dict[tuple, float]:
 
 
 @torch.no_grad()
-def map_row(run, size: str, seed: int) -> dict[str, object]:
+def map_row(run, size: Setting | str, seed: int) -> dict[str, object]:
     """One map run's row (``toymech.maps``), see the module docstring: the final in-context and
     bigram accuracy on the run's test set beside the bigram model's and the null family's best
     (``null.icl_acc``, ``null.member``), ``beyond_baseline``, the learning rate, each memory's

@@ -15,7 +15,7 @@ from transformer_lens import HookedTransformer
 
 from ... import analysis, tasks
 from ...analysis import probes
-from ...core import check, seed_for
+from ...core import Setting, check, seed_for
 from ...devices import make_generator, resolve_device
 from ...display import attention_view as view
 from ...models import build_model
@@ -49,8 +49,8 @@ def sequence_marks(task: tasks.Task, batch: Batch, index: int = 0, length: int =
     return task.str_tokens(seq), is_trigger, batch.extras["in_context"][index][:length]
 
 
-def bigram_baseline(task: tasks.Task, size: str, seed: int, device: str | torch.device = "cpu"
-                    ) -> dict[str, float]:
+def bigram_baseline(task: tasks.Task, size: Setting | str, seed: int,
+                    device: str | torch.device = "cpu") -> dict[str, float]:
     """Metrics of the exact bigram model (knows π_b, nothing in context) on the run's test set,
     and the share of targets that are in-context targets (``in_context_share``)."""
     test = eval_sets(task, size, seed, device)["test"]
@@ -60,7 +60,7 @@ def bigram_baseline(task: tasks.Task, size: str, seed: int, device: str | torch.
 
 
 @torch.no_grad()
-def evaluate_sets(model: HookedTransformer, task: tasks.Task, size: str, seed: int,
+def evaluate_sets(model: HookedTransformer, task: tasks.Task, size: Setting | str, seed: int,
                   device: str | torch.device | None = None, *,
                   pools: Mapping[str, torch.Tensor] | None = None) -> dict[str, dict[str, float]]:
     """Task metrics (loss/acc, icl_*, bigram_*) on each of ``eval_sets`` (test, ood, pools;
@@ -118,7 +118,7 @@ def shared_pool(task: tasks.Task, n_ood_random: int = N_OOD_RANDOM) -> torch.Ten
     return pool
 
 
-def sweep_experiments(size: str, seed: int, ks=None, modes=("fixed", "random"),
+def sweep_experiments(size: Setting | str, seed: int, ks=None, modes=("fixed", "random"),
                       steps: int | None = None, n_ood_random: int = N_OOD_RANDOM
                       ) -> dict[tuple[str, int], Experiment]:
     """The trigger sweep's runs: {(mode, K): Experiment} (``steps``: None, the size's
@@ -133,7 +133,7 @@ def sweep_experiments(size: str, seed: int, ks=None, modes=("fixed", "random"),
 
 
 def sweep_rows(models: Mapping[tuple[str, int], HookedTransformer],
-               exps: Mapping[tuple[str, int], Experiment], size: str, seed: int,
+               exps: Mapping[tuple[str, int], Experiment], size: Setting | str, seed: int,
                n_ood_random: int = N_OOD_RANDOM) -> pd.DataFrame:
     """The sweep's table from its models (trained, or untrained for a null): in-context accuracy
     on the training distribution ('test'), with triggers never used as triggers in training
@@ -149,7 +149,7 @@ def sweep_rows(models: Mapping[tuple[str, int], HookedTransformer],
     return pd.DataFrame(rows)
 
 
-def trigger_sweep(zoo: Zoo, size: str, seed: int, ks=None, modes=("fixed", "random"),
+def trigger_sweep(zoo: Zoo, size: Setting | str, seed: int, ks=None, modes=("fixed", "random"),
                   steps: int | None = None, n_ood_random: int = N_OOD_RANDOM, device="auto",
                   log=print) -> pd.DataFrame:
     """Train (or load) the sweep's runs (``sweep_experiments``) and tabulate them
@@ -165,7 +165,7 @@ FREEZING_LABELS = {"paper": "the paper's freezing", "learned_pos": "learned posi
                    "learned_embeddings": "learned embeddings", "none": "everything trained"}
 
 
-def freezing_experiments(size: str, seed: int, trigger_mode: str = "fixed",
+def freezing_experiments(size: Setting | str, seed: int, trigger_mode: str = "fixed",
                          n_triggers: int = 3, freezings=("paper", "learned_pos", "none"),
                          tied: bool = False, control: bool = False, steps: int | None = None
                          ) -> dict[tuple[str, str], Experiment]:
@@ -186,7 +186,7 @@ def freezing_experiments(size: str, seed: int, trigger_mode: str = "fixed",
 
 
 def freezing_rows(runs: Mapping[tuple[str, str], Any], exps: Mapping[tuple[str, str], Experiment],
-                  size: str, seed: int) -> pd.DataFrame:
+                  size: Setting | str, seed: int) -> pd.DataFrame:
     """The freezing table from its runs (zoo entries, or bare models for a null): per row the
     ``freezing`` it used, final metrics, OOD in-context accuracy, memory probes, K-composition,
     trainable/frozen parameter counts and wall time (entries only)."""
@@ -209,7 +209,7 @@ def freezing_rows(runs: Mapping[tuple[str, str], Any], exps: Mapping[tuple[str, 
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def freezing_comparison(zoo: Zoo, size: str, seed: int, trigger_mode: str = "fixed",
+def freezing_comparison(zoo: Zoo, size: Setting | str, seed: int, trigger_mode: str = "fixed",
                         n_triggers: int = 3, freezings=("paper", "learned_pos", "none"),
                         tied: bool = False, control: bool = False, steps: int | None = None,
                         device="auto", log=print) -> pd.DataFrame:
@@ -230,7 +230,7 @@ EXTREMES = {"mixed": ("mixed", "paper"), "only_triggers": ("only_triggers", "pap
             "no_triggers": ("no_triggers", "paper")}
 
 
-def extremes_experiments(size: str, seed: int, steps: int | None = None
+def extremes_experiments(size: Setting | str, seed: int, steps: int | None = None
                          ) -> dict[str, Experiment]:
     """The extremes' runs: {row name: Experiment} (``steps``: None, half the size's
     ``sweep_steps``)."""
@@ -243,7 +243,7 @@ def extremes_experiments(size: str, seed: int, steps: int | None = None
 
 
 def extremes_rows(models: Mapping[str, HookedTransformer], exps: Mapping[str, Experiment],
-                  size: str, seed: int) -> pd.DataFrame:
+                  size: Setting | str, seed: int) -> pd.DataFrame:
     """The extremes table from its models: final metrics, the argmax memory probes (over all
     tokens) and each memory's recall-margin share (``probe_share_<m>``: the way from a random
     memory to the construction, ``analysis.probes.memory_reading``) read through the matrices the
@@ -263,8 +263,8 @@ def extremes_rows(models: Mapping[str, HookedTransformer], exps: Mapping[str, Ex
     return table[[c for c in EXTREMES_COLUMNS if c in table]]
 
 
-def extremes_table(zoo: Zoo, size: str, seed: int, steps: int | None = None, device="auto",
-                   log=print) -> pd.DataFrame:
+def extremes_table(zoo: Zoo, size: Setting | str, seed: int, steps: int | None = None,
+                   device="auto", log=print) -> pd.DataFrame:
     """The reviewers' two extremes next to the mixed data (random triggers, K=3): every token a
     trigger ('only_triggers': a random successor function per sequence; also trained with every
     matrix unfrozen, the setting a reviewer disputes) and a plain bigram chain ('no_triggers')
@@ -275,8 +275,8 @@ def extremes_table(zoo: Zoo, size: str, seed: int, steps: int | None = None, dev
     return extremes_rows(models, exps, size, seed)
 
 
-def controls(zoo: Zoo, size: str, seeds, trigger_mode: str = "fixed", n_triggers: int = 3, *,
-             ks=None, tied: bool = False, control: bool = False, extremes: bool = False,
+def controls(zoo: Zoo, size: Setting | str, seeds, trigger_mode: str = "fixed", n_triggers: int = 3,
+             *, ks=None, tied: bool = False, control: bool = False, extremes: bool = False,
              device="auto", log=print) -> dict[int, dict[str, pd.DataFrame]]:
     """The runs the claims compare the main run with, for EVERY seed they judge: the trigger
     sweep, the freezing comparison and (``extremes``) the extremes, as ``{seed: {"sweep": ...,
@@ -332,7 +332,7 @@ def attention_view(models: Mapping[str, HookedTransformer], task: tasks.Task,
 
 
 @torch.no_grad()
-def attention_table(models: Mapping[str, HookedTransformer], task: tasks.Task, size: str,
+def attention_table(models: Mapping[str, HookedTransformer], task: tasks.Task, size: Setting | str,
                     seed: int, n: int = 64) -> pd.DataFrame:
     """Per model, on the run's test set (``n`` sequences, 'eval' stream): layer 0's attention to
     the previous token, layer 1's attention to the output after an earlier copy of the current

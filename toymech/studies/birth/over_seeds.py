@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 from transformer_lens import HookedTransformer
 
+from ...core import Setting
 from ...devices import initial_threads, resolve_device
 from ...models import build_model
 from ...sweep import train_missing
@@ -41,9 +42,9 @@ from .map_measure import mechanism_label
 from .tables import construction_table
 
 
-def main_runs(zoo: Zoo, size: str, seed: int, device="auto", *, n_seeds: int | None = None,
-              trigger_mode: str = "fixed", n_triggers: int = 3, log=None,
-              optimizer: str | None = None) -> dict[int, ZooEntry]:
+def main_runs(zoo: Zoo, size: Setting | str, seed: int, device="auto", *,
+              n_seeds: int | None = None, trigger_mode: str = "fixed", n_triggers: int = 3,
+              log=None, optimizer: str | None = None) -> dict[int, ZooEntry]:
     """The main run (``main_run``'s experiment, probe callback) for every seed: {seed: entry};
     ``optimizer`` ("adam" / "sgd"; None: the size's) trains it with another optimizer."""
     dev = resolve_device(device)
@@ -104,7 +105,7 @@ def measure_seed(runs: Mapping[str, Any], data: BirthProbeData) -> dict[str, flo
     return out
 
 
-def untrained_numbers(size: str, seed: int) -> dict[str, float]:
+def untrained_numbers(size: Setting | str, seed: int) -> dict[str, float]:
     """The null world: every run the claims read (the main run, the trigger sweep, the freezing
     comparison, the extremes) at ``size``'s settings, initialised for ``seed`` and left
     untrained, measured by ``measure_seed``."""
@@ -159,7 +160,7 @@ def seed_table(per_seed: Mapping[int, Mapping[str, float]]) -> pd.DataFrame:
     return table.join(verdict_table(main, per_seed))
 
 
-def other_optimizer(size: str) -> str:
+def other_optimizer(size: Setting | str) -> str:
     """The optimizer the comparison trains beside the size's own: Adam beside SGD, or SGD beside
     Adam."""
     return "adam" if size_of(SIZES, size).optimizer == "sgd" else "sgd"
@@ -212,7 +213,7 @@ def _order_sentence(orders: list[str], measured: list[Mapping[str, float]]) -> s
     return text + "."
 
 
-def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, size: str):
+def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, size: Setting | str):
     """"What this run found": whether the induction mechanism formed and in what order its
     memories did over seeds, the scorecard's counts, what did not reproduce, and the run's budget
     against the paper's, all computed (``studies.findings``)."""

@@ -246,8 +246,8 @@ def eval_sets(task: RepeatedBlocks, size: Setting | str, seed: int,
                           make_generator(seed_for(seed, "eval"), torch.device(device)))
 
 
-def describe(size: str, seed: int, device: str | torch.device, *, n_seeds: int | None = None
-             ) -> str:
+def describe(size: Setting | str, seed: int, device: str | torch.device, *,
+             n_seeds: int | None = None) -> str:
     """The run's settings in words (from the size, not typed), and one training sequence: at
     ``size`` (a variant names its knobs), on ``device``, for the ``n_seeds`` seeds from
     ``seed`` (None: the size's count)."""

@@ -15,7 +15,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ... import analysis
-from ...core import check, seed_for
+from ...core import Setting, check, seed_for
 from ...devices import make_generator
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
@@ -56,9 +56,9 @@ class InductionProbeData(ProbeData):
     causal: CausalData | None = None  # the causal tests' batches (``causal.causal_data``)
 
 
-def probe_data(task: RepeatedBlocks, size: str, seed: int, device: str | torch.device = "cpu",
-               *, n_pattern: int = 64, eval_n: int | None = None, n_causal: int = 256
-               ) -> InductionProbeData:
+def probe_data(task: RepeatedBlocks, size: Setting | str, seed: int,
+               device: str | torch.device = "cpu", *, n_pattern: int = 64,
+               eval_n: int | None = None, n_causal: int = 256) -> InductionProbeData:
     """The fixed data of ``task``'s run with seed ``seed`` at ``size``, on ``device`` (see
     ``InductionProbeData``). ``eval_n`` keeps the first ``eval_n`` sequences of each set (None:
     all of the size's ``eval_n``; the losses are most of the cost of a snapshot); ``n_pattern``:

@@ -13,7 +13,7 @@ from transformer_lens import HookedTransformer
 
 from ... import analysis
 from ...analysis.dynamics import history_still_learning
-from ...core import check
+from ...core import Setting, check
 from ...devices import initial_threads
 from ...display import attention_caption, attention_view as view, focus_head
 from ...tasks import Batch
@@ -58,7 +58,7 @@ def learning(m: Model) -> bool | None:
     return False if m.entry is None else history_still_learning(m.entry.history)
 
 
-def load_models(names, size: str, seed: int, device: torch.device,
+def load_models(names, size: Setting | str, seed: int, device: torch.device,
                 cache_dir: str | Path | None = None, progress: bool = True) -> dict[str, Model]:
     zoo = Zoo(cache_dir)
     if torch.device(device).type == "cpu":  # what is missing: one process per free core

@@ -18,6 +18,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ... import analysis
+from ...core import Setting
 from ...models import build_model
 from ...tasks import Batch
 from ...devices import initial_threads
@@ -37,9 +38,9 @@ from .own_sets import baselines_of, bounds_of
 from .panel import bars
 
 
-def load_seeds(size: str, seed: int, device: torch.device, cache_dir: str | Path | None = None,
-               n_seeds: int | None = None, names: Sequence[str] = MAIN,
-               progress: bool = False) -> dict[int, dict[str, Model]]:
+def load_seeds(size: Setting | str, seed: int, device: torch.device,
+               cache_dir: str | Path | None = None, n_seeds: int | None = None,
+               names: Sequence[str] = MAIN, progress: bool = False) -> dict[int, dict[str, Model]]:
     """The models ``names`` for every seed of ``seeds_of(size, seed, n_seeds)``:
     {seed: {name: Model}}."""
     zoo, seeds = Zoo(cache_dir), judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
@@ -105,7 +106,7 @@ def measure_seed(runs: Mapping[str, Model | HookedTransformer], data: InductionP
     return out
 
 
-def untrained_numbers(size: str, seed: int) -> dict[str, float]:
+def untrained_numbers(size: Setting | str, seed: int) -> dict[str, float]:
     """The null world: the post's three models at ``size``'s settings, initialised for ``seed``
     and left untrained, measured by ``measure_seed`` (what every claim must fail)."""
     exps = {n: experiment(n, size, seed) for n in MAIN}
@@ -113,7 +114,7 @@ def untrained_numbers(size: str, seed: int) -> dict[str, float]:
     return measure_seed(models, probe_data(exps[MAIN[0]].task, size, seed))
 
 
-def measure_seeds(runs: Mapping[int, Mapping[str, Model]], task, size: str,
+def measure_seeds(runs: Mapping[int, Mapping[str, Model]], task, size: Setting | str,
                   device: str | torch.device = "cpu") -> dict[int, dict[str, float]]:
     """``measure_seed`` for every seed, each on its own evaluation data (``probe_data`` of that
     seed): {seed: numbers}."""
@@ -181,7 +182,7 @@ _MECHANISM = {"content-based": "by induction (content): beyond every predictor w
                             "distribution"}
 
 
-def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, size: str):
+def findings(per_seed: Mapping[int, Mapping[str, float]], card: pd.DataFrame, size: Setting | str):
     """"What this run found": the mechanism each model uses over seeds (the mechanism check), the
     out-of-distribution preferences, the scorecard's counts, what did not reproduce, and the
     run's budget against the post's, all computed (``studies.findings``)."""

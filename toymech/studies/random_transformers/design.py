@@ -172,7 +172,7 @@ COST = {"smoke": "seconds", "default": "about 15 minutes on a 2-core CPU",
         "paper": "estimated days on a CPU; many GPU-hours (10 seeds, widths to 1,024, 50k steps)"}
 
 
-def setting(size: str) -> dict:
+def setting(size: Setting | str) -> dict:
     """What ``size`` trains, in the parameters the claims' settings name (the table's large and
     small widths, its step budget, the task sizes, the side studies' and baselines' sizes)."""
     spec, p = size_spec(size), plan(size)
@@ -191,12 +191,12 @@ def setting(size: str) -> dict:
 LM_DATA = "Tiny Shakespeare characters"  # the language-modelling corpus (the paper: TinyStories)
 
 
-def size_spec(size: str | Setting) -> Size:
+def size_spec(size: Setting | str) -> Size:
     """``SIZES[size]`` of a size name or a ``Setting`` (an unknown size: ValueError)."""
     return SIZES[size_name(size)]
 
 
-def plan(size: str | Setting) -> Plan:
+def plan(size: Setting | str) -> Plan:
     """The grid notebook 03 trains at ``size`` (a size name or a ``Setting``), with the
     setting's plan knobs on it (``knobs.apply_to_plan``: ``width``, ``recipe_width``,
     ``trains``; see ``KNOBS``)."""
@@ -232,7 +232,7 @@ def freeze_patterns(mode: str) -> tuple[str, ...]:
     return FREEZE_MODES[mode]
 
 
-def mode_of(freeze: tuple[str, ...], size: str | Setting | None = None) -> str:
+def mode_of(freeze: tuple[str, ...], size: Setting | str | None = None) -> str:
     """The freezing mode whose patterns are ``freeze``; at a setting whose ``trains`` knob sets
     what the random arm trains (``plan(size).trains``), those patterns read as "random" (the
     arm they are). ``size``: None reads every pattern as its own mode."""
@@ -242,7 +242,7 @@ def mode_of(freeze: tuple[str, ...], size: str | Setting | None = None) -> str:
     return next(m for m, pats in FREEZE_MODES.items() if pats == tuple(freeze))
 
 
-def task_for(task_name: str, size: str = "default", **overrides: Any) -> Task:
+def task_for(task_name: str, size: Setting | str = "default", **overrides: Any) -> Task:
     """The study's instance of a task at a size (``overrides`` change single parameters)."""
     spec = size_spec(size)
     check(task_name in spec.tasks, "task", task_name, f"one of {', '.join(spec.tasks)}")
@@ -268,7 +268,7 @@ def model_config(task: Task, width: int, seed: int = 0, n_layers: int = 2,
 SNAPSHOT_MAX_NORMAL_WIDTH = 256
 
 
-def train_config(size: str = "default", mode: str = "random", seed: int = 0,
+def train_config(size: Setting | str = "default", mode: str = "random", seed: int = 0,
                  task_name: str = "", width: int = 0, **overrides: Any) -> TrainConfig:
     """AdamW lr 1e-3, wd 1e-3, clip 1.0, warm-up (500 steps, or 10 % of short runs) + cosine;
     the size's weight snapshots (none for normal models wider than
@@ -284,7 +284,7 @@ def train_config(size: str = "default", mode: str = "random", seed: int = 0,
     return TrainConfig(**{**base, **overrides})
 
 
-def experiment(task_name: str, width: int, mode: str = "random", size: str = "default",
+def experiment(task_name: str, width: int, mode: str = "random", size: Setting | str = "default",
                seed: int = 0, task_overrides: dict[str, Any] | None = None,
                **train_overrides: Any) -> Experiment:
     """One training run of the study: task at ``size``, GPT-2-style model, freezing ``mode``."""
@@ -343,14 +343,14 @@ KNOBS = knobs.table(
 )
 
 
-def table_runs(size: str) -> list[Experiment]:
+def table_runs(size: Setting | str) -> list[Experiment]:
     """The accuracy table's runs at ``size`` (with the named recipe runs, what a knob is judged
     by: ``recipes.knob_runs``)."""
     return [experiment(t, w, m, size) for t in ALGORITHMIC for w in plan(size).widths
             for m in ("random", "normal")]
 
 
-def baseline_experiment(kind: str, task_name: str, width: int, size: str, seed: int,
+def baseline_experiment(kind: str, task_name: str, width: int, size: Setting | str, seed: int,
                         lr: float = 1e-3, **train_overrides: Any) -> Experiment:
     """A plain-PyTorch baseline (``lstm`` or ``linearised``) with the study's training recipe."""
     task = task_for(task_name, size)
@@ -360,7 +360,7 @@ def baseline_experiment(kind: str, task_name: str, width: int, size: str, seed: 
                       f"{task_name}-{kind}-w{width}-s{seed}")
 
 
-def experiments(size: str, seeds) -> list[Experiment]:
+def experiments(size: Setting | str, seeds) -> list[Experiment]:
     """The accuracy table's runs at ``size`` (normal and random at the small width, random at
     the large one) for every seed of ``seeds``."""
     p = plan(size)
@@ -378,7 +378,7 @@ def experiments(size: str, seeds) -> list[Experiment]:
 OPTIONAL_RUNS: tuple[str, ...] = ()
 
 
-def describe(size: str, seed: int, device, *, n_seeds: int | None = None) -> str:
+def describe(size: Setting | str, seed: int, device, *, n_seeds: int | None = None) -> str:
     """The run's settings in words (from the size and its plan, not typed): at ``size``, on
     ``device``, the ``n_seeds`` seeds from ``seed`` (None: the size's count)."""
     s, p = size_spec(size), size_spec(size).plan
@@ -392,7 +392,7 @@ def describe(size: str, seed: int, device, *, n_seeds: int | None = None) -> str
             f"({', '.join(map(str, table))})")
 
 
-def eval_sets(task: Task, size: str, seed: int, device: str | torch.device = "cpu", *,
+def eval_sets(task: Task, size: Setting | str, seed: int, device: str | torch.device = "cpu", *,
               n: int | None = None) -> dict[str, Batch]:
     """The task's evaluation sets for a run with seed ``seed`` (its ``eval`` stream; ``n``
     sequences, None: the size's ``eval_n``) at ``size``, on ``device``."""

@@ -18,7 +18,7 @@ import torch
 from transformer_lens import HookedTransformer
 
 from ...analysis.subspace import concentration
-from ...core import check, seed_for
+from ...core import Setting, check, seed_for
 from ...devices import make_generator
 from ...tasks.base import Batch, Task
 from ...training import evaluate
@@ -51,7 +51,7 @@ class RandomTransformersProbeData(ProbeData):
     example: torch.Tensor
 
 
-def probe_data(task: Task, size: str, seed: int, device: str | torch.device = "cpu", *,
+def probe_data(task: Task, size: Setting | str, seed: int, device: str | torch.device = "cpu", *,
                eval_n: int | None = None, probe_n: int | None = None,
                window: int = WINDOW) -> RandomTransformersProbeData:
     """The fixed data of ``task``'s run with seed ``seed`` at ``size``, on ``device``
@@ -111,7 +111,7 @@ def dynamics_metrics(model: HookedTransformer, data: RandomTransformersProbeData
     return out
 
 
-def dynamics_grid(plan: Plan, size: str, zoo: Zoo, device: str | torch.device = "cpu",
+def dynamics_grid(plan: Plan, size: Setting | str, zoo: Zoo, device: str | torch.device = "cpu",
                   seed: int = 0, task_name: str | None = None, eval_n: int = 512,
                   n_seeds: int | None = None) -> dict[str, list[Trajectory]]:
     """Through training, over the sweep's seeds: ``{mode: [Trajectory per seed]}`` for the

@@ -86,7 +86,7 @@ import torch
 from ...analysis.chance import listed_value_accuracy, sequence_constant_accuracy
 from ...analysis.dynamics import history_still_learning, stop_reason
 from ...analysis.exact import share_interval
-from ...core import check
+from ...core import Setting, check
 from ..states import BEYOND, LEARNED, state_of
 from ...tasks.base import Batch, Task
 from ...tasks.parentheses import CLOSE, OPEN, QUERY, YES
@@ -270,7 +270,7 @@ def _whole(got: Mapping[str, Any], prefix: str) -> float | None:
 
 
 @torch.no_grad()
-def map_row(run, size: str, seed: int) -> dict[str, object]:
+def map_row(run, size: Setting | str, seed: int) -> dict[str, object]:
     """One map run's row (``toymech.maps``): its task and freezing mode, its accuracy and loss on
     its own held-out test set, every member of the null family on that set (``baseline.*``, the
     best in ``baseline``, the run's distance beyond it in ``beyond_baseline``), the margins, the

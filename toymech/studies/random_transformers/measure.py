@@ -14,7 +14,7 @@ import torch
 
 from ...analysis.chance import chance_levels
 from ...analysis.subspace import concentration
-from ...core import check, seed_for
+from ...core import Setting, check, seed_for
 from ...devices import make_generator, resolve_device
 from ...tasks.base import Task
 from ..grid_training import train_grid
@@ -28,7 +28,7 @@ from .recipes import table_experiment
 
 
 @torch.no_grad()
-def evaluate_sets(model, task: Task, size: str, seed: int,
+def evaluate_sets(model, task: Task, size: Setting | str, seed: int,
                   device: str | torch.device | None = None
                   ) -> dict[str, dict[str, float]]:
     """The task's metrics on each of its evaluation sets (``eval_sets``; device: the model's)."""
@@ -42,7 +42,7 @@ def load(zoo: Zoo, exp: Experiment, device: str | torch.device = "cpu"):
     return zoo.get_or_train(exp, device=device, progress=False, log=None).model
 
 
-def row_for(exp: Experiment, model, size: str, meta: dict | None = None,
+def row_for(exp: Experiment, model, size: Setting | str, meta: dict | None = None,
             loaded: bool | None = None) -> dict[str, Any]:
     """One table row for ``model`` (trained, or untrained for a null): held-out metrics on the
     run's own evaluation sets (seed ``exp.train.seed``; ``acc`` on the whole answer, per digit in
@@ -67,7 +67,7 @@ def row_for(exp: Experiment, model, size: str, meta: dict | None = None,
     return row
 
 
-def run(exp: Experiment, zoo: Zoo, size: str, device: str | torch.device = "cpu",
+def run(exp: Experiment, zoo: Zoo, size: Setting | str, device: str | torch.device = "cpu",
         log=None, entry: ZooEntry | None = None, loaded: bool | None = None) -> dict[str, Any]:
     """Train (or load) ``exp`` and return its table row (``row_for``). ``entry``: the zoo entry if
     the caller already has it; ``loaded``: whether it was in the zoo before (default: the
@@ -78,9 +78,9 @@ def run(exp: Experiment, zoo: Zoo, size: str, device: str | torch.device = "cpu"
 
 
 def run_grid(task_names: Iterable[str], widths: Iterable[int], modes: Iterable[str],
-             seeds: Iterable[int], size: str, zoo: Zoo, device: str | torch.device = "cpu",
-             log=None, stacked: bool | None = None, maker=None, **train_overrides: Any
-             ) -> pd.DataFrame:
+             seeds: Iterable[int], size: Setting | str, zoo: Zoo,
+             device: str | torch.device = "cpu", log=None, stacked: bool | None = None,
+             maker=None, **train_overrides: Any) -> pd.DataFrame:
     """Every (task, width, mode, seed) combination, one row each (see ``run``).
 
     The grid runs as one sweep (``studies.grid_training.train_grid``: Ray workers or in-process, every
@@ -100,7 +100,7 @@ def run_grid(task_names: Iterable[str], widths: Iterable[int], modes: Iterable[s
                          for i, (exp, was) in enumerate(zip(exps, had))])
 
 
-def plan_seeds(size: str, seed: int, which: str = "table", n_seeds: int | None = None
+def plan_seeds(size: Setting | str, seed: int, which: str = "table", n_seeds: int | None = None
                ) -> list[int]:
     """The seeds a part of the plan trains: every seed of ``seeds_of(size, seed, n_seeds)`` for
     the width sweep and the short-budget runs (``which="sweep"``), the first ``table_n_seeds`` of
@@ -110,7 +110,7 @@ def plan_seeds(size: str, seed: int, which: str = "table", n_seeds: int | None =
     return seeds if which == "sweep" else seeds[:plan(size).table_n_seeds]
 
 
-def run_table(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0, log=None,
+def run_table(p: Plan, size: Setting | str, zoo: Zoo, device="cpu", seed: int = 0, log=None,
               n_seeds: int | None = None) -> pd.DataFrame:
     """The accuracy table's runs: normal and random at the small width, random (and normal if
     ``p.normal_large``) at the large width; seeds ``plan_seeds(size, seed, "table")``."""
@@ -123,7 +123,7 @@ def run_table(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0, log=Non
     return pd.concat(parts, ignore_index=True)
 
 
-def ablation_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
+def ablation_grid(p: Plan, size: Setting | str, zoo: Zoo, device="cpu", seed: int = 0,
                   n_seeds: int | None = None) -> pd.DataFrame:
     """The ablation modes at the large width on the plan's ablation tasks."""
     return run_grid(p.ablation_tasks, [p.widths[-1]], p.ablation_modes,
@@ -131,7 +131,7 @@ def ablation_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
                     maker=table_experiment)
 
 
-def sweep_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
+def sweep_grid(p: Plan, size: Setting | str, zoo: Zoo, device="cpu", seed: int = 0,
                n_seeds: int | None = None) -> pd.DataFrame:
     """Random (and normal, with ``p.sweep_normal``) over the sweep widths, plus the table's large
     width (normal there too where the plan trains it), over every seed of the run."""
@@ -146,7 +146,7 @@ def sweep_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
     return pd.concat(parts, ignore_index=True)
 
 
-def short_budget_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
+def short_budget_grid(p: Plan, size: Setting | str, zoo: Zoo, device="cpu", seed: int = 0,
                       n_seeds: int | None = None) -> pd.DataFrame:
     """The plan's ``short_budget`` runs: random transformers on (task, width) with a raised
     learning rate, over every seed of the run; one row each, with its ``lr`` (empty without
@@ -167,7 +167,7 @@ def summarize(df: pd.DataFrame, value: str = "acc",
 
 
 def circuit_experiments(target_widths: Iterable[int], student_width: int, modes: Iterable[str],
-                        seeds: Iterable[int], size: str, **train_overrides
+                        seeds: Iterable[int], size: Setting | str, **train_overrides
                         ) -> dict[tuple[int, str, int], Experiment]:
     """The circuit-imitation runs: {(target width, mode, seed): Experiment}."""
     return {(tw, mode, seed): experiment("circuit_imitation", student_width, mode, size, seed,
@@ -175,7 +175,8 @@ def circuit_experiments(target_widths: Iterable[int], student_width: int, modes:
             for tw in target_widths for mode in modes for seed in seeds}
 
 
-def circuit_row(exp: Experiment, model, size: str, meta: dict | None = None) -> dict[str, Any]:
+def circuit_row(exp: Experiment, model, size: Setting | str, meta: dict | None = None
+                ) -> dict[str, Any]:
     """One circuit-imitation row: KL(target || student) on fresh inputs, top-1 agreement."""
     row = row_for(exp, model, size, meta)
     return {"target_width": exp.task.target_width,
@@ -185,8 +186,8 @@ def circuit_row(exp: Experiment, model, size: str, meta: dict | None = None) -> 
 
 
 def circuit_grid(target_widths: Iterable[int], student_width: int, modes: Iterable[str],
-                 seeds: Iterable[int], size: str, zoo: Zoo, device="cpu", **train_overrides
-                 ) -> pd.DataFrame:
+                 seeds: Iterable[int], size: Setting | str, zoo: Zoo, device="cpu",
+                 **train_overrides) -> pd.DataFrame:
     """KL(target || student) on fresh inputs for each target width and student mode (the runs
     train as one sweep, ``train_grid``)."""
     exps = circuit_experiments(target_widths, student_width, modes, seeds, size,
@@ -225,7 +226,7 @@ def concentration_rows(models: dict[tuple[str, str], Any], task_of: dict[str, Ta
     return pd.DataFrame(rows)
 
 
-def concentration_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0,
+def concentration_grid(p: Plan, size: Setting | str, zoo: Zoo, device="cpu", seed: int = 0,
                        n_seeds: int | None = None) -> pd.DataFrame:
     """Concentration of normal and random models: the algorithmic tasks at the small width,
     memorization at its widest width and language modelling at the plan's width, at every seed
@@ -246,8 +247,8 @@ def concentration_grid(p: Plan, size: str, zoo: Zoo, device="cpu", seed: int = 0
 BASELINE_KINDS = ("lstm", "linearised", "lstm-frozen")  # lstm-frozen: only embed/unembed train
 
 
-def baseline_exp(kind: str, task_name: str, width: int, size: str, seed: int, lr: float = 1e-3
-                 ) -> Experiment:
+def baseline_exp(kind: str, task_name: str, width: int, size: Setting | str, seed: int,
+                 lr: float = 1e-3) -> Experiment:
     """A baseline run: ``lstm``, ``linearised``, or ``lstm-frozen`` (the LSTM with its recurrent
     layers frozen at random init: the rebuttal's random LSTM)."""
     check(kind in BASELINE_KINDS, "kind", kind, f"one of {', '.join(BASELINE_KINDS)}")
@@ -256,7 +257,7 @@ def baseline_exp(kind: str, task_name: str, width: int, size: str, seed: int, lr
     return baseline_experiment(kind, task_name, width, size, seed, lr)
 
 
-def baseline_row(kind: str, exp: Experiment, model, size: str, meta: dict | None = None
+def baseline_row(kind: str, exp: Experiment, model, size: Setting | str, meta: dict | None = None
                  ) -> dict[str, Any]:
     """One baseline row: held-out accuracy (``seq_acc`` too where the task scores several
     tokens), the task's chance on the same test set, the paper's linearised number."""
@@ -276,7 +277,7 @@ def baseline_row(kind: str, exp: Experiment, model, size: str, meta: dict | None
     return row
 
 
-def baseline_grid(kinds: Iterable[str], task_names: Iterable[str], width: int, size: str,
+def baseline_grid(kinds: Iterable[str], task_names: Iterable[str], width: int, size: Setting | str,
                   seeds: Iterable[int], zoo: Zoo, device="cpu", lr: float = 1e-3
                   ) -> pd.DataFrame:
     """Held-out accuracy of the plain-PyTorch baselines (same tasks, schedule and clipping),

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import pandas as pd
 import torch
 
-from ...core import check, size_name
+from ...core import Setting, check, size_name
 from ...models import build_model, parameter_counts
 from ...training import Experiment, apply_freeze
 from ...zoo import Zoo, ZooEntry
@@ -58,14 +58,14 @@ class MeasureData:
     mode) -> the name of a run among ``runs``. Each run's evaluation sets come from its own
     ``eval`` stream (``design.eval_sets``), the probe's from the seed's ``probe`` stream."""
 
-    size: str
+    size: Setting | str
     seed: int
     widths: tuple[int, int]
     runs: dict[str, Run]
     conc: dict[tuple[str, str], str]
 
 
-def recipe_experiment(task: str, mode: str, size: str, seed: int) -> Experiment:
+def recipe_experiment(task: str, mode: str, size: Setting | str, seed: int) -> Experiment:
     """The run a recipe claim reads at ``seed``: the calibrated recipe at ``default`` (the width
     ladder's rung at the recipe's width); at the other sizes the recipe's width on the size's
     own task and schedule (what the null world measures there)."""
@@ -74,7 +74,7 @@ def recipe_experiment(task: str, mode: str, size: str, seed: int) -> Experiment:
     return experiment(task, recipe(task, mode).width, mode, size, seed)
 
 
-def measure_data(size: str, seed: int, which: str = "table") -> MeasureData:
+def measure_data(size: Setting | str, seed: int, which: str = "table") -> MeasureData:
     """The runs of ``seed`` the claims read, by name. ``which``: ``"table"`` (a seed of the
     accuracy table: the table's, ablations', side studies' and baselines' runs, the width
     sweep's and short-budget runs at it), ``"sweep"`` (a seed past the table's ``table_n_seeds``:
@@ -141,7 +141,7 @@ def _model(run: ZooEntry | torch.nn.Module) -> torch.nn.Module:
     return run.model if isinstance(run, ZooEntry) else run
 
 
-def _row(run: Run, got: ZooEntry | torch.nn.Module, size: str) -> dict[str, Any]:
+def _row(run: Run, got: ZooEntry | torch.nn.Module, size: Setting | str) -> dict[str, Any]:
     """``run``'s row, by the function of the notebook's table for its part. A bare model is
     measured as a run that never trained (its trainable parameters counted under its
     freezing; a recipe's row at step 0)."""
@@ -204,7 +204,7 @@ def seed_runs(zoo: Zoo, data: MeasureData, device: str | torch.device = "cpu",
     return out
 
 
-def measure_seeds(zoo: Zoo, size: str, seed: int, device: str | torch.device = "cpu", *,
+def measure_seeds(zoo: Zoo, size: Setting | str, seed: int, device: str | torch.device = "cpu", *,
                   n_seeds: int | None = None, recorded: pd.DataFrame | None = None
                   ) -> list[dict[str, float]]:
     """``measure_seed`` for every seed of ``seeds_of(size, seed, n_seeds)``, from the zoo's
@@ -218,7 +218,7 @@ def measure_seeds(zoo: Zoo, size: str, seed: int, device: str | torch.device = "
     return out
 
 
-def untrained_numbers(size: str, seed: int) -> dict[str, float]:
+def untrained_numbers(size: Setting | str, seed: int) -> dict[str, float]:
     """The null world: every run the claims read (``measure_data(size, seed, "every")``) with
     its model left at its initialisation, measured by ``measure_seed``."""
     data = measure_data(size, seed, "every")
@@ -275,7 +275,7 @@ def _solved_tasks(per_seed, mode: str, which: str) -> tuple[list[str], int]:
     return solved, measured
 
 
-def findings(per_seed, card: pd.DataFrame, size: str):
+def findings(per_seed, card: pd.DataFrame, size: Setting | str):
     """"What this run found": which tasks the normal and the random models solve at this budget
     (over the seeds that trained them), the scorecard's counts, what did not reproduce, and the
     run's budget against the paper's, all computed (``studies.findings``)."""
@@ -307,7 +307,7 @@ def findings(per_seed, card: pd.DataFrame, size: str):
     return Findings(lines, setting=at, size=size)
 
 
-def _budget_sentence(size: str) -> str:
+def _budget_sentence(size: Setting | str) -> str:
     """The step budgets the run's models trained under, from the experiments themselves: the
     accuracy table's (a recipe's own run keeps its budget and stops once solved; the others are
     capped), the plain runs' and the side studies', against the paper's ~50,000."""

@@ -101,7 +101,7 @@ def recipe(task_name: str, mode: str) -> Recipe:
     return RECIPES[task_name, mode]
 
 
-def calibrated(task_name: str, mode: str = "random", size: str | Setting = "default", seed: int = 0,
+def calibrated(task_name: str, mode: str = "random", size: Setting | str = "default", seed: int = 0,
                width: int | None = None, freeze_mode: str | None = None,
                **train_overrides: Any) -> Experiment:
     """The recipe's experiment at ``default`` (``width``, ``freeze_mode`` and train fields may
@@ -133,7 +133,7 @@ def knob_runs(size: Setting | str) -> list[Experiment]:
 
 
 def _named(task_name: str, mode: str):
-    def make(size: str, seed: int) -> Experiment:
+    def make(size: Setting | str, seed: int) -> Experiment:
         return calibrated(task_name, mode, size, seed)
     return make
 
@@ -148,7 +148,7 @@ EXPERIMENTS = {
 CAPPED_EVAL_EVERY = 100  # the logging interval of capped table runs, at most
 
 
-def table_experiment(task_name: str, width: int, mode: str, size: str, seed: int
+def table_experiment(task_name: str, width: int, mode: str, size: Setting | str, seed: int
                      ) -> Experiment:
     """A run of the study's table, width sweep or ablations (``mode``: a freezing mode). With the
     size's ``plan.table_steps`` set (``default``): the calibrated recipe of the task (the random

@@ -8,7 +8,7 @@ import pandas as pd
 import torch
 
 from ...analysis.heads import head_label
-from ...core import check, seed_for
+from ...core import Setting, check, seed_for
 from ...devices import make_generator
 from ...tasks.base import Task
 from .claims import (ALGORITHMIC, CHANCE, PAPER_ABLATIONS, PAPER_ACCURACY,
@@ -17,7 +17,7 @@ from .design import Plan, size_spec, task_for
 from .measure import summarize
 
 
-def task_examples(size: str, seed: int = 0) -> pd.DataFrame:
+def task_examples(size: Setting | str, seed: int = 0) -> pd.DataFrame:
     """One sequence of every task of the size (drawn from the ``example`` stream of ``seed``)."""
     rows = []
     for name, params in size_spec(size).tasks.items():
