@@ -5,11 +5,12 @@ The ledger. ``<out>/.toymech-maps.json`` records, per map name, the map it is (s
 names and, where it has one, its budget policy: ``identity``, what changes its rows) and every
 file toymech wrote for it with its sha256. Before any work a
 map checks every file name it would write (``files_of``): a file there that the ledger does not
-record (a user's ``<name>.csv``, ``<name>.parquet``, ...), or one changed since toymech wrote
-it, is refused in one line naming it; so is a map of another identity under the same name. A
-table written before the ledger existed is taken when its columns are a map table's and its
-rows pass the checks below (``legacy_table``); a row of it without its hash is measured again
-before anything is written (``toymech map``: ``maps.run``), never adopted as it stands. A ledger
+record (a user's ``<name>.csv``, ``<name>.parquet``, ``<name>.cost.json``, ...), or one changed
+since toymech wrote it, is refused in one line naming it; so is a map of another identity under
+the same name (the cost record, ``maps.cost_record``, is one of these files). A table written
+before the ledger existed is taken when its columns are a map table's and its rows pass the
+checks below (``legacy_table``); a row of it without its hash is measured again before anything
+is written (``toymech map``: ``maps.run``), never adopted as it stands. A ledger
 that is not the record toymech keeps (another structure) is refused in one line.
 
 A run records the names it will write before its work (``claim``: no hash yet), so a second
@@ -59,6 +60,7 @@ LEDGER = ".toymech-maps.json"
 FIXED = ("experiment", "seed", "size", "zoo_key", "status", "label")
 ROW_HASH = "row_sha256"
 MAX_LEDGER_BYTES = 16 * 2**20
+COST_SUFFIX = ".cost.json"  # the map's cost record (``maps.cost_record``), beside its table
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -69,7 +71,8 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 def files_of(folder: Path, name: str) -> list[str]:
     """Every file name a map called ``name`` writes into ``folder`` (those of refinements, of
     runs continued by the budget policy and of rows measured again that are there included)."""
-    names = [f"{name}.csv", f"{name}.parquet", f"{name}.runs.csv", f"{name}.runs.csv.meta.json"]
+    names = [f"{name}.csv", f"{name}.parquet", f"{name}.runs.csv", f"{name}.runs.csv.meta.json",
+             f"{name}{COST_SUFFIX}"]
     if folder.is_dir():
         names += sorted(p.name for pattern in ("refine", "converge", "remeasure")
                         for p in folder.glob(f"{name}.{pattern}-*.runs.csv*"))
@@ -188,8 +191,9 @@ def check_files(folder: Path, spec: Mapping[str, Any], study,
             legacy_table(path, spec, study, read)  # refuses a table that is not this map's
             adopted = True
             continue
-        if adopted and fname != f"{name}.csv":
-            continue  # the files an older toymech wrote beside the table it wrote
+        if adopted and fname not in (f"{name}.csv", f"{name}{COST_SUFFIX}"):
+            continue  # the files an older toymech wrote beside the table it wrote (never the
+            # cost record, which no toymech without a ledger wrote)
         raise ValueError(f"--out={str(folder)!r} is not allowed: {fname} there was not written "
                          f"by toymech map (no record of it in {LEDGER}); move it, or give "
                          "another --out")
@@ -441,7 +445,8 @@ def study_for(table: pd.DataFrame):
                      "of one registered study (a table written by toymech map)")
 
 
-__all__ = ["FIXED", "LEDGER", "ROW_HASH", "check_files", "claim", "check_out", "check_recorded",
+__all__ = ["COST_SUFFIX", "FIXED", "LEDGER", "ROW_HASH", "check_files", "claim", "check_out",
+           "check_recorded",
            "differences", "files_of", "identity", "predates_hashes", "read_ledger", "record",
            "row_hash", "row_text",
            "study_for", "unhashed", "verify_rows", "writing"]

@@ -150,6 +150,9 @@ def _map_cost_lines(m: MapResult) -> list[str]:
              + (f"; commit `{rec['commit']}`" if rec.get("commit") else "")
              + (f", {rec['date']}" if rec.get("date") else "")]
     lines += [f"- {sentence(rec['note'])}"] if rec.get("note") else []
+    if rec.get("from_empty_table") is False:
+        lines.append("- Its first recorded invocation extended a table already there: what the "
+                     "rows it found had cost is not in this record.")
     lines += [f"- {sentence(rec['converted'])}"] if rec.get("converted") else []
     return lines
 
