@@ -136,8 +136,9 @@ def _map_section(m: MapResult, results: StudyResults, figures: Figures) -> list[
             lines += [f"  - {p['conjunct']}: {p['predicted higher']} vs {p['other']}: "
                       f"{p['outcome']}, exact p = {p['exact p']:.3g}"
                       for p in pairs if p["prediction"] == declared.name]
-    lines += ["", f"- rebuild: `{m.command}` (the table lands in `<zoo>/maps/`; copy it into "
-                  f"`{MAPS_DIR}/`, then `toymech results --pages`)"]
+    lines += ["", f"- rebuild: `{m.command}` (the table lands in `<zoo>/maps/` with its cost "
+                  f"record, `<name>.cost.json`; copy both into `{MAPS_DIR}/`, then `toymech "
+                  "results --pages`)"]
     lines += _map_cost_lines(m)
     return lines + [""]
 
