@@ -91,23 +91,66 @@ def test_a_rerun_with_nothing_to_do_adds_nothing_and_a_resumed_map_adds_its_invo
     assert again["runs"] == {"trained": 0, "measured": 2, "loaded": 2, "failed": 0}
 
 
-@pytest.mark.parametrize("beside_a_table", [False, True])
-def test_a_users_file_of_the_records_name_is_refused_and_kept(mapped, tmp_path, beside_a_table):
-    """Into a folder with no ledger: the user's ``tiny.cost.json`` alone, or beside a table of
-    this map that toymech takes as its own (one written before ledgers): refused in one line
-    before any work, the file as it was."""
+def test_a_table_moved_aside_starts_its_record_afresh(mapped, tmp_path):
+    """The table moved aside (what toymech's own messages say to do to measure a map again):
+    the next invocation's record holds that invocation only, the runs read from the zoo."""
+    out = tmp_path / "out"
+    shutil.copytree(mapped["first"], out)
+    (out / "tiny.csv").rename(tmp_path / "tiny-aside.csv")
+    _run(SPEC, mapped["zoo"], out)
+    record = json.loads((out / "tiny.cost.json").read_text())
+    [entry] = record["invocations"]
+    assert entry["runs"] == {"trained": 0, "measured": 1, "loaded": 1, "failed": 0}
+    assert record["from_empty_table"] is True and record["table_sha256"] == _sha(out / "tiny.csv")
+
+
+def _another_tables_record(first: Path) -> str:
+    """toymech's record of map ``tiny``, naming another table than the one beside it."""
+    record = json.loads((first / "tiny.cost.json").read_text())
+    return json.dumps({**record, "table_sha256": "0" * 64})
+
+
+NOT_TOYMECH = "not written by toymech map"
+USERS_FILES = {
+    "a user's file alone": (lambda first: '["my notes"]\n', False, NOT_TOYMECH),
+    "a user's file beside a table taken as this map's": (
+        lambda first: '["my notes"]\n', True, NOT_TOYMECH),
+    "a record of another table beside a table taken as this map's": (
+        _another_tables_record, True, "the cost record of another table than the tiny.csv"),
+}
+
+
+@pytest.mark.parametrize("case", list(USERS_FILES), ids=list(USERS_FILES))
+def test_a_users_file_of_the_records_name_is_refused_and_kept(mapped, tmp_path, case):
+    """Into a folder with no ledger: a ``tiny.cost.json`` alone, or beside a table of this map
+    that toymech takes as its own (one whose ledger was moved aside), that is not toymech's
+    record of that table: refused in one line before any work, the file as it was."""
+    text, beside_a_table, says = USERS_FILES[case]
     out = tmp_path / "out"
     out.mkdir()
     mine = out / "tiny.cost.json"
-    mine.write_text('["my notes"]\n')
+    mine.write_text(text(mapped["first"]))
     if beside_a_table:
         shutil.copy(mapped["first"] / "tiny.csv", out / "tiny.csv")
+    before = mine.read_bytes()
     with pytest.raises(ValueError) as err:
         _run({**SPEC, "seeds": [0, 2]}, mapped["zoo"], out)
     message = str(err.value)
-    assert "tiny.cost.json" in message and "not written by toymech map" in message
+    assert "tiny.cost.json" in message and says in message
     assert "\n" not in message
-    assert mine.read_text() == '["my notes"]\n' and not (out / LEDGER).exists()
+    assert mine.read_bytes() == before and not (out / LEDGER).exists()
+
+
+def test_with_its_ledger_moved_aside_a_map_keeps_its_own_record(mapped, tmp_path):
+    """toymech's table and the record naming it, their ledger moved aside (what toymech's
+    message on a damaged ledger says to do): both taken as toymech's, the record extended."""
+    out = tmp_path / "out"
+    shutil.copytree(mapped["first"], out)
+    (out / LEDGER).rename(tmp_path / "ledger-aside.json")
+    _run({**SPEC, "seeds": [0, 2]}, mapped["zoo"], out)
+    record = json.loads((out / "tiny.cost.json").read_text())
+    assert len(record["invocations"]) == 2 and record["table_sha256"] == _sha(out / "tiny.csv")
+    assert record["invocations"][1]["runs"]["trained"] == 1
 
 
 def test_the_results_page_shows_the_cost_from_the_record_for_its_table_only(mapped, tmp_path):
@@ -124,7 +167,11 @@ def test_the_results_page_shows_the_cost_from_the_record_for_its_table_only(mapp
     assert "1 run trained, 1 measured" in measured[0]
     assert f"machine: {record['machine']['cores']} cores" in measured[0]
     assert f"{record['machine']['reference_steps_per_s']} reference steps/s" in measured[0]
-    assert record["command"] in page
+    assert record["command"] in page and "first recorded invocation extended" not in page
+    # a record whose first invocation extended a table already there says so
+    (shipped / "s1-tiny.cost.json").write_text(json.dumps({**record, "from_empty_table": False}))
+    page = pages.build_pages(tmp_path / "no-data", shipped)["induction.md"]
+    assert "first recorded invocation extended a table already there" in page
     # another table of that name (its bytes differ): the record's cost is not its
     table = shipped / "s1-tiny.csv"
     table.write_bytes(table.read_bytes() + b"\n")

@@ -18,7 +18,8 @@ the commands in order, the last commit and date, the machine (one, or each where
 ``table_sha256``, the sha256 of ``<name>.csv`` as the last invocation left it (a page shows the
 cost only for that table), and ``from_empty_table``: whether the first invocation found no table
 (where not, the rows the table held before were built at a cost not recorded here). An
-invocation that finds no table starts the record afresh.
+invocation that finds no table starts the record afresh (the table was moved aside), keeping only
+the entries of another writer of the same map that ended while it ran.
 
 The file is toymech's: it is one of the map's files in the ledger (``ledger.files_of``), written
 atomically (``files.replace_file``) under the map's lock and recorded with its sha256, so a
@@ -46,6 +47,20 @@ KIND = "map"
 RUNS = ("trained", "measured", "loaded", "failed")
 # the machine facts that name a machine; the reference speed is measured at each invocation
 MACHINE_KEYS = ("cores", "cuda", "torch", "device")
+DATE_FORMAT = "%Y-%m-%d %H:%M:%S UTC"
+
+
+def _now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
+
+
+def _ended(entry: Mapping[str, Any]) -> _dt.datetime | None:
+    """When an invocation ``entry`` ended (its date), None where it does not say."""
+    try:
+        return _dt.datetime.strptime(str(entry.get("date")), DATE_FORMAT).replace(
+            tzinfo=_dt.timezone.utc)
+    except ValueError:
+        return None
 
 
 def cost_file(name: str) -> str:
@@ -61,6 +76,7 @@ class Invocation:
     command: str
     device: str
     table_existed: bool
+    began: _dt.datetime = field(default_factory=_now)
     started: float = field(default_factory=time.monotonic)
     core_s_before: float | None = field(default_factory=core_seconds)
     tally: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RUNS, 0))
@@ -68,9 +84,10 @@ class Invocation:
     @classmethod
     def begin(cls, command: str | None, device: str, table: Path) -> "Invocation":
         """An invocation starting now: ``command`` as typed (None: a call from Python, recorded
-        as such), ``device`` as given (``"auto"`` resolved here), ``table`` the map's table."""
+        as such), ``device`` as given (``"auto"`` resolved when it is recorded), ``table`` the
+        map's table."""
         said = public_command(command) if command else "run_map(...) from Python"
-        return cls(said, str(resolve_device(device)), table.is_file())
+        return cls(said, device, table.is_file())
 
     def count(self, what: str, n: int = 1) -> None:
         self.tally[what] += n
@@ -86,9 +103,9 @@ class Invocation:
         core = (round(used - self.core_s_before, 1)
                 if used is not None and self.core_s_before is not None else None)
         return {"command": self.command, "commit": source_commit(),
-                "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+                "date": _now().strftime(DATE_FORMAT),
                 "wall_s": round(wall, 1), "core_s": core, "runs": dict(self.tally),
-                "machine": {**machine_record(), "device": self.device}}
+                "machine": {**machine_record(), "device": str(resolve_device(self.device))}}
 
 
 def _sha256(path: Path) -> str:
@@ -165,9 +182,15 @@ def add_invocation(folder: Path, spec: Mapping[str, Any], invocation: Invocation
     entry = invocation.entry()
     with ledger.writing(folder, spec, log, timeout):
         ledger.check_recorded(folder, name, [path.name])  # toymech's as it wrote it, or none
-        old = read_record(path) if invocation.table_existed else None
-        entries = [*(old or {}).get("invocations", []), entry]
-        from_empty = bool(old["from_empty_table"]) if old else not invocation.table_existed
+        old = read_record(path) or {"invocations": [], "from_empty_table": False}
+        kept = old["invocations"]
+        if not invocation.table_existed:  # the table was moved aside: its record goes with it,
+            # but not the entries of another writer of this map that ended while this one ran
+            kept = [e for e in kept if (ended := _ended(e)) is not None
+                    and ended >= invocation.began]
+        entries = [*kept, entry]
+        from_empty = (bool(old.get("from_empty_table")) if kept
+                      else not invocation.table_existed)
         data = record_of(name, entries, _sha256(folder / f"{name}.csv"), from_empty)
         replace_file(path, json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
         ledger.record(folder, spec)
