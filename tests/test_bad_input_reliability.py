@@ -118,6 +118,10 @@ def _user_runs(root):
     _write(root / "out" / "m.runs.csv", "mine\n")
 
 
+def _user_cost(root):
+    _write(root / "out" / "m.cost.json", json.dumps(["my notes on what m cost"]))
+
+
 def _user_index(root):
     (root / "reports").mkdir()
     _write(root / "reports" / "index.json", json.dumps({"my": "notes"}))
@@ -135,6 +139,8 @@ OUT_CASES = {
     "refused: a user's <name>.parquet alone in --out (replaced before)": (
         _user_parquet, [], ["m.parquet", "not written by toymech map"]),
     "refused: a user's <name>.runs.csv in --out": (_user_runs, [], ["m.runs.csv", "not written by toymech"]),
+    "refused: a user's <name>.cost.json in --out (the map's cost record's name)": (
+        _user_cost, [], ["m.cost.json", "not written by toymech map"]),
     "refused: a user's index.json in the --report folder (overwritten before)": (
         _user_index, ["--report", "{root}/reports"], ["index.json toymech did not write"]),
     "refused: a user's executed/map-<name>.ipynb in the --report folder": (

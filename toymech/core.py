@@ -1,4 +1,5 @@
-"""What every layer shares: input checks, config (de)serialisation, sizes and seed streams.
+"""What every layer shares: input checks, config (de)serialisation, sizes and seed streams, a
+command line in its public form (``public_command``: no path of the machine that ran it).
 
 This module imports nothing of toymech, so tasks, models, training, analysis and studies can all
 use it without reaching into each other.
@@ -30,6 +31,8 @@ import dataclasses
 import math
 import numbers
 import os
+import re
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -426,6 +429,44 @@ def jsonable(obj: Any) -> Any:
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     return repr(obj)
+
+
+# Options whose value is a folder of the machine that ran: written as a placeholder.
+PLACEHOLDERS = {"--cache": "<zoo>", "--out": "<out>", "--into": "<into>", "--zoo": "<zoo>"}
+_PRIVATE_PATH = re.compile(r"^(/|~|[A-Za-z]:\\)")
+
+
+def public_command(command: str) -> str:
+    """``command`` with nothing of the machine that ran it: the value of ``--cache``/``--out``/
+    ``--into`` as a placeholder (``<zoo>``, ``<out>``), any other absolute path as ``<path>``
+    (``name=<path>`` where a word gives a name a path);
+    the repository's own relative paths (``notebooks/...``) stay."""
+    if not command:
+        return ""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    out, after = [], None
+    for word in words:
+        option, eq, value = word.partition("=")
+        if after is not None:
+            out.append(after)
+            after = None
+        elif word in PLACEHOLDERS:
+            out.append(word)
+            after = PLACEHOLDERS[word]
+        elif eq and option in PLACEHOLDERS:
+            out.append(f"{option}={PLACEHOLDERS[option]}")
+        elif _PRIVATE_PATH.match(word):
+            out.append("<path>")
+        elif eq and _PRIVATE_PATH.match(value):  # --param x=/home/me/data
+            out.append(f"{option}=<path>")
+        else:
+            out.append(word)
+    names = ["path", *(p[1:-1] for p in PLACEHOLDERS.values())]
+    placeholder = re.compile("<(?:%s)>" % "|".join(names))
+    return " ".join(w if placeholder.search(w) else shlex.quote(w) for w in out)
 
 
 def source_commit() -> str:

@@ -391,6 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        # the command line as typed (a map's cost record names it, in its public form)
+        args.argv = list(sys.argv[1:] if argv is None else argv)
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE

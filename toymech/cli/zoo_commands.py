@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -258,7 +259,8 @@ def _run_maps(todo: list, args: argparse.Namespace) -> int:
                              address=getattr(args, "address", None),
                              device=getattr(args, "device", "auto"),
                              progress=not args.no_progress, refine=getattr(args, "refine", 0),
-                             lock_timeout=args.lock_timeout, confirm_cost=args.yes, log=log)
+                             lock_timeout=args.lock_timeout, confirm_cost=args.yes, log=log,
+                             command=shlex.join(["toymech", *getattr(args, "argv", [])]))
         print(maps.finding(table, protocol.study(spec["study"]).map_label))
         failed = failed or bool((table.get("status") != "ok").any())
         if report is not None:  # the map's page, listed in the reports folder's index

@@ -8,6 +8,7 @@ The package, one module per part of a map's life:
 - ``table``: the table on disk (CSV and Parquet, read back as the same frame);
 - ``ledger``: which files of a table folder toymech wrote, the lock writers of one map take
   turns under, and the checks every row read back passes;
+- ``cost_record``: what building the table cost, beside it (``<name>.cost.json``), per invocation;
 - ``summary``: the table per cell (``cells``), and the finding in words;
 - ``predictions``: other works' predictions judged on the table;
 - ``live``: the live line a running map prints;

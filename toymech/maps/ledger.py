@@ -5,12 +5,15 @@ The ledger. ``<out>/.toymech-maps.json`` records, per map name, the map it is (s
 names and, where it has one, its budget policy: ``identity``, what changes its rows) and every
 file toymech wrote for it with its sha256. Before any work a
 map checks every file name it would write (``files_of``): a file there that the ledger does not
-record (a user's ``<name>.csv``, ``<name>.parquet``, ...), or one changed since toymech wrote
-it, is refused in one line naming it; so is a map of another identity under the same name. A
-table written before the ledger existed is taken when its columns are a map table's and its
-rows pass the checks below (``legacy_table``); a row of it without its hash is measured again
-before anything is written (``toymech map``: ``maps.run``), never adopted as it stands. A ledger
-that is not the record toymech keeps (another structure) is refused in one line.
+record (a user's ``<name>.csv``, ``<name>.parquet``, ``<name>.cost.json``, ...), or one changed
+since toymech wrote it, is refused in one line naming it; so is a map of another identity under
+the same name (the cost record, ``maps.cost_record``, is one of these files). A table written
+before the ledger existed is taken when its columns are a map table's and its rows pass the
+checks below (``legacy_table``); a row of it without its hash is measured again before anything
+is written (``toymech map``: ``maps.run``), never adopted as it stands; beside it, a
+``<name>.cost.json`` only when it is toymech's cost record of this map naming that table's
+sha256. A ledger that is not the record toymech keeps (another structure) is refused in one
+line.
 
 A run records the names it will write before its work (``claim``: no hash yet), so a second
 run of the same map started meanwhile takes them for toymech's.
@@ -59,6 +62,7 @@ LEDGER = ".toymech-maps.json"
 FIXED = ("experiment", "seed", "size", "zoo_key", "status", "label")
 ROW_HASH = "row_sha256"
 MAX_LEDGER_BYTES = 16 * 2**20
+COST_SUFFIX = ".cost.json"  # the map's cost record (``maps.cost_record``), beside its table
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -69,7 +73,8 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 def files_of(folder: Path, name: str) -> list[str]:
     """Every file name a map called ``name`` writes into ``folder`` (those of refinements, of
     runs continued by the budget policy and of rows measured again that are there included)."""
-    names = [f"{name}.csv", f"{name}.parquet", f"{name}.runs.csv", f"{name}.runs.csv.meta.json"]
+    names = [f"{name}.csv", f"{name}.parquet", f"{name}.runs.csv", f"{name}.runs.csv.meta.json",
+             f"{name}{COST_SUFFIX}"]
     if folder.is_dir():
         names += sorted(p.name for pattern in ("refine", "converge", "remeasure")
                         for p in folder.glob(f"{name}.{pattern}-*.runs.csv*"))
@@ -188,11 +193,35 @@ def check_files(folder: Path, spec: Mapping[str, Any], study,
             legacy_table(path, spec, study, read)  # refuses a table that is not this map's
             adopted = True
             continue
-        if adopted and fname != f"{name}.csv":
+        if adopted and fname == f"{name}{COST_SUFFIX}":
+            names = _cost_record_names(path, name)
+            if names == _sha(folder / f"{name}.csv"):
+                continue  # toymech's record of that very table (its ledger moved aside)
+            if names is not None:
+                raise ValueError(f"--out={str(folder)!r} is not allowed: {fname} there is the "
+                                 f"cost record of another table than the {name}.csv there (its "
+                                 "table_sha256 differs: the table was changed after the record "
+                                 "was written); move the record aside to measure the map again")
+        if adopted and fname not in (f"{name}.csv", f"{name}{COST_SUFFIX}"):
             continue  # the files an older toymech wrote beside the table it wrote
         raise ValueError(f"--out={str(folder)!r} is not allowed: {fname} there was not written "
                          f"by toymech map (no record of it in {LEDGER}); move it, or give "
                          "another --out")
+
+
+def _cost_record_names(path: Path, name: str) -> str | None:
+    """The table sha256 that ``path`` names where it has the form of toymech's cost record of
+    map ``name`` (``maps.cost_record``), else None. A record without a ledger entry is taken as
+    toymech's only beside the table it names, itself taken as this map's (``legacy_table``)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    ok = (isinstance(data, dict) and data.get("kind") == "map" and data.get("map") == name
+          and isinstance(data.get("invocations"), list)
+          and isinstance(data.get("table_sha256"), str)
+          and SHA256.fullmatch(data["table_sha256"]))
+    return data["table_sha256"] if ok else None
 
 
 def legacy_table(path: Path, spec: Mapping[str, Any], study,
@@ -441,7 +470,8 @@ def study_for(table: pd.DataFrame):
                      "of one registered study (a table written by toymech map)")
 
 
-__all__ = ["FIXED", "LEDGER", "ROW_HASH", "check_files", "claim", "check_out", "check_recorded",
+__all__ = ["COST_SUFFIX", "FIXED", "LEDGER", "ROW_HASH", "check_files", "claim", "check_out",
+           "check_recorded",
            "differences", "files_of", "identity", "predates_hashes", "read_ledger", "record",
            "row_hash", "row_text",
            "study_for", "unhashed", "verify_rows", "writing"]

@@ -11,7 +11,8 @@ mechanism label of the run, a pure function of its measurements). ``run_map`` wr
 table, one row per run: the experiment, every knob (the source's value where the cell leaves it),
 the seed, the size, the zoo key, the commit, each number, each property (yes / no) and the
 label, as ``<out>/<name>.csv`` and the same table as ``<out>/<name>.parquet`` (``read_table``
-reads either). A later run of the
+reads either), and beside them what building the table cost, ``<out>/<name>.cost.json``
+(``maps.cost_record``: one entry per invocation that trained or measured a run). A later run of the
 same map extends the table: rows whose zoo key is already there are read back, not measured
 again. ``cells`` summarises the table per cell: runs, the share of seeds whose label is each
 label, the median of each number. The figure is drawn from the table, never the other way round.
@@ -35,6 +36,7 @@ from ..sweep.runner import check_options, preflight_all, run_trials
 from ..sweep.table import Trial
 from ..zoo import Zoo, inventory
 from ..zoo.locks import LockTimeout
+from .cost_record import Invocation, add_invocation
 from .live import MapProgress
 from .refine import refinements
 from .spec import check_map, load_map, map_trials
@@ -48,7 +50,8 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
             out: str | Path | None = None, backend: str = "auto", address: str | None = None,
             device: str = "auto", progress: bool = True, refine: int = 0,
             lock_timeout: float | None = None, confirm_cost: bool = False,
-            log: Callable[[str], None] | None = print) -> pd.DataFrame:
+            log: Callable[[str], None] | None = print, command: str | None = None
+            ) -> pd.DataFrame:
     """Train what the zoo lacks of ``spec``'s runs, measure every run with its study's
     ``map_row`` and write the tidy table (see the module docstring): returns it. ``out``: the
     table's folder (default: ``<zoo>/maps``). Killed and rerun, only the missing runs train and
@@ -65,8 +68,9 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     written); ``confirm_cost``: train at ``smoke`` runs above its budget
     (``models.reference.training_cost``: the cost of the runs to train is said first, in
     reference steps and wall time here); ``log``: a print-like function for the run's lines
-    (None: quiet). Raises ``ValueError`` for a bad spec or option (one line naming it) before
-    any run trains. Example::
+    (None: quiet); ``command``: the command line that asked for this run, as typed, for the cost
+    record (``maps.cost_record``, written in its public form; None: a call from Python). Raises
+    ``ValueError`` for a bad spec or option (one line naming it) before any run trains. Example::
 
         table = run_map("specs/maps/s1-content.yaml", backend="local")
         print(finding(table, "content"))
@@ -84,6 +88,8 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
     panel = _panel(spec, study, trials)
     folder = ledger.check_out(out) if out is not None else zoo.root / "maps"
     ledger.check_files(folder, spec, study, lambda p: read_table(p, verify=False))
+    path = folder / f"{spec['name']}.csv"
+    invocation = Invocation.begin(command, device if address is None else "cpu", path)
     inventory.check_root(zoo.root)
     check_path_writable_dir("zoo", zoo.root)
     missing = {str(zoo.path(t.exp)): t for t in trials if not zoo.has(t.exp)}
@@ -96,14 +102,18 @@ def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None =
             log(line)
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{spec['name']}.csv"
     try:
         ledger.claim(folder, spec, log, lock_timeout)
         with contextlib.ExitStack() as stack:
             live = stack.enter_context(MapProgress(spec["name"])) if progress else None
-            return _run_map(spec, study, zoo, folder, path, refine, live, log,
-                            dict(zoo=zoo, backend=backend, address=address, device=device,
-                                 log=log, panel=panel, lock_timeout=lock_timeout))
+            table = _run_map(spec, study, zoo, folder, path, refine, live, log,
+                             dict(zoo=zoo, backend=backend, address=address, device=device,
+                                  log=log, panel=panel, lock_timeout=lock_timeout,
+                                  invocation=invocation))
+        written = add_invocation(folder, spec, invocation, log, lock_timeout)
+        if log and written is not None:
+            log(f"map {spec['name']}: its cost recorded in {written}")
+        return table
     finally:
         if created:  # a map that stopped before writing anything leaves no empty folder
             with contextlib.suppress(OSError):
@@ -353,11 +363,14 @@ def _save(folder: Path, path: Path, spec: dict[str, Any], study, rows: list[dict
 def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame, refined: bool,
               *, zoo: Zoo, backend: str, address: str | None, device: str,
               live: MapProgress | None, log, panel=None,
-              lock_timeout: float | None = None) -> list[dict[str, Any]]:
+              lock_timeout: float | None = None,
+              invocation: Invocation | None = None) -> list[dict[str, Any]]:
     """The rows of ``spec``'s runs that ``done`` lacks: trained where the zoo lacks them (the
     sweep machinery), each measured by the study's ``map_row``. A lock on a run that another
-    process holds past ``lock_timeout`` ends the map (``LockTimeout``: no row of it written)."""
+    process holds past ``lock_timeout`` ends the map (``LockTimeout``: no row of it written).
+    ``invocation``: counts the runs trained, measured, loaded and failed (its cost record)."""
     trials, _ = map_trials(spec)
+    lacked = {zoo.path(t.exp): t.exp for t in trials if not zoo.has(t.exp)}  # to train now
     if backend != "ray" and address is None:
         # what the zoo lacks trains first (``sweep.train_missing``): on a CPU one one-thread
         # process per free core; on a GPU in this process, the runs that share a model shape
@@ -385,6 +398,8 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
                         address=address,
                         progress=live is not None and (backend == "ray" or address is not None),
                         lock_timeout=lock_timeout, log=log, fallback=backend == "auto")
+    if invocation is not None:
+        invocation.count("trained", sum(zoo.has(exp) for exp in lacked.values()))
     known = set(done["zoo_key"]) if "zoo_key" in done else set()
     # under the budget policy a run continued past its first steps has a row of the longer run
     # (another zoo key): the shorter run's row is not added back when the map is read again
@@ -420,6 +435,12 @@ def _measured(spec: dict[str, Any], study, runs_table: Path, done: pd.DataFrame,
                 row["state"] = budget_state(row["state"], row["steps"], spec.get("until_converged"))
         row[ledger.ROW_HASH] = ledger.row_hash(row)  # what was measured, as measured
         rows.append(row)
+        if invocation is not None:
+            if status != "ok":
+                invocation.count("failed")
+            else:
+                invocation.count("measured")
+                invocation.count("loaded", zoo.path(trial.exp) not in lacked)
     return rows
 
 

@@ -139,8 +139,9 @@ def _map_section(m: MapResult, results: StudyResults, figures: Figures) -> list[
             lines += [f"  - {p['conjunct']}: {p['predicted higher']} vs {p['other']}: "
                       f"{p['outcome']}, exact p = {p['exact p']:.3g}"
                       for p in pairs if p["prediction"] == declared.name]
-    lines += ["", f"- rebuild: `{m.command}` (the table lands in `<zoo>/maps/`; copy it into "
-                  f"`{MAPS_DIR}/`, then `toymech results --pages`)"]
+    lines += ["", f"- rebuild: `{m.command}` (the table lands in `<zoo>/maps/` with its cost "
+                  f"record, `<name>.cost.json`; copy both into `{MAPS_DIR}/`, then `toymech "
+                  "results --pages`)"]
     lines += _map_cost_lines(m)
     return lines + [""]
 
@@ -153,6 +154,9 @@ def _map_cost_lines(m: MapResult) -> list[str]:
              + (f"; commit `{rec['commit']}`" if rec.get("commit") else "")
              + (f", {rec['date']}" if rec.get("date") else "")]
     lines += [f"- {sentence(rec['note'])}"] if rec.get("note") else []
+    if rec.get("from_empty_table") is False:
+        lines.append("- Its first recorded invocation extended a table already there: what the "
+                     "rows it found had cost is not in this record.")
     lines += [f"- {sentence(rec['converted'])}"] if rec.get("converted") else []
     return lines
 

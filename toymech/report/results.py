@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..core import check
+from ..core import check, public_command
 from ..display import SCORECARD_MIME
 from ..files import replace_file
 from ..studies import protocol
@@ -36,9 +35,6 @@ DATA_DIR = "docs/results/data"
 # an earlier table of the same name is not shown)
 KINDS = ("scorecard", "table", "map")
 KEEP = ("claim", "source's number", "ours", "chance / null", "seeds agreeing", "verdict")
-# Options whose value is a folder of the machine that ran: written as a placeholder.
-PLACEHOLDERS = {"--cache": "<zoo>", "--out": "<out>", "--into": "<into>", "--zoo": "<zoo>"}
-_PRIVATE_PATH = re.compile(r"^(/|~|[A-Za-z]:\\)")
 
 
 def scorecard_of(nb) -> dict | None:
@@ -109,39 +105,6 @@ def report_records(folder: str | Path) -> list[dict[str, Any]]:
         out.append({**row, "name": Path(row["notebook"]).stem, "card": scorecard_of(nb),
                     "facts": facts_of(nb)})
     return out
-
-
-def public_command(command: str) -> str:
-    """``command`` with nothing of the machine that ran it: the value of ``--cache``/``--out``/
-    ``--into`` as a placeholder (``<zoo>``, ``<out>``), any other absolute path as ``<path>``
-    (``name=<path>`` where a word gives a name a path);
-    the repository's own relative paths (``notebooks/...``) stay."""
-    if not command:
-        return ""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    out, after = [], None
-    for word in words:
-        option, eq, value = word.partition("=")
-        if after is not None:
-            out.append(after)
-            after = None
-        elif word in PLACEHOLDERS:
-            out.append(word)
-            after = PLACEHOLDERS[word]
-        elif eq and option in PLACEHOLDERS:
-            out.append(f"{option}={PLACEHOLDERS[option]}")
-        elif _PRIVATE_PATH.match(word):
-            out.append("<path>")
-        elif eq and _PRIVATE_PATH.match(value):  # --param x=/home/me/data
-            out.append(f"{option}=<path>")
-        else:
-            out.append(word)
-    names = ["path", *(p[1:-1] for p in PLACEHOLDERS.values())]
-    placeholder = re.compile("<(?:%s)>" % "|".join(names))
-    return " ".join(w if placeholder.search(w) else shlex.quote(w) for w in out)
 
 
 def _variant(rec: dict[str, Any]) -> dict[str, str]:

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from ..core import check
 from ..display.prose import duration_text
+from ..maps.cost_record import cost_file, read_record
 from ..maps.page import MapPage, map_tables, study_for
 from ..maps.summary import cell_groups
 from ..studies import protocol
@@ -124,9 +125,12 @@ def shared_verdicts(card: dict) -> tuple[str, list[list[str]]]:
     return (sentence(text[:1].upper() + text[1:]) if text else ""), rows
 
 
-def machine_text(machine: dict | None) -> str:
-    """The machine of a run in words: cores, GPU, reference speed, torch, device."""
-    if not machine:
+def machine_text(machine: dict | list | None) -> str:
+    """The machine of a run in words: cores, GPU, reference speed, torch, device (a list: each
+    machine of a map's invocations, ``maps.cost_record``)."""
+    if isinstance(machine, list) and machine:
+        return "; ".join(machine_text(m) for m in machine)
+    if not isinstance(machine, dict) or not machine:
         return "not recorded"
     gpu = "CUDA" if machine.get("cuda") else "no GPU"
     ref = machine.get("reference_steps_per_s")
@@ -138,7 +142,7 @@ def machine_text(machine: dict | None) -> str:
 
 def cost_text(record: dict) -> str:
     """What the run of ``record`` cost: wall time, core-seconds, reference steps, models
-    trained."""
+    trained (a map's cost record: its runs, over how many invocations)."""
     parts = []
     if isinstance(record.get("wall_s"), (int, float)):
         parts.append(f"{duration_text(record['wall_s'])} wall")
@@ -150,6 +154,15 @@ def cost_text(record: dict) -> str:
     if zoo:
         parts.append(f"{zoo.get('trained', '?')} models trained, {zoo.get('loaded', '?')} read "
                      "from the zoo")
+    runs = record.get("runs") or {}
+    if runs:
+        trained = runs.get("trained", 0)
+        parts.append(f"{trained} run{'' if trained == 1 else 's'} trained, "
+                     f"{runs.get('measured', 0)} measured "
+                     f"({runs.get('loaded', 0)} of them from models the zoo held)"
+                     + (f", {runs['failed']} failed" if runs.get("failed") else ""))
+    if len(record.get("invocations") or []) > 1:
+        parts.append(f"over {len(record['invocations'])} invocations")
     return "; ".join(parts) or "not recorded"
 
 
@@ -180,7 +193,9 @@ class MapResult:
     page: MapPage
     name: str  # the spec's name where the study declares it, else the table's stem
     command: str
-    cost: dict | None = None  # its measured cost (a record of kind "map"), where one was kept
+    # its measured cost: the record toymech map wrote beside the table (``maps.cost_record``),
+    # else a record of kind "map" in the results data; only one measured on this very table
+    cost: dict | None = None
 
     anchor: str = ""  # its label on the page: the name, or the stem where two share a name
 
@@ -219,7 +234,9 @@ def collect(data_dir: str | Path = DATA_DIR, maps: str | Path | Sequence | None 
     ``maps`` (a folder or a table, several of them, or None for none; a map's rebuild command
     from its spec in ``specs``), each table checked as it
     is read (a table named on its own that is none is refused; in a folder it is skipped with a
-    line)."""
+    line). A map's cost is the record beside its table (``<stem>.cost.json``, written by
+    ``toymech map``), else its record in ``data_dir`` (``map-<stem>.json``), whichever names the
+    table's sha256; a record of another table (or of none) is not shown."""
     records = read_data(data_dir) if Path(data_dir).is_dir() else []
     out = {name: StudyResults(protocol.study(name)) for name in protocol.STUDIES}
     costs = {rec["map"]: rec for rec in records if rec["kind"] == "map"}
@@ -245,9 +262,11 @@ def collect(data_dir: str | Path = DATA_DIR, maps: str | Path | Sequence | None 
         page = MapPage.read(path)
         results = out[study_for(page.table).name]
         name = _map_name(path.stem, results.study.results_maps)
-        cost = costs.get(path.stem)
-        if cost and cost.get("table_sha256") != _sha256(path):
-            cost = None  # measured for another table of that name (the map ran again since)
+        sha = _sha256(path)
+        # a record measured for another table of that name (the map ran again since) is not its
+        cost = next((rec for rec in (read_record(path.with_name(cost_file(path.stem))),
+                                     costs.get(path.stem))
+                     if rec and rec.get("table_sha256") == sha), None)
         results.maps.append(MapResult(path, page, name, (cost or {}).get("command")
                                       or _spec_command(name, Path(specs)), cost))
     for results in out.values():
