@@ -26,7 +26,8 @@ from toymech.analysis.llc import task_llc, task_loss
 from toymech.devices import make_generator
 from toymech.models import build_model
 from toymech.studies import birth, induction
-from toymech.studies.birth import causal as bcausal, dynamics as bdyn
+from toymech.studies.birth import causal as bcausal
+from toymech.studies.birth import dynamics as bdyn
 from toymech.studies.induction import causal as icausal
 
 

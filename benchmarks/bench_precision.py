@@ -27,12 +27,12 @@ import time
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from toymech.devices import make_generator, resolve_device
 from toymech.models import build_model
 from toymech.models.fast import fast_forward
 from toymech.studies import birth, induction
 from toymech.studies import random_transformers as rt
 from toymech.training.precision import bf16_support
-from toymech.devices import make_generator, resolve_device
 
 
 def _experiment(family: str):

@@ -22,8 +22,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from toymech import experiments
 from toymech.models import build_model
-from toymech.training import engines, loop
-from toymech.training import train
+from toymech.training import engines, loop, train
 
 SECONDS: dict[str, float] = defaultdict(float)
 _OPEN: list[str] = []  # phases under way: a nested one (the loss inside evaluation) counts once

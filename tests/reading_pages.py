@@ -14,8 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))  # waiting.py, when run as a script
 
-from toymech.report import page_rules  # noqa: E402
-from waiting import wait_for  # noqa: E402
+from waiting import wait_for
+
+from toymech.report import page_rules
 
 CHROMIUM = Path("/usr/bin/chromium")
 

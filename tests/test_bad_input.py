@@ -16,14 +16,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from waiting import limit
 
 from toymech import experiments, tasks
 from toymech.cli import main
-from toymech.core import (check_bool, check_float, check_int, check_path_writable_dir,
-                          check_path_writable_file, check_seed, check_size)
+from toymech.core import (
+    check_bool,
+    check_float,
+    check_int,
+    check_path_writable_dir,
+    check_path_writable_file,
+    check_seed,
+    check_size,
+)
 from toymech.models import ModelConfig
 from toymech.training import Experiment, TrainConfig
-from waiting import limit
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OK_NB = str(FIXTURES / "report_ok.ipynb")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from catalogue import no_hang, tree
 
 

@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from catalogue import run_cli, stderr_lines, tree
 
 SMOKE = ["--size", "smoke", "--steps", "2", "--device", "cpu"]

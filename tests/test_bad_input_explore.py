@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-import toymech.explore
 from catalogue import no_hang
 from test_explore import TASK, T, previous_token_model
+
+import toymech.explore
 from toymech.tasks import RepeatedBlocks
 
 

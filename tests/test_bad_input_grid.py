@@ -9,7 +9,6 @@ import json
 import os
 
 import pytest
-
 from catalogue import refused, run_cli, tree
 
 IND = {"experiment": "induction-1l", "size": "smoke"}

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from catalogue import no_hang, refused, run_cli, tree
 
 ROOT = Path(__file__).resolve().parents[1]

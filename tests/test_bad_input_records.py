@@ -17,7 +17,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from catalogue import refused, run_cli, tree
 
 NAME = "report_ok-smoke.json"

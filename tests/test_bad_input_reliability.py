@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from catalogue import no_hang, refused, run_cli, tree
 from waiting import limit
 

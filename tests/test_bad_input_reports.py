@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-from waiting import limit
 from catalogue import refused, run_cli, tree
+from waiting import limit
 
 ROOT = Path(__file__).resolve().parents[1]
 OK_NB = ROOT / "tests" / "fixtures" / "report_ok.ipynb"

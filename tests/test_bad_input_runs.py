@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from catalogue import no_hang, refused, run_cli, stderr_lines, tree
 
 SMEARED = "study: induction\nexperiment: induction-1l-smeared\nsize: smoke\nseeds: 1\n"
@@ -461,7 +460,8 @@ def test_damage_a_study_refuses_a_setting_with_knobs_not_its_own(name):
     were built while ``describe`` called it a variant; now one line naming the knob, the study
     and its knobs, for every other study's knobs."""
     from toymech.core import Setting
-    from toymech.studies import knobs as study_knobs, protocol
+    from toymech.studies import knobs as study_knobs
+    from toymech.studies import protocol
 
     study = protocol.study(name)
     cases = [(Setting("smoke", {"blok_len": 4}), ["knob='blok_len'"])]

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from catalogue import refused, run_cli, tree
 
 ROOT = Path(__file__).resolve().parents[1]

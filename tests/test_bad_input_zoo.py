@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from catalogue import legacy, meta, rehash, run_cli, stderr_lines, tree, weights, write_meta
 
 STEPS = "4"

@@ -102,10 +102,18 @@ def test_fitted_on_the_training_distribution_the_position_copier_fails_other_blo
 
 
 # --- the family of issue 63 and the mechanism's own predictor ------------------------------------
-from toymech.analysis.baselines import (Prediction, agreement, attention_prediction,  # noqa: E402
-                                        attention_weights, copy_back_prediction,
-                                        frequency_prediction, induction_prediction,
-                                        position_prediction, recency_prediction, recency_window)
+from toymech.analysis.baselines import (  # noqa: E402
+    Prediction,
+    agreement,
+    attention_prediction,
+    attention_weights,
+    copy_back_prediction,
+    frequency_prediction,
+    induction_prediction,
+    position_prediction,
+    recency_prediction,
+    recency_window,
+)
 
 
 def _uniform(n=1024, seed=1):

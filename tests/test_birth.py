@@ -11,8 +11,11 @@ from toymech import experiments, tasks
 from toymech.analysis import probes
 from toymech.models import build_model
 from toymech.studies import birth
-from toymech.studies.birth import (callbacks as bcb, claims as bclaims, design as bdesign,
-                                   measure as bmeasure, tables as btables)
+from toymech.studies.birth import callbacks as bcb
+from toymech.studies.birth import claims as bclaims
+from toymech.studies.birth import design as bdesign
+from toymech.studies.birth import measure as bmeasure
+from toymech.studies.birth import tables as btables
 from toymech.tasks.bigram_triggers import bigram_predictor_metrics, corpus_statistics
 from toymech.training import train
 from toymech.zoo import Zoo

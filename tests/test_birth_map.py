@@ -14,15 +14,26 @@ import torch
 from toymech.maps import finding
 from toymech.maps.summary import LEARNED, STILL_LEARNING, UNTRAINED, cell_groups
 from toymech.models import build_model
-from toymech.studies.birth.claims import CLAIMS, source_like
 from toymech.studies.birth import STUDY
+from toymech.studies.birth.claims import CLAIMS, source_like
 from toymech.studies.birth.design import eval_sets, experiment
-from toymech.studies.birth.map_measure import (MAP_LABEL, UNTRAINED_MARGIN, calibrated_lr,
-                                               head_formed, judge, map_row, through)
+from toymech.studies.birth.map_measure import (
+    MAP_LABEL,
+    UNTRAINED_MARGIN,
+    calibrated_lr,
+    head_formed,
+    judge,
+    map_row,
+    through,
+)
 from toymech.studies.birth.nulls import NULL_FAMILY, best_null, member_scores
 from toymech.studies.birth.structure import trained_lists
-from toymech.tasks.bigram_triggers import (bigram_predictor_metrics, context_caches,
-                                           split_metrics, trigger_blind_metrics)
+from toymech.tasks.bigram_triggers import (
+    bigram_predictor_metrics,
+    context_caches,
+    split_metrics,
+    trigger_blind_metrics,
+)
 
 
 def _test_set(size="default", seed=3, **kw):
@@ -293,8 +304,13 @@ def _design_rows(reviewer_wo2: float, frozen_state: str = LEARNED) -> pd.DataFra
 
 
 def test_the_design_comparisons_judge_each_measure_seed_by_seed():
-    from toymech.studies.birth.design_map import (MEASURES, arm_table, compare,
-                                                  reviewer_comparisons, verdict)
+    from toymech.studies.birth.design_map import (
+        MEASURES,
+        arm_table,
+        compare,
+        reviewer_comparisons,
+        verdict,
+    )
 
     comparisons = reviewer_comparisons(_design_rows(0.8))
     # matched learning rates only, without a calibration table: the embeddings-trained arm at

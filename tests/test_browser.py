@@ -58,9 +58,8 @@ def reports(tmp_path_factory, monkeypatch_module, smoke_reports):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory, monkeypatch_module):
-    from selenium.webdriver.chrome.service import Service
-
     from reading_pages import chromium_options
+    from selenium.webdriver.chrome.service import Service
 
     home = tmp_path_factory.mktemp("chromium-home")
     # Chromium writes under ~/.config and ~/.cache: keep that inside the test's temp dir.

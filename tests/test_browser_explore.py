@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import nbformat
 import pytest
+from test_browser import (  # noqa: F401
+    _NOTEBOOK_SHOWN,
+    SCREENSHOTS,
+    browser,
+    jupyterlab,
+    monkeypatch_module,
+    run_all_cells,
+    wait_kernel_idle,
+)
 from waiting import wait_for
-
-from test_browser import (SCREENSHOTS, _NOTEBOOK_SHOWN, browser, jupyterlab,  # noqa: F401
-                          monkeypatch_module, run_all_cells, wait_kernel_idle)
 
 pytestmark = pytest.mark.browser
 

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from test_browser import FIXTURES, PROJECT_NOTEBOOKS, SCREENSHOTS, browser, monkeypatch_module  # noqa: F401
 from waiting import limit
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from reading_pages import page_violations
 from test_browser import PROJECT_NOTEBOOKS, browser, monkeypatch_module  # noqa: F401
+
 from toymech.report import page_rules
 
 pytestmark = pytest.mark.browser

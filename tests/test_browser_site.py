@@ -66,9 +66,8 @@ def site(tmp_path_factory, smoke_reports, smoke_map_page) -> Path:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    from selenium.webdriver.chrome.service import Service
-
     from reading_pages import chromium_options
+    from selenium.webdriver.chrome.service import Service
 
     options = chromium_options(tmp_path_factory.mktemp("chromium-home"))
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})

@@ -8,11 +8,12 @@ import torch
 
 from toymech import tasks
 from toymech.models import build_model
-from toymech.studies import birth, induction as ind
-from toymech.studies.induction.design import MAIN as IND_MAIN
+from toymech.studies import birth
+from toymech.studies import induction as ind
 from toymech.studies.birth import causal as BC
 from toymech.studies.claims import assess
 from toymech.studies.induction import causal as IC
+from toymech.studies.induction.design import MAIN as IND_MAIN
 from toymech.studies.random_transformers import causal as RC
 from toymech.studies.random_transformers import design as RX
 

@@ -197,8 +197,9 @@ def test_a_test_of_ours_never_reads_reproduced(per_seed, expected):
 
 
 def test_no_study_claim_of_ours_reads_reproduced_on_source_like_numbers():
-    from toymech.studies import protocol
     import importlib
+
+    from toymech.studies import protocol
     for name in protocol.STUDIES:
         cl = importlib.import_module(f"toymech.studies.{name}.claims")
         n = cl.source_like()

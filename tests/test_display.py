@@ -65,8 +65,9 @@ def test_setup_notebook_silences_transformer_lens_deprecations():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")  # as in a notebook, where DeprecationWarnings show
         setup_notebook()  # its filters go in front of "always"
-        warnings.warn("HookedTransformer is deprecated and will be removed in 4.0.", DeprecationWarning)
-        warnings.warn("something else is deprecated", DeprecationWarning)
+        warnings.warn("HookedTransformer is deprecated and will be removed in 4.0.", DeprecationWarning,
+                      stacklevel=1)
+        warnings.warn("something else is deprecated", DeprecationWarning, stacklevel=1)
     messages = [str(w.message) for w in caught]
     assert messages == ["something else is deprecated"]
 
@@ -200,7 +201,6 @@ def test_note_fills_numbers_from_the_run():
 
 
 def test_facts_output_is_machine_readable(monkeypatch):
-    import toymech.training
     from toymech.display import FACTS_MIME, facts
 
     monkeypatch.setattr("toymech.display.prose.zoo_stats", lambda: None)  # nothing recorded

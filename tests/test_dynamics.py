@@ -11,14 +11,19 @@ import pytest
 import torch
 
 from toymech import experiments, tasks
-from toymech.analysis import (formation_order, order_agreement, transition_step, transitions,
-                              transitions_over_seeds)
-from toymech.training.config import log_spaced_steps
+from toymech.analysis import (
+    formation_order,
+    order_agreement,
+    transition_step,
+    transitions,
+    transitions_over_seeds,
+)
 from toymech.models import ModelConfig, build_model
 from toymech.plots import scrubber
 from toymech.training import Experiment, TrainConfig, train
-from toymech.zoo import Zoo
 from toymech.training.checkpoints import SNAPSHOTS, DamagedCheckpoint
+from toymech.training.config import log_spaced_steps
+from toymech.zoo import Zoo
 
 STEPS = 12
 
@@ -282,7 +287,7 @@ def test_scrubber_slider_carries_every_step():
     heat = [i for i, t in enumerate(fig.data) if t.type == "heatmap"]
     assert len(heat) == 3
     xs = []
-    for step, pattern, s in zip(steps, patterns, slider.steps):
+    for _, pattern, s in zip(steps, patterns, slider.steps):
         data, layout, traces = s.args
         assert s.method == "update" and list(traces) == heat
         for h, z in enumerate(data["z"]):

@@ -18,7 +18,8 @@ from transformer_lens import HookedTransformer, HookedTransformerConfig
 import toymech.explore
 from toymech.explore import snapshot
 from toymech.report import external_loads
-from toymech.tasks import RepeatedBlocks, get as get_task
+from toymech.tasks import RepeatedBlocks
+from toymech.tasks import get as get_task
 from toymech.zoo import Zoo
 
 TASK = RepeatedBlocks(n_blocks=2, block_len=4, n_letters=5)  # vocabulary ABCDE, 8 positions

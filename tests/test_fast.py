@@ -29,7 +29,7 @@ def _check_same(model, task, tol=1e-5):
     g_theirs = torch.autograd.grad(task.loss(theirs, batch), params)
     names = [n for n, p in model.named_parameters() if p.requires_grad]
     for name, a, b in zip(names, g_ours, g_theirs):
-        torch.testing.assert_close(a, b, atol=tol, rtol=tol, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(a, b, atol=tol, rtol=tol, msg=lambda m, name=name: f"{name}: {m}")
 
 
 @pytest.mark.parametrize("name", list(MODELS))

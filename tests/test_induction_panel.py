@@ -122,7 +122,7 @@ def test_the_recency_copier_is_part_of_the_bar_where_it_is_best(scored):
     letters (k fitted on the run's own data) beats the frequency copier on the longer blocks by
     more than the margin, so the bar there is lower than the two copiers of the earlier rule."""
     _, cells = scored
-    for task, sets, preds, base in cells.values():
+    for *_, base in cells.values():
         assert base["longer"]["recency"] < base["longer"]["copier"] - panel.MARGIN
         assert base["longer"]["best"] < min(base["longer"]["copier"], base["longer"]["position"])
         assert base["longer"]["best"] == min(base["longer"][m] for m in panel.MEMBERS)

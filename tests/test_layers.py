@@ -83,7 +83,8 @@ def test_no_module_is_far_too_long():
              for p in ROOT.rglob("*.py")}
     long = sorted(f"{name}: {n}" for name, n in sizes.items() if n > LONG)
     if long:
-        warnings.warn(f"modules over {LONG} lines (one concept each?): {', '.join(long)}")
+        warnings.warn(f"modules over {LONG} lines (one concept each?): {', '.join(long)}",
+                      stacklevel=1)
     assert not [x for x in long if int(x.rsplit(": ", 1)[1]) > TOO_LONG], long
 
 

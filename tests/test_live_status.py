@@ -10,13 +10,13 @@ import os
 import time
 
 import pytest
+from waiting import limit
 
 from toymech.report import progress
 from toymech.report.costs import CostTable, crowding, estimate_left, shipped_costs
 from toymech.report.engine import kernel_manager
 from toymech.training import live
 from toymech.zoo import Zoo
-from waiting import limit
 
 
 def _exp(steps=6, seed=0):
@@ -85,8 +85,9 @@ def test_the_log_line_names_the_model_training(tmp_path, monkeypatch):
 
 
 def test_a_kernel_started_by_the_report_sees_its_own_folder(tmp_path):
-    from jupyter_client import BlockingKernelClient  # noqa: F401  (jupyter_client is installed)
     import asyncio
+
+    from jupyter_client import BlockingKernelClient  # noqa: F401  (jupyter_client is installed)
 
     async def run():
         km = kernel_manager({live.ENV: str(tmp_path / "nb")})(kernel_name="python3")

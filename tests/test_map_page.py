@@ -8,7 +8,6 @@ map and on hand-made ones."""
 from __future__ import annotations
 
 import functools
-
 import json
 from pathlib import Path
 
@@ -16,13 +15,19 @@ import pandas as pd
 import pytest
 
 from toymech import maps
-from toymech.maps.figure import SOURCE_NAME, map_figure
-from toymech.report import external_loads
-from toymech.maps.page import MapPage, build_map_report, open_line
 from toymech.analysis.exact import interval_text
+from toymech.maps.figure import SOURCE_NAME
+from toymech.maps.page import MapPage, build_map_report, open_line
+from toymech.report import external_loads
 from toymech.studies.induction.predictions import KAWATA, KAWATA_SOURCE
-from toymech.studies.predictions import (AGAINST_VERDICT, CONSISTENT, UNDECIDED, UNJUDGED,
-                                        MapPrediction)
+from toymech.studies.predictions import (
+    AGAINST_VERDICT,
+    CONSISTENT,
+    UNDECIDED,
+    UNJUDGED,
+    MapPrediction,
+)
+
 
 def map_block(path: Path) -> tuple[str, str]:
     """(the table's name, the results page of its study) generated from the table's folder
@@ -41,7 +46,7 @@ LOSSES = {("6", "0"): [1.0, 2.0, 3.0], ("6", "0-3"): [3.0, 3.1, 3.2],
           ("4-8", "0"): [0.5, 0.7, 0.9], ("4-8", "0-3"): [0.2, 0.3, 0.4]}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _key(block_len: str, offset: str, seed: int) -> str:
     """The zoo key of the run a row names (rows read back are checked against it)."""
     from toymech.studies import induction

@@ -9,13 +9,17 @@ import math
 import pandas as pd
 import pytest
 
-from toymech.analysis.exact import (fisher_greater, interval_text, share_interval,
-                                    stratified_greater)
+from toymech.analysis.exact import fisher_greater, interval_text, share_interval, stratified_greater
 from toymech.maps import summary
 from toymech.studies import predictions as pr
-from toymech.studies.states import (BUDGET_EXHAUSTED, LEARNED, STILL_LEARNING, UNDECIDED,
-                                    UNTRAINED, state_of)
-
+from toymech.studies.states import (
+    BUDGET_EXHAUSTED,
+    LEARNED,
+    STILL_LEARNING,
+    UNDECIDED,
+    UNTRAINED,
+    state_of,
+)
 
 # ------------------------------------------------------------------------------------------------
 # exact intervals and tests

@@ -15,7 +15,6 @@ import pandas as pd
 import pytest
 
 from toymech import maps
-from toymech.maps.spec import sweep_grid
 from toymech.maps.table import write_table
 from toymech.studies import protocol
 
@@ -191,7 +190,8 @@ def test_untrained_runs_map_to_no_mechanism():
     not content; Birth: untrained, no label; study 3: untrained, no label)."""
     from toymech import experiments
     from toymech.models import build_model
-    from toymech.studies import birth, induction, random_transformers as rt
+    from toymech.studies import birth, induction
+    from toymech.studies import random_transformers as rt
     from toymech.zoo.store import ZooEntry
 
     one = induction.STUDY.map_row(build_model(induction.experiment("induction-2l", "smoke", 3).model),

@@ -7,8 +7,8 @@ from __future__ import annotations
 import io
 import os
 
-from toymech.maps.live import MapProgress, duration
 from toymech.experiments import get
+from toymech.maps.live import MapProgress, duration
 from toymech.training import live as live_status
 
 

@@ -2,9 +2,9 @@ import math
 
 import pytest
 import torch
+from waiting import limit
 
 from toymech.models import ModelConfig, build_model, parameter_counts, sinusoid_table
-from waiting import limit
 
 
 @pytest.mark.parametrize("n_layers, expected", [(1, 5_760), (2, 9_856)])

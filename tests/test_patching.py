@@ -5,7 +5,8 @@ family toymech builds (and on snapshot models)."""
 import pytest
 import torch
 
-from toymech import analysis as A, experiments, tasks
+from toymech import analysis as A
+from toymech import experiments, tasks
 from toymech.analysis import patching as P
 from toymech.models import ModelConfig, build_model
 from toymech.studies.birth.design import simplified_config

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from toymech import plots
-from toymech.plots import birth, labels, random_transformers as rt, style
+from toymech.plots import birth, labels, style
+from toymech.plots import random_transformers as rt
 
 HISTORY = [{"step": s, "eval_loss": 3.0 - s / 100, "cb_icl_acc": s / 200, "cb_bigram_acc": 0.3,
             "probe_wo2": 0.5, "probe_wk2": 0.5, "probe_wk1": 0.2, "attn_prev": 0.4,

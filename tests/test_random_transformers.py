@@ -14,7 +14,9 @@ from toymech.models import BaselineConfig, build_model
 from toymech.studies import random_transformers as rt
 from toymech.studies.claims import BELOW
 from toymech.studies.random_transformers import claims as rtc
-from toymech.studies.random_transformers import design as rtd, measure as rtm, tables as rtt
+from toymech.studies.random_transformers import design as rtd
+from toymech.studies.random_transformers import measure as rtm
+from toymech.studies.random_transformers import tables as rtt
 from toymech.studies.random_transformers.over_seeds import measure_data, recipe_experiment
 from toymech.studies.settings import shortfall
 from toymech.training import train, train_stacked
@@ -223,7 +225,7 @@ def test_train_stacked_matches_separate_runs_and_zoo_stores_them(tmp_path):
     entries = Zoo(tmp_path).get_or_train_many(exps, device="cpu", stacked=True)
     assert len(entries) == 3 and len(list(tmp_path.glob("*/config.json"))) == 3
     fresh = Zoo(tmp_path)
-    for exp, entry, res in zip(exps, entries, stacked):
+    for exp, _, res in zip(exps, entries, stacked):
         back = fresh.load(exp, "cpu", log=None)
         assert back.loaded and back.meta["stacked"] == 3
         for a, b in zip(back.model.parameters(), res.model.parameters()):
@@ -312,8 +314,9 @@ def test_numbers_from_tables_per_seed():
 def test_numbers_per_seed_over_the_table_the_sweep_and_the_short_budget_runs():
     p = rt.plan("default")
     small, large = p.widths
-    row = lambda task, width, mode, seed, acc: dict(task=task, width=width, mode=mode, seed=seed,
-                                                    acc=acc, chance=0.5)
+    def row(task, width, mode, seed, acc):
+        return dict(task=task, width=width, mode=mode, seed=seed, acc=acc, chance=0.5)
+
     main = pd.DataFrame([row("needle", small, "random", 3, 0.5), row("needle", large, "random", 3, 0.6),
                          row("needle", small, "normal", 3, 1.0),
                          row("parentheses", small, "random", 3, 0.7),
@@ -359,7 +362,9 @@ def test_measure_data_names_each_part_of_the_plan_once_per_seed():
     p = rt.plan("default")
     table, sweep, every = (measure_data("default", 3, w) for w in ("table", "sweep", "every"))
     assert table.seed == 3 and table.widths == p.widths
-    parts = lambda d: {r.part for r in d.runs.values()}
+    def parts(d):
+        return {r.part for r in d.runs.values()}
+
     assert parts(table) == {"main", "mem", "lm", "circ", "base", "recipe"}  # no short at default
     assert parts(sweep) == {"main", "recipe"} and not sweep.conc
     assert set(sweep.runs) < set(table.runs) < set(every.runs)

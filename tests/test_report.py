@@ -12,7 +12,14 @@ import nbformat
 import pytest
 from plotly.offline import get_plotlyjs
 
-from toymech.report import ReportEntry, build_reports, external_loads, find_scorecard, scorecard_counts, write_index
+from toymech.report import (
+    ReportEntry,
+    build_reports,
+    external_loads,
+    find_scorecard,
+    scorecard_counts,
+    write_index,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OK, FAIL = FIXTURES / "report_ok.ipynb", FIXTURES / "report_fail.ipynb"
@@ -105,9 +112,10 @@ def test_index_lists_every_report(built):
     assert ok[3:7] == ["default", "not recorded", "cpu", "3"]
     assert re.fullmatch(r"\d+\.\d s", ok[7]) and re.fullmatch(r"\d+\.\d MB", ok[8])
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", ok[9])
+    from importlib.metadata import version
+
     import torch
     import transformer_lens  # noqa: F401
-    from importlib.metadata import version
 
     import toymech
 

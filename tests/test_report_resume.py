@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from waiting import limit
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "01_induction_repeated_blocks.ipynb"

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CELLS = [("6", "0"), ("6", "0-3"), ("4-8", "0"), ("4-8", "0-3")]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _key(block_len: str, offset: str, seed: int, d_model: str | None = None) -> str:
     from toymech.studies import induction
 

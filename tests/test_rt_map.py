@@ -86,7 +86,9 @@ def test_untrained_runs_carry_no_label(task):
 
 def test_a_perfect_run_that_stopped_is_solved_and_one_still_learning_is_not_labelled():
     peek = Peek(6)
-    entry = lambda history: _entry("rt-parentheses-random", peek, history, size="default")
+    def entry(history):
+        return _entry("rt-parentheses-random", peek, history, size="default")
+
     done = mm.map_row(entry(_history(False, stopped=True)), "default", 3)
     assert done["acc"] == 1.0 and done["state"] == summary.LEARNED
     assert done["label"] == mm.MAP_LABEL and done["solved"] == "yes"

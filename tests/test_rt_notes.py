@@ -8,8 +8,11 @@ import pandas as pd
 import pytest
 import torch
 
-from toymech.studies.random_transformers.tables import (memorization_note, needle_caption,
-                                                        trivial_notes)
+from toymech.studies.random_transformers.tables import (
+    memorization_note,
+    needle_caption,
+    trivial_notes,
+)
 from toymech.tasks.memorization import Memorization
 
 

@@ -15,9 +15,9 @@ from toymech.models import build_model
 from toymech.studies import protocol
 from toymech.studies.birth import dynamics as bdyn
 from toymech.studies.birth import example_batch
+from toymech.studies.birth import experiment as birth_experiment
 from toymech.studies.birth.design import simplified_config
 from toymech.studies.birth.measure import evaluate_sets
-from toymech.studies.birth import experiment as birth_experiment
 from toymech.studies.induction import dynamics as idyn
 from toymech.studies.induction import experiment as induction_experiment
 from toymech.studies.random_transformers import dynamics as rdyn

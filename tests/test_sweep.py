@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from waiting import limit
 
 from toymech import cli, experiments
 from toymech.grid import apply_overrides, expand_grid, load_grid, run_sweep
-from toymech.zoo import Zoo
 from toymech.sweep import backends as sweep_module
-from waiting import limit
+from toymech.zoo import Zoo
 
 ray = pytest.importorskip("ray")
 

@@ -4,9 +4,8 @@ import pytest
 import torch
 
 from toymech import tasks
-from toymech.training import checkpoints
 from toymech.models import ModelConfig, build_model
-from toymech.training import TrainConfig, latest_checkpoint, lr_factor, train
+from toymech.training import TrainConfig, checkpoints, latest_checkpoint, lr_factor, train
 
 TASK = tasks.get("repeated_blocks")
 SMALL = ModelConfig(n_layers=2, d_vocab=26, n_ctx=24)

@@ -18,10 +18,10 @@ from safetensors.torch import load_file, save_file
 
 from toymech import experiments
 from toymech.cli import main
-from toymech.zoo import Zoo
 from toymech.devices import HOST
 from toymech.training.atomic import clean_leftovers
 from toymech.training.checkpoints import DamagedCheckpoint, Unverified
+from toymech.zoo import Zoo
 from toymech.zoo.locks import EntryLock
 
 STEPS = 4
@@ -211,7 +211,7 @@ def test_cli_list_verify_and_train_on_a_damaged_zoo(zoo, capsys):
     (bad / "model.safetensors").write_bytes(b"garbage")
     assert main(["list", "models", "--cache", cache]) == 0
     out = capsys.readouterr().out
-    assert f"DAMAGED" in out and bad.name in out and "sha256 differs" in out
+    assert "DAMAGED" in out and bad.name in out and "sha256 differs" in out
     assert main(["list", "models", "--cache", cache, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["models"]
     assert sorted(r["status"] for r in rows) == ["damaged", "ok"]

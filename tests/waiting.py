@@ -12,7 +12,8 @@ from __future__ import annotations
 import functools
 import os
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -34,6 +34,7 @@ import os
 import re
 import shlex
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 SIZES = ("smoke", "default", "paper")
@@ -217,7 +218,7 @@ def check_str(name: str, value: Any, choices: Any = None, *, empty: bool = False
     return value
 
 
-def check_path_writable_dir(name: str, path: Any) -> "Path":
+def check_path_writable_dir(name: str, path: Any) -> Path:
     """``path`` checked as a folder that is or can be made writable: an existing writable
     directory, or a path whose nearest existing parent is a writable directory in which a folder
     can be made (tried: a folder made and removed at once). A file (or a file on the way) is
@@ -255,7 +256,7 @@ def _probe(name: str, given: Any, folder: Any, allowed: str) -> None:
     probe.rmdir()
 
 
-def check_path_writable_file(name: str, path: Any) -> "Path":
+def check_path_writable_file(name: str, path: Any) -> Path:
     """``path`` checked as a file path that can be written: not a folder, in a folder that
     exists and is writable (else a ValueError naming the parameter ``name``); returns it
     expanded."""
@@ -360,7 +361,7 @@ class Setting:
         check(isinstance(self.described, str), "described", self.described, "a sentence (str)")
 
     @staticmethod
-    def of(size: Any) -> "Setting":
+    def of(size: Any) -> Setting:
         """``size`` as a Setting: a Setting itself, or a size name (smoke/default/paper) with
         no knobs (ValueError for anything else): the one conversion at every boundary a user
         may pass either."""
@@ -465,7 +466,7 @@ def public_command(command: str) -> str:
         else:
             out.append(word)
     names = ["path", *(p[1:-1] for p in PLACEHOLDERS.values())]
-    placeholder = re.compile("<(?:%s)>" % "|".join(names))
+    placeholder = re.compile("<(?:{})>".format("|".join(names)))
     return " ".join(w if placeholder.search(w) else shlex.quote(w) for w in out)
 
 

@@ -19,7 +19,6 @@ from .core import SIZES, Setting, check, check_seed, size_name
 from .models import ModelConfig
 from .training import Experiment, Named, TrainConfig
 
-
 TASK_STEPS = {"smoke": 20, "default": 1000, "paper": 10_000}
 TASK_BATCH = {"smoke": 32, "default": 128, "paper": 256}
 

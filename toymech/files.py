@@ -17,10 +17,10 @@ import os
 import secrets
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Union
 
-Content = Union[str, bytes, Callable[[Path], None]]
+Content = str | bytes | Callable[[Path], None]
 TEMP_MARK = ".tmp-"  # every temporary name holds it: ``.<name>.tmp-<pid>-<thread>-<token>``
 
 

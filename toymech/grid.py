@@ -38,13 +38,15 @@ import dataclasses
 import itertools
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import experiments
-from .studies import knobs as study_knobs, protocol as study_protocol
 from .core import Setting, check, check_bool, check_seed, check_size, jsonable
 from .models.reference import training_cost
+from .studies import knobs as study_knobs
+from .studies import protocol as study_protocol
 from .sweep.runner import check_options, check_retries, preflight_all, run_trials
 from .sweep.table import MAX_TRIALS, SweepResult, Trial, check_common, explicit_trials, sweep_name
 from .training import Experiment

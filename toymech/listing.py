@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from . import experiments, tasks
-from .studies import knobs, protocol
 from .core import SIZES, check
+from .studies import knobs, protocol
 from .zoo import Zoo
 
 

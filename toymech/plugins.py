@@ -50,7 +50,7 @@ def load(modules: list[str] | tuple[str, ...] = ()) -> list[str]:
         except ImportError as exc:
             raise ValueError(f"--import={name!r} is not allowed: a module Python can import "
                              f"({_why(exc)}){_here(name, exc)}") from None
-        except Exception as exc:  # noqa: BLE001  a plugin's own error: one line, no traceback
+        except Exception as exc:
             raise ValueError(f"--import={name!r} is not allowed: a module that imports without "
                              f"an error ({_why(exc)})") from None
         _LOADED.add(name)
@@ -63,7 +63,7 @@ def load(modules: list[str] | tuple[str, ...] = ()) -> list[str]:
             _LOADED.add(key)
             try:
                 ep.load()
-            except Exception as exc:  # noqa: BLE001  an installed plugin's error: one line
+            except Exception as exc:
                 raise ValueError(f"entry point {ep.name}={ep.value!r} of {group} is not "
                                  "allowed: a module that imports without an error "
                                  f"({_why(exc)}); fix or uninstall its package") from None

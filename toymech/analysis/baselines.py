@@ -43,8 +43,8 @@ The mechanism and the algorithms a run's predictions are compared with (``finger
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from jaxtyping import Float

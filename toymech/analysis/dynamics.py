@@ -23,7 +23,7 @@ curves: one row per step). The functions here read such tables:
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd

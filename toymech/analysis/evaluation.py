@@ -7,18 +7,17 @@ that of other sequences at the same positions (``resample_path_losses``)."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
+from itertools import combinations
 
 import torch
 from jaxtyping import Float
 from transformer_lens import HookedTransformer
 
-from itertools import combinations
-
 from ..core import check
+from ..tasks.base import Batch, masked_cross_entropy
 from .baselines import Prediction
 from .heads import head_label
-from ..tasks.base import Batch, masked_cross_entropy
 
 
 @torch.no_grad()
@@ -37,7 +36,7 @@ def set_losses(model: HookedTransformer, sets: dict[str, Batch], fwd_hooks=()) -
 
 
 @torch.no_grad()
-def per_position_loss(model: HookedTransformer, batch: Batch) -> Float[torch.Tensor, "seq_minus_1"]:
+def per_position_loss(model: HookedTransformer, batch: Batch) -> Float[torch.Tensor, "seq_minus_1"]:  # noqa: F821 (jaxtyping)
     """Mean loss of the target at each position 1..seq-1 (NaN where nothing is scored).
 
     ``model`` on the scored targets of ``batch``."""

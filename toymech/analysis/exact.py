@@ -24,8 +24,8 @@ Every figure is computed in exact rational arithmetic where it is a probability 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Sequence
 
 from ..core import check
 

@@ -35,8 +35,9 @@ import math
 import os
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -85,7 +86,7 @@ class SGLDSettings:
         """The settings as a plain dict (JSON-ready)."""
         return asdict(self)
 
-    def replace(self, **changes: Any) -> "SGLDSettings":
+    def replace(self, **changes: Any) -> SGLDSettings:
         """A copy with ``changes`` (field=value), checked like new settings."""
         return SGLDSettings(**{**asdict(self), **changes})
 

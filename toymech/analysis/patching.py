@@ -37,8 +37,8 @@ q/k positions, smeared keys, shortformer, GPT-2-style, the Birth model) and on s
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 import torch
 from jaxtyping import Float
@@ -263,7 +263,7 @@ def patch_layers(model: HookedTransformer, clean: torch.Tensor, corrupted: torch
     direction = _direction(direction)
     source, target = (clean, corrupted) if direction == "denoise" else (corrupted, clean)
     cache = _cache(model, source, (f"hook_{site}",))
-    L, (B, T) = model.cfg.n_layers, clean.shape
+    L, T = model.cfg.n_layers, clean.shape[1]
     cols = [torch.arange(T, device=clean.device) == p for p in range(T)] if per_position else [None]
     values = torch.zeros(L, len(cols))
     for layer in range(L):

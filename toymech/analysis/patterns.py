@@ -11,9 +11,11 @@ from __future__ import annotations
 import torch
 from jaxtyping import Float
 from transformer_lens import HookedTransformer
-from transformer_lens.head_detector import (get_duplicate_token_head_detection_pattern,
-                                            get_induction_head_detection_pattern,
-                                            get_previous_token_head_detection_pattern)
+from transformer_lens.head_detector import (
+    get_duplicate_token_head_detection_pattern,
+    get_induction_head_detection_pattern,
+    get_previous_token_head_detection_pattern,
+)
 
 from ..core import check
 
@@ -34,7 +36,7 @@ def detection_patterns(tokens: torch.Tensor, kind: str) -> Float[torch.Tensor, "
 
 def pattern_scores(patterns: Float[torch.Tensor, "batch n_heads q k"],
                    detection: Float[torch.Tensor, "batch q k"],
-                   mask: torch.Tensor | None = None) -> Float[torch.Tensor, "n_heads"]:
+                   mask: torch.Tensor | None = None) -> Float[torch.Tensor, "n_heads"]:  # noqa: F821 (jaxtyping)
     """Σ(A ⊙ D) / ΣA per head over the query rows that count (the 'mul' measure of
     TransformerLens), averaged over the batch.
 

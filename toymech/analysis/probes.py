@@ -334,13 +334,13 @@ def matrix_cosine(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 # --- attention on trigger data -------------------------------------------------------------------
-def previous_token_attention(pattern: Float[torch.Tensor, "B H T T"]) -> Float[torch.Tensor, "H"]:
+def previous_token_attention(pattern: Float[torch.Tensor, "B H T T"]) -> Float[torch.Tensor, "H"]:  # noqa: F821 (jaxtyping)
     """Mean attention from position t to t - 1 (t >= 1), per head."""
     return pattern.diagonal(offset=-1, dim1=-2, dim2=-1).mean((0, -1)).cpu()
 
 
 def trigger_induction_attention(pattern: Float[torch.Tensor, "B H T T"], tokens: torch.Tensor,
-                                in_context: torch.Tensor) -> Float[torch.Tensor, "H"]:
+                                in_context: torch.Tensor) -> Float[torch.Tensor, "H"]:  # noqa: F821 (jaxtyping)
     """Attention mass, per head, from each query q whose next target is in-context
     (``in_context[:, q + 1]``, i.e. tokens[q] is a trigger seen before) to the positions s <= q
     right after an earlier copy of tokens[q] (tokens[s - 1] == tokens[q]): where its output is."""

@@ -17,11 +17,12 @@ import contextlib
 import os
 import re
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from . import zoo_commands
 from .args import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from .report_commands import cmd_lab, cmd_report, cmd_results, cmd_site_reports
+
 SIZES = ("smoke", "default", "paper")  # == toymech.core.SIZES, repeated to keep --help fast
 
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from .args import EXIT_FAILED, EXIT_OK, UsageError, check_cache, parse_params, parse_sets
+
 _REPO_NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 

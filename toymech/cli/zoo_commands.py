@@ -15,7 +15,6 @@ from pathlib import Path
 
 from .args import EXIT_FAILED, EXIT_OK, check_cache, parse_sets
 
-
 # --------------------------------------------------------------------------------------------
 # list
 # --------------------------------------------------------------------------------------------
@@ -234,9 +233,9 @@ def _run_maps(todo: list, args: argparse.Namespace) -> int:
     """Run each (map spec, the ``toymech map`` command that runs it) with the options of
     ``toymech map`` (every spec checked before any work) and print each map's finding."""
     from toymech import maps
-    from toymech.zoo import Zoo
     from toymech.devices import apply_threads
     from toymech.studies import protocol
+    from toymech.zoo import Zoo
 
     for spec, _ in todo:
         if getattr(args, "size", None) is not None:

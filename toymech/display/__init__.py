@@ -25,12 +25,19 @@ from __future__ import annotations
 import warnings
 
 from ..devices import rebalance
-from .attention import (KIND_WORDS, AttentionView, circuitsvis_bundle_script, BUNDLES_SENT,  # noqa: F401
-                        attention_caption, attention_view, focus_head)
+from .attention import (
+    BUNDLES_SENT,
+    KIND_WORDS,
+    AttentionView,
+    attention_caption,
+    attention_view,
+    circuitsvis_bundle_script,
+    focus_head,
+)
 from .bundle import defer_figure, plotly_bundle_script
-from .prose import FACTS_MIME, Facts, Note, duration_text, facts, note  # noqa: F401
-from .scorecard import SCORECARD_MIME, ScorecardView, scorecard  # noqa: F401
-from .tables import RAW_TABLE_MIME, ReaderTable, reader_table  # noqa: F401
+from .prose import FACTS_MIME, Facts, Note, duration_text, facts, note
+from .scorecard import SCORECARD_MIME, ScorecardView, scorecard
+from .tables import RAW_TABLE_MIME, ReaderTable, reader_table
 
 __all__ = ["setup_notebook", "attention_view", "attention_caption", "focus_head", "AttentionView", "note",
            "facts", "duration_text", "reset_bundles", "RENDERER_NAME", "FACTS_MIME",
@@ -134,7 +141,7 @@ def setup_notebook(silence_deprecations: bool = True) -> None:
 def _on_cell(*_args) -> None:
     try:
         rebalance(log=None)
-    except Exception:  # noqa: BLE001  (a thread choice must never stop a cell)
+    except Exception:
         pass
 
 

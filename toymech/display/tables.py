@@ -29,7 +29,8 @@ import html
 import math
 import numbers
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 

@@ -14,7 +14,8 @@ an id outside the vocabulary, an empty sequence, one longer than the model's con
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 

@@ -57,7 +57,7 @@ class Source:
         return self.task.eval_sets(N_SET, make_generator(seed_for(self.seed, "eval"), dev))
 
 
-def study_of(name: str) -> "studies.protocol.Study | None":
+def study_of(name: str) -> studies.protocol.Study | None:
     """The registered study whose named experiments hold ``name`` (None: a task's own); a
     variant's run (``induction-2l [block_len=4-8]``) belongs to its experiment's study."""
     name = name.split(" [", 1)[0]

@@ -18,7 +18,7 @@ head (l, h)'s attention pattern [T, T] (query, key); ``z^{l,h}`` its value-weigh
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch

@@ -10,7 +10,8 @@ from the state it returns; a refused input shows its one-line message under the 
 from __future__ import annotations
 
 import html
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as w
 from plotly.io.base_renderers import PlotlyRenderer

@@ -17,10 +17,10 @@ The package, one module per part of a map's life:
   report layer, so this package does not import it).
 """
 
-from .summary import cells, finding
 from .refine import refinements
 from .run import run_map
 from .spec import check_map, load_map
+from .summary import cells, finding
 from .table import read_table
 
 __all__ = ["cells", "check_map", "finding", "load_map", "read_table", "refinements", "run_map"]

@@ -32,9 +32,10 @@ import datetime as _dt
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..core import check, public_command, source_commit
 from ..devices import resolve_device
@@ -82,7 +83,7 @@ class Invocation:
     tally: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RUNS, 0))
 
     @classmethod
-    def begin(cls, command: str | None, device: str, table: Path) -> "Invocation":
+    def begin(cls, command: str | None, device: str, table: Path) -> Invocation:
         """An invocation starting now: ``command`` as typed (None: a call from Python, recorded
         as such), ``device`` as given (``"auto"`` resolved when it is recorded), ``table`` the
         map's table."""

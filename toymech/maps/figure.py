@@ -21,7 +21,7 @@ its value, is outlined in red (a star on a curve).
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go

@@ -46,9 +46,10 @@ import math
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -383,7 +384,7 @@ def verify_rows(table: pd.DataFrame, path: Path | str, study, remeasure: bool = 
         key = row.get("zoo_key")
         what = f"{where} row {i} (zoo key {short_repr(key)})"
 
-        def bad(problem: str) -> ValueError:
+        def bad(problem: str, what: str = what) -> ValueError:
             return ValueError(f"{what} is not allowed: {problem}; move the table aside (or "
                               "delete the row) to measure it again")
         if not isinstance(key, str) or not key:

@@ -24,8 +24,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Hashable, Sequence, TextIO
+from typing import Any, TextIO
 
 from ..models.reference import run_cost
 from ..training import live as live_status
@@ -69,7 +70,7 @@ class MapProgress:
         self._width = 0
 
     # --- setup ----------------------------------------------------------------------------
-    def __enter__(self) -> "MapProgress":
+    def __enter__(self) -> MapProgress:
         before = live_status.folder()
         if before is None:  # this map is the watcher: its workers inherit the folder
             self._folder = Path(tempfile.mkdtemp(prefix="toymech-map-live-"))

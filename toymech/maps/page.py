@@ -35,12 +35,12 @@ from ..display import note, reader_table
 from ..report.build import build_reports
 from ..report.index import ReportEntry
 from ..studies.states import BEYOND
-from .summary import MEASURED, NOT_MEASURED, cell_groups, changes, count_text, finding
 from . import ledger
-from .ledger import study_for
-from .table import knob_columns, read_table  # the one reader (verify=True: every row checked)
 from .figure import map_figure
+from .ledger import study_for
 from .predictions import pair_rows, prediction_rows
+from .summary import MEASURED, NOT_MEASURED, cell_groups, changes, count_text, finding
+from .table import knob_columns, read_table  # the one reader (verify=True: every row checked)
 
 MAP_NOTEBOOK = Path(__file__).resolve().parent / "map.ipynb"
 PAGE_PREFIX = "map-"  # a map's page: <out>/map-<name>.html
@@ -176,7 +176,7 @@ class MapPage:
 
     @classmethod
     def of(cls, table: pd.DataFrame, label: str | None = None,
-           number: str | None = None) -> "MapPage":
+           number: str | None = None) -> MapPage:
         label, number = label_of(table, label), number_of(table, number)
         dims, study = dims_of(table), study_for(table)
         return cls(table, label, number, cell_frame(table, label, number), dims,
@@ -187,7 +187,7 @@ class MapPage:
 
     @classmethod
     def read(cls, path: str | Path, label: str | None = None,
-             number: str | None = None) -> "MapPage":
+             number: str | None = None) -> MapPage:
         return cls.of(read_table(path), label, number)
 
     @property

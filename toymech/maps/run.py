@@ -23,28 +23,38 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
 from ..core import check, check_bool, check_int, check_path_writable_dir, source_commit
 from ..models.reference import reference_steps, training_cost
 from ..studies import protocol
+from ..studies.states import BUDGET_EXHAUSTED, STILL_LEARNING
 from ..sweep import train_missing
 from ..sweep.runner import check_options, preflight_all, run_trials
 from ..sweep.table import Trial
 from ..zoo import Zoo, inventory
 from ..zoo.locks import LockTimeout
+from . import ledger
 from .cost_record import Invocation, add_invocation
 from .live import MapProgress
 from .refine import refinements
 from .spec import check_map, load_map, map_trials
-from . import ledger
-from .table import (is_blank, is_knob_column, knob_column, knob_columns, read_or_empty,
-                    read_table, row_knobs, write_table)
-from ..studies.states import BUDGET_EXHAUSTED, STILL_LEARNING
 from .summary import budget_state, cell_key
+from .table import (
+    is_blank,
+    is_knob_column,
+    knob_column,
+    knob_columns,
+    read_or_empty,
+    read_table,
+    row_knobs,
+    write_table,
+)
+
 
 def run_map(spec: dict[str, Any] | str | Path, *, cache_dir: str | Path | None = None,
             out: str | Path | None = None, backend: str = "auto", address: str | None = None,

@@ -41,7 +41,8 @@ from typing import Any
 
 from ..core import Setting, check, check_int, check_seed, check_size, short_repr
 from ..grid import expand_grid
-from ..studies import knobs as study_knobs, protocol
+from ..studies import knobs as study_knobs
+from ..studies import protocol
 from ..sweep.table import Trial
 from ..training.specfiles import read_mapping
 

@@ -40,8 +40,15 @@ import pandas as pd
 from ..analysis.exact import interval_text, share_interval
 from ..core import check
 from ..display.prose import NAMED_AT_MOST
-from ..studies.states import (BEYOND, BUDGET_EXHAUSTED, LEARNED, STATES, STILL_LEARNING,
-                              UNDECIDED, UNTRAINED)
+from ..studies.states import (
+    BEYOND,
+    BUDGET_EXHAUSTED,
+    LEARNED,
+    STATES,
+    STILL_LEARNING,
+    UNDECIDED,
+    UNTRAINED,
+)
 from .table import knob_column, knob_columns
 
 MEASURED = "measured"

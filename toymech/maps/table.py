@@ -15,7 +15,12 @@ import pandas as pd
 
 from ..core import check
 from ..files import replace_file
-from ..sweep.table import KNOB_PREFIX, is_knob_column, knob_column, knob_columns  # the one place naming them
+from ..sweep.table import (  # the one place naming them
+    KNOB_PREFIX,
+    is_knob_column,
+    knob_column,
+    knob_columns,
+)
 from . import ledger
 
 TEXT_COLUMNS = ("experiment", "size", "zoo_key", "commit", "status", "label", "state")

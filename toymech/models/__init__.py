@@ -4,11 +4,25 @@
 plain-PyTorch baseline; ``config_from_dict`` reads either back from JSON.
 """
 
-from . import variants  # noqa: F401  (registers every structural variant)
-from .build import (ToyAttention, build_model, move, parameter_counts, post_sinusoid_table,
-                    sinusoid_table, to_hooked_config, torch_linear_init)
-from .config import (BASELINE_KINDS, VARIANTS, BaselineConfig, ModelConfig, config_from_dict,
-                     register_variant)
+from . import variants
+from .build import (
+                    ToyAttention,
+                    build_model,
+                    move,
+                    parameter_counts,
+                    post_sinusoid_table,
+                    sinusoid_table,
+                    to_hooked_config,
+                    torch_linear_init,
+)
+from .config import (
+                    BASELINE_KINDS,
+                    VARIANTS,
+                    BaselineConfig,
+                    ModelConfig,
+                    config_from_dict,
+                    register_variant,
+)
 from .fast import fast_forward
 
 __all__ = ["BASELINE_KINDS", "VARIANTS", "BaselineConfig", "ModelConfig", "ToyAttention",

@@ -48,6 +48,7 @@ from transformer_lens.hook_points import HookPoint
 from .baselines import build_baseline
 from .config import VARIANTS, BaselineConfig, ModelConfig
 
+
 def to_hooked_config(cfg: ModelConfig, device: str | torch.device = "cpu") -> HookedTransformerConfig:
     """The ``HookedTransformerConfig`` for ``cfg`` on ``device`` (the additive q/k tables use
     the rotary code path)."""

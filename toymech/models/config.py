@@ -11,11 +11,20 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from ..core import (check, check_bool, check_float, check_int, check_seed, check_str,
-                    dataclass_from_dict, set_checked)
+from ..core import (
+    check,
+    check_bool,
+    check_float,
+    check_int,
+    check_seed,
+    check_str,
+    dataclass_from_dict,
+    set_checked,
+)
 
 # "none": no positional signal at all (no table, no learned positions; only the causal mask
 # tells a query where it is).
@@ -127,11 +136,11 @@ class ModelConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ModelConfig":
+    def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
         """The config ``to_dict`` wrote (``d``); an unknown key is refused by name."""
         return dataclass_from_dict(cls, d, "model config")
 
-    def replace(self, **changes: Any) -> "ModelConfig":
+    def replace(self, **changes: Any) -> ModelConfig:
         """A copy with ``changes`` (field name -> value), checked again; ``d_head`` and
         ``d_mlp`` follow a new ``d_model``, ``n_heads`` or ``attn_only`` unless given."""
         # Derived fields are recomputed unless given explicitly.
@@ -147,7 +156,7 @@ class ModelConfig:
 # Structural variants beyond the fields above (e.g. fixed W_Q = I): name -> fn(model, cfg) that
 # edits the freshly built model in place; ``build_model`` applies it, so a model rebuilt from its
 # saved config matches. Filled by ``toymech.models.variants`` (always imported with the package).
-VARIANTS: dict[str, Callable[[Any, "ModelConfig"], None]] = {}
+VARIANTS: dict[str, Callable[[Any, ModelConfig], None]] = {}
 
 
 # name -> the variant's options with their defaults (given to ``register_variant``): configs
@@ -160,7 +169,7 @@ def register_variant(name: str, options: dict[str, Any] | None = None) -> Callab
     as the structural variant ``name`` (``ModelConfig.variant``), so a saved model of it loads
     by path in a fresh interpreter. ``options``: the variant's option names and defaults (the
     schema ``variant_options`` are checked against; None: any JSON scalars)."""
-    def deco(fn: Callable[[Any, "ModelConfig"], None]) -> Callable:
+    def deco(fn: Callable[[Any, ModelConfig], None]) -> Callable:
         if name in VARIANTS:
             raise ValueError(f"model variant {name!r} is registered twice")
         VARIANTS[name] = fn
@@ -220,7 +229,7 @@ class BaselineConfig:
         return dataclasses.asdict(self)
 
 
-def config_from_dict(d: dict[str, Any]) -> "ModelConfig | BaselineConfig":
+def config_from_dict(d: dict[str, Any]) -> ModelConfig | BaselineConfig:
     """The model config saved as ``d`` (a baseline when it has a ``kind``)."""
     check(isinstance(d, dict), "model config", type(d).__name__, "a JSON object (dict)")
     if "kind" in d:
@@ -236,7 +245,7 @@ def config_from_dict(d: dict[str, Any]) -> "ModelConfig | BaselineConfig":
 FLOAT_BYTES = 4  # every toymech model trains in float32
 
 
-def parameter_estimate(cfg: "ModelConfig | BaselineConfig") -> int:
+def parameter_estimate(cfg: ModelConfig | BaselineConfig) -> int:
     """The number of parameters ``build_model(cfg)`` creates, from the config (exact for the
     transformers up to the variants' few extras; the baselines' count of their layers):
 
@@ -257,7 +266,7 @@ def parameter_estimate(cfg: "ModelConfig | BaselineConfig") -> int:
     return v * d + pos + L * (attn + mlp + norms) + (2 * d if cfg.normalization else 0) + d * v + v
 
 
-def buffer_bytes(cfg: "ModelConfig | BaselineConfig") -> int:
+def buffer_bytes(cfg: ModelConfig | BaselineConfig) -> int:
     """Bytes of the non-parameter tensors a model holds: each layer's causal mask (n_ctx² bools)
     and its positional tables (2·n_ctx·d_head floats)."""
     if isinstance(cfg, BaselineConfig):
@@ -265,7 +274,7 @@ def buffer_bytes(cfg: "ModelConfig | BaselineConfig") -> int:
     return cfg.n_layers * (cfg.n_ctx ** 2 + 2 * cfg.n_ctx * cfg.d_head * FLOAT_BYTES)
 
 
-def activation_bytes(cfg: "ModelConfig | BaselineConfig", batch: int, seq: int,
+def activation_bytes(cfg: ModelConfig | BaselineConfig, batch: int, seq: int,
                      grad: bool = True) -> int:
     """Bytes of the activations of one forward pass over ``batch`` sequences of ``seq`` tokens
     (kept for the backward pass when ``grad``; under no_grad about two layers' worth live at

@@ -38,7 +38,7 @@ autocast, other dtypes) the attention is the plain ``baddbmm``/softmax/``bmm``.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F

@@ -18,7 +18,8 @@ from __future__ import annotations
 import functools
 import math
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 from torch import nn

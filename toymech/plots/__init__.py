@@ -9,7 +9,7 @@ colour bar, and no figure is lower than ``style.MIN_HEIGHT``.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -240,4 +240,4 @@ def pattern_score_heatmaps(scores: Mapping[str, Mapping[str, torch.Tensor]],
     return fig
 
 
-from .scrubber import scrubber  # noqa: E402,F401  (training dynamics: patterns with a step slider)
+from .scrubber import scrubber  # noqa: E402  (training dynamics: patterns with a step slider)

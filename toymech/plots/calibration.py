@@ -32,7 +32,7 @@ def calibration_curves(curves: pd.DataFrame, x: str = "step", threshold: float |
     shown: set[str] = set()
     for col, task in enumerate(task_names, start=1):
         sub = curves[curves["task"] == task]
-        for entry, run in sub.groupby("entry", sort=False):
+        for _, run in sub.groupby("entry", sort=False):
             first = run.iloc[0]
             label = _label(first)
             dash = {0: "solid", 1: "dash"}.get(list(dict.fromkeys(sub["width"])).index(

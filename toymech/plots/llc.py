@@ -3,7 +3,7 @@ function returns a plotly figure (nothing here calls ``.show()``)."""
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd

@@ -4,7 +4,7 @@ verdict, one bar per claim, coloured by verdict, the claim and its numbers on ho
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 

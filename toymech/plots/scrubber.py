@@ -8,7 +8,7 @@ HTML report with no Python kernel behind it (ipywidgets do not survive papermill
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd

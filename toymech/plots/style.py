@@ -3,7 +3,7 @@ ticks at the data on log axes, integer ticks for counts, and range scaling of cu
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go

@@ -30,13 +30,19 @@ A failed notebook still gets a report, with the failing cell and its error at th
 has ``status == "failed"`` and the caller decides the exit code.
 """
 
-from .build import TEMPLATE_NAME, render_html, build_reports, done_line  # noqa: F401
-from .index import ReportEntry, external_loads, write_index
+from .build import TEMPLATE_NAME, build_reports, done_line, render_html
 from .costs import CostTable
+from .index import ReportEntry, external_loads, write_index
 from .progress import LiveProgress
 from .reader_page import facts_of, looks_like_repr, prepare, time_table
-from .scorecards import (find_scorecard, scorecard_counts, scorecard_heading,  # noqa: F401
-                         scorecard_table_html, verdict_counts, verdict_word)
+from .scorecards import (
+                         find_scorecard,
+                         scorecard_counts,
+                         scorecard_heading,
+                         scorecard_table_html,
+                         verdict_counts,
+                         verdict_word,
+)
 
 __all__ = ["ReportEntry", "build_reports", "write_index", "external_loads", "TEMPLATE_NAME",
            "find_scorecard", "scorecard_counts", "verdict_counts", "verdict_word", "LiveProgress",

@@ -9,25 +9,45 @@ import shutil
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..core import check_bool, check_int, source_commit
 from ..devices import choose_threads, free_cores, resolve_device
-from .checks import (SEEDS_PARAMETERS, parameters_cell, quiet_papermill, with_seeds,
-                     check_arguments, check_out_dir, check_study_parameters, folder_lock,
-                     canonical_variant, report_name, study_n_seeds, study_of)
 from ..display import duration_text
-from ..studies import protocol
 from ..models.reference import machine_record, reference_step_seconds
-from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
+from ..studies import protocol
 from ..training import live as live_status
+from .checks import (
+    SEEDS_PARAMETERS,
+    canonical_variant,
+    check_arguments,
+    check_out_dir,
+    check_study_parameters,
+    folder_lock,
+    parameters_cell,
+    quiet_papermill,
+    report_name,
+    study_n_seeds,
+    study_of,
+    with_seeds,
+)
 from .costs import CostTable, crowding
 from .engine import ENGINE, kernel_manager, quiet_kernels_on_interrupt
-from .progress import section_at
 from .glossary import glossary
-from .reader_page import bare_figures, cell_durations, facts_of, finding_lines, prepare, time_table, title_of
+from .index import TEMPLATES_DIR, ReportEntry, versions, write_index
+from .progress import section_at
+from .reader_page import (
+    bare_figures,
+    cell_durations,
+    facts_of,
+    finding_lines,
+    prepare,
+    time_table,
+    title_of,
+)
 from .scorecards import find_scorecard, scorecard_counts, scorecard_heading, scorecard_table_html
 from .staging import begin, say_unfinished, swap_in
 
@@ -153,7 +173,7 @@ class _Machine:
     crowded: Any
 
     @classmethod
-    def now(cls, req: _Request) -> "_Machine":
+    def now(cls, req: _Request) -> _Machine:
         # earlier runs' cell times (shipped ones too) are scaled by this machine's speed, so an
         # estimate made on a faster machine still holds here
         here = reference_step_seconds()
@@ -351,7 +371,7 @@ def _execute(req: _Request, index: int, path: Path, executed: Path, live_dir: Pa
         )
     # Broad on purpose: whatever stopped the notebook (a cell's exception, a dead kernel, a
     # timeout) must end up in its report and the index, not abort the other notebooks.
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         failure = _failure_from_exception(exc)
     return time.perf_counter() - start, failure
 

@@ -24,12 +24,14 @@ import logging
 import math
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..core import Setting, check, check_int, check_path_writable_dir, check_seed, check_size
 from ..devices import resolve_device
-from ..studies import params as study_params, protocol
+from ..studies import params as study_params
+from ..studies import protocol
 from ..zoo.locks import EntryLock
 from .costs import toymech_costs
 from .index import MARKER, written_by_toymech
@@ -135,7 +137,7 @@ def read_notebook(path: Path):
 
     try:
         return nbformat.read(str(path), as_version=4)
-    except Exception as exc:  # noqa: BLE001  (NotJSONError, ValidationError, UnicodeDecodeError, ...)
+    except Exception as exc:
         why = " ".join(str(exc).split())[:160] or type(exc).__name__
         raise ValueError(f"notebook={str(path)!r} is not allowed: a Jupyter notebook (.ipynb JSON "
                          f"with cells and metadata); reading it gives {type(exc).__name__}: {why}"

@@ -23,8 +23,9 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..core import value_text
 from ..files import replace_file

@@ -30,7 +30,7 @@ class _ProgressEngine(NBClientEngine):
                 started(cell, cell_index, **kw)
                 try:
                     toymech_on_cell(cell_index, nb_man.nb.cells)
-                except Exception:  # noqa: BLE001  (a display problem must not stop the notebook)
+                except Exception:
                     pass
 
             nb_man.cell_start = cell_start

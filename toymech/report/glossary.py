@@ -3,7 +3,8 @@ this report"). Each entry says what the word means and what it was in this run."
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..core import SIZES, check
 

@@ -9,17 +9,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Sequence
 
 from plotly.offline import get_plotlyjs
 
 from ..display import circuitsvis_bundle_script
 from ..files import replace_file
-
-from .scorecards import scorecard_counts, scorecard_table_html, verdict_counts, verdict_class
+from .scorecards import scorecard_counts, scorecard_table_html, verdict_class, verdict_counts
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 

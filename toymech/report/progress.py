@@ -11,8 +11,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence, TextIO
+from typing import TextIO
 
 from ..display import duration_text
 from ..training import live as live_status

@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..core import check, public_command
 from ..display import SCORECARD_MIME
@@ -98,7 +99,7 @@ def report_records(folder: str | Path) -> list[dict[str, Any]]:
             continue
         try:
             nb = nbformat.read(executed, as_version=4)
-        except Exception as exc:  # noqa: BLE001  (NotJSONError, ValidationError, ...)
+        except Exception as exc:
             why = " ".join(str(exc).split())[:120] or type(exc).__name__
             raise ValueError(f"{str(executed)!r} is not allowed: an executed notebook (.ipynb "
                              f"JSON); reading it gives {type(exc).__name__}: {why}") from None

@@ -17,8 +17,8 @@ import os
 import shutil
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .index import ReportEntry, write_index
 

@@ -48,14 +48,22 @@ import dataclasses
 import math
 import numbers as _numbers
 import statistics
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
 from ..core import Setting, check
-from .settings import (NO_SIZE_REACHES, REACHED_BY, Parameters, StudySettings, describe, missing,
-                       shortfall)
+from .settings import (
+    NO_SIZE_REACHES,
+    REACHED_BY,
+    Parameters,
+    StudySettings,
+    describe,
+    missing,
+    shortfall,
+)
 
 Numbers = Mapping[str, Any]
 

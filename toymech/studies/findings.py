@@ -5,9 +5,8 @@ figure comes from the scorecard, the per-seed numbers or the size."""
 from __future__ import annotations
 
 import re
-
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
 from ..core import check
 from ..devices import initial_threads
-from ..training import Experiment
-from ..zoo import Zoo
 from ..sweep.runner import BACKENDS, run_experiments
 from ..sweep.table import SweepResult
+from ..training import Experiment
+from ..zoo import Zoo
 
 
 def backend_for(device: torch.device | str, workers: int) -> str:

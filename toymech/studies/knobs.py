@@ -46,8 +46,9 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from ..core import Setting, check, is_int, value_text
 from ..training import Experiment

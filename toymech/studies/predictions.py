@@ -28,8 +28,8 @@ was reproduced.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from ..analysis.exact import fisher_greater, interval_text, stratified_greater
 from ..core import check

@@ -13,14 +13,16 @@ from __future__ import annotations
 import abc
 import dataclasses
 import importlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import pandas as pd
 import torch
 
 from ..analysis.llc import LLCCurve, SGLDSettings, llc_through_training
-from ..core import SIZES as SIZE_NAMES, Setting, check, check_int, check_seed, seed_for, size_name
+from ..core import SIZES as SIZE_NAMES
+from ..core import Setting, check, check_int, check_seed, seed_for, size_name
 from ..devices import make_generator
 from ..tasks import Batch, Task
 from ..training import Experiment
@@ -42,7 +44,7 @@ STUDIES: dict[str, str] = {
     "random_transformers": "notebooks/03_random_transformers.ipynb",
 }
 TEMPLATE = "_template"
-_REGISTERED: dict[str, "Study"] = {}  # name -> its Study, once built or registered
+_REGISTERED: dict[str, Study] = {}  # name -> its Study, once built or registered
 
 # The notebook options every study's ``validate`` takes besides size, seed and device.
 COMMON_OPTIONS = frozenset({"n_seeds", "cache_dir", "threads", "also"})
@@ -58,7 +60,7 @@ class StudySize:
     def __post_init__(self) -> None:
         check_int("n_seeds", self.n_seeds, 1, MAX_SEEDS)
 
-    def replace(self, **changes: Any) -> "StudySize":
+    def replace(self, **changes: Any) -> StudySize:
         """A copy with ``changes`` (field=value), checked like a new size."""
         return dataclasses.replace(self, **changes)
 
@@ -306,10 +308,12 @@ class Study(abc.ABC):
     def check_knobs(self, experiment: Experiment, values: Mapping[str, Any]) -> None:
         """The study's own bounds on ``experiment`` built with the knob ``values`` (a
         ValueError naming the knobs). Default: none."""
+        return None
 
     def check_own_options(self, size: Setting | str, seed: int, **options: Any) -> None:
         """Check the study's own notebook ``options`` (``own_options``) at ``size`` and
         ``seed``: a ValueError naming the bad one. Default: a study without options."""
+        return None
 
     def dynamics_patterns(self, model: Any, data: ProbeData) -> tuple:
         """Every head's attention in ``model`` on ``data.example``, the probe data's one
@@ -325,6 +329,7 @@ class Study(abc.ABC):
     def map_check(self, size: Setting | str) -> None:
         """A ValueError for a setting ``size`` that ``map_row`` could not measure (called for
         every cell before anything trains). Default: every setting can be measured."""
+        return None
 
     def map_panel(self, sizes: Sequence[Setting]) -> Any:
         """The one test panel of a map whose cells are ``sizes``, which the map passes to every

@@ -14,8 +14,9 @@ equality. A parameter the run does not state is not met. ``shortfall`` lists wha
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..core import SIZES, Setting, check, size_name
 
@@ -105,7 +106,7 @@ class StudySettings:
 
     @classmethod
     def of_sizes(cls, setting: Callable[[str], Parameters], cost: Mapping[str, str],
-                 calibration: Mapping[str, tuple[int, ...]], **words: Any) -> "StudySettings":
+                 calibration: Mapping[str, tuple[int, ...]], **words: Any) -> StudySettings:
         """The settings of every size from a study's ``setting(size)``."""
         return cls({size: setting(size) for size in SIZES}, cost, calibration, **words)
 

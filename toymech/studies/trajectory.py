@@ -12,15 +12,15 @@ transition steps of several seeds (median, spread, how often the order holds).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis import dynamics
-from ..analysis import attention_patterns
+from ..analysis import attention_patterns, dynamics
 from ..analysis.heads import head_labels
 from ..core import check
 from ..plots.labels import label

@@ -12,8 +12,16 @@ run_experiments``. Named grids (``toymech sweep GRID.yaml``, ``run_sweep``) are
 from .backends import LocalRunner, PoolRunner, RayRunner, RayStartFailed, run_job
 from .pool import train_missing
 from .runner import BACKENDS, run_experiments
-from .table import (COLUMNS, MAX_TRIALS, RESULT_COLUMNS, STATUSES, SweepResult, Trial,
-                    sweep_name, write_table)
+from .table import (
+                    COLUMNS,
+                    MAX_TRIALS,
+                    RESULT_COLUMNS,
+                    STATUSES,
+                    SweepResult,
+                    Trial,
+                    sweep_name,
+                    write_table,
+)
 
 __all__ = ["BACKENDS", "COLUMNS", "MAX_TRIALS", "RESULT_COLUMNS", "STATUSES", "LocalRunner",
            "PoolRunner", "RayRunner", "RayStartFailed", "SweepResult", "Trial", "run_experiments",

@@ -15,8 +15,9 @@ import os
 import signal
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..core import check, check_float, check_int
 from ..devices import apply_threads

@@ -16,7 +16,7 @@ from __future__ import annotations
 import concurrent.futures as futures
 import json
 import multiprocessing
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 

@@ -18,20 +18,29 @@ from __future__ import annotations
 
 import importlib.util
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tqdm.auto import tqdm
 
-from ..core import (check, check_bool, check_float, check_int, check_path_writable_dir,
-                    source_commit)
+from ..core import check, check_bool, check_float, check_int, check_path_writable_dir, source_commit
 from ..devices import check_device, choose_threads, resolve_device
 from ..models.reference import machine_record
 from ..training import Experiment, live, preflight, seedless_key
 from ..zoo import Zoo, ZooEntry, add_zoo_stats
 from .backends import make_runner, outcome
-from .table import (SweepResult, Trial, check_out, check_retries, explicit_trials, row, sweep_name,
-                    write_meta, write_table)
+from .table import (
+    SweepResult,
+    Trial,
+    check_out,
+    check_retries,
+    explicit_trials,
+    row,
+    sweep_name,
+    write_meta,
+    write_table,
+)
 
 BACKENDS = ("auto", "ray", "local")
 

@@ -7,20 +7,20 @@ send their grids); ``toymech.grid`` makes trials from a named grid.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 import os
 import re
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..files import replace_file
 from ..core import Setting, check, check_int, check_path_writable_file, check_str, jsonable
+from ..files import replace_file
 from ..training import Experiment, seedless_key
 from ..zoo import Zoo, ZooEntry
 

@@ -7,8 +7,18 @@ existing (``@register("name")`` on its dataclass).
 import importlib
 import pkgutil
 
-from .base import (Batch, Task, check, from_dict, get, masked_accuracy, masked_cross_entropy,
-                   module_of, names, register)
+from .base import (
+    Batch,
+    Task,
+    check,
+    from_dict,
+    get,
+    masked_accuracy,
+    masked_cross_entropy,
+    module_of,
+    names,
+    register,
+)
 
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name != "base":

@@ -10,14 +10,24 @@ never safe for data).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import torch
 
 # Re-exported for task modules (they import only from .base).
-from ..core import (check, check_bool, check_float, check_int, check_seed,  # noqa: F401
-                    check_str, dataclass_from_dict, is_int, set_checked)
+from ..core import (  # noqa: F401
+    check,
+    check_bool,
+    check_float,
+    check_int,
+    check_seed,
+    check_str,
+    dataclass_from_dict,
+    is_int,
+    set_checked,
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +60,7 @@ class Batch:
         """[batch, seq-1] bool aligned with ``logits[:, :-1]`` predicting ``tokens[:, 1:]``."""
         return self.scored[:, 1:]
 
-    def to(self, device: torch.device | str) -> "Batch":
+    def to(self, device: torch.device | str) -> Batch:
         """The same batch on ``device`` (tokens, scored mask and extras)."""
         return Batch(
             self.tokens.to(device),

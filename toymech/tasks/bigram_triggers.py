@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .corpus import read_corpus
 from .base import Batch, Task, check, check_float, check_int, check_str, register, set_checked
+from .corpus import read_corpus
 
 TRIGGER_MODES = ("fixed", "random")
 VARIANTS = ("mixed", "only_triggers", "no_triggers")

@@ -14,8 +14,8 @@ from functools import lru_cache
 
 import torch
 
-from .corpus import read_corpus
 from .base import Batch, Task, check_float, check_int, register, set_checked
+from .corpus import read_corpus
 
 
 @lru_cache(maxsize=1)

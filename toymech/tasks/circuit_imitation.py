@@ -21,8 +21,17 @@ from functools import cached_property
 import torch
 from torch import nn
 
-from .base import (Batch, Task, check, check_float, check_int, check_seed, is_int, register,
-                   set_checked)
+from .base import (
+    Batch,
+    Task,
+    check,
+    check_float,
+    check_int,
+    check_seed,
+    is_int,
+    register,
+    set_checked,
+)
 
 
 @register("circuit_imitation")
@@ -62,10 +71,10 @@ class CircuitImitation(Task):
         return self.length
 
     @cached_property
-    def _targets(self) -> dict[str, "RandomGPT2"]:
+    def _targets(self) -> dict[str, RandomGPT2]:
         return {}
 
-    def target(self, device: torch.device | str = "cpu") -> "RandomGPT2":
+    def target(self, device: torch.device | str = "cpu") -> RandomGPT2:
         """The frozen target model on ``device`` (built once per device; the same weights on
         every device, drawn on the CPU from ``target_seed``)."""
         key = str(device)

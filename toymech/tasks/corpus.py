@@ -24,4 +24,5 @@ def read_corpus(path: str | None = None) -> str:
         raw = p.read_bytes()
         return (gzip.decompress(raw) if p.suffix == ".gz" else raw).decode("utf-8")
     except (OSError, UnicodeDecodeError, gzip.BadGzipFile) as err:
-        raise ValueError(f"corpus={path!r} is not allowed: a readable UTF-8 text file ({err})")
+        raise ValueError(f"corpus={path!r} is not allowed: a readable UTF-8 text file ({err})"
+                         ) from None

@@ -21,8 +21,15 @@ from dataclasses import dataclass
 import torch
 
 from . import held_out_split
-from .base import (Batch, Task, check_int, masked_accuracy, masked_cross_entropy, register,
-                   set_checked)
+from .base import (
+    Batch,
+    Task,
+    check_int,
+    masked_accuracy,
+    masked_cross_entropy,
+    register,
+    set_checked,
+)
 
 PLUS, EQUALS = 10, 11
 

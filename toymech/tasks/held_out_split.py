@@ -18,7 +18,7 @@ is in their fixed test set (Zhong & Andreas 2024; docs/sources.md, study 3).
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -12,8 +12,17 @@ the zoo.
 from .config import OPTIMIZERS, SCHEDULES, TrainConfig
 from .divergence import TrainingDiverged
 from .experiment import Experiment, Named, seedless_key
-from .loop import (Callback, TrainResult, apply_freeze, evaluate, latest_checkpoint, lr_factor,
-                   save_training_checkpoint, train, train_stacked)
+from .loop import (
+                   Callback,
+                   TrainResult,
+                   apply_freeze,
+                   evaluate,
+                   latest_checkpoint,
+                   lr_factor,
+                   save_training_checkpoint,
+                   train,
+                   train_stacked,
+)
 from .preflight import MemoryPlan, memory_limit, preflight
 
 __all__ = ["OPTIMIZERS", "SCHEDULES", "Callback", "Experiment", "Named", "MemoryPlan", "TrainConfig",

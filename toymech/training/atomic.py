@@ -25,8 +25,8 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..devices import HOST, owner_tag, process_alive
 

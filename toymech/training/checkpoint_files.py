@@ -12,8 +12,9 @@ import errno
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import toymech
 

@@ -38,21 +38,35 @@ import hashlib
 import io
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
-from safetensors.torch import load as load_bytes, save_file
+from safetensors.torch import load as load_bytes
+from safetensors.torch import save_file
 
 import toymech
 
-from ..core import jsonable  # noqa: F401  (loop.py reads checkpoints.jsonable)
+from ..core import jsonable
 from ..models import build_model, config_from_dict, move
 from .atomic import STALE_S, clean_leftovers, fault, write_folder_atomically  # noqa: F401
+from .checkpoint_files import (  # noqa: F401
+    CAPS,
+    CONFIG,
+    FORMAT,
+    SNAPSHOTS,
+    TRAIN_STATE,
+    WEIGHTS,
+    DamagedCheckpoint,
+    NewerFormat,
+    Unverified,
+    meta_problem,
+    parse_meta,
+    read_bounded,
+    read_files,
+)
 from .divergence import DIVERGED_LOSS, TrainingDiverged  # noqa: F401  (loop.py reads them here)
-from .checkpoint_files import (CAPS, CONFIG, FORMAT, SNAPSHOTS, TRAIN_STATE, WEIGHTS,  # noqa: F401
-                      DamagedCheckpoint, NewerFormat, Unverified, read_files, meta_problem,
-                      parse_meta, read_bounded)
 
 _SNAPSHOT_KEY = re.compile(r"^step(?P<step>\d+)/(?P<name>.+)$")
 

@@ -6,9 +6,17 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import (check, check_float, check_int, check_seed, check_str, dataclass_from_dict,
-                    is_int, jsonable, set_checked)
-
+from ..core import (
+    check,
+    check_float,
+    check_int,
+    check_seed,
+    check_str,
+    dataclass_from_dict,
+    is_int,
+    jsonable,
+    set_checked,
+)
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
 SCHEDULES = ("constant", "cosine")
@@ -160,10 +168,10 @@ class TrainConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
+    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
         """The config ``to_dict`` wrote (``d``), checked like a new one."""
         return dataclass_from_dict(cls, d, "train config")
 
-    def replace(self, **changes: Any) -> "TrainConfig":
+    def replace(self, **changes: Any) -> TrainConfig:
         """A copy with ``changes`` (field=value), checked like a new config."""
         return dataclasses.replace(self, **changes)

@@ -6,7 +6,7 @@ surface: ``loss``, ``clip``, ``sync``, ``hold``, ``restore``, ``snapshot``, ``na
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch.func import functional_call, stack_module_state

@@ -22,8 +22,8 @@ records ``stop_step``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 import torch
 
@@ -59,7 +59,7 @@ class LoggedEval:
         return self.train_batch is not None
 
     @classmethod
-    def for_run(cls, task: Task, cfg: TrainConfig, device: torch.device) -> "LoggedEval":
+    def for_run(cls, task: Task, cfg: TrainConfig, device: torch.device) -> LoggedEval:
         gen = make_generator(seed_for(cfg.seed, "train_eval"), device)
         held = task.held_out(cfg.eval_size, gen)
         if held is None:  # the draw that the loop has always made, so old histories still hold

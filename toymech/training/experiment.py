@@ -12,13 +12,15 @@ import copy
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..core import check, is_int, jsonable
 from ..models import BaselineConfig, ModelConfig, config_from_dict
 from ..models.config import BASELINE_KINDS
-from ..tasks import Task, from_dict as task_from_dict
+from ..tasks import Task
+from ..tasks import from_dict as task_from_dict
 from .config import TrainConfig
 
 SECTIONS = ("task", "model", "train")
@@ -46,7 +48,7 @@ class Experiment:
                 "train": self.train.to_dict()}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Experiment":
+    def from_dict(cls, d: dict[str, Any]) -> Experiment:
         """The experiment ``to_dict`` wrote (``d``); ``ValueError`` naming a missing or bad
         section."""
         check(isinstance(d, dict), "experiment", type(d).__name__,

@@ -18,8 +18,9 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..files import replace_file
 

@@ -31,9 +31,9 @@ from __future__ import annotations
 import fnmatch
 import math
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import torch
 
@@ -46,7 +46,7 @@ from .config import TrainConfig
 from .divergence import DIVERGED_LOSS, TrainingDiverged
 from .engines import EagerEngine, StackedEngine
 from .evaluation import LoggedEval, evaluate, passes  # noqa: F401 (evaluate: re-exported)
-from .resume import resume_state, latest_checkpoint, save_training_checkpoint  # noqa: F401
+from .resume import latest_checkpoint, resume_state, save_training_checkpoint  # noqa: F401
 
 # A callback sees the model (in eval mode, under no_grad) at every evaluation step and returns
 # numbers to add to that step's history row.

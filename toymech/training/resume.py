@@ -15,7 +15,6 @@ from ..tasks.base import Task
 from . import checkpoints
 from .config import TrainConfig
 
-
 # What a longer run may change when it continues a shorter one (``continue_shorter``): none of them moves
 # the weights of a constant-lr run (evaluation and snapshots draw no training data).
 EXTENDABLE = ("steps", "eval_every", "snapshots", "checkpoint_every")

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 import torch
 

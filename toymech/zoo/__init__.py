@@ -9,9 +9,9 @@ loaded). The folder format itself (``toymech.training.checkpoints``, written ato
 ``toymech.training.atomic``) sits in training, which writes resume checkpoints in it too.
 """
 
+from ..training.stacking import stacking_pays
 from .locks import EntryLock, LockTimeout
 from .stats import add_zoo_stats, mark_trained, reset_zoo_stats, zoo_stats
-from ..training.stacking import stacking_pays
 from .store import Zoo, ZooEntry, default_cache_dir
 
 __all__ = ["EntryLock", "LockTimeout", "Zoo", "ZooEntry", "add_zoo_stats", "default_cache_dir",

@@ -107,7 +107,7 @@ class EntryLock:
             return True
         return False
 
-    def acquire(self) -> "EntryLock":
+    def acquire(self) -> EntryLock:
         """Wait for the lock (at most ``timeout`` seconds) and take it; returns the lock. Raises
         ``LockTimeout`` naming the holder when the wait runs out."""
         told, deadline = False, time.monotonic() + self.timeout

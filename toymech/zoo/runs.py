@@ -31,6 +31,7 @@ from ..training.preflight import preflight
 from ..training.resume import extend_refusal
 from ..training.stacking import stack_groups, stacking_pays
 
+
 @dataclass(frozen=True)
 class ContinuableRun:
     """A zoo entry a longer run can continue: its folder and the step it stopped at."""

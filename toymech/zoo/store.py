@@ -36,9 +36,10 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import torch
 from transformer_lens import HookedTransformer
@@ -54,8 +55,9 @@ from ..training.experiment import Experiment
 from ..training.loop import Callback, TrainResult
 from ..training.preflight import check_callbacks, preflight
 from . import inventory, runs
+from .locks import EntryLock
+from .locks import lock_timeout as lock_timeout_s
 from .runs import notice
-from .locks import EntryLock, lock_timeout as lock_timeout_s
 from .stats import add_zoo_stats, loaded_from_zoo, mark_trained
 
 
@@ -324,7 +326,7 @@ class Zoo:
                 notice(log, f"[toymech] {exc}; moved it to {moved} and training it again")
             return None
 
-    def longest_continuable(self, exp: Experiment, tag: str = "") -> "runs.ContinuableRun | None":
+    def longest_continuable(self, exp: Experiment, tag: str = "") -> runs.ContinuableRun | None:
         """The zoo's longest shorter run of ``exp``'s setting (and ``tag``) that ``exp`` can
         continue, or None (``zoo.runs.longest_continuable``)."""
         return runs.longest_continuable(self.root, exp, tag)

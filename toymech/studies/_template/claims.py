@@ -9,7 +9,8 @@ that noise cannot produce.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from toymech.studies.claims import Claim
 from toymech.studies.settings import StudySettings

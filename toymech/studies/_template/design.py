@@ -16,11 +16,11 @@ from toymech import tasks
 from toymech.core import Setting, seed_for
 from toymech.devices import make_generator
 from toymech.models import ModelConfig
-from toymech.tasks import Batch, Task
-from toymech.training import Experiment, Named, TrainConfig
 from toymech.studies import knobs
 from toymech.studies.knobs import Knob
 from toymech.studies.protocol import StudySize, judged_seeds, size_of
+from toymech.tasks import Batch, Task
+from toymech.training import Experiment, Named, TrainConfig
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import torch
 
 from toymech.core import Setting
+from toymech.studies.protocol import ProbeData
 from toymech.tasks import Batch
 from toymech.training import evaluate
-from toymech.studies.protocol import ProbeData
 
 from .design import eval_sets
 

@@ -3,17 +3,18 @@ and the findings (functions that return numbers and tables, never figures)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 
 from toymech.analysis.chance import chance_levels
 from toymech.core import Setting
 from toymech.models import build_model
-from toymech.training import evaluate
-from toymech.zoo import Zoo, ZooEntry
 from toymech.studies.findings import Findings, misses, scorecard_sentence
 from toymech.studies.protocol import judged_seeds
+from toymech.training import evaluate
+from toymech.zoo import Zoo, ZooEntry
 
 from .claims import numbers
 from .design import CALIBRATION, SIZES, experiment

@@ -3,14 +3,15 @@ function of its modules (``toymech.studies.protocol.Study`` says what each must 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 
 from toymech.core import Setting
+from toymech.studies.protocol import Study
 from toymech.tasks import Batch, Task
 from toymech.training import Experiment
-from toymech.studies.protocol import Study
 
 from . import design, dynamics, over_seeds
 from .claims import CLAIMS, SETTINGS, SOURCE

@@ -17,12 +17,29 @@ against), ``structure`` (the structural measures of one run's memories), ``map_m
 
 from ..findings import not_run
 from .design import SIZES, experiment
-from .measure import (attention_table, attention_view, bigram_baseline, controls, example_batch,
-                      main_run, sequence_marks, snapshots)
+from .measure import (
+                      attention_table,
+                      attention_view,
+                      bigram_baseline,
+                      controls,
+                      example_batch,
+                      main_run,
+                      sequence_marks,
+                      snapshots,
+)
 from .over_seeds import findings, main_runs, optimizer_table, other_optimizer, seed_table
 from .study import BirthStudy
-from .tables import (construction_table, dynamics_summary, formation_marks, formation_table,
-                     freezing_summary, freezing_view, kcomp_summary, sweep_summary, sweep_table)
+from .tables import (
+                      construction_table,
+                      dynamics_summary,
+                      formation_marks,
+                      formation_table,
+                      freezing_summary,
+                      freezing_view,
+                      kcomp_summary,
+                      sweep_summary,
+                      sweep_table,
+)
 
 STUDY = BirthStudy()
 

@@ -6,14 +6,18 @@ The callback reads one fixed batch drawn from the run's ``probe`` stream (``seed
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from transformer_lens import HookedTransformer
 
 from ...analysis.circuits import composition_baseline, composition_scores
-from ...analysis.probes import (linear_probe, model_probes, previous_token_attention,
-                                trigger_induction_attention)
+from ...analysis.probes import (
+    linear_probe,
+    model_probes,
+    previous_token_attention,
+    trigger_induction_attention,
+)
 from ...core import check, seed_for
 from ...tasks.base import Task
 

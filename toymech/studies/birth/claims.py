@@ -33,7 +33,8 @@ a smaller setting: "below the source's setting"), the mechanism claims are judge
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ...analysis.dynamics import transition_step
 from ..claims import Claim, Numbers, need
@@ -124,7 +125,7 @@ def numbers(measured: Mapping[str, Any]) -> dict[str, float]:
         for r in sweep.itertuples():
             out[f"sweep.{r.triggers}.{r.set}.K{int(r.K)}"] = r.icl_acc
     if (freezing := measured.get("freezing")) is not None:
-        for name, row in freezing.iterrows():
+        for _, row in freezing.iterrows():
             freeze = row.get("freezing") if "freezing" in row else None
             if isinstance(freeze, str):
                 out.update({f"freeze.{freeze}.{k}": row[k] for k in FREEZE_KEYS if k in row})

@@ -23,8 +23,9 @@ each changes is said where they are declared.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 
@@ -34,11 +35,11 @@ from ...devices import make_generator, resolve_device
 from ...models import ModelConfig
 from ...models.variants import BIRTH_SIMPLIFIED, SIMPLIFIED_DEFAULTS, simplified_options
 from ...tasks import Batch
+from ...training import Experiment, Named, TrainConfig
 from .. import knobs
 from ..knobs import Knob
-from .causal import PAPER_SETTING  # noqa: F401 (the claims read it here)
 from ..protocol import StudySize, judged_seeds, size_of
-from ...training import Experiment, Named, TrainConfig
+from .causal import PAPER_SETTING  # noqa: F401 (the claims read it here)
 
 # --- freezing as data ------------------------------------------------------------------------
 FREEZINGS: dict[str, tuple[str, ...]] = {

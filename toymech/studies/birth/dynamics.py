@@ -19,10 +19,10 @@ from ...analysis import composition_scores, probes
 from ...core import Setting, check
 from ...tasks import Batch
 from ...tasks.bigram_triggers import BigramTriggers
+from ..protocol import ProbeData, size_of
 from .callbacks import trigger_sets
 from .causal import BirthCausalData, causal_data, causal_metrics
 from .design import SIZES, eval_sets
-from ..protocol import ProbeData, size_of
 from .measure import example_batch
 
 # The paper's order of formation (global bigram first, then the induction head top-down: output

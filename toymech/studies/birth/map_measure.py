@@ -48,7 +48,8 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import torch
@@ -56,12 +57,12 @@ from transformer_lens import HookedTransformer
 
 from ...analysis.dynamics import history_still_learning
 from ...core import Setting
-from ..states import BEYOND, LEARNED, STILL_LEARNING, UNTRAINED, state_of
 from ...models import build_model
 from ...sweep.table import knob_column, knob_columns
 from ...training import Experiment
 from ...zoo import ZooEntry
 from ..protocol import size_of
+from ..states import BEYOND, LEARNED, STILL_LEARNING, state_of
 from .callbacks import birth_callback, trigger_sets
 from .claims import ABOVE_BASELINE, FORMED, HALF, MARGIN, MIN_RISE, numbers, span
 from .design import SIZES, eval_sets, experiment

@@ -7,7 +7,8 @@ reads 'probe' (``callbacks.py``). Training data and initial weights stay on the 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 import torch
@@ -24,8 +25,8 @@ from ...tasks.bigram_triggers import bigram_predictor_metrics, held_out_tokens
 from ...training import Experiment
 from ...zoo import Zoo, ZooEntry
 from ..grid_training import train_grid
-from .callbacks import PROBE_TAG, birth_callback
 from ..protocol import size_of
+from .callbacks import PROBE_TAG, birth_callback
 from .design import SIZES, eval_sets, experiment, truncated
 from .tables import before_step
 

@@ -16,7 +16,8 @@ claim's own rule).
 from __future__ import annotations
 
 import statistics
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 import torch
@@ -26,7 +27,6 @@ from ...core import Setting
 from ...devices import initial_threads, resolve_device
 from ...models import build_model
 from ...sweep import train_missing
-from ...training import Experiment
 from ...zoo import Zoo, ZooEntry
 from ..claims import assess, by_key, verdict_table
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
@@ -34,11 +34,18 @@ from ..protocol import judged_seeds, size_of
 from .callbacks import PROBE_TAG, birth_callback
 from .causal import causal_data, causal_numbers
 from .claims import CLAIMS, HALF, MAIN_CLAIMS, MIN_RISE, SETTINGS, numbers, span
-from .dynamics import BirthProbeData, probe_data
 from .design import CALIBRATION, PAPER_SETTING, SIZES, experiment
-from .measure import (bigram_baseline, extremes_experiments, extremes_rows, freezing_experiments,
-                      freezing_rows, sweep_experiments, sweep_rows)
+from .dynamics import BirthProbeData, probe_data
 from .map_measure import mechanism_label
+from .measure import (
+    bigram_baseline,
+    extremes_experiments,
+    extremes_rows,
+    freezing_experiments,
+    freezing_rows,
+    sweep_experiments,
+    sweep_rows,
+)
 from .tables import construction_table
 
 

@@ -3,7 +3,7 @@ models; nothing here trains or draws a batch)."""
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import torch

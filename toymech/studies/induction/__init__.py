@@ -17,10 +17,24 @@ judged on its maps).
 from ..findings import not_run
 from .claims import POST
 from .design import SIZES, experiment, twins
-from .measure import (MECHANISM_SETS, POST_SETS, ablation_table, algorithms_text, attention_view,
-                      chance_loss, copy_table, eigenvalue_sets, load_models, loss_table,
-                      measure_all, mechanism_bars, mechanism_baselines, mechanism_table,
-                      path_table, training_summary)
+from .measure import (
+                      MECHANISM_SETS,
+                      POST_SETS,
+                      ablation_table,
+                      algorithms_text,
+                      attention_view,
+                      chance_loss,
+                      copy_table,
+                      eigenvalue_sets,
+                      load_models,
+                      loss_table,
+                      measure_all,
+                      mechanism_bars,
+                      mechanism_baselines,
+                      mechanism_table,
+                      path_table,
+                      training_summary,
+)
 from .over_seeds import findings, load_seeds, measure_seeds, seed_table
 from .study import InductionStudy
 

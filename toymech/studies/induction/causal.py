@@ -32,13 +32,12 @@ Measurements (pure functions of a model and the data):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
-
-import torch
-from transformer_lens import HookedTransformer
 
 import pandas as pd
+import torch
+from transformer_lens import HookedTransformer
 
 from ...analysis import patching as P
 from ...analysis.heads import head_labels

@@ -32,14 +32,15 @@ every claim, its test and why).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from ..claims import Claim, Numbers, need
-from .causal import CAUSAL_CLAIMS
+from ..claims import Claim, Numbers
 from ..settings import StudySettings
+from .causal import CAUSAL_CLAIMS
 from .design import CALIBRATION, COST, POST_SETTING, SHORT, setting
-from .panel import MARGIN
 from .own_sets import OUTSIDE, baselines_of, verdict_of
+from .panel import MARGIN
 
 # The study's settings per size, what reaching each costs, and its calibration seeds.
 # The scaled claims whose verdict at default (2,000 steps) was the verdict at the post's setting

@@ -16,8 +16,8 @@ through-training views (``dynamics``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -27,10 +27,11 @@ from ...devices import make_generator
 from ...models import ModelConfig
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
+from ...training import Experiment, Named, TrainConfig
 from .. import knobs
 from ..knobs import Knob
 from ..protocol import StudySize, judged_seeds, size_of
-from ...training import Experiment, Named, TrainConfig
+
 
 # The one place the study's sizes live: training and evaluation per size, how many seeds the
 # claims are assessed over by default (``n_seeds``: the notebook's seed and the next ones; the

@@ -50,8 +50,9 @@ the current one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 import torch
@@ -68,9 +69,23 @@ from ...tasks.repeated_blocks import RepeatedBlocks
 from ..states import LEARNED, STILL_LEARNING, UNDECIDED, UNTRAINED
 from .design import experiment
 from .dynamics import probe_data
-from .panel import (BLOCK_LENGTH_SETS, MARGIN, MECHANISM, MEMBERS, Panel, bars, beyond_interval,
-                    build_panel, earlier_label, judge, margin_bounds, margin_draws, panel_sets,
-                    panel_shapes, set_predictions)
+from .panel import (
+    BLOCK_LENGTH_SETS,
+    MARGIN,
+    MECHANISM,
+    MEMBERS,
+    Panel,
+    bars,
+    beyond_interval,
+    build_panel,
+    earlier_label,
+    judge,
+    margin_bounds,
+    margin_draws,
+    panel_sets,
+    panel_shapes,
+    set_predictions,
+)
 
 MAP_LABEL = "content"  # the label of a map row that says the mechanism (induction by content) holds
 MAP_EVAL_N = 512  # sequences per set a map measures each run on

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 import torch
@@ -15,16 +16,17 @@ from ... import analysis
 from ...analysis.dynamics import history_still_learning
 from ...core import Setting, check
 from ...devices import initial_threads
-from ...display import attention_caption, attention_view as view, focus_head
+from ...display import attention_caption, focus_head
+from ...display import attention_view as view
+from ...sweep import train_missing
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks
-from ...sweep import train_missing
 from ...zoo import Zoo, ZooEntry
+from ..states import LEARNED, STILL_LEARNING, UNDECIDED, UNTRAINED
 from .claims import COPYING, POST, POST_PATHS, SUPPRESSING
 from .design import experiment
 from .own_sets import own_bars, own_judge
 from .panel import MARGIN, TELLS, bars, margin_bounds, margin_draws, set_predictions
-from ..states import LEARNED, STILL_LEARNING, UNDECIDED, UNTRAINED
 
 POST_SETS = ("test", "doubled", "option1", "option2")
 MECHANISM_SETS = ("predictable", "shifted", "shorter", "longer")

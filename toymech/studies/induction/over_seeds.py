@@ -10,8 +10,8 @@ the notebook's seed is never trained twice, and a run with more seeds reuses the
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import pandas as pd
 import torch
@@ -19,21 +19,28 @@ from transformer_lens import HookedTransformer
 
 from ... import analysis
 from ...core import Setting
-from ...models import build_model
-from ...tasks import Batch
 from ...devices import initial_threads
+from ...models import build_model
 from ...sweep import train_missing
 from ...zoo import Zoo
 from ..claims import verdict_table
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
 from ..grid_training import train_grid
+from ..protocol import judged_seeds
 from .causal import causal_numbers
 from .claims import CLAIMS, SETTINGS, SHORT, floor_and_chance, numbers
-from ..protocol import judged_seeds
 from .design import CALIBRATION, MAIN, POST_SETTING, SIZES, experiment
 from .dynamics import InductionProbeData, probe_data
-from .measure import (MECHANISM_SETS, POST_SETS, Model, learning, mechanism_bounds,
-                      mechanism_label, mechanism_predictions, mechanism_verdict)
+from .measure import (
+    MECHANISM_SETS,
+    POST_SETS,
+    Model,
+    learning,
+    mechanism_bounds,
+    mechanism_label,
+    mechanism_predictions,
+    mechanism_verdict,
+)
 from .own_sets import baselines_of, bounds_of
 from .panel import bars
 

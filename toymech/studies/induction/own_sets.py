@@ -8,7 +8,8 @@ and that rule read from one seed's named numbers (``claims.numbers``: ``base.<se
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..claims import Numbers, need
 from .panel import MARGIN, judge

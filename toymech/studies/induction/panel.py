@@ -78,15 +78,28 @@ import itertools
 import math
 import statistics
 import zlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 
-from ...analysis.baselines import (Prediction, attention_prediction, attention_weights,
-                                   frequency_prediction, induction_prediction,
-                                   position_prediction, recency_prediction, recency_window)
-from ...analysis.bootstrap import N_RESAMPLES, percentile_interval, resample_counts, resampled_losses
+from ...analysis.baselines import (
+    Prediction,
+    attention_prediction,
+    attention_weights,
+    frequency_prediction,
+    induction_prediction,
+    position_prediction,
+    recency_prediction,
+    recency_window,
+)
+from ...analysis.bootstrap import (
+    N_RESAMPLES,
+    percentile_interval,
+    resample_counts,
+    resampled_losses,
+)
 from ...core import check
 from ...tasks import Batch
 from ...tasks.repeated_blocks import RepeatedBlocks

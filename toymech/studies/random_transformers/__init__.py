@@ -14,20 +14,46 @@ a map, judged against the null family declared there).
 """
 
 from ..findings import not_run
-from . import calibration, causal, ladder  # noqa: F401 (modules notebook 03 reads)
+from . import calibration, causal, ladder
 from .design import experiment, plan, task_for
 from .dynamics import dynamics_grid, dynamics_table
-from .measure import (BASELINE_KINDS, ablation_grid, baseline_grid, circuit_grid,
-                      concentration_grid, load, needle_example, plan_seeds, run_grid, run_table,
-                      summarize, sweep_grid)
+from .measure import (
+                      BASELINE_KINDS,
+                      ablation_grid,
+                      baseline_grid,
+                      circuit_grid,
+                      concentration_grid,
+                      load,
+                      needle_example,
+                      plan_seeds,
+                      run_grid,
+                      run_table,
+                      summarize,
+                      sweep_grid,
+)
 from .over_seeds import findings, label_table, measure_seeds
 from .recipes import recipe_table, table_experiment
 from .study import RandomTransformersStudy
-from .tables import (ablation_summary, ablation_table, accuracy_table, baseline_table,
-                     circuit_table, concentration_gap, concentration_table, lm_table,
-                     memorization_note, memorization_summary, memorization_table,
-                     needle_attention, needle_caption, paper_ablations, sweep_table,
-                     task_examples, trivial_notes, zoo_note)
+from .tables import (
+                      ablation_summary,
+                      ablation_table,
+                      accuracy_table,
+                      baseline_table,
+                      circuit_table,
+                      concentration_gap,
+                      concentration_table,
+                      lm_table,
+                      memorization_note,
+                      memorization_summary,
+                      memorization_table,
+                      needle_attention,
+                      needle_caption,
+                      paper_ablations,
+                      sweep_table,
+                      task_examples,
+                      trivial_notes,
+                      zoo_note,
+)
 
 STUDY = RandomTransformersStudy()
 

@@ -15,8 +15,9 @@ module has no claim of its own: its numbers are descriptive).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 import torch
@@ -65,7 +66,6 @@ def answer_pairs(task: Task, seed: int, n: int = 256, device: str | torch.device
             if a != b:
                 clean_idx.append(a)
                 corr_idx.append(b)
-    T = tokens.shape[1]
     pred = torch.zeros_like(scored)
     pred[:, :-1] = scored[:, 1:]  # logits at p predict the scored token p + 1
     nxt = torch.cat([tokens[:, 1:], tokens[:, :1]], 1)

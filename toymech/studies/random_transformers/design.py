@@ -35,10 +35,10 @@ from ...devices import make_generator
 from ...models import BaselineConfig, ModelConfig
 from ...models.variants import GPT2_SCALED
 from ...tasks.base import Batch, Task
+from ...training import Experiment, TrainConfig
 from .. import knobs
 from ..knobs import Knob
 from ..protocol import StudySize, judged_seeds
-from ...training import Experiment, Named, TrainConfig
 
 FREEZE_MODES: dict[str, tuple[str, ...]] = {
     "normal": (),

@@ -23,11 +23,11 @@ from ...devices import make_generator
 from ...tasks.base import Batch, Task
 from ...training import evaluate
 from ...zoo import Zoo
-from .design import Plan, eval_sets, experiment, size_spec
-from .measure import plan_seeds, top_k
-from .recipes import table_experiment
 from ..protocol import ProbeData
 from ..trajectory import Trajectory, example_patterns, over_seeds, trajectory
+from .design import Plan, eval_sets, size_spec
+from .measure import plan_seeds, top_k
+from .recipes import table_experiment
 
 # Task accuracy and loss against concentration: does the subspace concentrate before or after
 # the task is solved?

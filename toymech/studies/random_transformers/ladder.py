@@ -99,7 +99,7 @@ def ladder_sentence(summary: pd.DataFrame | None) -> str:
         return "The width ladder has not been run (toymech ladder: its maps)."
     parts = []
     for _, r in widths.iterrows():
-        def say(mode: str) -> str:
+        def say(mode: str, r=r) -> str:
             found, widest = r[f"{mode} solves from"], r[f"{mode} widest run"]
             if found is not None and found == found:
                 return f"{mode} from width {int(found)}"

@@ -79,7 +79,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -87,10 +88,10 @@ from ...analysis.chance import listed_value_accuracy, sequence_constant_accuracy
 from ...analysis.dynamics import history_still_learning, stop_reason
 from ...analysis.exact import share_interval
 from ...core import Setting, check
-from ..states import BEYOND, LEARNED, state_of
 from ...tasks.base import Batch, Task
 from ...tasks.parentheses import CLOSE, OPEN, QUERY, YES
 from ...training import Experiment
+from ..states import BEYOND, LEARNED, state_of
 from .claims import solved_floor
 from .design import eval_sets
 from .measure import row_for

@@ -7,7 +7,8 @@ training streams are the zoo's (``init``/``data``/``train_eval``), untouched her
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 import torch
@@ -17,13 +18,23 @@ from ...analysis.subspace import concentration
 from ...core import Setting, check, seed_for
 from ...devices import make_generator, resolve_device
 from ...tasks.base import Task
-from ..grid_training import train_grid
 from ...training import Experiment, evaluate
 from ...zoo import Zoo, ZooEntry
-from .claims import PAPER_LINEARISED_W512
+from ..grid_training import train_grid
 from ..protocol import judged_seeds
-from .design import (CALIBRATION, SIZES, Plan, baseline_experiment, eval_sets, experiment,
-                     mode_of, plan, size_spec, task_for)
+from .claims import PAPER_LINEARISED_W512
+from .design import (
+    CALIBRATION,
+    SIZES,
+    Plan,
+    baseline_experiment,
+    eval_sets,
+    experiment,
+    mode_of,
+    plan,
+    size_spec,
+    task_for,
+)
 from .recipes import table_experiment
 
 

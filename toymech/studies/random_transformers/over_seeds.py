@@ -14,9 +14,10 @@ run: the calibration sweeps' ``calibration.run_row`` of its entry) and ends with
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 import torch
@@ -27,13 +28,29 @@ from ...training import Experiment, apply_freeze
 from ...zoo import Zoo, ZooEntry
 from ..claims import Measured
 from ..findings import Findings, at_setting, misses, opening, scorecard_sentence
-from .calibration import run_row
-from .claims import SETTINGS, TABLE1, W16, task_solved, numbers
 from ..protocol import judged_seeds
-from .design import (ALGORITHMIC, CALIBRATION, FREEZE_MODES, SIZES, experiment, plan, size_spec,
-                     task_for)
-from .measure import (BASELINE_KINDS, baseline_exp, baseline_row, circuit_experiments,
-                      circuit_row, concentration_rows, plan_seeds, row_for)
+from .calibration import run_row
+from .claims import SETTINGS, TABLE1, W16, numbers, task_solved
+from .design import (
+    ALGORITHMIC,
+    CALIBRATION,
+    FREEZE_MODES,
+    SIZES,
+    experiment,
+    plan,
+    size_spec,
+    task_for,
+)
+from .measure import (
+    BASELINE_KINDS,
+    baseline_exp,
+    baseline_row,
+    circuit_experiments,
+    circuit_row,
+    concentration_rows,
+    plan_seeds,
+    row_for,
+)
 from .recipes import calibrated, recipe, table_experiment
 from .tables import memorization_table
 

@@ -3,7 +3,8 @@ its modules (``toymech.studies.protocol.Study`` says what each must be)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 

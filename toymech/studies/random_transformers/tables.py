@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 import torch
@@ -11,8 +11,14 @@ from ...analysis.heads import head_label
 from ...core import Setting, check, seed_for
 from ...devices import make_generator
 from ...tasks.base import Task
-from .claims import (ALGORITHMIC, CHANCE, PAPER_ABLATIONS, PAPER_ACCURACY,
-                     PAPER_BITS_PER_PARAM, SOLVED)
+from .claims import (
+    ALGORITHMIC,
+    CHANCE,
+    PAPER_ABLATIONS,
+    PAPER_ACCURACY,
+    PAPER_BITS_PER_PARAM,
+    SOLVED,
+)
 from .design import Plan, size_spec, task_for
 from .measure import summarize
 
