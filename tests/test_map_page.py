@@ -81,9 +81,9 @@ def test_heatmap_colour_is_the_share_and_text_the_median_and_seeds():
     (h,) = heat
     assert list(h.x) == ["6", "4-8"] and list(h.y) == ["0", "0-3"]
     assert [list(r) for r in h.z] == [[0.0, pytest.approx(2 / 3)], [0.0, 1.0]]
-    assert h.text[0][1] == "0.7<br>2 of 3<br>[0.09, 0.99]"  # the share's exact interval
-    assert h.text[1][0] == "3.1<br>0 of 3<br>[0.00, 0.71]"
-    assert h.text[0][0] == "2<br>0 of 3<br>[0.00, 0.71]"  # the median of 1, 2, 3
+    assert h.text[0][1] == "0.7<br>2 of 3 [0.09, 0.99]"  # the share's exact interval
+    assert h.text[1][0] == "3.1<br>0 of 3 [0.00, 0.71]"
+    assert h.text[0][0] == "2<br>0 of 3 [0.00, 0.71]"  # the median of 1, 2, 3
     hover = h.customdata[0][1]
     assert "seed 5: position, loss.test 0.9" in hover and "seed 3: content" in hover
     assert 'toymech.explore("induction-2l", size="smoke", seed=3, variant={"block_len": "4-8", ' \
@@ -110,7 +110,7 @@ def test_one_knob_is_a_curve_and_a_third_knob_facets():
     one = _table()[lambda t: t["knob.offset"] == "0"].drop(columns="knob.offset")
     fig = MapPage.of(one).figure()
     assert fig.data[0].type == "scatter" and list(fig.data[0].y) == [0.0, pytest.approx(2 / 3)]
-    assert fig.data[0].text[1] == "0.7<br>2 of 3<br>[0.09, 0.99]"
+    assert fig.data[0].text[1] == "0.7<br>2 of 3 [0.09, 0.99]"
     bars = fig.data[0].error_y  # the exact interval around each share
     assert list(bars.arrayminus) == pytest.approx([0.0, 2 / 3 - 0.0943], abs=1e-3)
     assert list(bars.array) == pytest.approx([0.708, 0.992 - 2 / 3], abs=1e-3)

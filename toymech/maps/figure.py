@@ -55,12 +55,13 @@ def phase_colours(phases: Sequence[str], label: str) -> dict[str, str]:
 
 
 def cell_text(row: Mapping) -> str:
-    """A cell's text: the median number (a dash where none) over "held of runs" and the exact
-    95 % interval of that share (``analysis.exact.interval_text``)."""
+    """A cell's text: the median number (a dash where none) over "held of runs" with the exact
+    95 % interval of that share (``analysis.exact.interval_text``) on the same line, so the
+    figure's text reads "2 of 3 [0.09, 0.99]" as the pages write it."""
     m = row["median"]
     shown = "–" if m is None or (isinstance(m, float) and math.isnan(m)) else f"{m:.3g}"
     held, runs = int(row["held"]), int(row["runs"])
-    text = f"{shown}<br>{held} of {runs}<br>{interval_text(held, runs)}"
+    text = f"{shown}<br>{held} of {runs} {interval_text(held, runs)}"
     if row.get("failed"):  # runs that did not finish (diverged): not a label of theirs
         text += f"<br>{row['failed']}"
     return text + ("<br>refined" if bool(row.get("refined", False)) else "")

@@ -44,20 +44,20 @@ from .panel import MARGIN
 
 # The study's settings per size, what reaching each costs, and its calibration seeds.
 # The scaled claims whose verdict at default (2,000 steps) was the verdict at the post's setting
-# (paper, 10,000 steps, 10 seeds) in the recorded runs (default seeds 3-5 and paper seeds 3-12,
-# both at commit 212de76); tests/test_scaled_evidence.py re-reads that record, so this set cannot
-# claim more than the record shows. The other three scaled claims read "below the source's
-# setting" at default.
+# (paper, 10,000 steps, 10 seeds) in the recorded runs (docs/results/data: default seeds 3-5,
+# paper seeds 3-12); tests/test_scaled_evidence.py re-reads those records, so this set cannot
+# claim more than they show. The other scaled claims read "below the source's setting" at
+# default.
 SCALED_SHOWN = frozenset({
     "2l-option1", "smeared-option2", "behave-differently", "direct-suppresses-all",
     "2l-layer0-suppresses", "smeared-two-copy-two-suppress", "1l-heads-copy",
     "2l-previous-token-head", "2l-needs-k-composition", "2l-copies-by-content",
-    "smeared-copies-by-content", "causal-layer1-copies-first-block", "causal-anti-induction"})
+    "causal-layer1-copies-first-block", "causal-anti-induction"})
 SETTINGS = StudySettings.of_sizes(setting, COST, CALIBRATION,
     evidence={"default": SCALED_SHOWN},
-    evidence_record="at default only where the default run's verdict was the paper run's (docs/"
-                    "results.md, block '01_induction_repeated_blocks size=default vs size=paper': "
-                    "13 of the 16 scaled claims)",
+    evidence_record="at default only where the default run's verdict was the paper run's (the "
+                    "results records of notebook 01 at default and at paper, docs/results/data; "
+                    "the results page compares them claim by claim)",
     calibrated="at default, the causal thresholds (seen seed 0) and the tolerances these replaced "
                "(seeds 0-2); at paper the same seeds, whose first 2,000 steps are those default "
                "runs",
