@@ -518,7 +518,8 @@ def _hold(lock: Path, holder: subprocess.Popen) -> None:
 
 @pytest.fixture
 def holder():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    # a holder that outlives any test however slow the machine: killed below, never timed out
+    proc = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
     yield proc
     proc.kill()
     proc.wait()
