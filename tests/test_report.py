@@ -408,3 +408,16 @@ def test_a_study_variants_report_name_is_its_settings_canonical_key():
     assert report_name(notebook, "default", {"block_len": 6, "offset": 2}) == f"{stem}@offset=2"
     with pytest.raises(ValueError, match="block_len"):
         report_name(notebook, "smoke", {"block_len": "nine"})
+
+
+def test_the_header_shows_no_path_of_the_machine_that_wrote_the_page(tmp_path):
+    """A parameter holding an absolute path (a map page's ``table``) is shown as ``<path>/`` and
+    its file name: a page on the site names nothing of the machine that built it."""
+    from toymech.report.build import _shown
+
+    table = tmp_path / "maps" / "s1-capacity-default-cpu.csv"
+    assert _shown("table", str(table)) == "'<path>/s1-capacity-default-cpu.csv'"
+    assert str(tmp_path) not in _shown("cache_dir", tmp_path)
+    assert _shown("table", "docs/maps/a.csv") == "'docs/maps/a.csv'"  # the repository's own
+    assert _shown("variant", {"block_len": "4-8"}) == "block_len=4-8"
+    assert _shown("label", None) == "None"

@@ -378,9 +378,13 @@ def _execute(req: _Request, index: int, path: Path, executed: Path, live_dir: Pa
 
 def _shown(name: str, value) -> str:
     """A parameter as the page's header shows it: a variant's knobs as ``block_len=4-8, ...``,
-    anything else as Python writes it."""
+    an absolute path as ``<path>/<its file name>`` (a page shows nothing of the machine that
+    wrote it), anything else as Python writes it."""
     if name == "variant" and isinstance(value, dict):
         return ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
+    if isinstance(value, (str, Path)) and str(value) and (
+            Path(value).is_absolute() or str(value).startswith("~")):
+        return repr(f"<path>/{Path(value).name}")
     return repr(value)
 
 
