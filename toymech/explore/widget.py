@@ -97,8 +97,10 @@ class ExplorerWidget:
                 self.position.value = state["position"]
         finally:
             self._busy = False
-        self.caption.value = f'<p class="toymech-explore-caption">{html.escape(caption(state))}</p>'
+        # the strip before the caption: a reader (or a test) who sees the new caption sees the
+        # strip it describes (the front end applies the two updates in the order they are sent)
         self.strip.value = strip_html(state)
+        self.caption.value = f'<p class="toymech-explore-caption">{html.escape(caption(state))}</p>'
         layer, head = self.head.value
         view = attention_html(state, layer, head, include_bundle=not self._bundle_sent)
         self._bundle_sent = True  # once per widget: its output area may be the first view
