@@ -96,10 +96,17 @@ def test_the_content_claims_are_judged_against_the_predictors_without_induction(
     # strong out of distribution but not learned in distribution: no content either
     unlearned = {**strong, f"{key.split('-')[0]}.predictable": 1.8}
     assert not claim.holds(Measured(unlearned))
-    # a margin whose interval straddles the cut: undecided, not content
+    # a margin whose interval straddles the cut: undecided (unresolved), neither content nor
+    # evidence against it
     close = _numbers({"predictable": 0.05, "shifted": 0.1, "shorter": 0.3, "longer": 1.58}, BASE,
                      width=0.05)
-    assert not claim.holds(Measured(close))
+    assert claim.holds(Measured(close)) is None
+    assert assess(claim, [close] * 3).verdict == "unresolved"
+    # one block-length set that can tell (the other's predictor gets half of induction's gain):
+    # undecided too, however far the model is beyond on the one set
+    one_set = {**BASE, "longer": {**BASE["longer"], "best": 0.9}}  # gains 1.1 of the oracle's 1.5
+    lone = _numbers({"predictable": 0.05, "shifted": 0.1, "shorter": 0.3, "longer": 0.4}, one_set)
+    assert claim.holds(Measured(lone)) is None and claim.value(Measured(lone)) > MARGIN
     assert claim.holds(Measured(_numbers({"predictable": 0.05, "shifted": 0.1, "shorter": 0.3,
                                            "longer": 1.58}, BASE, width=0.01)))
     # failing a shifted start rules content out, though a predictor solves that set too

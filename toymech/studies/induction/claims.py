@@ -37,6 +37,7 @@ from typing import Any
 
 from ..claims import Claim, Numbers
 from ..settings import StudySettings
+from ..states import UNDECIDED
 from .causal import CAUSAL_CLAIMS
 from .design import CALIBRATION, COST, POST_SETTING, SHORT, setting
 from .own_sets import OUTSIDE, baselines_of, verdict_of
@@ -226,11 +227,17 @@ def _worst_margin(n: Numbers, short: str) -> float:
                default=-math.inf)
 
 
-def _content_based(n: Numbers, short: str) -> bool:
+def _content_based(n: Numbers, short: str) -> bool | None:
     """The maps' rule (``panel.judge`` on the model's own sets): learned, beyond the best
     predictor without induction by ``MARGIN`` on every block-length set that can tell (two at
-    least), no set failed, and no margin whose interval could change that."""
-    return verdict_of(n, short)["label"] == "content"
+    least), no set failed, and no margin whose interval could change that. None (the seed is
+    *unresolved*) where the rule is ``undecided``: fewer sets can tell than it needs, or a
+    margin's interval straddles the cut. The panel could not decide; that is no evidence that
+    the model lacks the mechanism."""
+    verdict = verdict_of(n, short)
+    if verdict["state"] == UNDECIDED:
+        return None
+    return verdict["label"] == "content"
 
 
 def _mechanism(short: str) -> Claim:
@@ -255,7 +262,9 @@ def _mechanism(short: str) -> Claim:
                       f"below the best predictor without induction by > {MARGIN} nats; no set "
                       f"failed (a shifted start included: not below the frequency copier by "
                       f"{MARGIN} nats where induction is); no margin's 95 % bootstrap interval "
-                      "straddling a cut that would change it",
+                      "straddling a cut that would change it (a seed whose sets cannot decide, "
+                      "fewer than two that can tell or an interval across the cut, is "
+                      "unresolved, not a failure)",
                  why="the maps' rule (study 1's panel): a model with no induction does at best "
                      "what one of these algorithms does, each fitted to the run's own data, so "
                      "beating the best of them says more than any can do; a set where one of "
