@@ -5,12 +5,15 @@ refused before anything is written; the scaled verdicts set beside the source's 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from toymech.cli import main
 from toymech.report import results
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_a_command_keeps_nothing_of_the_machine_that_ran_it():
@@ -20,6 +23,12 @@ def test_a_command_keeps_nothing_of_the_machine_that_ran_it():
         "toymech report --size paper --cache <zoo> --out=<out> "
         "notebooks/01_induction_repeated_blocks.ipynb --param x=<path>")
     assert results.public_command("") == ""
+    # a file of the checkout that ran it: the repository's own path, which a reader's clone has
+    spec = ROOT / "specs" / "maps" / "s1-capacity.yaml"
+    assert results.public_command(f"toymech map {spec} --cache /z") == \
+        "toymech map specs/maps/s1-capacity.yaml --cache <zoo>"
+    assert results.public_command(f"toymech map {ROOT.parent}/elsewhere.yaml") == \
+        "toymech map <path>"
 
 
 def test_a_folder_that_is_no_report_is_refused_and_nothing_is_written(tmp_path, capsys):

@@ -439,11 +439,14 @@ _PRIVATE_PATH = re.compile(r"^(/|~|[A-Za-z]:\\)")
 
 def public_command(command: str) -> str:
     """``command`` with nothing of the machine that ran it: the value of ``--cache``/``--out``/
-    ``--into`` as a placeholder (``<zoo>``, ``<out>``), any other absolute path as ``<path>``
+    ``--into`` as a placeholder (``<zoo>``, ``<out>``), a path to a file of the toymech checkout
+    that ran it as the repository's relative path (``/home/me/toymech/specs/maps/x.yaml`` ->
+    ``specs/maps/x.yaml``: a reader's clone has it), any other absolute path as ``<path>``
     (``name=<path>`` where a word gives a name a path);
     the repository's own relative paths (``notebooks/...``) stay."""
     if not command:
         return ""
+    checkout = _checkout_root()
     try:
         words = shlex.split(command)
     except ValueError:
@@ -459,6 +462,8 @@ def public_command(command: str) -> str:
             after = PLACEHOLDERS[word]
         elif eq and option in PLACEHOLDERS:
             out.append(f"{option}={PLACEHOLDERS[option]}")
+        elif checkout is not None and (inside := _inside(word, checkout)) is not None:
+            out.append(inside)
         elif _PRIVATE_PATH.match(word):
             out.append("<path>")
         elif eq and _PRIVATE_PATH.match(value):  # --param x=/home/me/data
@@ -468,6 +473,28 @@ def public_command(command: str) -> str:
     names = ["path", *(p[1:-1] for p in PLACEHOLDERS.values())]
     placeholder = re.compile("<(?:{})>".format("|".join(names)))
     return " ".join(w if placeholder.search(w) else shlex.quote(w) for w in out)
+
+
+def _checkout_root():
+    """The root of the git checkout this toymech runs from (it holds ``.git``), else None (an
+    installed package: its files are no repository path a reader could open)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / ".git").exists() else None
+
+
+def _inside(word: str, root) -> str | None:
+    """``word``, an absolute path to a file of the checkout ``root``, as its path relative to
+    ``root`` (POSIX form); None for any other word."""
+    from pathlib import Path
+
+    if not word.startswith("/"):
+        return None
+    try:
+        return Path(word).resolve().relative_to(root).as_posix()
+    except (ValueError, OSError):
+        return None
 
 
 def source_commit() -> str:
