@@ -42,7 +42,8 @@ class BirthStudy(Study):
     map_label = map_measure.MAP_LABEL
     null_family = nulls.NULL_FAMILY
     # the maps its results page shows first (docs/results/), the first as its figure
-    results_maps = ("s2-design-calibrated", "s2-design", "s2-positions", "s2-design-calibration")
+    results_maps = ("s2-design-calibrated", "s2-reviewer", "s2-design", "s2-positions",
+                    "s2-design-calibration")
 
     def experiments(self, size: Setting | str, seeds: Sequence[int]) -> list[Experiment]:
         return design.experiments(size, seeds)
