@@ -492,6 +492,28 @@ def test_refused_a_setting_with_a_number_that_is_not_finite(value):
         Setting("smoke", {"lr": [0.1, value]})
 
 
+def test_damage_negative_zero_is_zero_one_run():
+    """A float knob at -0.0 (``weight_decay: [-0.0]`` in a map, ``--set weight_decay=-0``) built
+    another zoo key than at 0, so the same training ran and was kept twice, its table cell
+    written ``-0``: now -0.0 is 0, one run, over every float knob that allows 0."""
+    from toymech.core import Setting
+    from toymech.studies import protocol
+
+    checked = 0
+    for name in protocol.STUDIES:
+        study = protocol.study(name)
+        for k, knob in study.knobs.items():
+            if knob.kind != "float" or not knob.allowed[0] <= 0 <= knob.allowed[1]:
+                continue
+            assert study.with_knobs("smoke", {k: -0.0}).variant() == {k: "0"}
+            for exp_name, named in study.named_experiments.items():
+                keys = {named.make(setting, 0).key("") for setting in (
+                    study.with_knobs("smoke", {k: 0.0}), study.with_knobs("smoke", {k: "-0"}),
+                    Setting("smoke", {k: -0.0}))}
+                assert len(keys) == 1, (name, k, exp_name, keys)
+                checked += 1
+    assert checked >= 1
+
 # --- waits that say what they wait for --------------------------------------------------------
 
 LOCKING = ["train", "sweep", "map", "ladder", "report", "results", "zoo verify"]
