@@ -229,6 +229,44 @@ def test_a_ledger_of_another_structure_is_one_line(case, tmp_path):
                              ["map ledger=", ".toymech-maps.json", "move it aside"])
 
 
+REACH_NO_RUN = {
+    # name: (argv, fragments of the one line)
+    "damage: train with a knob of Birth's other runs (the plain birth-control built before)": (
+        ["train", "birth-control", "--size", "smoke", "--set", "d_model=64"],
+        ["d_model='64'", "birth-control", "the same without it", "toymech list knobs birth"]),
+    "damage: train with n_layers on the 1-layer smeared model": (
+        ["train", "induction-1l-smeared", "--size", "smoke", "--set", "n_layers=3"],
+        ["n_layers='3'", "induction-1l-smeared"]),
+    "damage: train with a knob of study 3's other tasks": (
+        ["train", "rt-needle-normal", "--size", "smoke", "--set", "modulus=7"],
+        ["modulus='7'", "rt-needle-normal", "toymech list knobs random_transformers"]),
+}
+
+
+@pytest.mark.parametrize("case", list(REACH_NO_RUN), ids=list(REACH_NO_RUN))
+def test_train_with_a_knob_that_does_not_change_its_run_is_refused(case, tmp_path):
+    argv, fragments = REACH_NO_RUN[case]
+    before = tree(tmp_path)
+    with no_hang():
+        code, out, err = run_cli([*argv, "--cache", str(tmp_path / "zoo")])
+    refused(code, out, err, fragments)
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("values", [[64], [64, 128]], ids=["one value", "two values"])
+def test_damage_a_sweep_knob_that_does_not_change_its_run_is_refused(values, tmp_path):
+    """A sweep grid's knob that does not change its experiment wrote the plain run as a row
+    per value (``knob.d_model`` 64 and 128, one zoo key): refused before any work."""
+    grid = _write(tmp_path / "g.yaml", "experiment: birth-control\nsize: smoke\nseed: [0]\n"
+                  f"knobs: {{d_model: {values}}}\n")
+    before = tree(tmp_path)
+    with no_hang():
+        code, out, err = run_cli(["sweep", str(grid), "--cache", str(tmp_path / "zoo"),
+                                  "--backend", "local", "--no-progress"])
+    refused(code, out, err, ["d_model=", "birth-control", "the same without it"])
+    assert tree(tmp_path) == before
+
+
 # --- one run, one row, one cell ------------------------------------------------------------
 
 def test_handled_a_knob_of_one_experiment_maps_the_other_once(tmp_path):
