@@ -520,6 +520,46 @@ def test_damage_a_study_refuses_a_setting_with_knobs_not_its_own(name):
             assert owner != name and setting.knobs.keys() <= protocol.study(owner).knobs.keys()
 
 
+FOREIGN = {"induction": {"modulus": 7}, "birth": {"blok_len": 4},
+           "random_transformers": {"smear": "per_head"}}
+OUT_OF_RANGE = {"induction": {"lr": 5.0}, "birth": {"d_model": 4},
+                "random_transformers": {"n_layers": 99}}
+
+
+@pytest.mark.parametrize("name", ["induction", "birth", "random_transformers"])
+@pytest.mark.parametrize("knobs", [FOREIGN, OUT_OF_RANGE], ids=["not its knob", "out of range"])
+def test_damage_describe_and_the_scorecard_refuse_a_setting_not_the_studys(name, knobs):
+    """The scorecard's title called another study's Setting (or a value out of its range) "a
+    variant" of this one, and study 3's ``describe`` took it as its plain size: refused now, in
+    one line naming the knob."""
+    from toymech.core import Setting
+    from toymech.studies import protocol
+
+    study, (knob, _), = protocol.study(name), *knobs[name].items()
+    setting = Setting("smoke", knobs[name])
+    for call in (lambda: study.describe(setting, 0, "cpu"),
+                 lambda: study.scorecard([{}], setting, [0])):
+        with pytest.raises(ValueError, match=rf"^(knob='{knob}'|{knob}=)") as got:
+            call()
+        assert "\n" not in str(got.value)
+
+
+def test_damage_study_3_describes_the_plan_and_steps_of_its_variant():
+    """Study 3's run line said the plain size's widths and steps at a variant that changes them
+    (``width 64``, ``steps 30`` at smoke), without naming the variant."""
+    from toymech.studies import protocol
+    from toymech.studies.random_transformers.design import plan
+
+    study = protocol.study("random_transformers")
+    setting = study.with_knobs("smoke", {"width": 64, "steps": 30})
+    line = study.describe(setting, 0, "cpu")
+    small, large = plan(setting).widths
+    assert large == 64 and f"widths {small} and 64 " in line, line
+    assert "30 training steps per run" in line and "circuit imitation 30;" in line, line
+    assert line.startswith(setting.described), line
+    assert "a variant" not in study.describe("smoke", 0, "cpu")
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
 def test_refused_a_setting_with_a_number_that_is_not_finite(value):
     from toymech.core import Setting
