@@ -432,6 +432,17 @@ def test_results_refuse_rows_without_a_hash(case, copy):
     assert not (copy / "site").exists(), "a page was written"
 
 
+def test_damage_results_refuse_a_row_with_a_blank_knob(copy):
+    """Rows of two maps joined in one table (a knob column of one map blank in the other's rows,
+    every row hash intact): ``results`` drew it as one map with ``nan`` cells; now refused,
+    naming the row and the column, as the map's rerun refuses it."""
+    table = _edit(copy, lambda f: f.assign(**{"knob.lr": ""}))
+    code, out, err = run_cli(["results", "--pages", "--maps", str(table), "--data",
+                              str(copy / "no-data"), "--out", str(copy / "site")])
+    refused(code, out, err, [str(table), "row 1", "knob.lr is blank"])
+    assert not (copy / "site").exists(), "a page was written"
+
+
 def test_handled_rows_from_before_hashes_are_measured_again_and_kept_when_equal(copy):
     """A table of the time before row hashes (neither a hash nor a study column) whose rows are
     what their runs measure: measured again, said in one line, and written back with hashes."""
