@@ -501,6 +501,27 @@ def test_a_users_files_in_a_report_folder_are_never_replaced(case, command, tmp_
     assert tree(tmp_path) == before, "a file was written or replaced"
 
 
+def test_damage_results_pages_never_replace_or_remove_a_users_files(copy):
+    """``results --pages --out`` replaced a user's ``index.md`` and removed every .png and .json
+    of a ``figures/`` there, and gave a traceback for an --out that is a file: now the user's
+    page is refused in one line, a user's picture kept, a file named in one line."""
+    table = str(copy / "out" / "m.csv")
+    site = copy / "site"
+    (site / "figures").mkdir(parents=True)
+    _write(site / "figures" / "holiday.png", "mine")
+    _write(site / "index.md", "my notes")
+    argv = ["results", "--pages", "--maps", table, "--data", str(copy / "no-data"), "--out"]
+    before = tree(copy)
+    refused(*run_cli([*argv, str(site)]), ["out=", "index.md toymech did not write"])
+    refused(*run_cli([*argv, str(site / "index.md")]), ["--out=", "index.md", "not a file"])
+    assert tree(copy) == before
+    (site / "index.md").unlink()
+    code, out, err = run_cli([*argv, str(site)])
+    assert code == 0, err[-3000:]
+    assert (site / "figures" / "holiday.png").read_text() == "mine"
+    assert (site / "index.md").is_file()
+
+
 # --- a study given a setting that is not its own ------------------------------------------------
 
 @pytest.mark.parametrize("name", ["induction", "birth", "random_transformers"])
