@@ -229,6 +229,44 @@ def test_a_ledger_of_another_structure_is_one_line(case, tmp_path):
                              ["map ledger=", ".toymech-maps.json", "move it aside"])
 
 
+REACH_NO_RUN = {
+    # name: (argv, fragments of the one line)
+    "damage: train with a knob of Birth's other runs (the plain birth-control built before)": (
+        ["train", "birth-control", "--size", "smoke", "--set", "d_model=64"],
+        ["d_model='64'", "birth-control", "the same without it", "toymech list knobs birth"]),
+    "damage: train with n_layers on the 1-layer smeared model": (
+        ["train", "induction-1l-smeared", "--size", "smoke", "--set", "n_layers=3"],
+        ["n_layers='3'", "induction-1l-smeared"]),
+    "damage: train with a knob of study 3's other tasks": (
+        ["train", "rt-needle-normal", "--size", "smoke", "--set", "modulus=7"],
+        ["modulus='7'", "rt-needle-normal", "toymech list knobs random_transformers"]),
+}
+
+
+@pytest.mark.parametrize("case", list(REACH_NO_RUN), ids=list(REACH_NO_RUN))
+def test_train_with_a_knob_that_does_not_change_its_run_is_refused(case, tmp_path):
+    argv, fragments = REACH_NO_RUN[case]
+    before = tree(tmp_path)
+    with no_hang():
+        code, out, err = run_cli([*argv, "--cache", str(tmp_path / "zoo")])
+    refused(code, out, err, fragments)
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("values", [[64], [64, 128]], ids=["one value", "two values"])
+def test_damage_a_sweep_knob_that_does_not_change_its_run_is_refused(values, tmp_path):
+    """A sweep grid's knob that does not change its experiment wrote the plain run as a row
+    per value (``knob.d_model`` 64 and 128, one zoo key): refused before any work."""
+    grid = _write(tmp_path / "g.yaml", "experiment: birth-control\nsize: smoke\nseed: [0]\n"
+                  f"knobs: {{d_model: {values}}}\n")
+    before = tree(tmp_path)
+    with no_hang():
+        code, out, err = run_cli(["sweep", str(grid), "--cache", str(tmp_path / "zoo"),
+                                  "--backend", "local", "--no-progress"])
+    refused(code, out, err, ["d_model=", "birth-control", "the same without it"])
+    assert tree(tmp_path) == before
+
+
 # --- one run, one row, one cell ------------------------------------------------------------
 
 def test_handled_a_knob_of_one_experiment_maps_the_other_once(tmp_path):
@@ -394,6 +432,17 @@ def test_results_refuse_rows_without_a_hash(case, copy):
     assert not (copy / "site").exists(), "a page was written"
 
 
+def test_damage_results_refuse_a_row_with_a_blank_knob(copy):
+    """Rows of two maps joined in one table (a knob column of one map blank in the other's rows,
+    every row hash intact): ``results`` drew it as one map with ``nan`` cells; now refused,
+    naming the row and the column, as the map's rerun refuses it."""
+    table = _edit(copy, lambda f: f.assign(**{"knob.lr": ""}))
+    code, out, err = run_cli(["results", "--pages", "--maps", str(table), "--data",
+                              str(copy / "no-data"), "--out", str(copy / "site")])
+    refused(code, out, err, [str(table), "row 1", "knob.lr is blank"])
+    assert not (copy / "site").exists(), "a page was written"
+
+
 def test_handled_rows_from_before_hashes_are_measured_again_and_kept_when_equal(copy):
     """A table of the time before row hashes (neither a hash nor a study column) whose rows are
     what their runs measure: measured again, said in one line, and written back with hashes."""
@@ -452,6 +501,27 @@ def test_a_users_files_in_a_report_folder_are_never_replaced(case, command, tmp_
     assert tree(tmp_path) == before, "a file was written or replaced"
 
 
+def test_damage_results_pages_never_replace_or_remove_a_users_files(copy):
+    """``results --pages --out`` replaced a user's ``index.md`` and removed every .png and .json
+    of a ``figures/`` there, and gave a traceback for an --out that is a file: now the user's
+    page is refused in one line, a user's picture kept, a file named in one line."""
+    table = str(copy / "out" / "m.csv")
+    site = copy / "site"
+    (site / "figures").mkdir(parents=True)
+    _write(site / "figures" / "holiday.png", "mine")
+    _write(site / "index.md", "my notes")
+    argv = ["results", "--pages", "--maps", table, "--data", str(copy / "no-data"), "--out"]
+    before = tree(copy)
+    refused(*run_cli([*argv, str(site)]), ["out=", "index.md toymech did not write"])
+    refused(*run_cli([*argv, str(site / "index.md")]), ["--out=", "index.md", "not a file"])
+    assert tree(copy) == before
+    (site / "index.md").unlink()
+    code, out, err = run_cli([*argv, str(site)])
+    assert code == 0, err[-3000:]
+    assert (site / "figures" / "holiday.png").read_text() == "mine"
+    assert (site / "index.md").is_file()
+
+
 # --- a study given a setting that is not its own ------------------------------------------------
 
 @pytest.mark.parametrize("name", ["induction", "birth", "random_transformers"])
@@ -482,6 +552,46 @@ def test_damage_a_study_refuses_a_setting_with_knobs_not_its_own(name):
             assert owner != name and setting.knobs.keys() <= protocol.study(owner).knobs.keys()
 
 
+FOREIGN = {"induction": {"modulus": 7}, "birth": {"blok_len": 4},
+           "random_transformers": {"smear": "per_head"}}
+OUT_OF_RANGE = {"induction": {"lr": 5.0}, "birth": {"d_model": 4},
+                "random_transformers": {"n_layers": 99}}
+
+
+@pytest.mark.parametrize("name", ["induction", "birth", "random_transformers"])
+@pytest.mark.parametrize("knobs", [FOREIGN, OUT_OF_RANGE], ids=["not its knob", "out of range"])
+def test_damage_describe_and_the_scorecard_refuse_a_setting_not_the_studys(name, knobs):
+    """The scorecard's title called another study's Setting (or a value out of its range) "a
+    variant" of this one, and study 3's ``describe`` took it as its plain size: refused now, in
+    one line naming the knob."""
+    from toymech.core import Setting
+    from toymech.studies import protocol
+
+    study, (knob, _), = protocol.study(name), *knobs[name].items()
+    setting = Setting("smoke", knobs[name])
+    for call in (lambda: study.describe(setting, 0, "cpu"),
+                 lambda: study.scorecard([{}], setting, [0])):
+        with pytest.raises(ValueError, match=rf"^(knob='{knob}'|{knob}=)") as got:
+            call()
+        assert "\n" not in str(got.value)
+
+
+def test_damage_study_3_describes_the_plan_and_steps_of_its_variant():
+    """Study 3's run line said the plain size's widths and steps at a variant that changes them
+    (``width 64``, ``steps 30`` at smoke), without naming the variant."""
+    from toymech.studies import protocol
+    from toymech.studies.random_transformers.design import plan
+
+    study = protocol.study("random_transformers")
+    setting = study.with_knobs("smoke", {"width": 64, "steps": 30})
+    line = study.describe(setting, 0, "cpu")
+    small, large = plan(setting).widths
+    assert large == 64 and f"widths {small} and 64 " in line, line
+    assert "30 training steps per run" in line and "circuit imitation 30;" in line, line
+    assert line.startswith(setting.described), line
+    assert "a variant" not in study.describe("smoke", 0, "cpu")
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
 def test_refused_a_setting_with_a_number_that_is_not_finite(value):
     from toymech.core import Setting
@@ -491,6 +601,28 @@ def test_refused_a_setting_with_a_number_that_is_not_finite(value):
     with pytest.raises(ValueError, match=r"knob lr="):
         Setting("smoke", {"lr": [0.1, value]})
 
+
+def test_damage_negative_zero_is_zero_one_run():
+    """A float knob at -0.0 (``weight_decay: [-0.0]`` in a map, ``--set weight_decay=-0``) built
+    another zoo key than at 0, so the same training ran and was kept twice, its table cell
+    written ``-0``: now -0.0 is 0, one run, over every float knob that allows 0."""
+    from toymech.core import Setting
+    from toymech.studies import protocol
+
+    checked = 0
+    for name in protocol.STUDIES:
+        study = protocol.study(name)
+        for k, knob in study.knobs.items():
+            if knob.kind != "float" or not knob.allowed[0] <= 0 <= knob.allowed[1]:
+                continue
+            assert study.with_knobs("smoke", {k: -0.0}).variant() == {k: "0"}
+            for exp_name, named in study.named_experiments.items():
+                keys = {named.make(setting, 0).key("") for setting in (
+                    study.with_knobs("smoke", {k: 0.0}), study.with_knobs("smoke", {k: "-0"}),
+                    Setting("smoke", {k: -0.0}))}
+                assert len(keys) == 1, (name, k, exp_name, keys)
+                checked += 1
+    assert checked >= 1
 
 # --- waits that say what they wait for --------------------------------------------------------
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import studies, tasks
-from .core import SIZES, Setting, check, check_seed, size_name
+from .core import SIZES, Setting, check, check_seed, size_name, value_text
 from .models import ModelConfig
 from .training import Experiment, Named, TrainConfig
 
@@ -95,7 +95,32 @@ def setting(name: str, size: Setting | str = "default", variant=None) -> Setting
         return at
     check(bool(named.study), "variant", dict(variant or at.knobs), f"no knobs: experiment "
           f"{name!r} belongs to no study (change its fields with a sweep grid's overrides)")
-    return studies.protocol.study(named.study).with_knobs(at, variant)
+    study = studies.protocol.study(named.study)
+    built = study.with_knobs(at, variant)
+    check_knobs_reach(name, built)
+    return built
+
+
+def check_knobs_reach(name: str, at: Setting) -> None:
+    """A ValueError for a knob of ``at`` that does not change the run of the experiment named
+    ``name`` (a knob declared for its study's other experiments: ``n_layers`` on a 1-layer
+    model), which would build the plain run while the setting names the variant; as a map
+    refuses it."""
+    named = _named(name)
+    if not at.knobs:
+        return
+    study = studies.protocol.study(named.study)
+    key = named.make(at, 0).key("")
+    for k, value in at.knobs.items():
+        without = Setting(at.size, {o: v for o, v in at.knobs.items() if o != k})
+        try:
+            same = named.make(without, 0).key("") == key
+        except ValueError:  # the other knobs need this one: it changes the run
+            same = False
+        check(not same, k, value_text(value),
+              f"a knob of experiment {named.name!r}'s run ({k} changes other runs of study "
+              f"{study.name!r} only: this run is the same without it); 'toymech list knobs "
+              f"{study.name}' says which runs each knob changes")
 
 
 def _named(name: str) -> Named:
@@ -105,5 +130,5 @@ def _named(name: str) -> Named:
     return reg[name]
 
 
-__all__ = ["SIZES", "Named", "Setting", "check_task_names", "get", "names", "registry", "setting",
-           "task_experiment"]
+__all__ = ["SIZES", "Named", "Setting", "check_knobs_reach", "check_task_names", "get", "names",
+           "registry", "setting", "task_experiment"]

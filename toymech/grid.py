@@ -142,6 +142,21 @@ def expand_grid(spec: dict[str, Any]) -> list[Trial]:
     return trials
 
 
+def check_one_row_per_run(trials: list[Trial]) -> None:
+    """A ValueError, before any work, for two trials that build the same run (one zoo key): a
+    knob or override that does not change an experiment (``d_model`` on ``birth-control``)
+    would write one run as two rows, each under a value it was not trained at."""
+    seen: dict[str, Trial] = {}
+    for t in trials:
+        other = seen.setdefault(t.key, t)
+        if other is not t:
+            raise ValueError(
+                f"grid points {jsonable(other.columns)} and {jsonable(t.columns)} are not allowed "
+                f"together: they build the same run of {t.experiment} (zoo key {t.key}), which "
+                "would be two rows; leave out the knob or override that does not change it "
+                "('toymech list knobs' says which runs each knob changes)")
+
+
 def _knob_axes(given: Any, names: list[str], registry) -> dict[str, list[Any]]:
     """A grid's ``knobs``: {knob: [values]}, for experiments of one study (checked by the
     study's ``with_knobs`` per grid point)."""
@@ -205,6 +220,9 @@ def run_sweep(grid: dict[str, Any] | str | Path, *, cache_dir: str | Path | None
     spec = load_grid(grid) if isinstance(grid, (str, Path)) else grid
     stem = Path(grid).stem if isinstance(grid, (str, Path)) else "sweep"
     trials = expand_grid(spec)
+    for name, at in {(t.experiment, t.setting) for t in trials if t.knobs}:
+        experiments.check_knobs_reach(name, at)  # a knob reaching no run: its rows would lie
+    check_one_row_per_run(trials)
     retries = check_retries(spec.get("retries", 1) if retries is None else retries)
     path = out if out is not None else zoo.root / "sweeps" / f"{sweep_name(spec, stem)}.csv"
     missing = {str(zoo.path(t.exp, t.tag)): t for t in trials if not zoo.has(t.exp, t.tag)}

@@ -138,8 +138,10 @@ def cmd_results(args: argparse.Namespace) -> int:
         if args.reports:
             raise UsageError("results --pages reads the shipped data; record report folders "
                              "first (toymech results <report folder>), then run --pages alone")
+        from toymech.core import check_path_writable_dir
         from toymech.report.pages import write_pages
 
+        check_path_writable_dir("--out", args.out)  # a file, or /proc: one line, nothing built
         written = write_pages(args.data, args.maps, args.out)
         print(f"{len(written)} file(s) written under {args.out} (the results pages, their "
               "finding boxes and figures)")

@@ -403,7 +403,8 @@ def verify_rows(table: pd.DataFrame, path: Path | str, study, remeasure: bool = 
         for k, c in knobs.items():
             text = row.get(c)
             if text is None or (isinstance(text, float) and math.isnan(text)):
-                continue
+                raise bad(f"{c} is blank (toymech map writes every knob of its map on every "
+                          "row: a row of another map, or an edited one)")
             knob = study.knobs[k]
             try:
                 parsed = knob.parse(str(text))

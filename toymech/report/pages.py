@@ -28,13 +28,16 @@ them and removes the ones it no longer writes, and leaves every other file alone
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core import check, check_path_writable_dir
 from ..files import replace_file
 from ..plots.scorecard import scorecard_figure
+from ..studies import protocol
 from .results import DATA_DIR, markdown_table
 from .scorecards import verdict_counts, verdict_word  # noqa: F401  (verdict_counts: for readers)
 from .snapshot import png_of
@@ -331,9 +334,12 @@ def build_pages(data_dir: str | Path = DATA_DIR, maps: str | Path | Sequence | N
 
 
 def _ours(path: Path) -> bool:
-    """Whether ``path`` is a file this generator wrote (its figures, or a page with its mark)."""
-    if path.parent.name == FIGURE_DIR and path.suffix in (".json", ".png"):
-        return True
+    """Whether ``path`` is a file this generator wrote: a page with its mark, or a figure named
+    as it names them (``<study page>-…`` .json or .png; a user's own picture is not one)."""
+    if path.parent.name == FIGURE_DIR:
+        pages = [page_name(protocol.study(name)) for name in protocol.STUDIES]
+        return path.suffix in (".json", ".png") and any(
+            path.name.startswith(f"{page}-") for page in pages)
     try:
         return path.suffix == ".md" and GENERATED in path.read_text(encoding="utf-8")[:600]
     except (OSError, UnicodeDecodeError):
@@ -350,9 +356,16 @@ def write_pages(data_dir: str | Path = DATA_DIR, maps: str | Path | Sequence | N
     each study's headline figure is also drawn as ``figures/<study>-headline.png`` (for the
     README) where its figure changed or has no picture yet (``snapshot.png_of``: needs a
     headless Chromium; without one the last picture stays, and a line says so)."""
+    out = check_path_writable_dir("out", out)
     figures = Figures()
     files = build_pages(data_dir, maps, specs, figures)
-    out = Path(out)
+    pictures = [f"{FIGURE_DIR}/{name}-headline.png" for name in figures.headlines]
+    for rel in [FIGURE_DIR, *files, *pictures]:  # a file of the user's is never replaced
+        path = out / rel
+        kind_ok = path.is_dir() if rel == FIGURE_DIR else path.is_file() and _ours(path)
+        check(not os.path.lexists(path) or (kind_ok and not path.is_symlink()), "out", str(out),
+              f"a folder of results pages, not one holding a {rel} toymech did not write (it "
+              "would be replaced); move it, or pass another folder")
     (out / FIGURE_DIR).mkdir(parents=True, exist_ok=True)
     changed, written = set(), []
     for rel, text in files.items():

@@ -136,7 +136,7 @@ class Knob:
             ok = (isinstance(number, (int, float)) and not isinstance(number, bool)
                   and math.isfinite(number) and self.allowed[0] <= number <= self.allowed[1])
             check(ok, name, value, allowed)
-            return float(number)
+            return float(number) + 0.0  # -0.0 is 0.0: one value, one run, one zoo key
         values = self._ints(value)
         check(values is not None and len(values) >= 1, name, value, allowed)
         check(self.kind == "ints" or len(values) == 1, name, value, allowed)

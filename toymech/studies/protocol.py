@@ -429,6 +429,7 @@ class Study(abc.ABC):
         ``measure_seed`` numbers per seed, ``seeds`` names them (never a calibration seed).
         Returns the scorecard (one row per claim; ``attrs["title"]`` names the size and
         seeds)."""
+        study_knobs.variant_values(self.knobs, size)  # its title never names another's variant
         return claims_scorecard(self.claims, per_seed, size, seeds, self.settings)
 
     def through_training(self, entry: Any, data: ProbeData, name: str = "") -> Trajectory:

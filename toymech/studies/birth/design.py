@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from ... import tasks
-from ...core import Setting, check, check_int, seed_for
+from ...core import Setting, check, check_int, float_text, seed_for
 from ...devices import make_generator, resolve_device
 from ...models import ModelConfig
 from ...models.variants import BIRTH_SIMPLIFIED, SIMPLIFIED_DEFAULTS, simplified_options
@@ -416,7 +416,7 @@ def describe(size: Setting | str, seed: int, device, *, n_seeds: int | None = No
     seeds = judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
     return (f"size {size} on {device}: sequences of T={task.seq_len}, batch {train.batch_size}, "
             f"width d={exp.model.d_model}, {train.steps:,} steps of {train.optimizer} (lr "
-            f"{train.lr:g}; the paper: SGD, lr 0.2, 10,000 steps of batch 512 at T=256); "
+            f"{float_text(train.lr)}; the paper: SGD, lr 0.2, 10,000 steps of batch 512 at T=256); "
             f"{task.trigger_mode} triggers, K={task.n_triggers}; vocabulary N={task.d_vocab}; "
             f"the main run over {len(seeds)} seeds ({', '.join(map(str, seeds))})")
 

@@ -380,15 +380,20 @@ OPTIONAL_RUNS: tuple[str, ...] = ()
 
 def describe(size: Setting | str, seed: int, device, *, n_seeds: int | None = None) -> str:
     """The run's settings in words (from the size and its plan, not typed): at ``size``, on
-    ``device``, the ``n_seeds`` seeds from ``seed`` (None: the size's count)."""
-    s, p = size_spec(size), size_spec(size).plan
+    ``device``, the ``n_seeds`` seeds from ``seed`` (None: the size's count); a variant names
+    its knobs, and its plan and steps are the ones its runs train with."""
+    s, p = size_spec(size), plan(size)  # the setting's plan knobs applied (its own knobs only)
+    steps = knobs.variant_values(KNOBS, size).get("steps")  # every run's, where it is set
+    main, side = (steps, steps) if steps is not None else (s.steps, s.side_steps)
     seeds = judged_seeds(SIZES, CALIBRATION, size, seed, n_seeds)
     table = seeds[:p.table_n_seeds]
-    return (f"size {size} on {device}: {s.steps:,} training steps per run (language modelling and "
-            f"circuit imitation {s.side_steps:,}; the paper: ~50,000), batch {s.batch}; widths "
-            f"{p.widths[0]} and {p.widths[1]} for the accuracy table (the paper: 16 to 1024); the "
-            f"width sweep ({', '.join(map(str, p.sweep_widths))}) and the short-budget runs over "
-            f"{len(seeds)} seeds, the table and side studies over {len(table)} "
+    setting = Setting.of(size)
+    variant = f"{setting.described or 'a variant'}. " if setting.knobs else ""
+    return (f"{variant}size {size} on {device}: {main:,} training steps per run (language "
+            f"modelling and circuit imitation {side:,}; the paper: ~50,000), batch {s.batch}; "
+            f"widths {p.widths[0]} and {p.widths[1]} for the accuracy table (the paper: 16 to "
+            f"1024); the width sweep ({', '.join(map(str, p.sweep_widths))}) and the short-budget "
+            f"runs over {len(seeds)} seeds, the table and side studies over {len(table)} "
             f"({', '.join(map(str, table))})")
 
 
