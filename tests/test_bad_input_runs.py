@@ -186,6 +186,22 @@ def test_unusable_out_folders_are_one_line(case, tmp_path):
     assert tree(tmp_path) == before
 
 
+def test_refused_a_sweep_table_under_proc(tmp_path):
+    """``toymech sweep --out /proc/x.csv``: a folder its permissions call writable (root) where
+    no file can be made: one line before any training (a traceback writing its temporary file
+    before)."""
+    if not Path("/proc").is_dir():
+        pytest.skip("no /proc on this system")
+    grid = _write(tmp_path / "g.yaml", "experiment: induction-2l\nsize: smoke\nseed: [0]\n")
+    before = tree(tmp_path)
+    with no_hang():
+        code, out, err = run_cli(["sweep", str(grid), "--cache", str(tmp_path / "zoo"),
+                                  "--out", "/proc/toymech-sweep.csv", "--backend", "local",
+                                  "--no-progress"])
+    refused(code, out, err, ["out='/proc/toymech-sweep.csv'", "can write to"])
+    assert tree(tmp_path) == before
+
+
 DIGITS = "1" * 5000
 CLI_CASES = {
     # name: (argv, fragments of the one line)

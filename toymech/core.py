@@ -269,6 +269,7 @@ def check_path_writable_file(name: str, path: Any) -> Path:
     parent = p.absolute().parent
     check(parent.is_dir() and os.access(parent, os.W_OK | os.X_OK), name, str(path),
           "a file in an existing folder you can write to")
+    _probe(name, path, parent, "a file in an existing folder you can write to")
     return p
 
 
