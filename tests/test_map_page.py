@@ -479,6 +479,12 @@ def test_where_the_outcome_changes_and_the_causal_evidence_are_computed_from_the
     assert "block_len 4-8, offset 0-3: content (3 runs): fingerprint induction" in said
     assert "content (5 runs)" not in said  # never pooled over the cells
     assert "fingerprint" not in map_evidence(measured.assign(state="untrained"))
+    # a map of 1-layer models only has no resample or head columns: fingerprints alone
+    one_layer = measured.drop(columns=["key_resample_share.longer",
+                                       "query_resample_share.longer",
+                                       "n_heads_removing_most.longer"])
+    assert "content (2 runs): fingerprint induction 0.80; position" in map_evidence(one_layer)
+    assert "keys" not in map_evidence(one_layer) and "resampling" not in map_evidence(one_layer)
     _, block = map_block_of(measured)
     assert said in block and "Where the commonest outcome changes" in block
 

@@ -24,7 +24,7 @@ EVIDENCE = {
                   "beyond_baseline.low", "beyond_baseline.high", "label_earlier_rule", "state"),
     "birth": ("margin.", "cosine.", "overlap.", "null.icl_acc", "trained", "state"),
 }
-RERUN = ("s1-capacity-default-cpu.csv", "s2-reviewer-default-cpu.csv")
+RERUN = ("s1-capacity-default-cpu.csv", "s1-smeared-default-cpu.csv", "s2-reviewer-default-cpu.csv")
 
 
 @pytest.mark.parametrize("path", TABLES, ids=[p.name for p in TABLES])

@@ -329,12 +329,14 @@ def map_evidence(table: pd.DataFrame) -> str:
             runs.groupby(runs["label"].astype(str), sort=True)))
     if not parts:
         return said.strip()
+    causal = ("; for 2-layer runs the share of their advantage over the best predictor "
+              "without induction on the panel's longer blocks that resampling layer 0's output "
+              "from other sequences removes in layer 1's keys and in its queries, and the size "
+              "of the smallest head set whose mean ablation removes most of it (medians)"
+              if _numbers(learned, "key_resample_share.longer").notna().any() else "")
     return (said + "Per cell (runs sharing every knob), each label's learned runs: the "
-            "algorithm their predictions agree with most (median agreement); for 2-layer runs "
-            "the share of their advantage over the best predictor without induction on the "
-            "panel's longer blocks that resampling layer 0's output from other sequences "
-            "removes in layer 1's keys and in its queries, and the size of the smallest head "
-            "set whose mean ablation removes most of it (medians). " + " | ".join(parts) + ".")
+            f"algorithm their predictions agree with most (median agreement){causal}. "
+            + " | ".join(parts) + ".")
 
 
 def _label_evidence(label: str, rows: pd.DataFrame) -> str:
@@ -342,14 +344,22 @@ def _label_evidence(label: str, rows: pd.DataFrame) -> str:
     best = rows["fingerprint"].astype(str).mode().iloc[0]
     agree = pd.to_numeric(rows["fingerprint_agreement"], errors="coerce").median()
     text = f"{label} ({len(rows)} runs): fingerprint {best} {agree:.2f}"
-    shares = pd.to_numeric(rows.get("key_resample_share.longer"), errors="coerce")
-    if shares is not None and shares.notna().any():
-        queries = pd.to_numeric(rows["query_resample_share.longer"], errors="coerce").median()
+    # a map of 1-layer models has no resample or head columns (they are 2-layer measures)
+    shares = _numbers(rows, "key_resample_share.longer")
+    if shares.notna().any():
+        queries = _numbers(rows, "query_resample_share.longer").median()
         text += f", keys {shares.median():.2f}, queries {queries:.2f}"
-    heads = pd.to_numeric(rows.get("n_heads_removing_most.longer"), errors="coerce")
-    if heads is not None and heads.notna().any():
+    heads = _numbers(rows, "n_heads_removing_most.longer")
+    if heads.notna().any():
         text += f", heads {heads.median():g}"
     return text
+
+
+def _numbers(rows: pd.DataFrame, column: str) -> pd.Series:
+    """``rows``' ``column`` as numbers (all NaN where the table has no such column)."""
+    if column not in rows:
+        return pd.Series(float("nan"), index=rows.index)
+    return pd.to_numeric(rows[column], errors="coerce")
 
 
 def map_check(size: Setting | str) -> None:
