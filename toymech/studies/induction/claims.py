@@ -52,7 +52,7 @@ from .panel import MARGIN
 SCALED_SHOWN = frozenset({
     "2l-option1", "smeared-option2", "behave-differently", "direct-suppresses-all",
     "2l-layer0-suppresses", "smeared-two-copy-two-suppress", "1l-heads-copy",
-    "2l-previous-token-head", "2l-needs-k-composition", "2l-copies-by-content",
+    "2l-previous-token-head", "2l-needs-k-composition",
     "causal-layer1-copies-first-block", "causal-anti-induction"})
 SETTINGS = StudySettings.of_sizes(setting, COST, CALIBRATION,
     evidence={"default": SCALED_SHOWN},
