@@ -2,8 +2,9 @@
 row's hash); the answers re-run under the evidence rules carry their study's evidence columns
 (study 1: the behavioural fingerprint, the resample ablations, the margin's interval and the
 earlier rule's label; Birth: the recall margins, the cosines to the construction and the
-null's accuracy); and the negative control on study 1's capacity map (the plain 1-layer model,
-which cannot copy by content) carries no content label."""
+null's accuracy; study 3: the accuracy's interval and the baselines); and the negative control
+on study 1's capacity map (the plain 1-layer model, which cannot copy by content) carries no
+content label."""
 
 from __future__ import annotations
 
@@ -24,10 +25,12 @@ EVIDENCE = {
     "induction": ("agreement.", "fingerprint", "beyond_baseline.low", "beyond_baseline.high",
                   "label_earlier_rule", "state"),
     "birth": ("margin.", "cosine.", "overlap.", "null.icl_acc", "trained", "state"),
+    "random_transformers": ("acc_low", "acc_high", "baseline.", "state"),
 }
 # and where a table holds 2-layer runs (the resample ablations cut layer 0 out of layer 1)
 TWO_LAYER_EVIDENCE = ("key_resample_share.", "query_resample_share.")
-RERUN = ("s1-capacity-default-cpu.csv", "s1-smeared-default-cpu.csv", "s2-reviewer-default-cpu.csv")
+RERUN = ("s1-capacity-default-cpu.csv", "s1-smeared-default-cpu.csv", "s2-reviewer-default-cpu.csv",
+         "s3-budget-parentheses-default-cpu.csv")
 
 
 @pytest.mark.parametrize("path", TABLES, ids=[p.name for p in TABLES])
